@@ -1,0 +1,102 @@
+// Package testsvc gives tests the addresses of, and connections to, the real servers that
+// scripts/services.sh starts: Redis (standalone and a 3-master cluster), MariaDB, RocketMQ and
+// Nacos. A test that needs a server calls Need and fails loudly when the server is missing;
+// it skips only when the developer opted out with -short.
+package testsvc
+
+import (
+	"context"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Addresses of the test servers, overridable by environment.
+var (
+	RedisAddr        = env("SECKILL_TEST_REDIS", "127.0.0.1:6379")
+	RedisClusterAddr = env("SECKILL_TEST_REDIS_CLUSTER", "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003")
+	MySQLDSN         = env("SECKILL_TEST_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=UTC&multiStatements=true")
+	RocketMQNamesrv  = env("SECKILL_TEST_ROCKETMQ", "127.0.0.1:9876")
+	NacosAddr        = env("SECKILL_TEST_NACOS", "127.0.0.1:8848")
+)
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// Need skips the test under -short and otherwise fails it unless addr accepts TCP connections.
+func Need(t testing.TB, what, addr string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: %s not used", what)
+	}
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatalf("%s at %s is not reachable (start it with scripts/services.sh up): %v", what, addr, err)
+	}
+	c.Close()
+}
+
+// Redis returns a client of the standalone test Redis, closed when the test ends.
+func Redis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	Need(t, "redis", RedisAddr)
+	c := redis.NewClient(&redis.Options{Addr: RedisAddr, DisableIdentity: true, PoolSize: 64})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// RedisCluster returns a client of the 3-master test cluster, closed when the test ends.
+func RedisCluster(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	addrs := strings.Split(RedisClusterAddr, ",")
+	Need(t, "redis cluster", addrs[0])
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DisableIdentity: true, PoolSize: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return m.Ping(ctx).Err() }); err != nil {
+		t.Fatalf("redis cluster: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// MySQL returns a GORM handle on the test MariaDB database.
+func MySQL(t testing.TB) *gorm.DB {
+	t.Helper()
+	Need(t, "mariadb", "127.0.0.1:3306")
+	db, err := gorm.Open(mysql.Open(MySQLDSN), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Fatalf("mariadb: %v", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		t.Fatalf("mariadb: %v", err)
+	}
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// RocketMQ returns the name server address after checking it is reachable.
+func RocketMQ(t testing.TB) string {
+	t.Helper()
+	Need(t, "rocketmq name server", RocketMQNamesrv)
+	return RocketMQNamesrv
+}
+
+// Nacos returns the Nacos HTTP address after checking it is reachable.
+func Nacos(t testing.TB) string {
+	t.Helper()
+	Need(t, "nacos", NacosAddr)
+	return NacosAddr
+}
