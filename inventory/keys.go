@@ -1,0 +1,124 @@
+package inventory
+
+import (
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Redis key names. docs/DESIGN.md is the reference; every key is built here so the
+// inventory, the limiter and the order pipeline agree on them. Activity ids are validated
+// (ValidActivityID) before they reach a key; user ids never do (their hash does).
+
+// ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
+func ValidActivityID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// UserHash is the 16 lowercase hex digits of FNV-1a 64 of the user id. Keys and hash
+// fields carry it instead of the raw id.
+func UserHash(userID string) string {
+	h := fnv.New64a()
+	h.Write([]byte(userID))
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// HomeShard is the shard that keeps the user's purchase record among n shards.
+func HomeShard(userHash string, n int) int {
+	v, err := strconv.ParseUint(userHash, 16, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return int(v % uint64(n))
+}
+
+// ShardKeys names the keys of one stock shard; all share the hash tag {A:e:i}.
+type ShardKeys struct {
+	Activity string
+	Epoch    int
+	Shard    int
+	tag      string
+}
+
+// Shard returns the key names of shard i of epoch e of the activity.
+func Shard(activity string, epoch, shard int) ShardKeys {
+	return ShardKeys{Activity: activity, Epoch: epoch, Shard: shard,
+		tag: "sk:{" + activity + ":" + strconv.Itoa(epoch) + ":" + strconv.Itoa(shard) + "}:"}
+}
+
+func (k ShardKeys) Stock() string   { return k.tag + "stock" }
+func (k ShardKeys) Users() string   { return k.tag + "users" }
+func (k ShardKeys) Last() string    { return k.tag + "last" }
+func (k ShardKeys) Idem() string    { return k.tag + "idem" }
+func (k ShardKeys) Seq() string     { return k.tag + "seq" }
+func (k ShardKeys) Journal() string { return k.tag + "journal" }
+func (k ShardKeys) Stats() string   { return k.tag + "stats" }
+func (k ShardKeys) Credits() string { return k.tag + "credits" }
+
+// Refunds is the set of reservation ids whose units were given back to a user record on
+// this (home) shard; it makes compensation idempotent.
+func (k ShardKeys) Refunds() string { return k.tag + "refunds" }
+
+// Record is the reservation record of the shard's n-th reservation.
+func (k ShardKeys) Record(n int64) string { return k.tag + "r:" + strconv.FormatInt(n, 10) }
+
+// RecordPrefix is the prefix of the shard's reservation records (scripts append n).
+func (k ShardKeys) RecordPrefix() string { return k.tag + "r:" }
+
+// Bucket is the user's token bucket within the activity.
+func (k ShardKeys) Bucket(userHash string) string { return k.tag + "tb:" + userHash }
+
+// Window is the user's sliding window within the activity.
+func (k ShardKeys) Window(userHash string) string { return k.tag + "sw:" + userHash }
+
+// Meta is the activity's metadata hash (tag {A}).
+func Meta(activity string) string { return "sk:{" + activity + "}:meta" }
+
+// Token is a one-time grab token of the activity.
+func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:tok:" + tokenHash }
+
+// Lock is the order writer's lock on (activity, user).
+func Lock(activity, userHash string) string { return "sk:lock:{" + activity + ":" + userHash + "}" }
+
+// Instance-wide keys and the event channel.
+const (
+	JournalsKey   = "sk:journals"
+	ActivitiesKey = "sk:activities"
+	InstancesKey  = "sk:instances"
+	EventsChannel = "sk:events"
+)
+
+var reservationIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.[0-9]{1,9}\.[0-9]{1,4}\.[0-9]{1,19}$`)
+
+// ReservationID is the id of the n-th reservation of shard i of epoch e.
+func ReservationID(activity string, epoch, shard int, n int64) string {
+	return activity + "." + strconv.Itoa(epoch) + "." + strconv.Itoa(shard) + "." + strconv.FormatInt(n, 10)
+}
+
+// ParseReservationID splits a reservation id into the shard keys and record number. It
+// rejects anything that is not exactly the form ReservationID makes.
+func ParseReservationID(rid string) (ShardKeys, int64, bool) {
+	if !reservationIDRe.MatchString(rid) {
+		return ShardKeys{}, 0, false
+	}
+	// The activity id cannot hold '.', so the last three dots split the fields.
+	parts := strings.Split(rid, ".")
+	e, err1 := strconv.Atoi(parts[1])
+	s, err2 := strconv.Atoi(parts[2])
+	n, err3 := strconv.ParseInt(parts[3], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return ShardKeys{}, 0, false
+	}
+	return Shard(parts[0], e, s), n, true
+}

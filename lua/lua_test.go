@@ -1,0 +1,27 @@
+package lua
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEveryScriptLoadsAndIncludesExpand(t *testing.T) {
+	for _, n := range Names() {
+		src, err := Source(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if strings.Contains(src, "--#include") {
+			t.Errorf("%s: include left unexpanded", n)
+		}
+		if !strings.HasPrefix(src, "--") {
+			t.Errorf("%s: must open with a comment giving KEYS, ARGV and return codes", n)
+		}
+	}
+}
+
+func TestMissingScriptIsAnError(t *testing.T) {
+	if _, err := Load("nope.lua"); err == nil {
+		t.Fatal("want an error for a missing script")
+	}
+}
