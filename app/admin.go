@@ -1,0 +1,200 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/sql"
+)
+
+// adminStore writes activity definitions to MySQL, the system of record.
+type adminStore struct {
+	db *gorm.DB
+}
+
+// saveActivity inserts the activity row unless it exists; running it twice is harmless.
+func (s *adminStore) saveActivity(ctx context.Context, a inventory.Activity) error {
+	row := sql.Activity{
+		ID: a.ID, CampaignID: a.CampaignID, Stock: a.Stock, PerUserLimit: a.PerUserLimit,
+		OpensAt: a.OpensAt.UTC(), Shards: a.Shards, RequireToken: a.RequireToken,
+	}
+	if !a.ClosesAt.IsZero() {
+		t := a.ClosesAt.UTC()
+		row.ClosesAt = &t
+	}
+	return s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error
+}
+
+func (a *api) requireAdmin(c *gin.Context) {
+	tok, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || a.adminToken == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.adminToken)) != 1 {
+		writeError(c, newError(http.StatusUnauthorized, CodeUnauthenticated, "admin bearer token required"))
+		return
+	}
+	if snap := a.cfg.Current(); snap != nil {
+		if ip := clientIP(c, snap.Cfg); ip.IsValid() && !snap.Cfg.AdminAllowed(ip) {
+			writeError(c, newError(http.StatusForbidden, CodeForbidden, "admin API not allowed from this address"))
+			return
+		}
+	}
+	c.Next()
+}
+
+// activityBody is the body of POST /admin/v1/activities.
+type activityBody struct {
+	ActivityID   string  `json:"activityId"`
+	CampaignID   string  `json:"campaignId"`
+	Stock        int64   `json:"stock"`
+	PerUserLimit int     `json:"perUserLimit"`
+	OpensAt      string  `json:"opensAt"`
+	ClosesAt     *string `json:"closesAt"`
+	Shards       int     `json:"shards"`
+	RequireToken bool    `json:"requireToken"`
+}
+
+// maxStock bounds one activity's stock; far above any real sale, far below overflow.
+const maxStock = 1_000_000_000
+
+func parseActivity(raw []byte, now time.Time) (inventory.Activity, *apiError) {
+	var b activityBody
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil || dec.More() {
+		return inventory.Activity{}, badRequest("malformed JSON body")
+	}
+	if !inventory.ValidActivityID(b.ActivityID) {
+		return inventory.Activity{}, badRequest("activityId must match [A-Za-z0-9_-]{1,64}")
+	}
+	if b.CampaignID != "" && !inventory.ValidActivityID(b.CampaignID) {
+		return inventory.Activity{}, badRequest("campaignId must match [A-Za-z0-9_-]{1,64}")
+	}
+	if b.Stock < 1 || b.Stock > maxStock {
+		return inventory.Activity{}, badRequest("stock must be between 1 and 1000000000")
+	}
+	if b.PerUserLimit < 1 || b.PerUserLimit > 1000 {
+		return inventory.Activity{}, badRequest("perUserLimit must be between 1 and 1000")
+	}
+	if b.Shards == 0 {
+		b.Shards = 4
+	}
+	if b.Shards < 1 || b.Shards > 1024 {
+		return inventory.Activity{}, badRequest("shards must be between 1 and 1024")
+	}
+	a := inventory.Activity{
+		ID: b.ActivityID, CampaignID: b.CampaignID, Stock: b.Stock, PerUserLimit: b.PerUserLimit,
+		Shards: b.Shards, RequireToken: b.RequireToken, OpensAt: now.UTC().Truncate(time.Millisecond),
+	}
+	if b.OpensAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, b.OpensAt)
+		if err != nil {
+			return a, badRequest("opensAt must be an RFC 3339 time")
+		}
+		a.OpensAt = t.UTC().Truncate(time.Millisecond)
+	}
+	if b.ClosesAt != nil && *b.ClosesAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, *b.ClosesAt)
+		if err != nil {
+			return a, badRequest("closesAt must be an RFC 3339 time")
+		}
+		a.ClosesAt = t.UTC().Truncate(time.Millisecond)
+		if !a.ClosesAt.After(a.OpensAt) {
+			return a, badRequest("closesAt must be after opensAt")
+		}
+	}
+	return a, nil
+}
+
+func activityJSON(a inventory.Activity) gin.H {
+	h := gin.H{
+		"activityId": a.ID, "campaignId": a.CampaignID, "stock": a.Stock, "perUserLimit": a.PerUserLimit,
+		"opensAt": millis(a.OpensAt), "closesAt": nil, "shards": a.Shards, "requireToken": a.RequireToken,
+	}
+	if !a.ClosesAt.IsZero() {
+		h["closesAt"] = millis(a.ClosesAt)
+	}
+	return h
+}
+
+func (a *api) postActivity(c *gin.Context) {
+	raw, err := io.ReadAll(io.LimitReader(c.Request.Body, 64<<10+1))
+	if err != nil {
+		writeError(c, badRequest("cannot read body"))
+		return
+	}
+	if len(raw) > 64<<10 {
+		writeError(c, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 64 KiB"))
+		return
+	}
+	act, e := parseActivity(raw, a.now())
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	got, created, err := a.inv.Create(c, act)
+	if errors.Is(err, inventory.ErrConflict) {
+		writeError(c, newError(http.StatusConflict, CodeConflict, "a different activity exists under this id"))
+		return
+	}
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return
+	}
+	if err := a.admin.saveActivity(c, got); err != nil {
+		a.log.Error("save activity to MySQL", "activity", got.ID, "err", err)
+		writeError(c, unavailable("database unavailable, retry: the request is idempotent"))
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		a.log.Info("activity created", "activity", got.ID, "stock", got.Stock, "shards", got.Shards)
+	}
+	c.JSON(status, activityJSON(got))
+}
+
+func (a *api) getReconciliation(c *gin.Context) {
+	id, e := activityID(c)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	if _, e := a.lookup(c, id); e != nil {
+		writeError(c, e)
+		return
+	}
+	rep, err := a.rec.Report(c, id)
+	if err != nil {
+		a.log.Warn("reconciliation", "activity", id, "err", err)
+		writeError(c, unavailable("reconciliation needs Redis and MySQL"))
+		return
+	}
+	c.JSON(http.StatusOK, rep)
+}
+
+func (a *api) getConfig(c *gin.Context) {
+	st := a.cfg.Status()
+	var applied any
+	if !st.AppliedAt.IsZero() {
+		applied = millis(st.AppliedAt)
+	}
+	var lastErr any
+	if st.LastError != "" {
+		lastErr = st.LastError
+	}
+	c.JSON(http.StatusOK, gin.H{
+		"source": st.Source, "version": st.Version, "appliedAt": applied,
+		"lastError": lastErr, "config": st.Config,
+	})
+}

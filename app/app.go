@@ -1,0 +1,448 @@
+// Package app builds every part of seckill from its Options, wires them together and runs
+// them: the HTTP API (Gin), the configuration reloader, the inventory, the limiter and the
+// order pipeline. Each backing service that is not configured is replaced by its embedded
+// stand-in (miniredis, SQLite, an in-process queue, the YAML file), running the same code.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/glebarez/sqlite"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/limiter"
+	"github.com/seckill/seckill/order"
+	"github.com/seckill/seckill/sql"
+)
+
+// App is one running seckill instance.
+type App struct {
+	opts Options
+	log  *slog.Logger
+	reg  *prometheus.Registry
+
+	rdb      redis.UniversalClient
+	mini     *miniredis.Miniredis
+	db       *gorm.DB
+	cfg      *config.Reloader[Snapshot]
+	cfgM     *config.Metrics
+	inv      *inventory.Store
+	lim      *limiter.Limiter
+	queue    queue
+	relay    *order.Relay
+	writer   *order.Writer
+	rec      *order.Reconciler
+	registry *config.NacosRegistry
+	api      *api
+	server   *http.Server
+	listener net.Listener
+
+	embedded []string
+}
+
+// queue is what the app needs of the reservation queue: RocketMQ or in-process.
+type queue interface {
+	order.Publisher
+	order.Subscriber
+}
+
+var (
+	_ queue = (*order.RocketMQ)(nil)
+	_ queue = (*order.MemQueue)(nil)
+)
+
+// New builds the instance; it connects to every configured backing service and starts the
+// embedded stand-ins of the others. Run starts the work.
+func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry()}
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.DataDir == "" {
+		opts.DataDir = filepath.Join(os.TempDir(), "seckill-"+sanitize(opts.InstanceID))
+		a.opts.DataDir = opts.DataDir
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := a.openRedis(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.openDB(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if err := a.openQueue(); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if opts.AdminToken == "" && opts.NacosAddr == "" && opts.RedisAddr == "" {
+		b := make([]byte, 12)
+		rand.Read(b)
+		a.opts.AdminToken = hex.EncodeToString(b)
+	}
+
+	a.cfgM = config.NewMetrics(a.reg)
+	a.cfg = config.NewReloader(buildSnapshot, a.cfgM, log.With("part", "config"))
+
+	var healthy func() int
+	if opts.NacosAddr != "" {
+		host, port := splitHostPort(opts.HTTPAddr)
+		a.registry = &config.NacosRegistry{
+			Addr: opts.NacosAddr, ServiceName: "seckill", Group: opts.NacosGroup,
+			IP: host, Port: port, InstanceID: opts.InstanceID,
+			CacheDir: filepath.Join(opts.DataDir, "nacos-naming"), Log: log.With("part", "registry"), Metrics: a.cfgM,
+		}
+		healthy = a.registry.Healthy
+	}
+
+	var err error
+	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID}, inventory.NewMetrics(a.reg), log.With("part", "inventory"))
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))
+
+	om := order.NewMetrics(a.reg)
+	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID}, om, log.With("part", "relay"))
+	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: opts.WriterRate}, om, log.With("part", "writer"))
+	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{}, om, log.With("part", "reconciler"))
+
+	a.api = &api{
+		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
+		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
+		log: log.With("part", "http"), now: time.Now,
+	}
+	a.server = &http.Server{
+		Handler:           a.api.router(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+	if opts.has("api") {
+		a.listener, err = net.Listen("tcp", opts.HTTPAddr)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("listen %s: %w", opts.HTTPAddr, err)
+		}
+	}
+	if len(a.embedded) > 0 {
+		log.Info("embedded stand-ins in use", "parts", strings.Join(a.embedded, ","))
+	}
+	return a, nil
+}
+
+// Addr is the address the HTTP server listens on ("" when the api role is off).
+func (a *App) Addr() string {
+	if a.listener == nil {
+		return ""
+	}
+	return a.listener.Addr().String()
+}
+
+// AdminToken is the admin API's bearer token (generated in embedded mode when none is set).
+func (a *App) AdminToken() string { return a.opts.AdminToken }
+
+func (a *App) openRedis(ctx context.Context) error {
+	addr := a.opts.RedisAddr
+	if addr == "" {
+		m := miniredis.NewMiniRedis()
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			return fmt.Errorf("embedded redis: %w", err)
+		}
+		a.mini = m
+		addr = m.Addr()
+		a.embedded = append(a.embedded, "redis")
+	}
+	addrs := strings.Split(addr, ",")
+	a.rdb = redis.NewUniversalClient(&redis.UniversalOptions{
+		Addrs: addrs, IsClusterMode: len(addrs) > 1, DisableIdentity: true,
+		PoolSize: 128, MinIdleConns: 16, DialTimeout: 2 * time.Second,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1,
+	})
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := a.rdb.Ping(pctx).Err(); err != nil {
+		// Not fatal: the service starts, stays not-ready and answers 503 until Redis is back.
+		a.log.Warn("redis not reachable at start", "addr", addr, "err", err)
+	}
+	return nil
+}
+
+func (a *App) openDB() error {
+	gcfg := &gorm.Config{Logger: logger.Default.LogMode(logger.Silent), SkipDefaultTransaction: true}
+	var dial gorm.Dialector
+	if a.opts.MySQLDSN == "" {
+		dial = sqlite.Open("file:" + filepath.Join(a.opts.DataDir, "seckill.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+		a.embedded = append(a.embedded, "mysql")
+	} else {
+		dial = mysql.Open(a.opts.MySQLDSN)
+	}
+	db, err := gorm.Open(dial, gcfg)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	// The whole service, writer included, stays within this pool.
+	sqlDB.SetMaxOpenConns(a.opts.MySQLPool)
+	sqlDB.SetMaxIdleConns(a.opts.MySQLPool)
+	sqlDB.SetConnMaxLifetime(5 * time.Minute)
+	if a.opts.MySQLDSN == "" {
+		sqlDB.SetMaxOpenConns(1)
+	}
+	a.db = db
+	if err := sql.Migrate(db); err != nil {
+		a.log.Warn("schema not applied at start (database unreachable?)", "err", err)
+	}
+	return nil
+}
+
+func (a *App) openQueue() error {
+	if a.opts.RocketMQNamesrv == "" {
+		a.queue = order.NewMemQueue(4096)
+		a.embedded = append(a.embedded, "rocketmq")
+		return nil
+	}
+	q, err := order.NewRocketMQ(order.RocketMQOptions{
+		NameServer:    strings.Split(a.opts.RocketMQNamesrv, ","),
+		Topic:         a.opts.RocketMQTopic,
+		ProducerGroup: "seckill-relay",
+		ConsumerGroup: "seckill-writer",
+		InstanceName:  a.opts.InstanceID,
+	})
+	if err != nil {
+		return fmt.Errorf("rocketmq: %w", err)
+	}
+	a.queue = q
+	return nil
+}
+
+// Run starts every part and blocks until ctx is done, then shuts down gracefully.
+func (a *App) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 16)
+	start := func(name string, f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				a.log.Error("part stopped", "part", name, "err", err)
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	start("config", a.cfg.Run)
+	start("config-source", a.runSource)
+	if a.registry != nil {
+		start("registry", a.registry.Run)
+	}
+	start("inventory", a.inv.Run)
+	start("limiter", a.lim.Run)
+	start("reshard", a.runReshard)
+	if a.opts.has("relay") {
+		start("relay", a.relay.Run)
+	}
+	if a.opts.has("writer") {
+		if err := a.queue.Subscribe(a.writer.Handle); err != nil {
+			return fmt.Errorf("writer: %w", err)
+		}
+	}
+	if a.opts.has("reconciler") {
+		start("reconciler", a.rec.Run)
+	}
+	if a.opts.Demo {
+		start("demo", a.loadDemo)
+	}
+	if a.listener != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.log.Info("serving HTTP", "addr", a.listener.Addr().String())
+			if err := a.server.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("http: %w", err)
+			}
+		}()
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	if a.listener != nil {
+		_ = a.server.Shutdown(sctx)
+	}
+	cancel()
+	wg.Wait()
+	return runErr
+}
+
+// runSource feeds the reloader from Nacos, or from the watched YAML file.
+func (a *App) runSource(ctx context.Context) error {
+	if a.opts.NacosAddr != "" {
+		src := &config.NacosSource{
+			Addr: a.opts.NacosAddr, DataID: a.opts.NacosDataID, Group: a.opts.NacosGroup,
+			CacheDir:          filepath.Join(a.opts.DataDir, "nacos"),
+			LocalSnapshotPath: filepath.Join(a.opts.DataDir, "config-snapshot.yaml"),
+			Log:               a.log.With("part", "nacos"), Metrics: a.cfgM,
+		}
+		return src.Run(ctx, a.cfg.Offer)
+	}
+	src := &config.FileSource{Path: a.opts.ConfigFile, Log: a.log.With("part", "config-file"), Metrics: a.cfgM}
+	return src.Run(ctx, a.cfg.Offer)
+}
+
+// runReshard applies activities.<id>.shards from the configuration to live stock. Every
+// instance watches; the inventory's reshard is idempotent and serialised in Redis.
+func (a *App) runReshard(ctx context.Context) error {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	var last *Snapshot
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		snap := a.cfg.Current()
+		if snap == nil || snap == last {
+			continue
+		}
+		pending := false
+		for id := range snap.Cfg.Activities {
+			n, ok := snap.Cfg.ShardsOverride(id)
+			if !ok {
+				continue
+			}
+			v, known := a.inv.Activity(id)
+			if !known || v.Shards == n {
+				continue
+			}
+			if err := a.inv.Reshard(ctx, id, n); err != nil {
+				a.log.Warn("reshard failed, will retry", "activity", id, "shards", n, "err", err)
+				pending = true
+				continue
+			}
+			a.log.Info("resharded", "activity", id, "shards", n)
+		}
+		if !pending {
+			last = snap
+		}
+	}
+}
+
+// loadDemo creates the demo activity of the embedded mode and tells how to try it.
+func (a *App) loadDemo(ctx context.Context) error {
+	select {
+	case <-a.cfg.Ready():
+	case <-ctx.Done():
+		return nil
+	}
+	act := inventory.Activity{ID: "demo", Stock: 100, PerUserLimit: 1, Shards: 4, OpensAt: time.Now().UTC().Truncate(time.Millisecond)}
+	got, _, err := a.inv.Create(ctx, act)
+	if err != nil {
+		return fmt.Errorf("demo activity: %w", err)
+	}
+	if err := a.api.admin.saveActivity(ctx, got); err != nil {
+		return fmt.Errorf("demo activity: %w", err)
+	}
+	base := "http://" + displayAddr(a.Addr())
+	fmt.Fprintf(os.Stderr, `
+seckill is running (embedded: %s). Try it:
+  curl -s %[2]s/api/v1/activities/demo
+  curl -s -X POST -H 'X-User-Id: alice' -H 'Idempotency-Key: k1' %[2]s/api/v1/activities/demo/reservations
+  curl -s -H 'X-User-Id: alice' %[2]s/api/v1/reservations/<reservationId>
+  curl -s -H 'Authorization: Bearer %[3]s' %[2]s/admin/v1/activities/demo/reconciliation
+Edit %[4]s to change limits, kill switches and canary ratios live.
+
+`, strings.Join(a.embedded, ", "), base, a.opts.AdminToken, a.opts.ConfigFile)
+	return nil
+}
+
+// Close releases every connection and embedded server. Call it after Run returned.
+func (a *App) Close() {
+	if a.queue != nil {
+		_ = a.queue.Close()
+	}
+	if a.registry != nil {
+		a.registry.Close()
+	}
+	if a.listener != nil {
+		a.listener.Close()
+	}
+	if a.rdb != nil {
+		a.rdb.Close()
+	}
+	if a.db != nil {
+		if s, err := a.db.DB(); err == nil {
+			s.Close()
+		}
+	}
+	if a.mini != nil {
+		a.mini.Close()
+	}
+}
+
+func splitHostPort(addr string) (string, int) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "127.0.0.1", 8080
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	p := 0
+	fmt.Sscanf(port, "%d", &p)
+	return host, p
+}
+
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "::" || host == "0.0.0.0" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func msDuration(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }

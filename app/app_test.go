@@ -1,0 +1,260 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// testConfig is a configuration generous enough that only what a test sets limits anything.
+const testConfig = `
+limits:
+  global:   {rate: 1000000, burst: 1000000}
+  campaign: {rate: 1000000, burst: 1000000}
+  activity: {rate: 1000000, burst: 1000000}
+  user:     {rate: 1000, burst: 1000}
+  ip:       {rate: 1000000, burst: 1000000}
+  userWindow: {window: 60s, max: 1000}
+`
+
+type testApp struct {
+	*App
+	base    string
+	cfgPath string
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func discardLog() *slog.Logger {
+	if os.Getenv("SECKILL_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// startApp runs an instance with the given options on a free port and a config file of its
+// own, and stops it when the test ends.
+func startApp(t *testing.T, opts Options, yaml string) *testApp {
+	t.Helper()
+	dir := t.TempDir()
+	if opts.ConfigFile == "" {
+		opts.ConfigFile = filepath.Join(dir, "seckill.yaml")
+		if err := os.WriteFile(opts.ConfigFile, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = "127.0.0.1:0"
+	}
+	if opts.InstanceID == "" {
+		opts.InstanceID = fmt.Sprintf("%s-%d", sanitize(t.Name()), time.Now().UnixNano())
+	}
+	if opts.DataDir == "" {
+		opts.DataDir = filepath.Join(dir, "data")
+	}
+	if opts.Roles == "" {
+		opts.Roles = "api,relay,writer,reconciler"
+	}
+	if opts.MySQLPool == 0 {
+		opts.MySQLPool = 8
+	}
+	if opts.WriterRate == 0 {
+		opts.WriterRate = 20000
+	}
+	if opts.AdminToken == "" {
+		opts.AdminToken = "test-admin-token"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := New(ctx, opts, discardLog())
+	if err != nil {
+		cancel()
+		t.Fatalf("new app: %v", err)
+	}
+	ta := &testApp{App: a, base: "http://" + a.Addr(), cfgPath: opts.ConfigFile, cancel: cancel, done: make(chan error, 1)}
+	go func() { ta.done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-ta.done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("app did not stop within 30 s")
+		}
+		a.Close()
+	})
+	ta.waitReady(t)
+	return ta
+}
+
+func (ta *testApp) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(ta.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("instance not ready within 30 s")
+}
+
+// setConfig rewrites the instance's config file and waits until the new version is applied.
+func (ta *testApp) setConfig(t *testing.T, yaml string) {
+	t.Helper()
+	before := ta.cfg.Status().Version
+	if err := os.WriteFile(ta.cfgPath, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		st := ta.cfg.Status()
+		if st.Version != before || (st.LastError != "" && !st.LastErrorAt.IsZero()) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("config edit not picked up within 5 s")
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+func (ta *testApp) do(t testing.TB, method, path string, headers map[string]string, body string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, ta.base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, header: resp.Header}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &a.body); err != nil {
+			t.Fatalf("%s %s: answer is not JSON: %q", method, path, raw)
+		}
+	}
+	return a
+}
+
+func (ta *testApp) admin(t testing.TB, method, path, body string) answer {
+	return ta.do(t, method, path, map[string]string{"Authorization": "Bearer test-admin-token"}, body)
+}
+
+func (ta *testApp) createActivity(t testing.TB, id string, stock, perUser, shards int, opens time.Time) {
+	t.Helper()
+	body := fmt.Sprintf(`{"activityId":%q,"stock":%d,"perUserLimit":%d,"shards":%d,"opensAt":%q}`,
+		id, stock, perUser, shards, opens.UTC().Format(time.RFC3339Nano))
+	a := ta.admin(t, "POST", "/admin/v1/activities", body)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create %s: %d %v", id, a.status, a.body)
+	}
+}
+
+func (ta *testApp) reserve(t testing.TB, id, user, idem string) answer {
+	h := map[string]string{"X-User-Id": user}
+	if idem != "" {
+		h["Idempotency-Key"] = idem
+	}
+	return ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", h, "")
+}
+
+func uniq(t testing.TB, prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000_000_000)
+}
+
+// realOptions points an instance at the real Redis and MariaDB of the test services, with
+// the in-process queue (the RocketMQ path has tests of its own in order and acceptance).
+func realOptions(t *testing.T) Options {
+	testsvc.Redis(t)
+	testsvc.MySQL(t)
+	return Options{RedisAddr: testsvc.RedisAddr, MySQLDSN: testsvc.MySQLDSN}
+}
+
+func TestEmbeddedModeServesTheDemo(t *testing.T) {
+	ta := startApp(t, Options{ConfigFile: "../config/seckill.yaml", Demo: true}, "")
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if a := ta.do(t, "GET", p, nil, ""); a.status != http.StatusOK {
+			t.Fatalf("%s: %d", p, a.status)
+		}
+	}
+	var act answer
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if act = ta.do(t, "GET", "/api/v1/activities/demo", nil, ""); act.status == http.StatusOK {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if act.status != http.StatusOK || act.body["status"] != "OPEN" {
+		t.Fatalf("demo activity: %d %v", act.status, act.body)
+	}
+	r := ta.reserve(t, "demo", "alice", "k1")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("reserve: %d %v", r.status, r.body)
+	}
+	rid := r.body["reservationId"].(string)
+	waitStatus(t, ta, "alice", rid, "CONFIRMED")
+}
+
+func waitStatus(t *testing.T, ta *testApp, user, rid, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var got answer
+	for time.Now().Before(deadline) {
+		got = ta.do(t, "GET", "/api/v1/reservations/"+rid, map[string]string{"X-User-Id": user}, "")
+		if got.status == http.StatusOK && got.body["status"] == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("reservation %s: want %s, last %d %v", rid, want, got.status, got.body)
+}
+
+// parallel runs f for i in [0, n) on c goroutines.
+func parallel(n, c int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}

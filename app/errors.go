@@ -1,0 +1,92 @@
+package app
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// Error codes of the JSON error model (SPEC section 4).
+const (
+	CodeBadRequest       = "BAD_REQUEST"
+	CodeTooLarge         = "PAYLOAD_TOO_LARGE"
+	CodeUnauthenticated  = "UNAUTHENTICATED"
+	CodeForbidden        = "FORBIDDEN"
+	CodeTokenRequired    = "TOKEN_REQUIRED"
+	CodeNotFound         = "NOT_FOUND"
+	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
+	CodeConflict         = "CONFLICT"
+	CodeAlreadyPurchased = "ALREADY_PURCHASED"
+	CodeSoldOut          = "SOLD_OUT"
+	CodeClosed           = "CLOSED"
+	CodeNotOpen          = "NOT_OPEN"
+	CodeRateLimited      = "RATE_LIMITED"
+	CodeNotAdmitted      = "NOT_ADMITTED"
+	CodeDisabled         = "DISABLED"
+	CodeUnavailable      = "UNAVAILABLE"
+	CodeInternal         = "INTERNAL"
+)
+
+// apiError is an answer of the JSON error model: {"code","message"} plus named fields.
+type apiError struct {
+	status     int
+	code       string
+	message    string
+	retryAfter time.Duration // > 0 for 429 and 503: Retry-After header and retryAfterSeconds
+	fields     gin.H
+}
+
+func (e *apiError) Error() string { return e.code + ": " + e.message }
+
+func newError(status int, code, msg string) *apiError {
+	return &apiError{status: status, code: code, message: msg}
+}
+
+func (e *apiError) with(k string, v any) *apiError {
+	if e.fields == nil {
+		e.fields = gin.H{}
+	}
+	e.fields[k] = v
+	return e
+}
+
+func (e *apiError) after(d time.Duration) *apiError {
+	e.retryAfter = d
+	return e
+}
+
+func badRequest(msg string) *apiError { return newError(http.StatusBadRequest, CodeBadRequest, msg) }
+
+func unavailable(msg string) *apiError {
+	return newError(http.StatusServiceUnavailable, CodeUnavailable, msg).after(time.Second)
+}
+
+// retrySeconds rounds a wait up to whole seconds, at least 1, as Retry-After needs.
+func retrySeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// writeError sends e. A 429 or 503 always carries Retry-After.
+func writeError(c *gin.Context, e *apiError) {
+	body := gin.H{"code": e.code, "message": e.message}
+	for k, v := range e.fields {
+		body[k] = v
+	}
+	if e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
+		d := e.retryAfter
+		if d <= 0 {
+			d = time.Second
+		}
+		s := retrySeconds(d)
+		c.Header("Retry-After", strconv.Itoa(s))
+		body["retryAfterSeconds"] = s
+	}
+	c.Set(ctxOutcome, e.code)
+	c.AbortWithStatusJSON(e.status, body)
+}
