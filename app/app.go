@@ -231,8 +231,8 @@ func (a *App) openQueue() error {
 	q, err := order.NewRocketMQ(order.RocketMQOptions{
 		NameServer:    strings.Split(a.opts.RocketMQNamesrv, ","),
 		Topic:         a.opts.RocketMQTopic,
-		ProducerGroup: "seckill-relay",
-		ConsumerGroup: "seckill-writer",
+		ProducerGroup: "seckill-relay-" + a.opts.RocketMQTopic,
+		ConsumerGroup: "seckill-writer-" + a.opts.RocketMQTopic,
 		InstanceName:  a.opts.InstanceID,
 	})
 	if err != nil {

@@ -258,3 +258,8 @@ func parallel(n, c int, f func(i int)) {
 	close(next)
 	wg.Wait()
 }
+
+func decodeJSON(resp *http.Response, v any) {
+	defer resp.Body.Close()
+	_ = json.NewDecoder(resp.Body).Decode(v)
+}

@@ -1,0 +1,273 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// rushResult is what a rush saw at the client.
+type rushResult struct {
+	mu        sync.Mutex
+	byCode    map[string]int
+	accepted  map[string]string // reservation id -> user
+	latAccept []time.Duration
+	latReject []time.Duration
+	minSeen   atomic.Int64
+}
+
+func (r *rushResult) add(code string, lat time.Duration, rid, user string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byCode[code]++
+	switch {
+	case rid != "" && (code == "202" || code == "200"):
+		if prev, dup := r.accepted[rid]; dup && prev != user {
+			r.byCode["DUPLICATE_RID"]++
+		}
+		r.accepted[rid] = user
+		r.latAccept = append(r.latAccept, lat)
+	default:
+		r.latReject = append(r.latReject, lat)
+	}
+}
+
+func p95(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)*95/100]
+}
+
+// rush sends one reservation per user (retrying 429/503 a few times, honouring Retry-After
+// up to a cap) from conns goroutines spread over the instances, and polls the activity's
+// remaining stock in the background.
+func rush(t *testing.T, targets []*testApp, activity string, users, conns int, during func(done int64)) *rushResult {
+	t.Helper()
+	res := &rushResult{byCode: map[string]int{}, accepted: map[string]string{}}
+	res.minSeen.Store(1 << 62)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	var pollers sync.WaitGroup
+	pollers.Add(1)
+	go func() {
+		defer pollers.Done()
+		for ctx.Err() == nil {
+			a := targets[0].do(t, "GET", "/api/v1/activities/"+activity, nil, "")
+			if v, ok := a.body["remaining"].(float64); ok && int64(v) < res.minSeen.Load() {
+				res.minSeen.Store(int64(v))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	var done atomic.Int64
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
+	parallel(users, conns, func(i int) {
+		ta := targets[i%len(targets)]
+		user := fmt.Sprintf("rush-%s-%d", run, i)
+		for attempt := 0; attempt < 4; attempt++ {
+			req, _ := http.NewRequest("POST", ta.base+"/api/v1/activities/"+activity+"/reservations", nil)
+			req.Header.Set("X-User-Id", user)
+			req.Header.Set("Idempotency-Key", "k-"+user)
+			start := time.Now()
+			resp, err := client.Do(req)
+			lat := time.Since(start)
+			if err != nil {
+				res.add("TRANSPORT", lat, "", user)
+				return
+			}
+			var body struct {
+				Code          string `json:"code"`
+				ReservationID string `json:"reservationId"`
+			}
+			decodeJSON(resp, &body)
+			code := fmt.Sprint(resp.StatusCode)
+			if body.Code != "" {
+				code += " " + body.Code
+			}
+			res.add(code, lat, body.ReservationID, user)
+			if resp.StatusCode != 429 && resp.StatusCode != 503 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if n := done.Add(1); during != nil {
+			during(n)
+		}
+	})
+	cancel()
+	pollers.Wait()
+	t.Logf("rush of %d users on %d instance(s): %v; p95 accepted %v, p95 rejected %v",
+		users, len(targets), res.byCode, p95(res.latAccept), p95(res.latReject))
+	for code := range res.byCode {
+		if strings.HasPrefix(code, "5") && !strings.Contains(code, "UNAVAILABLE") || code == "TRANSPORT" || code == "DUPLICATE_RID" {
+			t.Errorf("rush saw %q x%d", code, res.byCode[code])
+		}
+	}
+	return res
+}
+
+// waitOrders waits until MySQL holds want units of the activity, then checks the per-user
+// limit and uniqueness in MySQL itself.
+func waitOrders(t *testing.T, activity string, want, perUser int) {
+	t.Helper()
+	db := testsvc.MySQL(t)
+	deadline := time.Now().Add(90 * time.Second)
+	var units, rows int64
+	for {
+		db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows)
+		if units >= int64(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // anything beyond want would show up now
+	db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows)
+	if units != int64(want) {
+		t.Fatalf("orders in MySQL: %d units in %d rows, want exactly %d", units, rows, want)
+	}
+	var over int64
+	db.Raw("SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE activity_id = ? GROUP BY user_id HAVING SUM(quantity) > ?) x", activity, perUser).Row().Scan(&over)
+	if over != 0 {
+		t.Fatalf("%d users hold more than the per-user limit %d", over, perUser)
+	}
+}
+
+func waitDriftZero(t *testing.T, ta *testApp, activity string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a := ta.admin(t, "GET", "/admin/v1/activities/"+activity+"/reconciliation", "")
+		if a.status == 200 && a.body["drift"] == float64(0) && a.body["journalPending"] == float64(0) {
+			return a.body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reconciliation never reached zero drift: %d %v", a.status, a.body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func rocketOptions(t *testing.T) Options {
+	o := realOptions(t)
+	o.RocketMQNamesrv = testsvc.RocketMQ(t)
+	o.RocketMQTopic = uniq(t, "res")
+	return o
+}
+
+// Acceptance 1, 2 and 3: 10,000 distinct users rush stock 1,000 through the production path
+// (Redis, RocketMQ, MariaDB).
+func TestAcceptanceRush(t *testing.T) {
+	opts := rocketOptions(t)
+	opts.MySQLPool = 4
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "rush")
+	ta.createActivity(t, id, 1000, 1, 8, time.Now().Add(-time.Second))
+
+	var maxOpen atomic.Int64
+	sqlDB, _ := ta.db.DB()
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := int64(sqlDB.Stats().OpenConnections); n > maxOpen.Load() {
+				maxOpen.Store(n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	res := rush(t, []*testApp{ta}, id, 10000, 64, nil)
+	if got := res.byCode["202"]; got != 1000 {
+		t.Fatalf("accepted %d reservations, want exactly 1000", got)
+	}
+	waitOrders(t, id, 1000, 1)
+	close(stop)
+	if m := res.minSeen.Load(); m != 0 {
+		t.Fatalf("minimum remaining seen %d, want 0", m)
+	}
+	if m := maxOpen.Load(); m > int64(opts.MySQLPool) {
+		t.Fatalf("MySQL connections reached %d, pool is %d", m, opts.MySQLPool)
+	}
+	if st := sqlDB.Stats(); st.WaitDuration > time.Minute {
+		t.Logf("pool wait %v", st.WaitDuration)
+	}
+	t.Logf("max MySQL connections %d of %d; p95 accepted %v (target 200ms), p95 rejected %v (target 50ms)",
+		maxOpen.Load(), opts.MySQLPool, p95(res.latAccept), p95(res.latReject))
+	waitDriftZero(t, ta, id)
+}
+
+// Acceptance 7: three instances sharing one Redis sell exactly the stock.
+func TestAcceptanceThreeInstances(t *testing.T) {
+	opts := rocketOptions(t)
+	var apps []*testApp
+	for i := 0; i < 3; i++ {
+		o := opts
+		o.InstanceID = fmt.Sprintf("three-%d-%d", i, time.Now().UnixNano())
+		apps = append(apps, startApp(t, o, testConfig))
+	}
+	id := uniq(t, "three")
+	apps[0].createActivity(t, id, 300, 1, 6, time.Now().Add(-time.Second))
+	res := rush(t, apps, id, 3000, 48, nil)
+	if got := res.byCode["202"]; got != 300 {
+		t.Fatalf("accepted %d, want 300", got)
+	}
+	waitOrders(t, id, 300, 1)
+	waitDriftZero(t, apps[1], id)
+}
+
+// Acceptance 10: changing the shard count mid-rush still sells exactly the stock.
+func TestAcceptanceReshardMidRush(t *testing.T) {
+	ta := startApp(t, realOptions(t), testConfig)
+	id := uniq(t, "reshard")
+	ta.createActivity(t, id, 800, 2, 4, time.Now().Add(-time.Second))
+	var once1, once2 sync.Once
+	res := rush(t, []*testApp{ta}, id, 3000, 32, func(done int64) {
+		switch {
+		case done > 300:
+			once1.Do(func() { go ta.setConfig(t, testConfig+"activities:\n  "+id+":\n    shards: 9\n") })
+			if done > 1200 {
+				once2.Do(func() { go ta.setConfig(t, testConfig+"activities:\n  "+id+":\n    shards: 3\n") })
+			}
+		}
+	})
+	accepted := res.byCode["202"]
+	if accepted > 800 {
+		t.Fatalf("accepted %d reservations of stock 800", accepted)
+	}
+	// Every unit not sold is still in stock: sold + remaining == stock.
+	waitOrders(t, id, accepted, 2)
+	rep := waitDriftZero(t, ta, id)
+	if got := int(rep["redisRemaining"].(float64)) + accepted; got != 800 {
+		t.Fatalf("sold %d + remaining %v = %d, want 800", accepted, rep["redisRemaining"], got)
+	}
+}
+
+// The rush on the 3-master Redis Cluster.
+func TestAcceptanceRushOnCluster(t *testing.T) {
+	testsvc.RedisCluster(t)
+	opts := realOptions(t)
+	opts.RedisAddr = testsvc.RedisClusterAddr
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "cluster")
+	ta.createActivity(t, id, 500, 1, 12, time.Now().Add(-time.Second))
+	res := rush(t, []*testApp{ta}, id, 4000, 64, nil)
+	if got := res.byCode["202"]; got != 500 {
+		t.Fatalf("accepted %d, want 500", got)
+	}
+	waitOrders(t, id, 500, 1)
+	waitDriftZero(t, ta, id)
+}
