@@ -112,10 +112,10 @@ func TestClientIP(t *testing.T) {
 		remote, xff, want string
 	}{
 		{"192.0.2.1:5000", "", "192.0.2.1"},
-		{"192.0.2.1:5000", "198.51.100.7", "192.0.2.1"},               // untrusted peer: header ignored
-		{"10.1.2.3:5000", "198.51.100.7", "198.51.100.7"},             // trusted proxy
+		{"192.0.2.1:5000", "198.51.100.7", "192.0.2.1"},                // untrusted peer: header ignored
+		{"10.1.2.3:5000", "198.51.100.7", "198.51.100.7"},              // trusted proxy
 		{"10.1.2.3:5000", "203.0.113.9, 198.51.100.7", "198.51.100.7"}, // rightmost untrusted hop
-		{"10.1.2.3:5000", "198.51.100.7, 10.9.9.9", "198.51.100.7"},   // chain of trusted proxies
+		{"10.1.2.3:5000", "198.51.100.7, 10.9.9.9", "198.51.100.7"},    // chain of trusted proxies
 		{"10.1.2.3:5000", "garbage", "10.1.2.3"},
 		{"[::ffff:192.0.2.1]:80", "", "192.0.2.1"},
 	}
@@ -145,6 +145,5 @@ func TestRetryAfterAlwaysOnThrottle(t *testing.T) {
 		}
 	}
 }
-
 
 var fixedNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
