@@ -1,0 +1,584 @@
+// Package config owns the hot-reloadable configuration of seckill (SPEC section 6): the
+// schema, strict decoding with defaults in one place, whole-document validation, the single
+// reload path (Reloader) and the sources that feed it (a watched file, Nacos, and the local
+// snapshot of the last good Nacos content), plus the Nacos naming registration used to count
+// healthy instances.
+//
+// A *Config is immutable once Decode returns it: every reader may share it without locks.
+// Callers must not modify its fields.
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Limit is a token bucket: Rate tokens per second refill a bucket of capacity Burst.
+// A Rate of 0 means the dimension is not limited (Burst is then ignored); a positive Rate
+// needs a Burst of at least 1.
+type Limit struct {
+	Rate  float64 `yaml:"rate" json:"rate"`
+	Burst int     `yaml:"burst" json:"burst"`
+}
+
+// Limited reports whether l limits anything (Rate > 0).
+func (l Limit) Limited() bool { return l.Rate > 0 }
+
+// Duration is a time.Duration written as a Go duration string ("60s", "1s") in YAML and JSON.
+// Bare numbers are rejected so that "window: 60" cannot silently mean 60 nanoseconds.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String returns the Go duration string of d.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML accepts only a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!str" && n.ShortTag() != "!!str") {
+		return fmt.Errorf("line %d: want a duration string such as \"1s\", got %q", n.Line, n.Value)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes d as a duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// Window is a sliding-window limit: at most Max events within Window. Max 0 disables it.
+type Window struct {
+	Window Duration `yaml:"window" json:"window"`
+	Max    int      `yaml:"max" json:"max"`
+}
+
+// Limits holds the default thresholds of every rate-limit dimension (SPEC section 3 step 5).
+type Limits struct {
+	Global     Limit            `yaml:"global" json:"global"`
+	Campaign   Limit            `yaml:"campaign" json:"campaign"` // default for each campaign
+	Activity   Limit            `yaml:"activity" json:"activity"` // default for each activity
+	User       Limit            `yaml:"user" json:"user"`         // per user within an activity
+	IP         Limit            `yaml:"ip" json:"ip"`
+	UserWindow Window           `yaml:"userWindow" json:"userWindow"`
+	Channels   map[string]Limit `yaml:"channels" json:"channels"` // given = replaces the default set
+}
+
+// Fallback configures the local limiter used while Redis is slow or down.
+type Fallback struct {
+	RedisSlowMs        int      `yaml:"redisSlowMs" json:"redisSlowMs"`
+	SlowCallsToDegrade int      `yaml:"slowCallsToDegrade" json:"slowCallsToDegrade"`
+	ProbeEvery         Duration `yaml:"probeEvery" json:"probeEvery"`
+	Global             Limit    `yaml:"global" json:"global"` // divided by the healthy instances
+}
+
+// Activity holds per-activity overrides; a nil field means "use the default".
+type Activity struct {
+	KillSwitch  *bool    `yaml:"killSwitch,omitempty" json:"killSwitch,omitempty"`
+	CanaryRatio *float64 `yaml:"canaryRatio,omitempty" json:"canaryRatio,omitempty"` // 0..1, default 1
+	Shards      *int     `yaml:"shards,omitempty" json:"shards,omitempty"`           // 1..1024, default: count at creation
+	Limits      *Limit   `yaml:"limits,omitempty" json:"limits,omitempty"`           // default limits.activity
+}
+
+// Campaign holds per-campaign overrides.
+type Campaign struct {
+	Limits *Limit `yaml:"limits,omitempty" json:"limits,omitempty"` // default limits.campaign
+}
+
+// Blacklist lists blocked user ids and blocked IP addresses or CIDR prefixes.
+type Blacklist struct {
+	Users []string `yaml:"users" json:"users"`
+	IPs   []string `yaml:"ips" json:"ips"`
+}
+
+// Auth modes.
+const (
+	AuthHeader = "header" // identity from X-User-Id
+	AuthJWT    = "jwt"    // identity from a verified bearer JWT
+)
+
+// Auth configures request identity (SPEC section 4). It never holds a secret: the HS256
+// secret is read from the environment variable JWTHS256SecretEnv names, the RS256 public key
+// from JWTRS256PublicKeyFile. In jwt mode exactly one of the two is set.
+type Auth struct {
+	Mode                  string   `yaml:"mode" json:"mode"`
+	JWTHS256SecretEnv     string   `yaml:"jwtHS256SecretEnv,omitempty" json:"jwtHS256SecretEnv,omitempty"`
+	JWTRS256PublicKeyFile string   `yaml:"jwtRS256PublicKeyFile,omitempty" json:"jwtRS256PublicKeyFile,omitempty"`
+	Issuer                string   `yaml:"issuer,omitempty" json:"issuer,omitempty"`     // required iss when set
+	Audience              string   `yaml:"audience,omitempty" json:"audience,omitempty"` // required aud when set
+	Leeway                Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf
+}
+
+// Admin configures the admin API. The admin token is not here: it comes from the environment.
+type Admin struct {
+	// AllowFrom lists the CIDR prefixes (or single addresses) the admin API accepts
+	// connections from; empty means any address (the bearer token still applies).
+	AllowFrom []string `yaml:"allowFrom" json:"allowFrom"`
+}
+
+// Config is one immutable configuration snapshot. Build it with Decode (or Default); after
+// that it is safe for concurrent use by any number of readers and must not be modified.
+type Config struct {
+	KillSwitch     bool                `yaml:"killSwitch" json:"killSwitch"`
+	Limits         Limits              `yaml:"limits" json:"limits"`
+	Fallback       Fallback            `yaml:"fallback" json:"fallback"`
+	Activities     map[string]Activity `yaml:"activities" json:"activities"`
+	Campaigns      map[string]Campaign `yaml:"campaigns" json:"campaigns"`
+	Blacklist      Blacklist           `yaml:"blacklist" json:"blacklist"`
+	Auth           Auth                `yaml:"auth" json:"auth"`
+	TrustedProxies []string            `yaml:"trustedProxies" json:"trustedProxies"`
+	Admin          Admin               `yaml:"admin" json:"admin"`
+
+	version      string
+	blockedUsers map[string]struct{}
+	blockedAddrs map[netip.Addr]struct{}
+	blockedNets  []netip.Prefix
+	trusted      []netip.Prefix
+	adminAllow   []netip.Prefix
+}
+
+// Default returns a new Config holding SPEC section 6's defaults: the only place defaults live.
+// Its version is the version of an empty document.
+func Default() *Config {
+	c := &Config{
+		Limits: Limits{
+			Global:     Limit{Rate: 50000, Burst: 100000},
+			Campaign:   Limit{Rate: 30000, Burst: 60000},
+			Activity:   Limit{Rate: 20000, Burst: 40000},
+			User:       Limit{Rate: 2, Burst: 4},
+			IP:         Limit{Rate: 20, Burst: 40},
+			UserWindow: Window{Window: Duration(60 * time.Second), Max: 10},
+			Channels: map[string]Limit{
+				"web": {Rate: 20000, Burst: 40000},
+				"app": {Rate: 30000, Burst: 60000},
+			},
+		},
+		Fallback: Fallback{
+			RedisSlowMs:        20,
+			SlowCallsToDegrade: 20,
+			ProbeEvery:         Duration(time.Second),
+			Global:             Limit{Rate: 20000, Burst: 40000},
+		},
+		Activities:     map[string]Activity{},
+		Campaigns:      map[string]Campaign{},
+		Blacklist:      Blacklist{Users: []string{}, IPs: []string{}},
+		Auth:           Auth{Mode: AuthHeader},
+		TrustedProxies: []string{},
+		Admin:          Admin{AllowFrom: []string{}},
+	}
+	c.index(nil) // the defaults are valid: TestDefaultValid guards them
+	return c
+}
+
+// Sentinel errors; Decode's errors wrap exactly one of them.
+var (
+	// ErrSyntax marks a document that is not valid YAML for the schema (broken YAML, unknown
+	// key, wrong type, several documents).
+	ErrSyntax = errors.New("config: syntax")
+	// ErrInvalid marks a well-formed document whose values fail validation.
+	ErrInvalid = errors.New("config: invalid")
+)
+
+// FieldError is one validation problem, named by its field path
+// (e.g. "activities.flash-1001.canaryRatio").
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+func (e FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// ValidationError lists every problem found in one document. It matches ErrInvalid with
+// errors.Is.
+type ValidationError struct {
+	Problems []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.Error()
+	}
+	return "config: invalid: " + strings.Join(parts, "; ")
+}
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// Decode parses data strictly (unknown keys, duplicate keys, wrong types and several
+// documents are errors wrapping ErrSyntax), starting from Default(): an absent key keeps its
+// default, an empty document is all defaults. A map given in the document (limits.channels,
+// activities, campaigns) replaces the default map as a whole. Decode then validates the
+// whole document (errors wrap ErrInvalid and name each offending field) and returns an
+// immutable Config whose Version is a hash of data.
+func Decode(data []byte) (*Config, error) {
+	c := Default()
+	c.Limits.Channels = nil // nil after decoding = key absent = keep the default set
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s", ErrSyntax, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: want exactly one YAML document", ErrSyntax)
+	}
+	if c.Limits.Channels == nil {
+		c.Limits.Channels = Default().Limits.Channels
+	}
+	if c.Activities == nil {
+		c.Activities = map[string]Activity{}
+	}
+	if c.Campaigns == nil {
+		c.Campaigns = map[string]Campaign{}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	c.index(data)
+	return c, nil
+}
+
+// Version returns a short content hash (16 hex chars of SHA-256) of the document c was
+// decoded from.
+func (c *Config) Version() string { return c.version }
+
+// index stamps c's version and builds its lookup tables from the validated fields.
+func (c *Config) index(data []byte) {
+	sum := sha256.Sum256(data)
+	c.version = hex.EncodeToString(sum[:8])
+	c.blockedUsers = make(map[string]struct{}, len(c.Blacklist.Users))
+	for _, u := range c.Blacklist.Users {
+		c.blockedUsers[u] = struct{}{}
+	}
+	c.blockedAddrs = map[netip.Addr]struct{}{}
+	c.blockedNets = nil
+	for _, s := range c.Blacklist.IPs {
+		p, _ := parsePrefix(s) // validated above
+		if p.IsSingleIP() {
+			c.blockedAddrs[p.Addr()] = struct{}{}
+		} else {
+			c.blockedNets = append(c.blockedNets, p)
+		}
+	}
+	c.trusted = mustPrefixes(c.TrustedProxies)
+	c.adminAllow = mustPrefixes(c.Admin.AllowFrom)
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Validate checks every field and the relations between fields; it returns a
+// *ValidationError listing all problems, or nil.
+func (c *Config) Validate() error {
+	var v validator
+	v.limit("limits.global", c.Limits.Global)
+	v.limit("limits.campaign", c.Limits.Campaign)
+	v.limit("limits.activity", c.Limits.Activity)
+	v.limit("limits.user", c.Limits.User)
+	v.limit("limits.ip", c.Limits.IP)
+	if c.Limits.UserWindow.Window <= 0 {
+		v.addf("limits.userWindow.window", "%s must be > 0", c.Limits.UserWindow.Window)
+	}
+	if c.Limits.UserWindow.Max < 0 {
+		v.addf("limits.userWindow.max", "%d must be >= 0", c.Limits.UserWindow.Max)
+	}
+	for _, name := range sortedKeys(c.Limits.Channels) {
+		p := "limits.channels." + name
+		v.id(p, name)
+		v.limit(p, c.Limits.Channels[name])
+	}
+	if c.Fallback.RedisSlowMs < 1 {
+		v.addf("fallback.redisSlowMs", "%d must be >= 1", c.Fallback.RedisSlowMs)
+	}
+	if c.Fallback.SlowCallsToDegrade < 1 {
+		v.addf("fallback.slowCallsToDegrade", "%d must be >= 1", c.Fallback.SlowCallsToDegrade)
+	}
+	if c.Fallback.ProbeEvery <= 0 {
+		v.addf("fallback.probeEvery", "%s must be > 0", c.Fallback.ProbeEvery)
+	}
+	v.limit("fallback.global", c.Fallback.Global)
+	for _, id := range sortedKeys(c.Activities) {
+		a, p := c.Activities[id], "activities."+id
+		v.id(p, id)
+		if a.CanaryRatio != nil {
+			if r := *a.CanaryRatio; math.IsNaN(r) || r < 0 || r > 1 {
+				v.addf(p+".canaryRatio", "%v not in [0,1]", r)
+			}
+		}
+		if a.Shards != nil && (*a.Shards < 1 || *a.Shards > MaxShards) {
+			v.addf(p+".shards", "%d not in 1..%d", *a.Shards, MaxShards)
+		}
+		if a.Limits != nil {
+			v.limit(p+".limits", *a.Limits)
+		}
+	}
+	for _, id := range sortedKeys(c.Campaigns) {
+		p := "campaigns." + id
+		v.id(p, id)
+		if l := c.Campaigns[id].Limits; l != nil {
+			v.limit(p+".limits", *l)
+		}
+	}
+	for i, u := range c.Blacklist.Users {
+		if !ValidUserID(u) {
+			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to 128 bytes of printable UTF-8", u)
+		}
+	}
+	for i, s := range c.Blacklist.IPs {
+		if _, err := parsePrefix(s); err != nil {
+			v.addf(fmt.Sprintf("blacklist.ips[%d]", i), "%q is not an IP address or CIDR prefix", s)
+		}
+	}
+	v.prefixes("trustedProxies", c.TrustedProxies)
+	v.prefixes("admin.allowFrom", c.Admin.AllowFrom)
+	switch c.Auth.Mode {
+	case AuthHeader:
+	case AuthJWT:
+		hs, rs := c.Auth.JWTHS256SecretEnv != "", c.Auth.JWTRS256PublicKeyFile != ""
+		if hs == rs {
+			v.addf("auth", "mode jwt needs exactly one of jwtHS256SecretEnv and jwtRS256PublicKeyFile")
+		}
+	default:
+		v.addf("auth.mode", "%q is not one of header, jwt", c.Auth.Mode)
+	}
+	if c.Auth.Leeway < 0 {
+		v.addf("auth.leeway", "%s must be >= 0", c.Auth.Leeway)
+	}
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+// MaxShards is the largest stock shard count an activity may have.
+const MaxShards = 1024
+
+type validator struct{ problems []FieldError }
+
+func (v *validator) addf(path, format string, args ...any) {
+	v.problems = append(v.problems, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) limit(path string, l Limit) {
+	switch {
+	case math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0):
+		v.addf(path+".rate", "%v is not a finite number", l.Rate)
+	case l.Rate < 0:
+		v.addf(path+".rate", "%v must be >= 0", l.Rate)
+	case l.Rate > 0 && l.Burst < 1:
+		v.addf(path+".burst", "%d must be >= 1 when rate > 0", l.Burst)
+	case l.Burst < 0:
+		v.addf(path+".burst", "%d must be >= 0", l.Burst)
+	}
+}
+
+func (v *validator) id(path, id string) {
+	if !idRE.MatchString(id) {
+		v.addf(path, "id %q does not match [A-Za-z0-9_-]{1,64}", id)
+	}
+}
+
+func (v *validator) prefixes(path string, list []string) {
+	for i, s := range list {
+		if _, err := parsePrefix(s); err != nil {
+			v.addf(fmt.Sprintf("%s[%d]", path, i), "%q is not a CIDR prefix or IP address", s)
+		}
+	}
+}
+
+// parsePrefix parses a CIDR prefix or a single address (as a /32 or /128), unmapping
+// IPv4-in-IPv6 so that both spellings of an IPv4 address match.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap().WithZone("")
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func mustPrefixes(list []string) []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		p, _ := parsePrefix(s) // validated
+		out = append(out, p)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ValidUserID reports whether u is a valid user id: 1 to 128 bytes of printable UTF-8.
+func ValidUserID(u string) bool {
+	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) {
+		return false
+	}
+	for _, r := range u {
+		if !isPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func isPrint(r rune) bool { return r >= 0x20 && r != 0x7f && !(r >= 0x80 && r < 0xa0) }
+
+// ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
+func ValidActivityID(id string) bool { return idRE.MatchString(id) }
+
+// ActivityLimit returns the effective limit of activity id: its override or limits.activity.
+func (c *Config) ActivityLimit(id string) Limit {
+	if a, ok := c.Activities[id]; ok && a.Limits != nil {
+		return *a.Limits
+	}
+	return c.Limits.Activity
+}
+
+// CampaignLimit returns the effective limit of campaign id: its override or limits.campaign.
+func (c *Config) CampaignLimit(id string) Limit {
+	if k, ok := c.Campaigns[id]; ok && k.Limits != nil {
+		return *k.Limits
+	}
+	return c.Limits.Campaign
+}
+
+// ChannelLimit returns the limit of channel name and whether the channel is configured.
+// Unconfigured channels are not limited by the channel dimension.
+func (c *Config) ChannelLimit(name string) (Limit, bool) {
+	l, ok := c.Limits.Channels[name]
+	return l, ok
+}
+
+// CanaryRatio returns the share of users admitted to activity id, in [0,1]; default 1.
+func (c *Config) CanaryRatio(id string) float64 {
+	if a, ok := c.Activities[id]; ok && a.CanaryRatio != nil {
+		return *a.CanaryRatio
+	}
+	return 1
+}
+
+// CanaryAdmits reports whether user is inside activity id's canary ratio. The decision is a
+// stable hash of (activity, user), so it is sticky per user and the same on every instance,
+// and a user admitted at ratio r stays admitted at any ratio above r.
+func (c *Config) CanaryAdmits(activityID, userID string) bool {
+	r := c.CanaryRatio(activityID)
+	if r >= 1 {
+		return true
+	}
+	if r <= 0 {
+		return false
+	}
+	return CanaryPoint(activityID, userID) < r
+}
+
+// CanaryPoint maps (activity, user) to a stable point in [0,1) (FNV-1a 64).
+func CanaryPoint(activityID, userID string) float64 {
+	h := fnv.New64a()
+	io.WriteString(h, activityID)
+	h.Write([]byte{0})
+	io.WriteString(h, userID)
+	return float64(h.Sum64()>>11) / (1 << 53)
+}
+
+// ActivityKilled reports whether reservations of activity id are disabled, by the global
+// kill switch or the activity's own.
+func (c *Config) ActivityKilled(id string) bool {
+	if c.KillSwitch {
+		return true
+	}
+	a, ok := c.Activities[id]
+	return ok && a.KillSwitch != nil && *a.KillSwitch
+}
+
+// ShardsOverride returns the shard count configured for activity id, if any.
+func (c *Config) ShardsOverride(id string) (int, bool) {
+	if a, ok := c.Activities[id]; ok && a.Shards != nil {
+		return *a.Shards, true
+	}
+	return 0, false
+}
+
+// BlockedUser reports whether user id u is blacklisted.
+func (c *Config) BlockedUser(u string) bool {
+	_, ok := c.blockedUsers[u]
+	return ok
+}
+
+// BlockedIP reports whether the textual address ip is blacklisted; an unparsable ip is not.
+func (c *Config) BlockedIP(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	return c.BlockedAddr(a)
+}
+
+// BlockedAddr reports whether address a is blacklisted (exactly or by a CIDR prefix).
+func (c *Config) BlockedAddr(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	if _, ok := c.blockedAddrs[a]; ok {
+		return true
+	}
+	return containsAddr(c.blockedNets, a)
+}
+
+// TrustedProxy reports whether a connection from a is from a trusted proxy, whose
+// X-Forwarded-For may be believed.
+func (c *Config) TrustedProxy(a netip.Addr) bool {
+	return containsAddr(c.trusted, a.Unmap().WithZone(""))
+}
+
+// AdminAllowed reports whether the admin API accepts a connection from a.
+func (c *Config) AdminAllowed(a netip.Addr) bool {
+	if len(c.adminAllow) == 0 {
+		return true
+	}
+	return containsAddr(c.adminAllow, a.Unmap().WithZone(""))
+}
+
+func containsAddr(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}

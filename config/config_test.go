@@ -1,0 +1,311 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+func TestDefaultValid(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	d, err := Decode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, d) {
+		t.Fatalf("empty document != Default():\n%+v\n%+v", d, c)
+	}
+	if got, want := c.Limits.UserWindow.Window.D(), time.Minute; got != want {
+		t.Fatalf("userWindow.window = %v, want %v", got, want)
+	}
+}
+
+// The embedded default must match SPEC section 6 and the defaults.
+func TestEmbeddedDefaultFile(t *testing.T) {
+	data, err := os.ReadFile("seckill.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := Default()
+	if !reflect.DeepEqual(c.Limits, def.Limits) || !reflect.DeepEqual(c.Fallback, def.Fallback) {
+		t.Fatalf("seckill.yaml limits/fallback differ from Default()")
+	}
+	if got := c.ActivityLimit("flash-1001"); got != (Limit{8000, 16000}) {
+		t.Fatalf("flash-1001 limit = %+v", got)
+	}
+	if n, ok := c.ShardsOverride("flash-1001"); !ok || n != 16 {
+		t.Fatalf("flash-1001 shards = %d,%v", n, ok)
+	}
+	if got := c.CampaignLimit("double11"); got != (Limit{25000, 50000}) {
+		t.Fatalf("double11 = %+v", got)
+	}
+}
+
+func TestGoodFixtures(t *testing.T) {
+	files, _ := filepath.Glob("testdata/good/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Decode(data); err != nil {
+				t.Fatalf("Decode: %v", err)
+			}
+		})
+	}
+}
+
+func TestBadFixtures(t *testing.T) {
+	tests := []struct {
+		give    string
+		want    string
+		wantErr error
+	}{
+		{"broken_yaml", "did not find expected", ErrSyntax},
+		{"unknown_key", "field usr not found", ErrSyntax},
+		{"unknown_top", "field killswitch not found", ErrSyntax},
+		{"negative_rate", "limits.user.rate: -1 must be >= 0", ErrInvalid},
+		{"burst_zero", "limits.global.burst: 0 must be >= 1 when rate > 0", ErrInvalid},
+		{"ratio_high", "activities.flash-1001.canaryRatio: 1.5 not in [0,1]", ErrInvalid},
+		{"ratio_negative", "activities.flash-1001.canaryRatio: -0.1 not in [0,1]", ErrInvalid},
+		{"ratio_nan", "activities.flash-1001.canaryRatio: NaN not in [0,1]", ErrInvalid},
+		{"shards_zero", "activities.flash-1001.shards: 0 not in 1..1024", ErrInvalid},
+		{"shards_big", "activities.flash-1001.shards: 1025 not in 1..1024", ErrInvalid},
+		{"activity_id", `activities.bad id!: id "bad id!" does not match`, ErrInvalid},
+		{"activity_limit", "activities.a1.limits.burst: 0 must be >= 1", ErrInvalid},
+		{"campaign_limit", "campaigns.c1.limits.rate: -5 must be >= 0", ErrInvalid},
+		{"window_zero", "limits.userWindow.window: 0s must be > 0", ErrInvalid},
+		{"window_number", "want a duration string", ErrSyntax},
+		{"duration_bad", `invalid duration "soon"`, ErrSyntax},
+		{"cidr", `trustedProxies[0]: "10.0.0.0/33" is not a CIDR prefix`, ErrInvalid},
+		{"blacklist_ip", `blacklist.ips[0]: "not-an-ip"`, ErrInvalid},
+		{"blacklist_user", `blacklist.users[0]: "" is not 1 to 128 bytes`, ErrInvalid},
+		{"wrong_type", "cannot unmarshal !!str `maybe` into bool", ErrSyntax},
+		{"two_docs", "want exactly one YAML document", ErrSyntax},
+		{"duplicate_key", `mapping key "killSwitch" already defined`, ErrSyntax},
+		{"auth_mode", `auth.mode: "oauth" is not one of header, jwt`, ErrInvalid},
+		{"jwt_both", "auth: mode jwt needs exactly one of", ErrInvalid},
+		{"rate_inf", "limits.global.rate: +Inf is not a finite number", ErrInvalid},
+		{"slow_zero", "fallback.redisSlowMs: 0 must be >= 1", ErrInvalid},
+		{"channel_name", `limits.channels.we b: id "we b"`, ErrInvalid},
+		{"top_list", "cannot unmarshal !!seq into config.Config", ErrSyntax},
+	}
+	files, _ := filepath.Glob("testdata/bad/*.yaml")
+	if len(files) != len(tests) {
+		t.Errorf("%d fixtures in testdata/bad, %d cases in the table", len(files), len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			data, err := os.ReadFile("testdata/bad/" + tt.give + ".yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Decode(data)
+			if err == nil {
+				t.Fatalf("Decode accepted it: %+v", c)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("error %q is not %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestValidationListsEveryProblem(t *testing.T) {
+	_, err := Decode([]byte("limits: {user: {rate: -1, burst: 1}}\nactivities: {x: {shards: 0, canaryRatio: 2}}"))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("err = %v, want *ValidationError", err)
+	}
+	var paths []string
+	for _, p := range ve.Problems {
+		paths = append(paths, p.Path)
+	}
+	want := []string{"limits.user.rate", "activities.x.canaryRatio", "activities.x.shards"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Fatalf("paths = %v, want %v", paths, want)
+	}
+}
+
+func TestPartialOverridesKeepDefaults(t *testing.T) {
+	c, err := Decode([]byte("limits: {user: {rate: 5}}\nfallback: {probeEvery: 250ms}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.User != (Limit{Rate: 5, Burst: 4}) {
+		t.Fatalf("user = %+v, want rate 5 and the default burst 4", c.Limits.User)
+	}
+	if c.Fallback.ProbeEvery.D() != 250*time.Millisecond || c.Fallback.RedisSlowMs != 20 {
+		t.Fatalf("fallback = %+v", c.Fallback)
+	}
+	if _, ok := c.ChannelLimit("web"); !ok {
+		t.Fatal("default channels lost")
+	}
+	// A given map replaces the default map.
+	c, err = Decode([]byte("limits: {channels: {mini: {rate: 1, burst: 1}}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.ChannelLimit("web"); ok {
+		t.Fatal("channels given: web should be gone")
+	}
+	if l, ok := c.ChannelLimit("mini"); !ok || l != (Limit{1, 1}) {
+		t.Fatalf("mini = %+v %v", l, ok)
+	}
+}
+
+func TestAccessors(t *testing.T) {
+	c, err := Decode([]byte(`
+killSwitch: false
+activities:
+  a1: {killSwitch: true, canaryRatio: 0.25, shards: 8, limits: {rate: 10, burst: 20}}
+  a2: {}
+campaigns: {c1: {limits: {rate: 7, burst: 9}}, c2: {}}
+blacklist: {users: [u1], ips: [203.0.113.9, "198.51.100.0/24", "2001:db8::/32"]}
+trustedProxies: [10.0.0.0/8]
+admin: {allowFrom: [127.0.0.1]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := Default()
+	tests := []struct {
+		name string
+		give any
+		want any
+	}{
+		{"ActivityLimit override", c.ActivityLimit("a1"), Limit{10, 20}},
+		{"ActivityLimit empty entry", c.ActivityLimit("a2"), def.Limits.Activity},
+		{"ActivityLimit unknown", c.ActivityLimit("zz"), def.Limits.Activity},
+		{"CampaignLimit override", c.CampaignLimit("c1"), Limit{7, 9}},
+		{"CampaignLimit empty", c.CampaignLimit("c2"), def.Limits.Campaign},
+		{"CanaryRatio set", c.CanaryRatio("a1"), 0.25},
+		{"CanaryRatio default", c.CanaryRatio("a2"), 1.0},
+		{"ActivityKilled a1", c.ActivityKilled("a1"), true},
+		{"ActivityKilled a2", c.ActivityKilled("a2"), false},
+		{"BlockedUser u1", c.BlockedUser("u1"), true},
+		{"BlockedUser u2", c.BlockedUser("u2"), false},
+		{"BlockedIP exact", c.BlockedIP("203.0.113.9"), true},
+		{"BlockedIP mapped", c.BlockedIP("::ffff:203.0.113.9"), true},
+		{"BlockedIP cidr", c.BlockedIP("198.51.100.77"), true},
+		{"BlockedIP v6 cidr", c.BlockedIP("2001:db8::1"), true},
+		{"BlockedIP other", c.BlockedIP("203.0.113.10"), false},
+		{"BlockedIP garbage", c.BlockedIP("nope"), false},
+		{"TrustedProxy in", c.TrustedProxy(netip.MustParseAddr("10.1.2.3")), true},
+		{"TrustedProxy out", c.TrustedProxy(netip.MustParseAddr("11.1.2.3")), false},
+		{"AdminAllowed in", c.AdminAllowed(netip.MustParseAddr("127.0.0.1")), true},
+		{"AdminAllowed out", c.AdminAllowed(netip.MustParseAddr("127.0.0.2")), false},
+		{"AdminAllowed default", def.AdminAllowed(netip.MustParseAddr("127.0.0.2")), true},
+	}
+	for _, tt := range tests {
+		if !reflect.DeepEqual(tt.give, tt.want) {
+			t.Errorf("%s = %v, want %v", tt.name, tt.give, tt.want)
+		}
+	}
+	if n, ok := c.ShardsOverride("a1"); !ok || n != 8 {
+		t.Errorf("ShardsOverride(a1) = %d, %v", n, ok)
+	}
+	if _, ok := c.ShardsOverride("a2"); ok {
+		t.Error("ShardsOverride(a2) set")
+	}
+	g, _ := Decode([]byte("killSwitch: true"))
+	if !g.ActivityKilled("anything") {
+		t.Error("global kill switch does not kill")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	a, _ := Decode([]byte("killSwitch: true"))
+	b, _ := Decode([]byte("killSwitch: true\n"))
+	a2, _ := Decode([]byte("killSwitch: true"))
+	if a.Version() == b.Version() || a.Version() != a2.Version() || len(a.Version()) != 16 {
+		t.Fatalf("versions %q %q %q", a.Version(), b.Version(), a2.Version())
+	}
+}
+
+func TestCanary(t *testing.T) {
+	c, err := Decode([]byte("activities: {a: {canaryRatio: 0.1}}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	const n = 20000
+	for i := range n {
+		u := "user-" + strconv.Itoa(i)
+		first := c.CanaryAdmits("a", u)
+		if first != c.CanaryAdmits("a", u) {
+			t.Fatal("not sticky")
+		}
+		if first {
+			admitted++
+		}
+	}
+	if got := float64(admitted) / n; got < 0.09 || got > 0.11 {
+		t.Fatalf("admitted %.3f, want 0.10 +/- 0.01", got)
+	}
+	if !Default().CanaryAdmits("a", "u") {
+		t.Fatal("default ratio must admit everyone")
+	}
+}
+
+// FuzzDecode: Decode never panics; what decodes is valid and survives a re-encode.
+func FuzzDecode(f *testing.F) {
+	for _, dir := range []string{"testdata/good", "testdata/bad"} {
+		files, _ := filepath.Glob(dir + "/*.yaml")
+		for _, p := range files {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("limits: ~"))
+	f.Add([]byte("activities: {a: ~}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error wraps no sentinel: %v", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("decoded config does not validate: %v", err)
+		}
+		out, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatalf("marshal: %v", err)
+		}
+		c2, err := Decode(out)
+		if err != nil {
+			t.Fatalf("re-decode of\n%s\nfailed: %v", out, err)
+		}
+		c2.index(data) // compare content, not the version of different bytes
+		if !reflect.DeepEqual(c, c2) {
+			t.Fatalf("round trip differs:\n%+v\n%+v\n%s", c, c2, out)
+		}
+	})
+}

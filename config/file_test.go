@@ -1,0 +1,100 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func startFileSource(t *testing.T, path string) *Reloader[snap] {
+	t.Helper()
+	r := startReloader(t, buildSnap, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- (&FileSource{Path: path}).Run(ctx, r.Offer) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("FileSource.Run: %v", err)
+		}
+	})
+	select {
+	case <-r.Ready():
+	case err := <-errc:
+		t.Fatalf("FileSource.Run: %v", err)
+	case <-time.After(2 * time.Second):
+		t.Fatal("file source: not ready")
+	}
+	return r
+}
+
+func TestFileSourceEdits(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seckill.yaml")
+	write := func(doc string) {
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("limits: {user: {rate: 1, burst: 1}}")
+	r := startFileSource(t, path)
+	if r.Status().Source != SourceFile || r.Current().userRate != 1 {
+		t.Fatalf("status %+v", r.Status())
+	}
+
+	tests := []struct {
+		name  string
+		doc   string
+		apply func(doc string)
+	}{
+		{"in place", "limits: {user: {rate: 2, burst: 2}}", write},
+		{"write temp and rename", "limits: {user: {rate: 3, burst: 3}}", func(doc string) {
+			tmp := filepath.Join(dir, ".seckill.yaml.swp")
+			if err := os.WriteFile(tmp, []byte(doc), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, path); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"truncate then write", "limits: {user: {rate: 4, burst: 4}}", func(doc string) {
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(doc)
+			f.Close()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := versionOf(t, tt.doc)
+			start := time.Now()
+			tt.apply(tt.doc)
+			waitFor(t, time.Second, "edit applied", func() bool { return r.Status().Version == want })
+			t.Logf("applied in %v", time.Since(start))
+		})
+	}
+
+	// A bad edit keeps the last good snapshot; a fix is picked up.
+	before := r.Current()
+	write("limits: {user: {rate: -1, burst: 1}}")
+	waitFor(t, time.Second, "bad edit refused", func() bool { return r.Status().LastError != "" })
+	if r.Current() != before {
+		t.Fatal("bad edit replaced the snapshot")
+	}
+	// The file briefly missing is not fatal.
+	os.Remove(path)
+	time.Sleep(3 * FileDebounce)
+	write("limits: {user: {rate: 6, burst: 6}}")
+	waitFor(t, time.Second, "recreated file applied", func() bool { return r.Current().userRate == 6 })
+}
+
+func TestFileSourceMissingAtStart(t *testing.T) {
+	err := (&FileSource{Path: filepath.Join(t.TempDir(), "nope.yaml")}).Run(context.Background(), func(Payload) {})
+	if err == nil {
+		t.Fatal("missing file accepted")
+	}
+}

@@ -1,0 +1,247 @@
+package config
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Payload sources.
+const (
+	SourceNacos = "nacos" // fetched from the Nacos server
+	SourceFile  = "file"  // read from the watched file (embedded mode)
+	SourceCache = "cache" // the local snapshot of the last good Nacos content
+)
+
+// Payload is one raw configuration document offered to a Reloader.
+type Payload struct {
+	Data   []byte
+	Source string // SourceNacos, SourceFile or SourceCache
+	// Seq orders payloads of one source: a source stamps it from a monotonic counter when it
+	// fetches the content, and the Reloader drops a payload whose Seq is lower than that of
+	// a payload it already processed from the same source.
+	Seq uint64
+}
+
+// Meta describes the payload a snapshot is being built from.
+type Meta struct {
+	Source  string
+	Version string
+	Seq     uint64
+}
+
+// Status describes the active snapshot and the latest reload outcome.
+type Status struct {
+	Source      string    `json:"source"`  // source of the active snapshot
+	Version     string    `json:"version"` // content hash of the active snapshot
+	AppliedAt   time.Time `json:"appliedAt"`
+	LastError   string    `json:"lastError"` // why the latest refused payload was refused; "" if none yet
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	Config      *Config   `json:"config"` // the active Config; nil before the first good load
+	Ready       bool      `json:"ready"`  // a good payload has been applied
+}
+
+// Metrics are the config package's Prometheus metrics.
+type Metrics struct {
+	lastSuccessful   prometheus.Gauge
+	lastSuccessTime  prometheus.Gauge
+	failures         prometheus.Counter
+	stale            prometheus.Counter
+	info             *prometheus.GaugeVec
+	sourceErrors     *prometheus.CounterVec
+	healthyInstances prometheus.Gauge
+}
+
+// NewMetrics creates the package metrics and registers them with reg (nil: not registered).
+// Create it once per registry and share it.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		lastSuccessful: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "config_last_reload_successful",
+			Help: "1 if the latest configuration payload was applied, 0 if it was refused.",
+		}),
+		lastSuccessTime: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "config_last_reload_success_timestamp_seconds",
+			Help: "Unix time of the latest applied configuration.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "config_reload_failures_total",
+			Help: "Configuration payloads refused (decode, validation or build errors).",
+		}),
+		stale: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "config_stale_payloads_total",
+			Help: "Configuration payloads dropped because a newer one from the same source was already processed.",
+		}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "config_info",
+			Help: "Always 1; labels name the source and version of the active configuration.",
+		}, []string{"source", "version"}),
+		sourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "config_source_errors_total",
+			Help: "Failed reads of a configuration source (Nacos fetch, file read, snapshot write).",
+		}, []string{"source"}),
+		healthyInstances: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "config_healthy_instances",
+			Help: "Healthy seckill instances registered in Nacos naming, as last seen.",
+		}),
+	}
+	m.lastSuccessful.Set(0)
+	if reg != nil {
+		reg.MustRegister(m.lastSuccessful, m.lastSuccessTime, m.failures, m.stale, m.info,
+			m.sourceErrors, m.healthyInstances)
+	}
+	return m
+}
+
+func (m *Metrics) sourceError(source string) {
+	if m != nil {
+		m.sourceErrors.WithLabelValues(source).Inc()
+	}
+}
+
+// Reloader is the single reload path: sources Offer raw payloads, one goroutine (Run)
+// decodes, validates and builds them into a *T, and stores it once behind an atomic
+// pointer. Readers call Current once per request and use only that snapshot. All methods
+// are safe for concurrent use.
+type Reloader[T any] struct {
+	build func(*Config, Meta) (*T, error)
+	m     *Metrics
+	log   *slog.Logger
+
+	cur    atomic.Pointer[T]
+	status atomic.Pointer[Status]
+
+	mu      sync.Mutex
+	pending *Payload // newest offered payload not yet processed; guarded by mu
+	wake    chan struct{}
+
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	// Touched only by the Run goroutine.
+	lastSeq map[string]uint64
+}
+
+// NewReloader returns a Reloader that turns each good payload into a *T with build.
+// build must not block for long and must not modify the Config. A nil m or log is allowed.
+func NewReloader[T any](build func(*Config, Meta) (*T, error), m *Metrics, log *slog.Logger) *Reloader[T] {
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Reloader[T]{
+		build:   build,
+		m:       m,
+		log:     log.With("component", "config"),
+		wake:    make(chan struct{}, 1),
+		ready:   make(chan struct{}),
+		lastSeq: map[string]uint64{},
+	}
+	r.status.Store(&Status{})
+	return r
+}
+
+// Offer hands p to the reload goroutine and returns at once. Offers not yet processed
+// coalesce to the newest one; an older payload (lower Seq) from the same source as the
+// pending one is dropped.
+func (r *Reloader[T]) Offer(p Payload) {
+	r.mu.Lock()
+	if q := r.pending; q != nil && q.Source == p.Source && p.Seq < q.Seq {
+		r.mu.Unlock()
+		r.m.stale.Inc()
+		return
+	}
+	r.pending = &p
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run processes offered payloads until ctx is done; it returns ctx's error. Run it once.
+func (r *Reloader[T]) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.wake:
+		}
+		r.mu.Lock()
+		p := r.pending
+		r.pending = nil
+		r.mu.Unlock()
+		if p != nil {
+			r.apply(*p)
+		}
+	}
+}
+
+// Current returns the active snapshot, or nil before the first good payload.
+func (r *Reloader[T]) Current() *T { return r.cur.Load() }
+
+// Status returns the active snapshot's metadata and the latest reload outcome.
+func (r *Reloader[T]) Status() Status { return *r.status.Load() }
+
+// Ready returns a channel closed once the first good payload has been applied.
+func (r *Reloader[T]) Ready() <-chan struct{} { return r.ready }
+
+// apply runs on the Run goroutine only.
+func (r *Reloader[T]) apply(p Payload) {
+	if last, ok := r.lastSeq[p.Source]; ok && p.Seq < last {
+		r.m.stale.Inc()
+		r.log.Debug("config: stale payload dropped", "source", p.Source, "seq", p.Seq, "last_seq", last)
+		return
+	}
+	r.lastSeq[p.Source] = p.Seq
+	old := r.status.Load()
+	cfg, err := Decode(p.Data)
+	if err == nil && old.Ready && cfg.Version() == old.Version {
+		r.m.lastSuccessful.Set(1) // e.g. a refused edit reverted to the active content
+		if old.Source != p.Source {
+			// Same content from another source (e.g. Nacos confirming the cached snapshot).
+			st := *old
+			st.Source = p.Source
+			r.status.Store(&st)
+			r.setInfo(st.Source, st.Version)
+			r.log.Info("config: source changed, content unchanged", "source", p.Source, "version", st.Version)
+		}
+		return
+	}
+	var snap *T
+	if err == nil {
+		snap, err = r.build(cfg, Meta{Source: p.Source, Version: cfg.Version(), Seq: p.Seq})
+	}
+	if err != nil {
+		st := *old
+		st.LastError = err.Error()
+		st.LastErrorAt = time.Now()
+		r.status.Store(&st)
+		r.m.lastSuccessful.Set(0)
+		r.m.failures.Inc()
+		r.log.Error("config: payload refused, keeping the current configuration",
+			"source", p.Source, "seq", p.Seq, "current_version", old.Version, "err", err)
+		return
+	}
+	now := time.Now()
+	r.cur.Store(snap)
+	st := &Status{Source: p.Source, Version: cfg.Version(), AppliedAt: now,
+		LastError: old.LastError, LastErrorAt: old.LastErrorAt, Config: cfg, Ready: true}
+	r.status.Store(st)
+	r.m.lastSuccessful.Set(1)
+	r.m.lastSuccessTime.Set(float64(now.UnixNano()) / 1e9)
+	r.setInfo(st.Source, st.Version)
+	r.readyOnce.Do(func() { close(r.ready) })
+	r.log.Info("config: applied", "source", p.Source, "version", st.Version, "previous", old.Version)
+}
+
+func (r *Reloader[T]) setInfo(source, version string) {
+	r.m.info.Reset()
+	r.m.info.WithLabelValues(source, version).Set(1)
+}

@@ -1,0 +1,269 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// snap is a test snapshot: values a request would read from one Load.
+type snap struct {
+	cfg       *Config
+	userRate  float64
+	userBurst int
+}
+
+func buildSnap(c *Config, _ Meta) (*snap, error) {
+	return &snap{cfg: c, userRate: c.Limits.User.Rate, userBurst: c.Limits.User.Burst}, nil
+}
+
+// startReloader runs a Reloader until the test ends.
+func startReloader[T any](t *testing.T, build func(*Config, Meta) (*T, error), m *Metrics) *Reloader[T] {
+	t.Helper()
+	r := NewReloader(build, m, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
+// waitFor polls cond every millisecond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func versionOf(t *testing.T, doc string) string {
+	t.Helper()
+	c, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Version()
+}
+
+func TestReloaderGoodBadGood(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	r := startReloader(t, buildSnap, m)
+
+	if r.Current() != nil || r.Status().Ready {
+		t.Fatal("ready before any payload")
+	}
+	good := "limits: {user: {rate: 1, burst: 1}}"
+	r.Offer(Payload{Data: []byte(good), Source: SourceNacos, Seq: 1})
+	select {
+	case <-r.Ready():
+	case <-time.After(time.Second):
+		t.Fatal("not ready")
+	}
+	st := r.Status()
+	if st.Source != SourceNacos || st.Version != versionOf(t, good) || st.Config == nil || st.AppliedAt.IsZero() {
+		t.Fatalf("status = %+v", st)
+	}
+	if got := testutil.ToFloat64(m.lastSuccessful); got != 1 {
+		t.Fatalf("config_last_reload_successful = %v", got)
+	}
+	if got := testutil.ToFloat64(m.info.WithLabelValues(SourceNacos, st.Version)); got != 1 {
+		t.Fatalf("config_info = %v", got)
+	}
+	first := r.Current()
+
+	tests := []struct {
+		give string
+		want string
+	}{
+		{"limits: {user: {rate: 1, burst: 1}", "did not find expected"},
+		{"limits: {usr: {rate: 1}}", "field usr not found"},
+		{"limits: {user: {rate: -2, burst: 1}}", "limits.user.rate: -2 must be >= 0"},
+		{"activities: {a: {canaryRatio: 1.5}}", "activities.a.canaryRatio: 1.5 not in [0,1]"},
+		{"activities: {a: {shards: 0}}", "activities.a.shards: 0 not in 1..1024"},
+	}
+	for i, tt := range tests {
+		r.Offer(Payload{Data: []byte(tt.give), Source: SourceNacos, Seq: uint64(2 + i)})
+		waitFor(t, time.Second, "failure counted", func() bool {
+			return testutil.ToFloat64(m.failures) == float64(i+1)
+		})
+		if r.Current() != first {
+			t.Fatalf("%q replaced the snapshot", tt.give)
+		}
+		st := r.Status()
+		if !strings.Contains(st.LastError, tt.want) || st.Version != versionOf(t, good) {
+			t.Fatalf("status after %q = %+v", tt.give, st)
+		}
+		if got := testutil.ToFloat64(m.lastSuccessful); got != 0 {
+			t.Fatalf("config_last_reload_successful = %v after a refused payload", got)
+		}
+	}
+
+	// The same content again is a no-op but the latest payload was good.
+	r.Offer(Payload{Data: []byte(good), Source: SourceNacos, Seq: 100})
+	waitFor(t, time.Second, "gauge back to 1", func() bool { return testutil.ToFloat64(m.lastSuccessful) == 1 })
+	if r.Current() != first {
+		t.Fatal("same version rebuilt the snapshot")
+	}
+
+	good2 := "limits: {user: {rate: 2, burst: 2}}"
+	r.Offer(Payload{Data: []byte(good2), Source: SourceNacos, Seq: 101})
+	waitFor(t, time.Second, "second good payload", func() bool { return r.Status().Version == versionOf(t, good2) })
+	if s := r.Current(); s.userRate != 2 || s.userBurst != 2 {
+		t.Fatalf("current = %+v", s)
+	}
+	if got := testutil.ToFloat64(m.lastSuccessTime); got < float64(time.Now().Add(-time.Minute).Unix()) {
+		t.Fatalf("success timestamp = %v", got)
+	}
+	if n := testutil.CollectAndCount(m.info); n != 1 {
+		t.Fatalf("config_info has %d series, want 1", n)
+	}
+}
+
+func TestReloaderBuildErrorRefuses(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	calls := 0
+	r := startReloader(t, func(c *Config, _ Meta) (*snap, error) {
+		calls++
+		if c.KillSwitch {
+			return nil, errors.New("cannot build")
+		}
+		return buildSnap(c, Meta{})
+	}, m)
+	r.Offer(Payload{Data: nil, Source: SourceFile, Seq: 1})
+	<-r.Ready()
+	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 2})
+	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
+	if r.Current().cfg.KillSwitch || !strings.Contains(r.Status().LastError, "cannot build") {
+		t.Fatalf("status %+v", r.Status())
+	}
+}
+
+func TestReloaderDropsOlderSeq(t *testing.T) {
+	m := NewMetrics(nil)
+	r := startReloader(t, buildSnap, m)
+	newer := "limits: {user: {rate: 5, burst: 5}}"
+	older := "limits: {user: {rate: 4, burst: 4}}"
+	r.Offer(Payload{Data: []byte(newer), Source: SourceNacos, Seq: 10})
+	waitFor(t, time.Second, "newer applied", func() bool { return r.Status().Version == versionOf(t, newer) })
+	r.Offer(Payload{Data: []byte(older), Source: SourceNacos, Seq: 9})
+	waitFor(t, time.Second, "stale counted", func() bool { return testutil.ToFloat64(m.stale) == 1 })
+	if r.Current().userRate != 5 {
+		t.Fatal("older payload overwrote the newer one")
+	}
+	// Another source has its own sequence.
+	r.Offer(Payload{Data: []byte(older), Source: SourceFile, Seq: 1})
+	waitFor(t, time.Second, "file payload", func() bool { return r.Status().Source == SourceFile })
+
+	// Pending coalescing: an older offer does not replace a newer pending one.
+	r2 := NewReloader(buildSnap, nil, nil)
+	r2.Offer(Payload{Data: []byte(newer), Source: SourceNacos, Seq: 3})
+	r2.Offer(Payload{Data: []byte(older), Source: SourceNacos, Seq: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r2.Run(ctx)
+	<-r2.Ready()
+	time.Sleep(20 * time.Millisecond)
+	if r2.Current().userRate != 5 {
+		t.Fatal("coalescing kept the older payload")
+	}
+}
+
+func TestReloaderCacheThenNacosSameContent(t *testing.T) {
+	r := startReloader(t, buildSnap, nil)
+	doc := "killSwitch: true"
+	r.Offer(Payload{Data: []byte(doc), Source: SourceCache})
+	<-r.Ready()
+	first := r.Current()
+	r.Offer(Payload{Data: []byte(doc), Source: SourceNacos, Seq: 1})
+	waitFor(t, time.Second, "source nacos", func() bool { return r.Status().Source == SourceNacos })
+	if r.Current() != first {
+		t.Fatal("same content rebuilt")
+	}
+}
+
+// Readers must never see a torn snapshot while payloads flip between two configs whose
+// user rate and burst always change together.
+func TestReloaderNoTornReads(t *testing.T) {
+	r := startReloader(t, buildSnap, nil)
+	docs := [2][]byte{
+		[]byte("limits: {user: {rate: 1, burst: 1}}"),
+		[]byte("limits: {user: {rate: 2, burst: 2}}"),
+	}
+	r.Offer(Payload{Data: docs[0], Source: SourceFile, Seq: 1})
+	<-r.Ready()
+
+	var stop atomic.Bool
+	var torn, reads, sawOne, sawTwo atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				s := r.Current()
+				// Both the snapshot's own fields and its Config must agree.
+				if float64(s.userBurst) != s.userRate || s.cfg.Limits.User.Rate != s.userRate ||
+					s.cfg.Limits.User.Burst != s.userBurst {
+					torn.Add(1)
+				}
+				reads.Add(1)
+				if s.userRate == 1 {
+					sawOne.Add(1)
+				} else {
+					sawTwo.Add(1)
+				}
+			}
+		}()
+	}
+	for i := range 2000 {
+		r.Offer(Payload{Data: docs[i%2], Source: SourceFile, Seq: uint64(i + 2)})
+		if i%7 == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if torn.Load() != 0 {
+		t.Fatalf("%d torn reads of %d", torn.Load(), reads.Load())
+	}
+	if sawOne.Load() == 0 || sawTwo.Load() == 0 {
+		t.Fatalf("reads saw rate 1 %d times, rate 2 %d times: payloads did not alternate", sawOne.Load(), sawTwo.Load())
+	}
+	t.Logf("%d reads (%d of rate 1, %d of rate 2), no torn snapshot", reads.Load(), sawOne.Load(), sawTwo.Load())
+}
+
+func TestMetricsNames(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	r := startReloader(t, buildSnap, m)
+	r.Offer(Payload{Data: []byte("{"), Source: SourceFile, Seq: 1})
+	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
+	want := `
+# HELP config_last_reload_successful 1 if the latest configuration payload was applied, 0 if it was refused.
+# TYPE config_last_reload_successful gauge
+config_last_reload_successful 0
+# HELP config_reload_failures_total Configuration payloads refused (decode, validation or build errors).
+# TYPE config_reload_failures_total counter
+config_reload_failures_total 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"config_last_reload_successful", "config_reload_failures_total"); err != nil {
+		t.Fatal(err)
+	}
+	if r.Status().Ready {
+		t.Fatal(fmt.Sprint("ready after a bad first payload: ", r.Status()))
+	}
+}
