@@ -1,0 +1,359 @@
+package load
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Latency classes of Report.Latency. Rejected, 5xx and error classes also exist per code, as
+// "rejected/SOLD_OUT", "5xx/UNAVAILABLE", "error/timeout" (the HTTP status stands in for a
+// missing code).
+const (
+	ClassAll      = "all"
+	ClassAccepted = "accepted" // 2xx
+	ClassRejected = "rejected" // 4xx
+	Class5xx      = "5xx"
+	ClassError    = "error" // no HTTP answer: timeout, refused, reset, other
+)
+
+// Check statuses.
+const (
+	Pass = "PASS"
+	Fail = "FAIL"
+	Skip = "SKIP"
+)
+
+// Report is the result of one run; its JSON form (--json) is the machine-readable report.
+// Field names are stable:
+//
+//	runId, activityId          the run's id (users are u-<runId>-<i>) and the activity
+//	startedAt                  RFC 3339 start of the rush
+//	durationSeconds            rush duration (first request to last answer)
+//	requests                   reservation requests answered (or failed at transport level)
+//	throughputRps              requests / durationSeconds
+//	targets[]                  {url, requests} requests sent to each instance
+//	config                     {users, bots, connections, attempts, quantity, channel,
+//	                            durationLimitSeconds, maxRequests, rampSeconds, retry,
+//	                            maxRetryWaitSeconds, stock, perUserLimit}
+//	outcomes[]                 {status, code, count}: status 0 is a transport error whose code
+//	                           is timeout|refused|reset|other; code is the body's "code", "" for 2xx
+//	latency{class}             {count, minMs, meanMs, p50Ms, p95Ms, p99Ms, maxMs} per class:
+//	                           all, accepted, rejected, rejected/<code>, 5xx, 5xx/<code>,
+//	                           error, error/<kind>; percentiles are nearest-rank, within 0.8 %
+//	users                      {total, bots, withReservation, ended{reserved|limit_reached|
+//	                            sold_out|closed|rejected|gave_up|unfinished: n}}
+//	reservations               {answers2xx, distinct, units, unresolvedAttempts,
+//	                            missingReservationId, missingRetryAfter}
+//	remaining                  {polls, errors, observed, min, last}: the GET poller's view
+//	orders                     {checked, count, units, compensations} (MySQL, when given)
+//	checks[]                   {name, status: PASS|FAIL|SKIP, detail}
+//	passed                     false when any check failed
+type Report struct {
+	RunID           string                    `json:"runId"`
+	Activity        string                    `json:"activityId"`
+	StartedAt       time.Time                 `json:"startedAt"`
+	DurationSeconds float64                   `json:"durationSeconds"`
+	Requests        int64                     `json:"requests"`
+	ThroughputRPS   float64                   `json:"throughputRps"`
+	Targets         []TargetReport            `json:"targets"`
+	Config          ConfigReport              `json:"config"`
+	Outcomes        []Outcome                 `json:"outcomes"`
+	Latency         map[string]LatencySummary `json:"latency"`
+	Users           UsersReport               `json:"users"`
+	Reservations    ReservationsReport        `json:"reservations"`
+	Remaining       RemainingReport           `json:"remaining"`
+	Orders          OrdersReport              `json:"orders"`
+	Checks          []Check                   `json:"checks"`
+	Passed          bool                      `json:"passed"`
+
+	// knownRIDs are the distinct reservation ids the service gave, for the order checks.
+	knownRIDs []string
+	// soldOut tells whether any answer was 410 SOLD_OUT.
+	soldOut bool
+}
+
+// TargetReport is the share of one instance.
+type TargetReport struct {
+	URL      string `json:"url"`
+	Requests int64  `json:"requests"`
+}
+
+// ConfigReport echoes the parameters of the run.
+type ConfigReport struct {
+	Users                int     `json:"users"`
+	Bots                 int     `json:"bots"`
+	Connections          int     `json:"connections"`
+	Attempts             int     `json:"attempts"`
+	Quantity             int     `json:"quantity"`
+	Channel              string  `json:"channel"`
+	DurationLimitSeconds float64 `json:"durationLimitSeconds"`
+	MaxRequests          int64   `json:"maxRequests"`
+	RampSeconds          float64 `json:"rampSeconds"`
+	Retry                bool    `json:"retry"`
+	MaxRetryWaitSeconds  float64 `json:"maxRetryWaitSeconds"`
+	Stock                int64   `json:"stock"`
+	PerUserLimit         int     `json:"perUserLimit"`
+}
+
+// Outcome counts the answers with one status and code.
+type Outcome struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Count  int64  `json:"count"`
+}
+
+// LatencySummary describes the latencies of one class, in milliseconds.
+type LatencySummary struct {
+	Count  uint64  `json:"count"`
+	MinMs  float64 `json:"minMs"`
+	MeanMs float64 `json:"meanMs"`
+	P50Ms  float64 `json:"p50Ms"`
+	P95Ms  float64 `json:"p95Ms"`
+	P99Ms  float64 `json:"p99Ms"`
+	MaxMs  float64 `json:"maxMs"`
+}
+
+// UsersReport tells how the users fared.
+type UsersReport struct {
+	Total           int            `json:"total"`
+	Bots            int            `json:"bots"`
+	WithReservation int            `json:"withReservation"`
+	Ended           map[string]int `json:"ended"`
+}
+
+// ReservationsReport counts the reservations the service answered.
+type ReservationsReport struct {
+	Answers2xx int64 `json:"answers2xx"`
+	// Distinct reservation ids given to the users (by 2xx, or named by a 409), and their units.
+	Distinct int   `json:"distinct"`
+	Units    int64 `json:"units"`
+	// UnresolvedAttempts ended after a timeout or 5xx without learning whether they reserved:
+	// each may hide one reservation the tool does not know.
+	UnresolvedAttempts   int   `json:"unresolvedAttempts"`
+	MissingReservationID int64 `json:"missingReservationId"`
+	MissingRetryAfter    int64 `json:"missingRetryAfter"`
+}
+
+// RemainingReport is what the poller of GET /api/v1/activities/{id} saw.
+type RemainingReport struct {
+	Polls    int64 `json:"polls"`
+	Errors   int64 `json:"errors"`
+	Observed bool  `json:"observed"` // at least one answer carried "remaining"
+	Min      int64 `json:"min"`
+	Last     int64 `json:"last"` // the smallest of each target's latest value
+}
+
+// OrdersReport is what MySQL held once the writer drained.
+type OrdersReport struct {
+	Checked       bool  `json:"checked"`
+	Count         int64 `json:"count"`
+	Units         int64 `json:"units"`
+	Compensations int64 `json:"compensations"`
+}
+
+// Check is one invariant check.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// Failed reports whether any check failed.
+func (r *Report) Failed() bool { return !r.Passed }
+
+// Check returns the check of that name, and whether it exists.
+func (r *Report) Check(name string) (Check, bool) {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
+
+// OutcomeCount is the number of answers with that status and code.
+func (r *Report) OutcomeCount(status int, code string) int64 {
+	for _, o := range r.Outcomes {
+		if o.Status == status && o.Code == code {
+			return o.Count
+		}
+	}
+	return 0
+}
+
+func (r *Report) add(name, status, format string, args ...any) {
+	r.Checks = append(r.Checks, Check{Name: name, Status: status, Detail: fmt.Sprintf(format, args...)})
+}
+
+func (r *Report) finish() {
+	r.Passed = true
+	for _, c := range r.Checks {
+		if c.Status == Fail {
+			r.Passed = false
+		}
+	}
+}
+
+func summarize(h *Histogram) LatencySummary {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return LatencySummary{
+		Count: h.Count(), MinMs: ms(h.Min()), MeanMs: h.Mean() / 1000,
+		P50Ms: ms(h.Quantile(0.50)), P95Ms: ms(h.Quantile(0.95)), P99Ms: ms(h.Quantile(0.99)), MaxMs: ms(h.Max()),
+	}
+}
+
+// report builds the Report of a finished rush (without checks).
+func (r *runner) report(start time.Time, elapsed time.Duration, p *poller) *Report {
+	cfg := r.cfg
+	rep := &Report{
+		RunID: cfg.RunID, Activity: cfg.Activity, StartedAt: start.UTC(),
+		DurationSeconds: elapsed.Seconds(),
+		Latency:         make(map[string]LatencySummary),
+		Users:           UsersReport{Total: len(r.users), Ended: make(map[string]int)},
+		Config: ConfigReport{
+			Users: cfg.Users, Connections: cfg.Connections, Attempts: cfg.Attempts,
+			Quantity: cfg.Quantity, Channel: cfg.Channel, DurationLimitSeconds: cfg.Duration.Seconds(),
+			MaxRequests: cfg.MaxRequests, RampSeconds: cfg.Ramp.Seconds(), Retry: cfg.Retry,
+			MaxRetryWaitSeconds: cfg.MaxRetryWait.Seconds(), Stock: cfg.Stock, PerUserLimit: cfg.PerUserLimit,
+		},
+	}
+	for i, t := range cfg.Targets {
+		rep.Targets = append(rep.Targets, TargetReport{URL: t, Requests: r.perTarget[i].Load()})
+	}
+
+	rc := &r.rec
+	rc.mu.Lock()
+	for k, n := range rc.outcomes {
+		rep.Outcomes = append(rep.Outcomes, Outcome{Status: k.status, Code: k.code, Count: n})
+		rep.Requests += n
+		if k.status >= 200 && k.status < 300 {
+			rep.Reservations.Answers2xx += n
+		}
+		if k.status == 410 && k.code == "SOLD_OUT" {
+			rep.soldOut = true
+		}
+	}
+	for class, h := range rc.latency {
+		rep.Latency[class] = summarize(h)
+	}
+	rep.Reservations.MissingReservationID = rc.missingRID
+	rep.Reservations.MissingRetryAfter = rc.missingRetryAfter
+	rc.mu.Unlock()
+	slices.SortFunc(rep.Outcomes, func(a, b Outcome) int {
+		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Code, b.Code))
+	})
+	if elapsed > 0 {
+		rep.ThroughputRPS = float64(rep.Requests) / elapsed.Seconds()
+	}
+
+	for _, u := range r.users {
+		if u.bot {
+			rep.Users.Bots++
+		}
+		if len(u.rids) > 0 {
+			rep.Users.WithReservation++
+		}
+		end := u.final
+		if end == "" {
+			end = userEndActive
+			if u.ambiguous {
+				u.unresolved++
+				u.ambiguous = false
+			}
+		}
+		rep.Users.Ended[end]++
+		rep.Reservations.Distinct += len(u.rids)
+		rep.Reservations.Units += int64(len(u.rids) * cfg.Quantity)
+		rep.Reservations.UnresolvedAttempts += u.unresolved
+		rep.knownRIDs = append(rep.knownRIDs, u.rids...)
+	}
+	rep.Config.Bots = rep.Users.Bots
+	rep.Remaining = p.report()
+	return rep
+}
+
+// WriteJSON writes the report, indented, to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteText writes the report for people.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "seckill-load run %s, activity %s\n", r.RunID, r.Activity)
+	fmt.Fprintf(w, "  %d users (%d bots), %d connections, %d requests in %.2fs = %.0f req/s\n",
+		r.Users.Total, r.Users.Bots, r.Config.Connections, r.Requests, r.DurationSeconds, r.ThroughputRPS)
+	if len(r.Targets) > 1 {
+		for _, t := range r.Targets {
+			fmt.Fprintf(w, "  target %s: %d requests\n", t.URL, t.Requests)
+		}
+	}
+
+	fmt.Fprintln(w, "\noutcomes:")
+	for _, o := range r.Outcomes {
+		status := fmt.Sprint(o.Status)
+		if o.Status == 0 {
+			status = "transport error"
+		}
+		fmt.Fprintf(w, "  %-16s %-20s %10d\n", status, o.Code, o.Count)
+	}
+
+	fmt.Fprintln(w, "\nlatency (ms):")
+	fmt.Fprintf(w, "  %-28s %9s %9s %9s %9s %9s\n", "class", "count", "p50", "p95", "p99", "max")
+	classes := make([]string, 0, len(r.Latency))
+	for c := range r.Latency {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	for _, c := range classes {
+		l := r.Latency[c]
+		fmt.Fprintf(w, "  %-28s %9d %9.2f %9.2f %9.2f %9.2f\n", c, l.Count, l.P50Ms, l.P95Ms, l.P99Ms, l.MaxMs)
+	}
+
+	fmt.Fprintln(w, "\nusers:")
+	fmt.Fprintf(w, "  with a reservation: %d\n", r.Users.WithReservation)
+	ends := make([]string, 0, len(r.Users.Ended))
+	for e := range r.Users.Ended {
+		ends = append(ends, e)
+	}
+	sort.Strings(ends)
+	for _, e := range ends {
+		fmt.Fprintf(w, "  ended %-14s %d\n", e+":", r.Users.Ended[e])
+	}
+	rs := r.Reservations
+	fmt.Fprintf(w, "reservations: %d distinct (%d units) from %d 2xx answers; %d unresolved attempts\n",
+		rs.Distinct, rs.Units, rs.Answers2xx, rs.UnresolvedAttempts)
+	if r.Remaining.Observed {
+		fmt.Fprintf(w, "remaining: min %d, last %d (%d polls, %d errors)\n",
+			r.Remaining.Min, r.Remaining.Last, r.Remaining.Polls, r.Remaining.Errors)
+	}
+	if r.Orders.Checked {
+		fmt.Fprintf(w, "orders in MySQL: %d (%d units), %d compensated\n", r.Orders.Count, r.Orders.Units, r.Orders.Compensations)
+	}
+
+	fmt.Fprintln(w, "\nchecks:")
+	for _, c := range r.Checks {
+		fmt.Fprintf(w, "  %-4s %-32s %s\n", c.Status, c.Name, c.Detail)
+	}
+	verdict := "PASS: every invariant held"
+	if !r.Passed {
+		var failed []string
+		for _, c := range r.Checks {
+			if c.Status == Fail {
+				failed = append(failed, c.Name)
+			}
+		}
+		verdict = "FAIL: " + strings.Join(failed, ", ")
+	}
+	fmt.Fprintf(w, "\n%s\n", verdict)
+}

@@ -1,0 +1,421 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hangBound is how long a run may take before the test calls it a hang.
+const hangBound = 60 * time.Second
+
+func run(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
+	defer cancel()
+	if cfg.Activity == "" {
+		cfg.Activity = "flash-1"
+	}
+	if cfg.Duration == 0 && cfg.MaxRequests == 0 {
+		cfg.Duration = hangBound / 2
+	}
+	start := time.Now()
+	rep, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if time.Since(start) >= hangBound {
+		t.Fatalf("Run took %v: hang", time.Since(start))
+	}
+	return rep
+}
+
+func wantCheck(t *testing.T, rep *Report, name, status string) {
+	t.Helper()
+	c, ok := rep.Check(name)
+	if !ok {
+		t.Fatalf("no check %s in %+v", name, rep.Checks)
+	}
+	if c.Status != status {
+		t.Fatalf("check %s = %s (%s), want %s", name, c.Status, c.Detail, status)
+	}
+}
+
+// assertCountsMatch compares the tool's outcomes with the server's, exactly.
+func assertCountsMatch(t *testing.T, rep *Report, f *fake) {
+	t.Helper()
+	log, counts, _ := f.snapshot()
+	var server int64
+	for k, n := range counts {
+		server += n
+		if got := rep.OutcomeCount(k.status, k.code); got != n {
+			t.Errorf("outcome %d %q: tool %d, server %d", k.status, k.code, got, n)
+		}
+	}
+	var httpAnswers int64
+	for _, o := range rep.Outcomes {
+		if o.Status != 0 {
+			httpAnswers += o.Count
+		}
+	}
+	if httpAnswers != server {
+		t.Errorf("tool counted %d HTTP answers, server sent %d", httpAnswers, server)
+	}
+	if rep.Requests != int64(len(log)) {
+		t.Errorf("tool reports %d requests, server received %d", rep.Requests, len(log))
+	}
+}
+
+func TestRushCountsMatchServerExactly(t *testing.T) {
+	f := newFake(50, 1)
+	f.rateLimitFirst = 1 // every user's first request is 429 Retry-After: 1
+	srv := f.serve(t)
+	const maxWait = 50 * time.Millisecond
+	rep := run(t, Config{
+		Targets: []string{srv.URL}, Users: 200, Bots: 0.1, Connections: 16, Retry: true,
+		MaxRetryWait: maxWait, Stock: 50, PerUserLimit: 1,
+		PollEvery: 20 * time.Millisecond, Ramp: 20 * time.Millisecond,
+	})
+
+	assertCountsMatch(t, rep, f)
+	log, _, held := f.snapshot()
+	if rep.Reservations.Distinct != 50 || rep.Reservations.Units != 50 || rep.Users.WithReservation != 50 {
+		t.Errorf("reservations %+v, users with one %d; want 50 each", rep.Reservations, rep.Users.WithReservation)
+	}
+	if len(held) != rep.Users.WithReservation {
+		t.Errorf("server has %d buyers, tool %d", len(held), rep.Users.WithReservation)
+	}
+	if rep.Users.Bots != 20 || rep.Config.Bots != 20 {
+		t.Errorf("bots %d, want 20", rep.Users.Bots)
+	}
+	if rep.Users.Ended[userEndActive] != 0 {
+		t.Errorf("%d users unfinished; every user should end with 202, 409 or 410", rep.Users.Ended[userEndActive])
+	}
+	for _, name := range []string{"client.stock", "client.per_user_limit", "client.duplicate_reservation",
+		"client.protocol", "remaining.never_negative", "remaining.zero_after_sold_out"} {
+		wantCheck(t, rep, name, Pass)
+	}
+	if !rep.Passed || rep.Remaining.Min != 0 {
+		t.Errorf("passed %v, remaining min %d", rep.Passed, rep.Remaining.Min)
+	}
+	if l := rep.Latency[ClassAccepted]; l.Count != uint64(rep.Reservations.Answers2xx) || l.P50Ms <= 0 || l.MaxMs < l.P99Ms {
+		t.Errorf("accepted latency %+v", l)
+	}
+	if rep.Latency[ClassRejected+"/RATE_LIMITED"].Count != uint64(rep.OutcomeCount(429, "RATE_LIMITED")) {
+		t.Errorf("latency of rejected/RATE_LIMITED counts %d", rep.Latency[ClassRejected+"/RATE_LIMITED"].Count)
+	}
+
+	bots := map[string]bool{}
+	for _, u := range newRunner(Config{RunID: rep.RunID, Users: 200, Bots: 0.1}).users {
+		bots[u.id] = u.bot
+	}
+	for user, reqs := range byUser(log) {
+		for i := 1; i < len(reqs); i++ {
+			prev, cur := reqs[i-1], reqs[i]
+			switch prev.status {
+			case 429:
+				if cur.key != prev.key {
+					t.Fatalf("%s retried a 429 with key %q, first %q", user, cur.key, prev.key)
+				}
+				if gap := cur.at.Sub(prev.at); !bots[user] && gap < maxWait {
+					t.Fatalf("%s retried %v after a 429 with Retry-After 1 s capped at %v", user, gap, maxWait)
+				}
+			case 202, 200:
+				if cur.key == prev.key {
+					t.Fatalf("%s reused key %q for a new attempt", user, cur.key)
+				}
+			}
+		}
+	}
+}
+
+func TestRetryAfterIsHonouredUpToTheCap(t *testing.T) {
+	tests := []struct {
+		retryAfter string
+		maxWait    time.Duration
+		want       time.Duration
+	}{
+		{"1", 5 * time.Second, time.Second},
+		{"30", 150 * time.Millisecond, 150 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		f := newFake(10, 1)
+		f.rateLimitFirst, f.retryAfter = 2, tt.retryAfter
+		srv := f.serve(t)
+		rep := run(t, Config{Targets: []string{srv.URL}, Users: 2, Connections: 2, Retry: true, MaxRetryWait: tt.maxWait, PollEvery: -1})
+		log, _, _ := f.snapshot()
+		for user, reqs := range byUser(log) {
+			if len(reqs) != 3 || reqs[2].status != 202 {
+				t.Fatalf("%s: %d requests, want 429, 429, 202", user, len(reqs))
+			}
+			for i := 1; i < 3; i++ {
+				if gap := reqs[i].at.Sub(reqs[i-1].at); gap < tt.want {
+					t.Errorf("Retry-After %s, cap %v: retry after %v, want >= %v", tt.retryAfter, tt.maxWait, gap, tt.want)
+				}
+				if reqs[i].key != reqs[0].key {
+					t.Errorf("retry with key %q, want %q", reqs[i].key, reqs[0].key)
+				}
+			}
+		}
+		if rep.Reservations.Distinct != 2 {
+			t.Errorf("reservations %d, want 2", rep.Reservations.Distinct)
+		}
+	}
+}
+
+func TestBotsHammerWhileRealUsersWait(t *testing.T) {
+	f := newFake(10, 1)
+	f.always429, f.retryAfter = true, "60"
+	srv := f.serve(t)
+	// Real users must wait 60 s after their first 429: in a 300 ms run they send one request
+	// each. Bots ignore Retry-After and keep sending. The run must end on time, not wait.
+	rep := run(t, Config{
+		Targets: []string{srv.URL}, Users: 20, Bots: 0.5, Connections: 20, Retry: true,
+		MaxRetryWait: time.Minute, Duration: 300 * time.Millisecond, PollEvery: -1,
+	})
+	log, _, _ := f.snapshot()
+	bots := map[string]bool{}
+	for _, u := range newRunner(Config{RunID: rep.RunID, Users: 20, Bots: 0.5}).users {
+		bots[u.id] = u.bot
+	}
+	nBots := 0
+	for user, reqs := range byUser(log) {
+		if bots[user] {
+			nBots++
+			if len(reqs) < 2 {
+				t.Errorf("bot %s sent %d requests, want many", user, len(reqs))
+			}
+		} else if len(reqs) != 1 {
+			t.Errorf("real user %s sent %d requests within a 60 s Retry-After", user, len(reqs))
+		}
+	}
+	if nBots != 10 {
+		t.Errorf("%d bots sent requests, want 10", nBots)
+	}
+	if rep.Users.Ended[userEndActive] != 20 {
+		t.Errorf("unfinished users %d, want 20", rep.Users.Ended[userEndActive])
+	}
+	assertCountsMatch(t, rep, f)
+}
+
+func TestMaxRequestsBoundsTheRun(t *testing.T) {
+	f := newFake(1000, 1)
+	f.always429, f.retryAfter = true, "0"
+	srv := f.serve(t)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 100, Bots: 1, Connections: 8, Retry: true, MaxRequests: 37, PollEvery: -1})
+	log, _, _ := f.snapshot()
+	if len(log) != 37 || rep.Requests != 37 {
+		t.Fatalf("server got %d requests, tool reports %d, want 37", len(log), rep.Requests)
+	}
+}
+
+func TestNoRetryGivesUp(t *testing.T) {
+	f := newFake(10, 1)
+	f.always429 = true
+	srv := f.serve(t)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 5, Connections: 5, Retry: false, PollEvery: -1})
+	if rep.Requests != 5 || rep.Users.Ended[userEndGaveUp] != 5 {
+		t.Fatalf("requests %d, gave up %d; want 5 and 5", rep.Requests, rep.Users.Ended[userEndGaveUp])
+	}
+}
+
+func TestTransportErrorsAreRetriedWithTheSameKey(t *testing.T) {
+	for _, reserveFirst := range []bool{false, true} {
+		f := newFake(100, 1)
+		f.dropFirst, f.reserveThenDrop = true, reserveFirst
+		srv := f.serve(t)
+		rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Connections: 4, Retry: true,
+			MaxRetryWait: 20 * time.Millisecond, Stock: 100, PerUserLimit: 1, PollEvery: -1})
+		log, _, held := f.snapshot()
+		for user, reqs := range byUser(log) {
+			if len(reqs) != 2 || reqs[0].key != reqs[1].key {
+				t.Fatalf("reserveFirst=%v: %s: %+v, want one retry with the same key", reserveFirst, user, reqs)
+			}
+		}
+		// When the dropped request had reserved, the retry is a replay (200) of the same id.
+		wantStatus := 202
+		if reserveFirst {
+			wantStatus = 200
+		}
+		if got := rep.OutcomeCount(wantStatus, ""); got != 10 {
+			t.Errorf("reserveFirst=%v: %d answers %d, want 10", reserveFirst, got, wantStatus)
+		}
+		var errs int64
+		for _, o := range rep.Outcomes {
+			if o.Status == 0 {
+				errs += o.Count
+			}
+		}
+		if errs != 10 || rep.Latency[ClassError].Count != 10 {
+			t.Errorf("transport errors %d, want 10", errs)
+		}
+		if rep.Reservations.Distinct != len(held) || rep.Reservations.UnresolvedAttempts != 0 || !rep.Passed {
+			t.Errorf("reserveFirst=%v: distinct %d, server %d, unresolved %d, passed %v",
+				reserveFirst, rep.Reservations.Distinct, len(held), rep.Reservations.UnresolvedAttempts, rep.Passed)
+		}
+	}
+}
+
+func TestBrokenServersFailTheChecks(t *testing.T) {
+	tests := []struct {
+		name  string
+		bug   func(*fake)
+		check string
+	}{
+		{"over the per-user limit", func(f *fake) { f.ignoreLimit = true }, "client.per_user_limit"},
+		{"one id for every reservation", func(f *fake) { f.sameRID = true }, "client.duplicate_reservation"},
+		{"negative remaining", func(f *fake) { f.negRemaining = true }, "remaining.never_negative"},
+		{"429 without Retry-After", func(f *fake) { f.rateLimitFirst, f.noRetryHeader = 1, true }, "client.protocol"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(30, 1)
+			tt.bug(f)
+			srv := f.serve(t)
+			rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
+				MaxRetryWait: 10 * time.Millisecond, Stock: 30, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
+			wantCheck(t, rep, tt.check, Fail)
+			if rep.Passed {
+				t.Fatal("report passed with a broken server")
+			}
+		})
+	}
+	// The same run against a correct server passes: the failures above come from the bugs.
+	f := newFake(30, 1)
+	srv := f.serve(t)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
+		Stock: 30, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
+	if !rep.Passed {
+		t.Fatalf("correct server failed: %+v", rep.Checks)
+	}
+	if rep.Users.Ended[userEndLimit] != 10 {
+		t.Errorf("users ended at the limit %d, want 10 (second attempt gets 409)", rep.Users.Ended[userEndLimit])
+	}
+}
+
+func TestSeveralTargetsShareTheLoad(t *testing.T) {
+	f := newFake(40, 1)
+	a, b := f.serve(t), f.serve(t)
+	rep := run(t, Config{Targets: []string{a.URL, b.URL}, Users: 100, Connections: 8, Stock: 40, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
+	assertCountsMatch(t, rep, f)
+	if len(rep.Targets) != 2 || rep.Targets[0].Requests == 0 || rep.Targets[1].Requests == 0 ||
+		rep.Targets[0].Requests+rep.Targets[1].Requests != rep.Requests {
+		t.Fatalf("targets %+v for %d requests", rep.Targets, rep.Requests)
+	}
+	if rep.Reservations.Distinct != 40 || !rep.Passed {
+		t.Fatalf("distinct %d passed %v", rep.Reservations.Distinct, rep.Passed)
+	}
+}
+
+func TestCreatePostsTheActivity(t *testing.T) {
+	f := newFake(5, 2)
+	var mu sync.Mutex
+	var got map[string]any
+	var auth string
+	mux := http.NewServeMux()
+	mux.Handle("/api/", f.handler())
+	mux.HandleFunc("POST /admin/v1/activities", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		auth = r.Header.Get("Authorization")
+		json.NewDecoder(r.Body).Decode(&got)
+		writeJSON(w, 201, got)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	run(t, Config{Targets: []string{srv.URL}, Activity: "new-1", Users: 3, Create: true, AdminToken: "s3cret",
+		Stock: 5, PerUserLimit: 2, Shards: 4, OpensIn: -time.Second, PollEvery: -1})
+	mu.Lock()
+	defer mu.Unlock()
+	if auth != "Bearer s3cret" {
+		t.Errorf("Authorization %q", auth)
+	}
+	opens, _ := got["opensAt"].(string)
+	if _, err := time.Parse(time.RFC3339, opens); err != nil || got["activityId"] != "new-1" ||
+		got["stock"] != 5.0 || got["perUserLimit"] != 2.0 || got["shards"] != 4.0 {
+		t.Errorf("posted %v", got)
+	}
+
+	// A refused creation stops the run before the rush.
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 401, map[string]string{"code": "UNAUTHENTICATED"})
+	}))
+	t.Cleanup(bad.Close)
+	_, err := Run(context.Background(), Config{Targets: []string{bad.URL}, Activity: "a", Users: 1, MaxRequests: 1,
+		Create: true, AdminToken: "x", Stock: 1, PerUserLimit: 1})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("Run with a refused create: %v", err)
+	}
+}
+
+func TestJSONReportFieldNames(t *testing.T) {
+	f := newFake(3, 1)
+	srv := f.serve(t)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Stock: 3, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := rep.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"runId", "activityId", "startedAt", "durationSeconds", "requests", "throughputRps",
+		"targets", "config", "outcomes", "latency", "users", "reservations", "remaining", "orders", "checks", "passed"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("JSON report lacks %q", k)
+		}
+	}
+	acc, _ := m["latency"].(map[string]any)["accepted"].(map[string]any)
+	for _, k := range []string{"count", "p50Ms", "p95Ms", "p99Ms", "maxMs"} {
+		if _, ok := acc[k]; !ok {
+			t.Errorf("latency.accepted lacks %q: %v", k, acc)
+		}
+	}
+	if m["passed"] != true || m["reservations"].(map[string]any)["distinct"] != 3.0 {
+		t.Errorf("passed %v, reservations %v", m["passed"], m["reservations"])
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	for _, want := range []string{"outcomes:", "202", "410", "SOLD_OUT", "latency (ms):", "accepted", "PASS client.stock", "PASS: every invariant held"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func TestProgressLines(t *testing.T) {
+	f := newFake(1000, 1)
+	f.always429, f.retryAfter = true, "0.01"
+	srv := f.serve(t)
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	lines := make(chan string, 1)
+	go func() {
+		b := make([]byte, 4096)
+		n, _ := pr.Read(b)
+		lines <- string(b[:n])
+		io.Copy(io.Discard, pr)
+	}()
+	run(t, Config{Targets: []string{srv.URL}, Users: 4, Retry: true, Duration: 300 * time.Millisecond,
+		Progress: 50 * time.Millisecond, Log: pw, PollEvery: -1})
+	pw.Close()
+	line := <-lines
+	for _, want := range []string{"requests=", "rps=", "2xx=", "410=", "429=", "errors="} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("progress line %q lacks %q", line, want)
+		}
+	}
+}
