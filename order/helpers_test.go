@@ -1,0 +1,254 @@
+package order
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/sql"
+)
+
+func TestMain(m *testing.M) {
+	rlog.SetLogLevel("error")
+	os.Exit(m.Run())
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("test", t.Name())
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func testMetrics() *Metrics { return NewMetrics(prometheus.NewRegistry()) }
+
+// uniq returns a name unique to this run, usable as an activity id, topic or group.
+func uniq(prefix string) string {
+	return prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// testActivity is an activity written straight into Redis in the DESIGN.md layout, with
+// its own journals and activities sets so parallel tests (and other packages' relays) never
+// see each other's streams.
+type testActivity struct {
+	t          testing.TB
+	rdb        redis.UniversalClient
+	id         string
+	shards     int
+	stock      int64
+	journals   string
+	activities string
+	mu         sync.Mutex
+	users      map[string]int // user id -> units held (seq)
+}
+
+func newTestActivity(t testing.TB, rdb redis.UniversalClient, db *gorm.DB, shards int, stock int64) *testActivity {
+	t.Helper()
+	ctx := context.Background()
+	a := &testActivity{t: t, rdb: rdb, id: uniq("ot"), shards: shards, stock: stock, users: map[string]int{}}
+	a.journals = "test:journals:" + a.id
+	a.activities = "test:activities:" + a.id
+	pipe := rdb.Pipeline()
+	pipe.HSet(ctx, inventory.Meta(a.id), "stock", stock, "epoch", 0, "shards", shards,
+		"layouts", fmt.Sprintf("0:%d", shards), "perUserLimit", 100)
+	pipe.SAdd(ctx, a.activities, a.id)
+	for i := 0; i < shards; i++ {
+		k := inventory.Shard(a.id, 0, i)
+		per := stock / int64(shards)
+		if i == 0 {
+			per += stock % int64(shards)
+		}
+		pipe.Set(ctx, k.Stock(), per, time.Hour)
+		pipe.SAdd(ctx, a.journals, k.Journal())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		var keys []string
+		keys = append(keys, inventory.Meta(a.id), a.journals, a.activities)
+		for i := 0; i < shards; i++ {
+			k := inventory.Shard(a.id, 0, i)
+			top, _ := rdb.Get(ctx, k.Seq()).Int64()
+			for n := int64(1); n <= top; n++ {
+				keys = append(keys, k.Record(n))
+			}
+			keys = append(keys, k.Stock(), k.Stats(), k.Journal(), k.Seq(), k.Users(), k.Refunds())
+		}
+		for len(keys) > 0 {
+			n := min(len(keys), 500)
+			rdb.Del(ctx, keys[:n]...)
+			keys = keys[n:]
+		}
+		if db != nil {
+			db.Exec("DELETE FROM orders WHERE activity_id = ?", a.id)
+			db.Exec("DELETE FROM compensations WHERE activity_id = ?", a.id)
+		}
+	})
+	return a
+}
+
+// reserve writes n reservations of one unit each, for n distinct new users, as the
+// inventory's reserve script would: stock taken on the user's home shard, record, stats,
+// journal entry. It returns the messages the relay should produce.
+func (a *testActivity) reserve(n int) []Message {
+	a.t.Helper()
+	users := make([]string, n)
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%s-%d", a.id, i)
+	}
+	return a.reserveFor(users, 1)
+}
+
+// reserveFor writes one reservation of qty units per listed user (a user may repeat).
+func (a *testActivity) reserveFor(users []string, qty int) []Message {
+	a.t.Helper()
+	ctx := context.Background()
+	out := make([]Message, 0, len(users))
+	const chunk = 500
+	for len(users) > 0 {
+		part := users[:min(chunk, len(users))]
+		users = users[len(part):]
+		// Take the record numbers first.
+		pipe := a.rdb.Pipeline()
+		incr := make([]*redis.IntCmd, len(part))
+		homes := make([]int, len(part))
+		for i, u := range part {
+			homes[i] = inventory.HomeShard(inventory.UserHash(u), a.shards)
+			incr[i] = pipe.Incr(ctx, inventory.Shard(a.id, 0, homes[i]).Seq())
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			a.t.Fatal(err)
+		}
+		now := time.Now().UnixMilli()
+		pipe = a.rdb.Pipeline()
+		for i, u := range part {
+			k := inventory.Shard(a.id, 0, homes[i])
+			nrec := incr[i].Val()
+			a.mu.Lock()
+			a.users[u] += qty
+			seq := a.users[u]
+			a.mu.Unlock()
+			m := Message{ReservationID: inventory.ReservationID(a.id, 0, homes[i], nrec), ActivityID: a.id,
+				UserID: u, UserHash: inventory.UserHash(u), Quantity: qty, Seq: seq, Home: homes[i],
+				Shard: homes[i], Epoch: 0, TS: now}
+			out = append(out, m)
+			pipe.DecrBy(ctx, k.Stock(), int64(qty))
+			pipe.HIncrBy(ctx, k.Users(), m.UserHash, int64(qty))
+			pipe.HSet(ctx, k.Record(nrec), "rid", m.ReservationID, "aid", a.id, "uid", u, "uh", m.UserHash,
+				"qty", qty, "status", "PENDING", "orderId", "", "home", m.Home, "ts", now)
+			pipe.Expire(ctx, k.Record(nrec), time.Hour)
+			pipe.HIncrBy(ctx, k.Stats(), "taken", int64(qty))
+			pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Journal(), Values: []any{
+				"rid", m.ReservationID, "aid", a.id, "uid", u, "uh", m.UserHash, "qty", qty, "seq", seq,
+				"home", m.Home, "shard", m.Shard, "epoch", 0, "ts", now}})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			a.t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// statuses counts the reservation records of the activity by status.
+func (a *testActivity) statuses() map[string]int {
+	a.t.Helper()
+	ctx := context.Background()
+	out := map[string]int{}
+	for i := 0; i < a.shards; i++ {
+		k := inventory.Shard(a.id, 0, i)
+		top, _ := a.rdb.Get(ctx, k.Seq()).Int64()
+		pipe := a.rdb.Pipeline()
+		var cmds []*redis.StringCmd
+		for n := int64(1); n <= top; n++ {
+			cmds = append(cmds, pipe.HGet(ctx, k.Record(n), "status"))
+		}
+		pipe.Exec(ctx)
+		for _, c := range cmds {
+			out[c.Val()]++
+		}
+	}
+	return out
+}
+
+type orderCounts struct{ rows, distinct, units int64 }
+
+func countOrders(t testing.TB, db *gorm.DB, activity string) orderCounts {
+	t.Helper()
+	var c struct{ Rows, Distinct, Units int64 }
+	if err := db.Model(&sql.Order{}).Where("activity_id = ?", activity).
+		Select("COUNT(*) AS `rows`, COUNT(DISTINCT reservation_id) AS `distinct`, COALESCE(SUM(quantity),0) AS `units`").
+		Scan(&c).Error; err != nil {
+		t.Fatal(err)
+	}
+	return orderCounts{c.Rows, c.Distinct, c.Units}
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		ok, s := cond()
+		if ok {
+			return
+		}
+		last = s
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+// waitOrders waits until the activity has want order rows and every record is settled.
+func waitOrders(t testing.TB, db *gorm.DB, a *testActivity, want int64, timeout time.Duration) {
+	t.Helper()
+	waitFor(t, timeout, fmt.Sprintf("%d orders", want), func() (bool, string) {
+		c := countOrders(t, db, a.id)
+		if c.rows < want {
+			return false, fmt.Sprintf("%d orders", c.rows)
+		}
+		st := a.statuses()
+		return st["PENDING"] == 0, fmt.Sprintf("%d orders, statuses %v", c.rows, st)
+	})
+}
+
+// writerDB opens the writer's own pool on dsn.
+func writerDB(t testing.TB, dsn string) *gorm.DB {
+	t.Helper()
+	db := testsvc.MySQL(t) // checks the server and gives a handle we discard
+	_ = db
+	return openDB(t, dsn)
+}
+
+func mysqlDB(t testing.TB) *gorm.DB {
+	t.Helper()
+	db := testsvc.MySQL(t)
+	if err := sql.Migrate(db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func rmqOptions(t testing.TB, a *testActivity) RocketMQOptions {
+	return RocketMQOptions{NameServer: []string{testsvc.RocketMQ(t)}, Topic: "ot-" + a.id,
+		ProducerGroup: "otp-" + a.id, ConsumerGroup: "otc-" + a.id, InstanceName: uniq("oti"),
+		QueueNums: 4, ConsumeBatch: 64}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -1,0 +1,109 @@
+// Package order moves reservations from the stock shards' journals to MySQL orders: a relay
+// hands journal entries to a queue (RocketMQ, or an in-process queue in the embedded mode),
+// a writer turns queued messages into orders under a per-(activity, user) Redis lock and
+// confirms them in Redis, a compensator returns the stock of reservations that failed for
+// good, and a reconciler compares Redis, the journal and MySQL.
+//
+// Delivery is at least once end to end; the writer is idempotent by reservation id and by
+// the (activity, user, seq) unique key, and the Redis scripts count every unit once.
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/seckill/seckill/inventory"
+)
+
+// Message is one reservation on its way to MySQL. It is the JSON body of a queue message,
+// whose key is ReservationID. Its fields mirror the journal entry fields of docs/DESIGN.md.
+type Message struct {
+	ReservationID string `json:"rid"`
+	ActivityID    string `json:"aid"`
+	UserID        string `json:"uid"`
+	UserHash      string `json:"uh"`
+	Quantity      int    `json:"qty"`
+	Seq           int    `json:"seq"`
+	Home          int    `json:"home"`
+	Shard         int    `json:"shard"`
+	Epoch         int    `json:"epoch"`
+	TS            int64  `json:"ts"`
+
+	// Attempt is how many times the queue delivered this message, 1 for the first delivery
+	// (0 when the queue does not count). It is not part of the body.
+	Attempt int `json:"-"`
+}
+
+// Publisher hands messages to the queue. Publish returns nil only if every message was
+// confirmed sent; on an error any subset may have been sent (the writer deduplicates).
+type Publisher interface {
+	Publish(ctx context.Context, msgs []Message) error
+}
+
+// Subscriber delivers queued messages to one handler. A handler error means "deliver these
+// again later"; nil acknowledges them. Close stops delivery and waits for the handler calls
+// in progress.
+type Subscriber interface {
+	Subscribe(handler func(ctx context.Context, msgs []Message) error) error
+	Close() error
+}
+
+// ErrBadMessage marks a message that can never become an order (malformed fields).
+var ErrBadMessage = errors.New("order: bad message")
+
+// Validate checks that the message names a well-formed reservation consistent with its
+// fields. It returns an error wrapping ErrBadMessage otherwise.
+func (m Message) Validate() error {
+	keys, _, ok := inventory.ParseReservationID(m.ReservationID)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: reservation id %q", ErrBadMessage, m.ReservationID)
+	case keys.Activity != m.ActivityID || keys.Epoch != m.Epoch || keys.Shard != m.Shard:
+		return fmt.Errorf("%w: %s does not match activity/epoch/shard fields", ErrBadMessage, m.ReservationID)
+	case m.UserID == "" || len(m.UserID) > 512:
+		return fmt.Errorf("%w: %s: user id", ErrBadMessage, m.ReservationID)
+	case len(m.UserHash) != 16:
+		return fmt.Errorf("%w: %s: user hash", ErrBadMessage, m.ReservationID)
+	case m.Quantity <= 0 || m.Seq <= 0 || m.Home < 0:
+		return fmt.Errorf("%w: %s: quantity/seq/home", ErrBadMessage, m.ReservationID)
+	}
+	return nil
+}
+
+// keys returns the reservation's shard keys and record number; the message must be valid.
+func (m Message) keys() (inventory.ShardKeys, int64) {
+	k, n, _ := inventory.ParseReservationID(m.ReservationID)
+	return k, n
+}
+
+// messageFromEntry decodes a journal stream entry (fields rid aid uid uh qty seq home shard
+// epoch ts).
+func messageFromEntry(v map[string]any) (Message, error) {
+	s := func(k string) string { x, _ := v[k].(string); return x }
+	n := func(k string) (int64, error) {
+		x, err := strconv.ParseInt(s(k), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: journal field %s=%q", ErrBadMessage, k, s(k))
+		}
+		return x, nil
+	}
+	m := Message{ReservationID: s("rid"), ActivityID: s("aid"), UserID: s("uid"), UserHash: s("uh")}
+	var errs []error
+	for _, f := range []struct {
+		k string
+		p *int
+	}{{"qty", &m.Quantity}, {"seq", &m.Seq}, {"home", &m.Home}, {"shard", &m.Shard}, {"epoch", &m.Epoch}} {
+		x, err := n(f.k)
+		errs = append(errs, err)
+		*f.p = int(x)
+	}
+	ts, err := n("ts")
+	errs = append(errs, err)
+	m.TS = ts
+	if err := errors.Join(errs...); err != nil {
+		return m, err
+	}
+	return m, m.Validate()
+}

@@ -1,0 +1,64 @@
+package order
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the order pipeline's Prometheus series. Build one per process with
+// NewMetrics and share it between the relay, writer, compensator and reconciler. Labels
+// are activity ids and reasons, never user ids. A nil *Metrics is not allowed.
+type Metrics struct {
+	JournalLag     *prometheus.GaugeVec   // activity: units taken but not yet relayed
+	InFlight       *prometheus.GaugeVec   // activity: units relayed but neither confirmed nor failed
+	RelaySent      prometheus.Counter     // journal entries confirmed sent to the queue
+	RelayAcked     prometheus.Counter     // journal entries acknowledged (first ack only)
+	RelayClaimed   prometheus.Counter     // pending entries claimed from an idle relay
+	RelayErrors    *prometheus.CounterVec // op: read, publish, ack, discover
+	WriterCommits  prometheus.Counter     // orders confirmed by the writer
+	WriterBatches  prometheus.Counter     // batches written to MySQL
+	WriterRetries  *prometheus.CounterVec // reason: mysql, redis, lock, panic
+	DeadLetters    *prometheus.CounterVec // reason
+	Compensations  prometheus.Counter     // reservations failed for good and stock returned
+	Drift          *prometheus.GaugeVec   // activity: reconciliation drift in units
+	Orphans        *prometheus.GaugeVec   // activity: PENDING reservations older than the bound that could not be repaired
+	Repairs        *prometheus.CounterVec // kind
+	ReconcileFails prometheus.Counter     // reconciliation rounds that failed for an activity
+}
+
+// NewMetrics registers the order metrics with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		JournalLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_journal_lag_units",
+			Help: "Units reserved in Redis but not yet handed to the queue."}, []string{"activity"}),
+		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_in_flight_units",
+			Help: "Units handed to the queue but not yet confirmed or failed."}, []string{"activity"}),
+		RelaySent: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_relay_sent_total",
+			Help: "Journal entries confirmed sent to the queue (resends included)."}),
+		RelayAcked: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_relay_acked_total",
+			Help: "Journal entries acknowledged after their send."}),
+		RelayClaimed: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_relay_claimed_total",
+			Help: "Journal entries claimed from a relay that left them pending."}),
+		RelayErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_relay_errors_total",
+			Help: "Relay errors by operation."}, []string{"op"}),
+		WriterCommits: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_writer_commits_total",
+			Help: "Orders committed to MySQL and confirmed in Redis."}),
+		WriterBatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_writer_batches_total",
+			Help: "Batches written to MySQL."}),
+		WriterRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_writer_retries_total",
+			Help: "Writer batches handed back for redelivery or retried in process, by reason."}, []string{"reason"}),
+		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_dead_letters_total",
+			Help: "Messages that can never become orders, by reason."}, []string{"reason"}),
+		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_compensations_total",
+			Help: "Reservations failed for good whose stock went back to Redis."}),
+		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_reconcile_drift_units",
+			Help: "stock - redisRemaining - ordersInDb - journalPending - inFlight; 0 when all agree."}, []string{"activity"}),
+		Orphans: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_reconcile_orphans",
+			Help: "PENDING reservations older than the orphan bound that could not be repaired."}, []string{"activity"}),
+		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_reconcile_repairs_total",
+			Help: "Repairs made by reconciliation, by kind."}, []string{"kind"}),
+		ReconcileFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_reconcile_failures_total",
+			Help: "Reconciliation rounds that failed for an activity."}),
+	}
+	reg.MustRegister(m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
+		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.DeadLetters, m.Compensations, m.Drift,
+		m.Orphans, m.Repairs, m.ReconcileFails)
+	return m
+}

@@ -1,0 +1,112 @@
+package order
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// poolWatch samples the writer pool's open connections until stopped and reports the peak.
+func poolWatch(t testing.TB, w *Writer) (peak func() int) {
+	sdb, err := w.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var max atomic.Int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			if n := int64(sdb.Stats().OpenConnections); n > max.Load() {
+				max.Store(n)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(done) }); wg.Wait() })
+	return func() int { return int(max.Load()) }
+}
+
+func startRelay(t testing.TB, ctx context.Context, r *Relay) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
+}
+
+func assertReconciled(t *testing.T, rec *Reconciler, a *testActivity, wantOrders int64) Report {
+	t.Helper()
+	rep, err := rec.Report(context.Background(), a.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Drift != 0 || rep.JournalPending != 0 || rep.InFlight != 0 || rep.OrdersInDB != wantOrders ||
+		rep.Stock != a.stock || rep.Reserved-rep.Compensated != wantOrders {
+		t.Fatalf("reconciliation: %+v, want drift 0, %d orders", rep, wantOrders)
+	}
+	return rep
+}
+
+func TestRocketMQBrokerDiscovery(t *testing.T) {
+	ns := testsvc.RocketMQ(t)
+	got, err := masterBrokers(context.Background(), []string{ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || got[0] != testsvc.RocketMQBroker {
+		t.Fatalf("masterBrokers = %v, want [%s]", got, testsvc.RocketMQBroker)
+	}
+}
+
+// TestPipeline5000 sends 5,000 reservations through journal -> relay -> RocketMQ -> writer
+// -> MySQL and checks exactly 5,000 orders, all CONFIRMED, drift 0, pool never exceeded.
+func TestPipeline5000(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 8, 6000)
+	a.reserve(5000)
+	log := testLogger(t)
+	m := testMetrics()
+
+	q, err := NewRocketMQ(rmqOptions(t, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 4}, m, log)
+	peak := poolWatch(t, w)
+	if err := q.Subscribe(w.Handle); err != nil {
+		t.Fatal(err)
+	}
+	startRelay(t, context.Background(), NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log))
+
+	waitOrders(t, db, a, 5000, 90*time.Second)
+	c := countOrders(t, db, a.id)
+	if c.rows != 5000 || c.distinct != 5000 || c.units != 5000 {
+		t.Fatalf("orders %+v, want 5000 distinct", c)
+	}
+	if st := a.statuses(); st["CONFIRMED"] != 5000 {
+		t.Fatalf("statuses %v", st)
+	}
+	rec := NewReconciler(db, rdb, ReconcileOptions{}, m, log)
+	assertReconciled(t, rec, a, 5000)
+	if p := peak(); p > 4 {
+		t.Fatalf("writer pool peaked at %d connections, pool size 4", p)
+	}
+	t.Logf("writer pool peak %d of 4", peak())
+}

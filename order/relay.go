@@ -1,0 +1,290 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
+)
+
+// RelayGroup is the consumer group every relay reads the journal streams with.
+const RelayGroup = "relay"
+
+// RelayOptions configure a Relay. Zero values take the defaults named.
+type RelayOptions struct {
+	// InstanceID names this relay as a stream consumer (required to be unique per live
+	// relay; default "relay-<unix nanos>").
+	InstanceID string
+	// Batch is the most entries read from one stream and published at once (default 256).
+	Batch int
+	// ClaimIdle is how long an entry stays pending (read by a relay but not acknowledged)
+	// before another relay claims it (default 30 s).
+	ClaimIdle time.Duration
+	// Poll is the pause after a round that found nothing new (default 50 ms).
+	Poll time.Duration
+	// Discover is how often the set of journal streams is read again (default 1 s).
+	Discover time.Duration
+	// MaxBackoff caps the pause between failed publishes (default 5 s).
+	MaxBackoff time.Duration
+	// JournalsKey is the set listing the journal streams (default inventory.JournalsKey;
+	// tests sharing a Redis use their own).
+	JournalsKey string
+}
+
+// Relay moves journal entries to the queue: it reads each stream of sk:journals with the
+// consumer group "relay", publishes, and acknowledges (order_ack.lua) only after the
+// Publisher confirmed the send. Entries another relay left pending longer than ClaimIdle are
+// claimed and sent again. A Relay is used by one goroutine, the one calling Run.
+type Relay struct {
+	rdb     redis.UniversalClient
+	pub     Publisher
+	opts    RelayOptions
+	m       *Metrics
+	log     *slog.Logger
+	sc      *scripts
+	scErr   error
+	groups  map[string]bool // streams whose group exists
+	streams []string
+}
+
+// NewRelay returns a relay; it starts working with Run.
+func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Metrics, log *slog.Logger) *Relay {
+	if opts.InstanceID == "" {
+		opts.InstanceID = "relay-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	if opts.Batch <= 0 {
+		opts.Batch = 256
+	}
+	if opts.ClaimIdle <= 0 {
+		opts.ClaimIdle = 30 * time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 50 * time.Millisecond
+	}
+	if opts.Discover <= 0 {
+		opts.Discover = time.Second
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	if opts.JournalsKey == "" {
+		opts.JournalsKey = inventory.JournalsKey
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	sc, err := loadScripts()
+	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, scErr: err, groups: map[string]bool{},
+		log: log.With("component", "relay", "instance", opts.InstanceID)}
+}
+
+// Run relays until ctx is done and then returns nil. Entries read but not yet acknowledged
+// when ctx ends stay pending and are claimed by the next relay after ClaimIdle.
+func (r *Relay) Run(ctx context.Context) error {
+	if r.scErr != nil {
+		return r.scErr
+	}
+	var lastDiscover, lastClaim time.Time
+	for ctx.Err() == nil {
+		now := time.Now()
+		if now.Sub(lastDiscover) >= r.opts.Discover {
+			if err := r.discover(ctx); err != nil && ctx.Err() == nil {
+				r.m.RelayErrors.WithLabelValues("discover").Inc()
+				r.log.Warn("reading the journal list failed", "err", err)
+				r.sleep(ctx, r.opts.Poll*4)
+				continue
+			}
+			lastDiscover = now
+		}
+		claim := now.Sub(lastClaim) >= r.opts.ClaimIdle/4
+		if claim {
+			lastClaim = now
+		}
+		moved := 0
+		for _, s := range r.streams {
+			if ctx.Err() != nil {
+				break
+			}
+			n, err := r.stream(ctx, s, claim)
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("relaying a journal failed", "stream", s, "err", err)
+			}
+			moved += n
+		}
+		if moved == 0 {
+			r.sleep(ctx, r.opts.Poll)
+		}
+	}
+	return nil
+}
+
+func (r *Relay) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// discover reads sk:journals and creates the group on streams seen for the first time.
+func (r *Relay) discover(ctx context.Context) error {
+	names, err := r.rdb.SMembers(ctx, r.opts.JournalsKey).Result()
+	if err != nil {
+		return err
+	}
+	streams := names[:0]
+	for _, s := range names {
+		if _, ok := parseJournalKey(s); !ok {
+			continue
+		}
+		if !r.groups[s] {
+			err := r.rdb.XGroupCreateMkStream(ctx, s, RelayGroup, "0").Err()
+			if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+				return fmt.Errorf("create group on %s: %w", s, err)
+			}
+			r.groups[s] = true
+		}
+		streams = append(streams, s)
+	}
+	r.streams = streams
+	return nil
+}
+
+// parseJournalKey returns the shard whose journal stream is named key.
+func parseJournalKey(key string) (inventory.ShardKeys, bool) {
+	inner, ok := strings.CutPrefix(key, "sk:{")
+	if !ok {
+		return inventory.ShardKeys{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, "}:journal")
+	if !ok {
+		return inventory.ShardKeys{}, false
+	}
+	i := strings.LastIndexByte(inner, ':')
+	if i < 0 {
+		return inventory.ShardKeys{}, false
+	}
+	j := strings.LastIndexByte(inner[:i], ':')
+	if j < 0 {
+		return inventory.ShardKeys{}, false
+	}
+	e, err1 := strconv.Atoi(inner[j+1 : i])
+	sh, err2 := strconv.Atoi(inner[i+1:])
+	if err1 != nil || err2 != nil {
+		return inventory.ShardKeys{}, false
+	}
+	k := inventory.Shard(inner[:j], e, sh)
+	if k.Journal() != key {
+		return inventory.ShardKeys{}, false
+	}
+	return k, true
+}
+
+// stream relays one batch of new entries of one stream, and first, when claim is set, one
+// batch of entries left pending too long. It returns how many entries it moved.
+func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, error) {
+	moved := 0
+	if claim {
+		msgs, _, err := r.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: RelayGroup,
+			MinIdle: r.opts.ClaimIdle, Start: "0-0", Count: int64(r.opts.Batch), Consumer: r.opts.InstanceID}).Result()
+		if err != nil {
+			r.m.RelayErrors.WithLabelValues("claim").Inc()
+			r.checkNoGroup(stream, err)
+			return 0, fmt.Errorf("xautoclaim: %w", err)
+		}
+		if len(msgs) > 0 {
+			r.m.RelayClaimed.Add(float64(len(msgs)))
+			r.log.Info("claimed pending journal entries", "stream", stream, "entries", len(msgs))
+			if err := r.relay(ctx, stream, msgs); err != nil {
+				return 0, err
+			}
+			moved += len(msgs)
+		}
+	}
+	res, err := r.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: RelayGroup, Consumer: r.opts.InstanceID,
+		Streams: []string{stream, ">"}, Count: int64(r.opts.Batch), Block: -1}).Result()
+	if errors.Is(err, redis.Nil) {
+		return moved, nil
+	}
+	if err != nil {
+		r.m.RelayErrors.WithLabelValues("read").Inc()
+		r.checkNoGroup(stream, err)
+		return moved, fmt.Errorf("xreadgroup: %w", err)
+	}
+	for _, s := range res {
+		if err := r.relay(ctx, stream, s.Messages); err != nil {
+			return moved, err
+		}
+		moved += len(s.Messages)
+	}
+	return moved, nil
+}
+
+func (r *Relay) checkNoGroup(stream string, err error) {
+	if strings.Contains(err.Error(), "NOGROUP") {
+		delete(r.groups, stream)
+	}
+}
+
+// relay publishes the entries, retrying with backoff until the Publisher confirms or ctx
+// ends, then acknowledges them.
+func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessage) error {
+	keys, _ := parseJournalKey(stream)
+	msgs := make([]Message, 0, len(entries))
+	ackArgs := make([]any, 0, 1+2*len(entries))
+	ackArgs = append(ackArgs, RelayGroup)
+	for _, e := range entries {
+		m, err := messageFromEntry(e.Values)
+		if err != nil {
+			// A malformed entry can never become an order: acknowledge it with the units it
+			// claims (if any) so it does not block the stream, and leave it to
+			// reconciliation to report.
+			r.m.DeadLetters.WithLabelValues("bad_journal_entry").Inc()
+			r.log.Error("malformed journal entry", "stream", stream, "id", e.ID, "err", err)
+			ackArgs = append(ackArgs, e.ID, m.Quantity)
+			continue
+		}
+		msgs = append(msgs, m)
+		ackArgs = append(ackArgs, e.ID, m.Quantity)
+	}
+	backoff := 100 * time.Millisecond
+	for len(msgs) > 0 {
+		err := r.pub.Publish(ctx, msgs)
+		if err == nil {
+			r.m.RelaySent.Add(float64(len(msgs)))
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.m.RelayErrors.WithLabelValues("publish").Inc()
+		r.log.Warn("publish failed; retrying", "stream", stream, "entries", len(msgs), "backoff", backoff, "err", err)
+		r.sleep(ctx, backoff)
+		backoff = min(2*backoff, r.opts.MaxBackoff)
+	}
+	backoff = 100 * time.Millisecond
+	for {
+		res, err := r.sc.ack.Run(ctx, r.rdb, []string{keys.Journal(), keys.Stats()}, ackArgs...).Int64Slice()
+		if err == nil {
+			if len(res) == 2 {
+				r.m.RelayAcked.Add(float64(res[0]))
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.m.RelayErrors.WithLabelValues("ack").Inc()
+		r.log.Warn("journal ack failed; retrying", "stream", stream, "err", err)
+		r.sleep(ctx, backoff)
+		backoff = min(2*backoff, r.opts.MaxBackoff)
+	}
+}
