@@ -1,0 +1,601 @@
+// Package limiter decides the rate limits of SPEC section 3 step 5 for every dimension at once,
+// all or nothing: global, per campaign, per activity, per channel and per IP, plus a local
+// memory of users and IPs that were just rejected. The per-user token bucket and sliding window
+// run in the reservation script (lua/lib_bucket.lua, lua/lib_window.lua); RedisBucket and
+// RedisWindow run the same libraries on their own.
+//
+// The shared budgets (global, campaign, activity, channel) are leased: each instance takes
+// tokens in batches from a Redis token bucket (lua/limiter_lease.lua) and spends them locally,
+// so they cost far less than one Redis call per request. The per-IP bucket is exact, one Redis
+// round trip (lua/limiter_bucket.lua). When Redis is slow or failing the Limiter degrades to
+// in-process buckets (golang.org/x/time/rate) sized from the fallback budget divided by the
+// number of healthy instances, and one prober, run by Run, recovers when Redis answers fast.
+//
+// Thresholds travel as values on every call (Request), so a configuration swap never rebuilds
+// the state held in Redis; local state keyed by (dimension, name) is reused while its Limit is
+// unchanged and reconfigured in place, tokens clamped and never refilled, when it changes.
+package limiter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"hash/fnv"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// Limit is a token bucket: Rate tokens per second refill a bucket holding at most Burst. A Rate
+// of 0 (or less) switches the dimension off. A positive Rate with a Burst below 1 acts as Burst 1.
+type Limit struct {
+	Rate  float64
+	Burst int
+}
+
+func (l Limit) off() bool { return l.Rate <= 0 }
+
+// div is l shared by n instances: Rate/n and Burst/n, Burst at least 1.
+func (l Limit) div(n int) Limit {
+	if n <= 1 {
+		return l
+	}
+	return Limit{Rate: l.Rate / float64(n), Burst: max(1, l.Burst/n)}
+}
+
+// Fallback is the policy while Redis is slow or down, as values from the configuration
+// snapshot. Zero fields take the defaults of SPEC section 6: RedisSlow 20 ms,
+// SlowCallsToDegrade 20, ProbeEvery 1 s. A Global with Rate 0 leaves the global dimension
+// unlimited while degraded.
+type Fallback struct {
+	RedisSlow          time.Duration // a Redis call slower than this is slow
+	SlowCallsToDegrade int           // net slow calls (slow minus fast, floor 0) that degrade
+	ProbeEvery         time.Duration // how often the single prober tries Redis while degraded
+	Global             Limit         // the global budget of all instances together while degraded
+}
+
+func (f Fallback) withDefaults() Fallback {
+	if f.RedisSlow <= 0 {
+		f.RedisSlow = 20 * time.Millisecond
+	}
+	if f.SlowCallsToDegrade <= 0 {
+		f.SlowCallsToDegrade = 20
+	}
+	if f.ProbeEvery <= 0 {
+		f.ProbeEvery = time.Second
+	}
+	return f
+}
+
+// Request is one admission decision: the limits of every dimension, as values from one
+// configuration snapshot, and the names they apply to. A dimension whose Limit has Rate 0, or
+// whose name is empty (campaign, activity, channel, IP), is not limited.
+type Request struct {
+	Global, Campaign, Activity, Channel, IP Limit
+
+	CampaignID, ActivityID, ChannelName, IPAddr string
+	UserHash                                    string // inventory.UserHash of the user, for the local memory
+
+	Fallback Fallback
+}
+
+// Dimensions named in Decision.Dimension and in the metrics.
+const (
+	DimGlobal   = "global"
+	DimCampaign = "campaign"
+	DimActivity = "activity"
+	DimChannel  = "channel"
+	DimIP       = "ip"
+	DimUser     = "user"
+)
+
+// Reasons named in Decision.Reason and in the metrics.
+const (
+	ReasonRate       = "rate"       // the dimension's Redis bucket (or leased budget) is empty
+	ReasonRemembered = "remembered" // rejected recently, answered locally until its Retry-After
+	ReasonFallback   = "fallback"   // the local limiter rejected while Redis is slow or down
+	ReasonCanceled   = "canceled"   // the request's context ended before a decision
+)
+
+// leased dimensions, in the order they are taken.
+const (
+	dGlobal = iota
+	dCampaign
+	dActivity
+	dChannel
+	nLeased
+)
+
+var dimNames = [...]string{DimGlobal, DimCampaign, DimActivity, DimChannel, DimIP, DimUser, "none"}
+
+const (
+	dIP   = 4
+	dUser = 5
+	dNone = 6
+)
+
+var reasonNames = [...]string{ReasonRate, ReasonRemembered, ReasonFallback, ReasonCanceled}
+
+const (
+	rRate = iota
+	rRemembered
+	rFallback
+	rCanceled
+)
+
+// Decision is the answer for one Request. When Allowed is false, Dimension names the dimension
+// that rejected it, Reason why, and RetryAfter (at least 1 ms) when to try again, computed from
+// that dimension's state. An allowed Decision remembers what it took, for Refund.
+type Decision struct {
+	Allowed    bool
+	Dimension  string
+	Reason     string
+	RetryAfter time.Duration
+
+	taken taken
+}
+
+type taken struct {
+	pools   [nLeased]*pool        // leased budgets a token was taken from
+	local   [nLeased]*localBucket // fallback buckets a token was taken from
+	ipLocal *localBucket          // fallback per-IP bucket
+	ipKey   string                // Redis per-IP bucket a token was taken from
+	ipLimit Limit
+}
+
+// Clock tells the time; tests inject one. Nil means the system clock.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Options tune a Limiter. Zero fields take defaults.
+type Options struct {
+	// InstanceID names this instance in the heartbeat set sk:instances. Default: random.
+	InstanceID string
+	// Healthy reports how many instances are healthy, for dividing the fallback budget. It is
+	// called once a second by Run and when the Limiter degrades, must be safe for concurrent
+	// use, and a result below 1 is ignored. Nil: the Redis heartbeat set sk:instances is used
+	// (instances seen within the last 5 s). When that count cannot be read (Redis down), the
+	// last count read is kept; if none was ever read, 1 is used: each instance then allows the
+	// whole fallback budget, so the cluster may admit up to (instances x budget).
+	Healthy func() int
+	// Clock is the time for token arithmetic and the local memory. Default: the system clock.
+	// Redis latency is always measured on the system clock.
+	Clock Clock
+	// LeaseWindow sizes a lease: the budget's rate over this window, divided among the healthy
+	// instances, at least 1 and at most the burst. Default 50 ms.
+	LeaseWindow time.Duration
+	// LeaseTTL is how long leased tokens may be spent; later they go back to Redis. It bounds
+	// the leasing error to about rate x LeaseTTL per budget. Default 100 ms.
+	LeaseTTL time.Duration
+	// CallTimeout bounds each Redis call on the request path; a call that runs out counts as a
+	// failure (degrade). Default 300 ms.
+	CallTimeout time.Duration
+	// MaxKeys bounds each local map (remembered users, remembered IPs, fallback per-IP
+	// buckets, budgets). Default 100000.
+	MaxKeys int
+}
+
+// ErrRunning is returned by Run when the Limiter is already running.
+var ErrRunning = errors.New("limiter: already running")
+
+// Limiter decides admissions. Build it with New; run Run for heartbeats, the prober and
+// housekeeping. All methods are safe for concurrent use.
+type Limiter struct {
+	rdb   redis.UniversalClient
+	opts  Options
+	clock Clock
+	log   *slog.Logger
+
+	leaseScript, bucketScript, heartbeatScript *redis.Script
+
+	pools  [nLeased]*shardMap[*pool]
+	local  [nLeased]*shardMap[*localBucket]
+	ipLoc  *shardMap[*localBucket]
+	users  memo
+	ips    memo
+	health health
+
+	fb      atomic.Pointer[Fallback] // the latest policy seen on a Request (with defaults)
+	healthy atomic.Int64             // last known healthy instance count, 0 = never known
+
+	// test hooks: key prefix, heartbeat key, and a script clock (0 = Redis TIME)
+	prefix       string
+	instancesKey string
+	scriptNow    func() int64
+
+	// metric children resolved once, so a decision allocates nothing for metrics
+	passC       [dNone + 1]prometheus.Counter
+	rejectC     [dNone + 1][len(reasonNames)]prometheus.Counter
+	retryH      prometheus.Histogram
+	degradedG   prometheus.Gauge
+	slowC       prometheus.Counter
+	callsLease  prometheus.Counter
+	callsBucket prometheus.Counter
+	callsRefund prometheus.Counter
+	callsHB     prometheus.Counter
+	callsProbe  prometheus.Counter
+	toDegraded  prometheus.Counter
+	toRecovered prometheus.Counter
+	leased      prometheus.Counter
+	returned    prometheus.Counter
+
+	runMu   sync.Mutex
+	running bool
+	cancel  context.CancelFunc
+	done    chan struct{}
+	wake    chan struct{} // a degrade wakes Run's prober
+}
+
+// New builds a Limiter over rdb (standalone or cluster: every script touches one key). m may be
+// nil (unregistered metrics), log may be nil (slog.Default()).
+func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) *Limiter {
+	if opts.InstanceID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		opts.InstanceID = "inst-" + hex.EncodeToString(b[:])
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.LeaseWindow <= 0 {
+		opts.LeaseWindow = 50 * time.Millisecond
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = 100 * time.Millisecond
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 300 * time.Millisecond
+	}
+	if opts.MaxKeys <= 0 {
+		opts.MaxKeys = 100_000
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	l := &Limiter{
+		rdb:             rdb,
+		opts:            opts,
+		clock:           opts.Clock,
+		log:             log.With("component", "limiter"),
+		leaseScript:     mustLoad("limiter_lease.lua"),
+		bucketScript:    mustLoad("limiter_bucket.lua"),
+		heartbeatScript: mustLoad("limiter_heartbeat.lua"),
+		ipLoc:           newShardMap[*localBucket](opts.MaxKeys),
+		users:           newMemo(opts.MaxKeys),
+		ips:             newMemo(opts.MaxKeys),
+		prefix:          "sk:",
+		instancesKey:    "sk:instances",
+		wake:            make(chan struct{}, 1),
+		retryH:          m.retryAfter,
+		degradedG:       m.degraded,
+		slowC:           m.slowCalls,
+		callsLease:      m.redisCalls.WithLabelValues("lease"),
+		callsBucket:     m.redisCalls.WithLabelValues("bucket"),
+		callsRefund:     m.redisCalls.WithLabelValues("refund"),
+		callsHB:         m.redisCalls.WithLabelValues("heartbeat"),
+		callsProbe:      m.redisCalls.WithLabelValues("probe"),
+		toDegraded:      m.transitions.WithLabelValues("degraded"),
+		toRecovered:     m.transitions.WithLabelValues("recovered"),
+		leased:          m.leaseTokens.WithLabelValues("leased"),
+		returned:        m.leaseTokens.WithLabelValues("returned"),
+	}
+	for d := range nLeased {
+		l.pools[d] = newShardMap[*pool](opts.MaxKeys)
+		l.local[d] = newShardMap[*localBucket](opts.MaxKeys)
+	}
+	for d, dn := range dimNames {
+		l.passC[d] = m.pass.WithLabelValues(dn)
+		for r, rn := range reasonNames {
+			l.rejectC[d][r] = m.reject.WithLabelValues(dn, rn)
+		}
+	}
+	l.degradedG.Set(0)
+	return l
+}
+
+// mustLoad loads an embedded script; the names are constants of this package, so a failure is
+// a build defect that the package tests catch.
+func mustLoad(name string) *redis.Script {
+	s, err := lua.Load(name)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Allow decides r for every dimension at once, all or nothing: when one dimension rejects, the
+// tokens taken from the others are given back. A user or IP rejected recently is answered
+// locally, with no Redis call, until its Retry-After. While degraded (Redis slow or failing)
+// the decision is local. A request whose ctx is done is rejected (Reason "canceled") and the
+// context's error returned; every other outcome returns a nil error, Redis failures included
+// (they degrade and the request is decided locally).
+func (l *Limiter) Allow(ctx context.Context, r Request) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return l.reject(dNone, rCanceled, 0), err
+	}
+	l.notePolicy(r.Fallback)
+	now := l.clock.Now()
+	if r.UserHash != "" {
+		if u, ok := l.users.until(r.UserHash, now); ok {
+			return l.reject(dUser, rRemembered, u.Sub(now)), nil
+		}
+	}
+	if r.IPAddr != "" {
+		if u, ok := l.ips.until(r.IPAddr, now); ok {
+			return l.reject(dIP, rRemembered, u.Sub(now)), nil
+		}
+	}
+	if l.health.degraded.Load() {
+		return l.allowLocal(now, &r), nil
+	}
+	return l.allowRedis(ctx, now, &r)
+}
+
+func leasedDims(r *Request) [nLeased]struct {
+	name string
+	lim  Limit
+} {
+	return [nLeased]struct {
+		name string
+		lim  Limit
+	}{
+		{"", r.Global},
+		{r.CampaignID, r.Campaign},
+		{r.ActivityID, r.Activity},
+		{r.ChannelName, r.Channel},
+	}
+}
+
+func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (Decision, error) {
+	var t taken
+	for d, x := range leasedDims(r) {
+		if x.lim.off() || (d != dGlobal && x.name == "") {
+			continue
+		}
+		p := l.pool(d, x.name, now)
+		ok, retry, err := p.take(ctx, l, now, x.lim)
+		if err != nil {
+			l.giveBack(&t, now)
+			if ctx.Err() != nil {
+				return l.reject(dNone, rCanceled, 0), ctx.Err()
+			}
+			return l.allowLocal(now, r), nil
+		}
+		if !ok {
+			l.giveBack(&t, now)
+			return l.reject(d, rRate, retry), nil
+		}
+		t.pools[d] = p
+	}
+	if !r.IP.off() && r.IPAddr != "" {
+		key := l.ipKey(r.IPAddr)
+		ok, retry, err := l.bucketCall(ctx, key, r.IP, 1)
+		if err != nil {
+			l.giveBack(&t, now)
+			if ctx.Err() != nil {
+				return l.reject(dNone, rCanceled, 0), ctx.Err()
+			}
+			return l.allowLocal(now, r), nil
+		}
+		if !ok {
+			l.giveBack(&t, now)
+			l.ips.remember(r.IPAddr, now.Add(retry), now)
+			return l.reject(dIP, rRate, retry), nil
+		}
+		t.ipKey, t.ipLimit = key, r.IP
+	}
+	return l.pass(r, t), nil
+}
+
+// allowLocal decides r with in-process buckets: the fallback global budget and the campaign,
+// activity, channel and IP limits, each divided by the number of healthy instances.
+func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
+	n := l.healthyCount()
+	var t taken
+	dims := leasedDims(r)
+	dims[dGlobal].lim = r.Fallback.Global
+	for d, x := range dims {
+		if x.lim.off() || (d != dGlobal && x.name == "") {
+			continue
+		}
+		lim := x.lim.div(n)
+		b := l.local[d].getOrAdd(x.name, func() *localBucket { return newLocalBucket(lim, now) }, nil)
+		b.configure(lim, now)
+		ok, retry := b.take(now)
+		if !ok {
+			l.giveBack(&t, now)
+			return l.reject(d, rFallback, retry)
+		}
+		t.local[d] = b
+	}
+	if !r.IP.off() && r.IPAddr != "" {
+		lim := r.IP.div(n)
+		nowNs := now.UnixNano()
+		b := l.ipLoc.getOrAdd(r.IPAddr, func() *localBucket { return newLocalBucket(lim, now) },
+			func(b *localBucket) bool { return nowNs-b.used.Load() > int64(time.Minute) })
+		b.configure(lim, now)
+		ok, retry := b.take(now)
+		if !ok {
+			l.giveBack(&t, now)
+			l.ips.remember(r.IPAddr, now.Add(retry), now)
+			return l.reject(dIP, rFallback, retry)
+		}
+		t.ipLocal = b
+	}
+	return l.pass(r, t)
+}
+
+func (l *Limiter) pass(r *Request, t taken) Decision {
+	for d := range nLeased {
+		if t.pools[d] != nil || t.local[d] != nil {
+			l.passC[d].Inc()
+		}
+	}
+	if t.ipKey != "" || t.ipLocal != nil {
+		l.passC[dIP].Inc()
+	}
+	return Decision{Allowed: true, taken: t}
+}
+
+func (l *Limiter) reject(d, reason int, retry time.Duration) Decision {
+	if reason != rCanceled && retry < time.Millisecond {
+		retry = time.Millisecond
+	}
+	l.rejectC[d][reason].Inc()
+	if retry > 0 {
+		l.retryH.Observe(float64(retry) / float64(time.Millisecond))
+	}
+	dim := ""
+	if d != dNone {
+		dim = dimNames[d]
+	}
+	return Decision{Dimension: dim, Reason: reasonNames[reason], RetryAfter: retry}
+}
+
+// giveBack returns the local tokens of t (leased and fallback buckets); no Redis call.
+func (l *Limiter) giveBack(t *taken, now time.Time) {
+	for d := range nLeased {
+		if p := t.pools[d]; p != nil {
+			p.give()
+		}
+		if b := t.local[d]; b != nil {
+			b.give(now)
+		}
+	}
+	if t.ipLocal != nil {
+		t.ipLocal.give(now)
+	}
+}
+
+// Refund gives back what an allowed Decision took, for a request that a later layer rejected
+// (the reservation script's per-user bucket or window, sold out). Budget tokens go back to the
+// local lease; the per-IP token costs one Redis call (bounded by the call timeout; a failure is
+// only observed for the health tracking). A rejected or zero Decision refunds nothing. Refund a
+// Decision once.
+func (l *Limiter) Refund(d Decision) {
+	if !d.Allowed {
+		return
+	}
+	now := l.clock.Now()
+	l.giveBack(&d.taken, now)
+	if d.taken.ipKey != "" {
+		_, _, _ = l.bucketCall(context.Background(), d.taken.ipKey, d.taken.ipLimit, -1)
+	}
+}
+
+// Remember answers the user (by hash) and the IP locally with 429 until retryAfter from now,
+// with no Redis call: the app calls it when the reservation script rejected the user for rate.
+// Empty keys are skipped; a non-positive retryAfter remembers nothing; a longer deadline already
+// remembered is kept. The user memory is per user across activities.
+func (l *Limiter) Remember(userHash, ip string, retryAfter time.Duration) {
+	if retryAfter <= 0 {
+		return
+	}
+	now := l.clock.Now()
+	until := now.Add(retryAfter)
+	if userHash != "" {
+		l.users.remember(userHash, until, now)
+	}
+	if ip != "" {
+		l.ips.remember(ip, until, now)
+	}
+}
+
+// Degraded reports whether the Limiter currently decides locally because Redis is slow or down.
+func (l *Limiter) Degraded() bool { return l.health.degraded.Load() }
+
+// notePolicy keeps the latest fallback policy for ObserveRedis and the prober; it allocates
+// only when the policy changed.
+func (l *Limiter) notePolicy(f Fallback) {
+	f = f.withDefaults()
+	if p := l.fb.Load(); p != nil && *p == f {
+		return
+	}
+	l.fb.Store(&f)
+}
+
+func (l *Limiter) policy() Fallback {
+	if p := l.fb.Load(); p != nil {
+		return *p
+	}
+	return Fallback{}.withDefaults()
+}
+
+// healthyCount is the last known number of healthy instances, at least 1.
+func (l *Limiter) healthyCount() int {
+	if n := l.healthy.Load(); n > 0 {
+		return int(n)
+	}
+	return 1
+}
+
+func (l *Limiter) ipKey(ip string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(ip))
+	var buf [16]byte
+	s := strconv.AppendUint(buf[:0], h.Sum64(), 16)
+	return l.prefix + "{ip:" + string(s) + "}:tb"
+}
+
+func (l *Limiter) budgetKey(d int, name string) string {
+	if d == dGlobal {
+		return l.prefix + "{budget:global}"
+	}
+	return l.prefix + "{budget:" + dimNames[d] + ":" + name + "}"
+}
+
+func (l *Limiter) nowArg() int64 {
+	if l.scriptNow != nil {
+		return l.scriptNow()
+	}
+	return 0
+}
+
+// bucketCall runs the exact bucket script: n > 0 takes, n < 0 gives back.
+func (l *Limiter) bucketCall(ctx context.Context, key string, lim Limit, n int) (bool, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.opts.CallTimeout)
+	defer cancel()
+	if n < 0 {
+		l.callsRefund.Inc()
+	} else {
+		l.callsBucket.Inc()
+	}
+	start := time.Now()
+	res, err := l.bucketScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.Burst, n, l.nowArg()).Int64Slice()
+	l.observe(time.Since(start), err)
+	if err != nil {
+		return false, 0, err
+	}
+	return decode(res)
+}
+
+// ErrBadReply is returned when a script answers something it is documented never to answer.
+var ErrBadReply = errors.New("limiter: unexpected script reply")
+
+func decode(res []int64) (bool, time.Duration, error) {
+	if len(res) != 2 {
+		return false, 0, ErrBadReply
+	}
+	switch res[0] {
+	case 1:
+		return true, 0, nil
+	case 0:
+		return false, time.Duration(res[1]) * time.Millisecond, nil
+	default:
+		return false, 0, ErrBadReply
+	}
+}

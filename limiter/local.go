@@ -1,0 +1,205 @@
+package limiter
+
+import (
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// localBucket is one in-process token bucket (golang.org/x/time/rate) configured from a Limit.
+// When the Limit changes it is reconfigured in place: tokens are kept and clamped to the new
+// burst, never refilled. Safe for concurrent use.
+type localBucket struct {
+	rateBits atomic.Uint64 // math.Float64bits of the configured Limit.Rate
+	burst    atomic.Int64  // the configured Limit.Burst
+	mu       sync.Mutex    // serialises reconfiguration
+	lim      *rate.Limiter
+	used     atomic.Int64 // unix nanoseconds of the last take, for housekeeping
+}
+
+func newLocalBucket(l Limit, now time.Time) *localBucket {
+	b := &localBucket{lim: rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))}
+	b.rateBits.Store(math.Float64bits(l.Rate))
+	b.burst.Store(int64(l.Burst))
+	b.used.Store(now.UnixNano())
+	return b
+}
+
+// configure makes b enforce l from now on; a no-op when l is the current Limit.
+func (b *localBucket) configure(l Limit, now time.Time) {
+	if b.rateBits.Load() == math.Float64bits(l.Rate) && b.burst.Load() == int64(l.Burst) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rateBits.Load() == math.Float64bits(l.Rate) && b.burst.Load() == int64(l.Burst) {
+		return
+	}
+	// SetBurstAt advances the bucket under the old limit; the next advance clamps the tokens
+	// to the new burst. Tokens are never added by a change.
+	b.lim.SetLimitAt(now, rate.Limit(l.Rate))
+	b.lim.SetBurstAt(now, max(l.Burst, 1))
+	b.rateBits.Store(math.Float64bits(l.Rate))
+	b.burst.Store(int64(l.Burst))
+}
+
+// take takes one token at now, or reports how long until one is there.
+func (b *localBucket) take(now time.Time) (bool, time.Duration) {
+	b.used.Store(now.UnixNano())
+	if b.lim.AllowN(now, 1) {
+		return true, 0
+	}
+	r := float64(b.lim.Limit())
+	if r <= 0 {
+		return false, time.Second
+	}
+	missing := 1 - b.lim.TokensAt(now)
+	return false, max(time.Millisecond, time.Duration(math.Ceil(missing/r*1e3))*time.Millisecond)
+}
+
+// give returns one token taken at or before now.
+func (b *localBucket) give(now time.Time) {
+	// AllowN with a negative n adds |n| tokens; the next advance clamps them to the burst.
+	b.lim.AllowN(now, -1)
+}
+
+// tokens reports the tokens available at now.
+func (b *localBucket) tokens(now time.Time) float64 { return b.lim.TokensAt(now) }
+
+const shardCount = 32
+
+// shardMap is a bounded concurrent map from string keys, split in shards to spread lock
+// contention. When a shard is full, adding evicts entries (see add). Safe for concurrent use.
+type shardMap[V any] struct {
+	seed     maphash.Seed
+	perShard int
+	shards   [shardCount]struct {
+		mu sync.RWMutex
+		m  map[string]V
+	}
+}
+
+func newShardMap[V any](maxEntries int) *shardMap[V] {
+	s := &shardMap[V]{seed: maphash.MakeSeed(), perShard: max(1, maxEntries/shardCount)}
+	for i := range s.shards {
+		s.shards[i].m = make(map[string]V)
+	}
+	return s
+}
+
+func (s *shardMap[V]) shard(k string) int { return int(maphash.String(s.seed, k) % shardCount) }
+
+func (s *shardMap[V]) get(k string) (V, bool) {
+	sh := &s.shards[s.shard(k)]
+	sh.mu.RLock()
+	v, ok := sh.m[k]
+	sh.mu.RUnlock()
+	return v, ok
+}
+
+// getOrAdd returns the value under k, adding mk() when there is none. A full shard first drops
+// the entries evictable reports true for, then arbitrary ones, an eighth of the shard at most.
+func (s *shardMap[V]) getOrAdd(k string, mk func() V, evictable func(V) bool) V {
+	if v, ok := s.get(k); ok {
+		return v
+	}
+	sh := &s.shards[s.shard(k)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if v, ok := sh.m[k]; ok {
+		return v
+	}
+	s.makeRoomLocked(sh.m, evictable)
+	v := mk()
+	sh.m[k] = v
+	return v
+}
+
+// set stores v under k, evicting like getOrAdd when the shard is full.
+func (s *shardMap[V]) set(k string, v V, evictable func(V) bool) {
+	sh := &s.shards[s.shard(k)]
+	sh.mu.Lock()
+	if _, ok := sh.m[k]; !ok {
+		s.makeRoomLocked(sh.m, evictable)
+	}
+	sh.m[k] = v
+	sh.mu.Unlock()
+}
+
+func (s *shardMap[V]) makeRoomLocked(m map[string]V, evictable func(V) bool) {
+	if len(m) < s.perShard {
+		return
+	}
+	for k, v := range m {
+		if evictable != nil && evictable(v) {
+			delete(m, k)
+		}
+	}
+	for k := range m {
+		if len(m) < s.perShard-s.perShard/8 {
+			break
+		}
+		delete(m, k)
+	}
+}
+
+// sweep calls keep for every entry and deletes those it returns false for. keep runs under the
+// shard's lock and must not call back into s.
+func (s *shardMap[V]) sweep(keep func(k string, v V) bool) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, v := range sh.m {
+			if !keep(k, v) {
+				delete(sh.m, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+func (s *shardMap[V]) len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		n += len(sh.m)
+		sh.mu.RUnlock()
+	}
+	return n
+}
+
+// memo remembers keys (user hashes, IPs) until a deadline: a rejected client is answered
+// locally until its Retry-After. Bounded; safe for concurrent use.
+type memo struct{ m *shardMap[int64] }
+
+func newMemo(maxEntries int) memo { return memo{m: newShardMap[int64](maxEntries)} }
+
+// until reports the deadline remembered for k when it is after now.
+func (mm memo) until(k string, now time.Time) (time.Time, bool) {
+	u, ok := mm.m.get(k)
+	if !ok || u <= now.UnixNano() {
+		return time.Time{}, false
+	}
+	return time.Unix(0, u), true
+}
+
+// remember keeps k until the deadline, extending, never shortening, what is remembered.
+func (mm memo) remember(k string, until time.Time, now time.Time) {
+	u := until.UnixNano()
+	if old, ok := mm.m.get(k); ok && old >= u {
+		return
+	}
+	n := now.UnixNano()
+	mm.m.set(k, u, func(v int64) bool { return v <= n })
+}
+
+// purge forgets what expired by now.
+func (mm memo) purge(now time.Time) {
+	n := now.UnixNano()
+	mm.m.sweep(func(_ string, v int64) bool { return v > n })
+}
