@@ -1,0 +1,278 @@
+package config
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nacos-group/nacos-sdk-go/v2/clients"
+	"github.com/nacos-group/nacos-sdk-go/v2/common/constant"
+	"github.com/nacos-group/nacos-sdk-go/v2/vo"
+	"golang.org/x/time/rate"
+)
+
+// Nacos defaults.
+const (
+	DefaultDataID = "seckill.yaml"
+	DefaultGroup  = "SECKILL"
+	// DefaultPollEvery is how often NacosSource re-reads the content besides the push
+	// listener, so that an edit is seen within seconds even when the client library's push
+	// stream is dead (e.g. after a Nacos restart).
+	DefaultPollEvery = 2 * time.Second
+)
+
+// NacosSource offers the configuration stored in Nacos (nacos-sdk-go/v2 config client).
+//
+// A change notification only wakes one worker goroutine, which fetches the content with
+// GetConfig and offers it with an increasing Seq; the library runs its listeners in
+// unordered goroutines, so their content is never used directly. The worker also polls every
+// PollEvery. All fetches go through a limiter below the library's per-key query limit
+// (5 per second).
+//
+// After each fetched content that decodes and validates, the content is written atomically
+// to LocalSnapshotPath. When Nacos cannot be reached at start, that snapshot is offered with
+// Source "cache" and Nacos keeps being tried in the background; without a snapshot nothing is
+// offered, so the service stays not ready.
+//
+// Content missing on the server (never published, or deleted) never replaces what has been
+// offered: the current configuration stays. If nothing has been offered yet, the local
+// snapshot is offered if there is one ("cache"), else an empty document, i.e. the defaults
+// (Source "nacos"), so a fresh deployment without a published config becomes ready on the
+// defaults.
+type NacosSource struct {
+	Addr              string        // "host:port" of the Nacos HTTP port; gRPC is port+1000
+	DataID            string        // default DefaultDataID
+	Group             string        // default DefaultGroup
+	Namespace         string        // namespace id; "" is the public namespace (not "public")
+	CacheDir          string        // the SDK's cache and log directory; default a temp dir
+	LocalSnapshotPath string        // last good content; "" disables the snapshot
+	PollEvery         time.Duration // default DefaultPollEvery
+	Log               *slog.Logger  // nil: discard
+	Metrics           *Metrics      // nil: not counted
+}
+
+// Run starts the config client and offers content until ctx is done; it returns nil then.
+// It returns an error only when the client cannot be created (e.g. a malformed Addr).
+func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
+	src := *s
+	src.defaults()
+	log := src.Log.With("component", "config", "source", "nacos", "data_id", src.DataID, "group", src.Group)
+	client, err := clients.NewConfigClient(vo.NacosClientParam{
+		ClientConfig:  src.clientConfig(),
+		ServerConfigs: src.serverConfigs(),
+	})
+	if err != nil {
+		return fmt.Errorf("config: nacos client: %w", err)
+	}
+	defer client.CloseClient()
+
+	wake := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	listen := vo.ConfigParam{DataId: src.DataID, Group: src.Group,
+		OnChange: func(_, _, _, _ string) { notify() }}
+	if err := client.ListenConfig(listen); err != nil {
+		// Polling still converges; the listener only makes it faster.
+		log.Warn("config: nacos listen failed, relying on polling", "err", err)
+	}
+	defer client.CancelListenConfig(listen)
+
+	w := nacosWorker{src: &src, log: log, offer: offer,
+		// Below the library's 5 qps per key, which its own change queries also use.
+		lim: rate.NewLimiter(rate.Limit(3), 2)}
+	get := func() (string, error) {
+		return client.GetConfig(vo.ConfigParam{DataId: src.DataID, Group: src.Group})
+	}
+	if !w.fetch(ctx, get) {
+		w.offerSnapshot()
+	}
+	// The poll timer restarts after every fetch, so polling adds no queries while pushes
+	// keep arriving.
+	poll := time.NewTimer(src.PollEvery)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-poll.C:
+		}
+		next := src.PollEvery
+		if !w.fetch(ctx, get) {
+			// A change may wait behind a failed fetch: retry sooner than the next poll,
+			// soonest after the library's query limiter refused it.
+			next = min(next, time.Second)
+			if w.limited {
+				next = 300 * time.Millisecond
+			}
+		}
+		poll.Reset(next)
+	}
+}
+
+func (s *NacosSource) defaults() {
+	if s.DataID == "" {
+		s.DataID = DefaultDataID
+	}
+	if s.Group == "" {
+		s.Group = DefaultGroup
+	}
+	if s.PollEvery <= 0 {
+		s.PollEvery = DefaultPollEvery
+	}
+	if s.CacheDir == "" {
+		s.CacheDir = filepath.Join(os.TempDir(), "seckill-nacos")
+	}
+	if s.Log == nil {
+		s.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (s *NacosSource) clientConfig() *constant.ClientConfig {
+	return &constant.ClientConfig{
+		NamespaceId:         s.Namespace, // "" for public: "public" breaks push (INFRA.md §4.5)
+		TimeoutMs:           3000,
+		CacheDir:            filepath.Join(s.CacheDir, "cache"),
+		LogDir:              filepath.Join(s.CacheDir, "log"),
+		LogLevel:            "warn",
+		NotLoadCacheAtStart: true,
+		// We keep our own last-good snapshot; the library's would hide an unreachable server.
+		DisableUseSnapShot: true,
+	}
+}
+
+func (s *NacosSource) serverConfigs() []constant.ServerConfig {
+	host, port := splitAddr(s.Addr)
+	return []constant.ServerConfig{{IpAddr: host, Port: port, ContextPath: "/nacos"}}
+}
+
+// splitAddr splits "host:port"; a malformed address yields port 0, which the SDK rejects.
+func splitAddr(addr string) (string, uint64) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	port, _ := strconv.ParseUint(p, 10, 16)
+	return host, port
+}
+
+// nacosWorker is the single goroutine that fetches and offers Nacos content.
+type nacosWorker struct {
+	src     *NacosSource
+	log     *slog.Logger
+	offer   func(Payload)
+	lim     *rate.Limiter
+	seq     uint64
+	last    []byte // last content offered from Nacos
+	offered bool   // anything (nacos or cache) offered
+	failing bool   // the previous fetch failed (log transitions only)
+	limited bool   // the previous fetch was refused by the library's query limiter
+}
+
+// fetch gets the content once and offers it if it changed; it reports whether the fetch
+// reached the server.
+func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) bool {
+	if err := w.lim.Wait(ctx); err != nil {
+		return false
+	}
+	w.seq++
+	seq := w.seq
+	content, err := get()
+	w.limited = err != nil && strings.Contains(err.Error(), "is limited")
+	if err != nil {
+		w.src.Metrics.sourceError(SourceNacos)
+		if !w.failing {
+			w.log.Warn("config: nacos fetch failed, keeping the current configuration", "err", err)
+		}
+		w.failing = true
+		return false
+	}
+	if w.failing {
+		w.log.Info("config: nacos reachable again")
+		w.failing = false
+	}
+	data := []byte(content)
+	if len(bytes.TrimSpace(data)) == 0 {
+		if !w.offered && !w.offerSnapshot() {
+			w.log.Warn("config: no content in nacos and no local snapshot, starting on defaults")
+			w.offered = true
+			w.offer(Payload{Data: nil, Source: SourceNacos, Seq: seq})
+		}
+		return true
+	}
+	if w.last != nil && bytes.Equal(data, w.last) {
+		return true
+	}
+	w.last = data
+	w.offered = true
+	w.offer(Payload{Data: data, Source: SourceNacos, Seq: seq})
+	if w.src.LocalSnapshotPath != "" {
+		if _, err := Decode(data); err == nil {
+			if err := writeFileAtomic(w.src.LocalSnapshotPath, data); err != nil {
+				w.src.Metrics.sourceError(SourceCache)
+				w.log.Warn("config: writing the local snapshot failed", "path", w.src.LocalSnapshotPath, "err", err)
+			}
+		}
+	}
+	return true
+}
+
+// offerSnapshot offers the local snapshot once, if there is one and nothing was offered yet.
+func (w *nacosWorker) offerSnapshot() bool {
+	if w.offered || w.src.LocalSnapshotPath == "" {
+		return false
+	}
+	data, err := os.ReadFile(w.src.LocalSnapshotPath)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			w.log.Warn("config: reading the local snapshot failed", "path", w.src.LocalSnapshotPath, "err", err)
+		} else {
+			w.log.Warn("config: nacos unreachable and no local snapshot: not ready until nacos answers")
+		}
+		return false
+	}
+	w.log.Warn("config: starting from the local snapshot", "path", w.src.LocalSnapshotPath)
+	w.offered = true
+	w.offer(Payload{Data: data, Source: SourceCache})
+	return true
+}
+
+// writeFileAtomic writes data to a temporary file in path's directory, syncs it and renames
+// it over path, so readers see the old or the new content, never a part.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}

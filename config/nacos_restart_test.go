@@ -1,0 +1,151 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// rnacosBin is the r-nacos binary scripts/services.sh builds.
+func rnacosBin(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no private nacos")
+	}
+	bin := os.Getenv("SECKILL_RNACOS_BIN")
+	if bin == "" {
+		home, _ := os.UserHomeDir()
+		bin = filepath.Join(home, ".cache", "seckill", "rnacos", "bin", "rnacos")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("r-nacos binary missing (build it with scripts/services.sh up, or set SECKILL_RNACOS_BIN): %v", err)
+	}
+	return bin
+}
+
+// freeNacosPort returns a port p such that p, p+1000 (gRPC) and p+2000 (console) are free.
+func freeNacosPort(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p+2000 > 65535 {
+			continue
+		}
+		ok := true
+		for _, q := range []int{p + 1000, p + 2000} {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return p
+		}
+	}
+	t.Fatal("no free port triple for a private nacos")
+	return 0
+}
+
+// startPrivateNacos starts an r-nacos of this test's own on port (gRPC port+1000) with its
+// data in dir, waits until it is ready and returns a function that stops it.
+func startPrivateNacos(t *testing.T, bin, dir string, port int) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"RNACOS_HTTP_PORT="+strconv.Itoa(port),
+		"RNACOS_GRPC_PORT="+strconv.Itoa(port+1000),
+		"RNACOS_HTTP_CONSOLE_PORT="+strconv.Itoa(port+2000),
+		"RNACOS_SDK_HOST=127.0.0.1", "RNACOS_CONSOLE_HOST=127.0.0.1",
+		"RNACOS_DATA_DIR="+filepath.Join(dir, "data"),
+		"RNACOS_RAFT_NODE_ADDR=127.0.0.1:"+strconv.Itoa(port+1000),
+		"RNACOS_ENABLE_OPEN_API_AUTH=false", "RUST_LOG=error")
+	out, err := os.OpenFile(filepath.Join(dir, "rnacos.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cmd.Process.Kill() // only the process this test started
+		cmd.Wait()
+		out.Close()
+	}
+	t.Cleanup(stop)
+	url := fmt.Sprintf("http://127.0.0.1:%d/nacos/v1/console/health/readiness", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(b) == "OK" && portOpen(port+1000) {
+				return stop
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "rnacos.out"))
+			t.Fatalf("private nacos not ready on %d: %s", port, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func portOpen(p int) bool {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p), time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+// Nacos stops and starts again: the service keeps its snapshot meanwhile and picks up an
+// edit made after the restart within 5 s.
+func TestNacosRestart(t *testing.T) {
+	bin := rnacosBin(t)
+	dir := t.TempDir()
+	port := freeNacosPort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	stop := startPrivateNacos(t, bin, dir, port)
+
+	id := uniqueDataID(t)
+	doc1 := "limits: {user: {rate: 1, burst: 1}}\n"
+	publish(t, addr, id, doc1)
+	r := startNacosPair(t, &NacosSource{Addr: addr, DataID: id,
+		LocalSnapshotPath: filepath.Join(t.TempDir(), "snap.yaml")})
+	waitReady(t, r, 10*time.Second)
+
+	stop()
+	time.Sleep(3 * time.Second)
+	if st := r.Status(); st.Version != versionOf(t, doc1) || r.Current().userRate != 1 {
+		t.Fatalf("snapshot lost while nacos was down: %+v", st)
+	}
+
+	startPrivateNacos(t, bin, dir, port)
+	back := time.Now()
+	doc2 := "limits: {user: {rate: 2, burst: 2}}\n"
+	publish(t, addr, id, doc2)
+	waitFor(t, 5*time.Second, "edit after restart", func() bool { return r.Status().Version == versionOf(t, doc2) })
+	t.Logf("edit made after the restart applied %v after nacos was back", time.Since(back))
+}

@@ -1,0 +1,328 @@
+package config
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// Child-process mode: TestMain runs one NacosSource+Reloader pair and prints
+// "applied <version> <unix nanos>" for every applied snapshot, until stdin closes. The
+// propagation test starts three of them, as three service instances would be.
+const childEnv = "SECKILL_CONFIG_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "" {
+		os.Exit(m.Run())
+	}
+	var mu sync.Mutex
+	r := NewReloader(func(c *Config, meta Meta) (*Config, error) {
+		mu.Lock()
+		fmt.Printf("applied %s %d\n", meta.Version, time.Now().UnixNano())
+		mu.Unlock()
+		return c, nil
+	}, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
+	go r.Run(ctx)
+	src := &NacosSource{Addr: os.Getenv("CHILD_ADDR"), DataID: os.Getenv("CHILD_DATA_ID"),
+		CacheDir: os.Getenv("CHILD_CACHE_DIR")}
+	if err := src.Run(ctx, r.Offer); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// publish stores content under dataID the way the console does (Open API).
+func publish(t testing.TB, addr, dataID, content string) {
+	t.Helper()
+	resp, err := http.PostForm("http://"+addr+"/nacos/v1/cs/configs", url.Values{
+		"dataId": {dataID}, "group": {DefaultGroup}, "content": {content}, "type": {"yaml"}})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "true" {
+		t.Fatalf("publish: %s %s", resp.Status, body)
+	}
+}
+
+func uniqueDataID(t testing.TB) string {
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	return fmt.Sprintf("cfgtest-%s-%d.yaml", name, time.Now().UnixNano())
+}
+
+// startNacosPair runs a NacosSource feeding a Reloader until the test ends.
+func startNacosPair(t *testing.T, src *NacosSource) *Reloader[snap] {
+	t.Helper()
+	if src.CacheDir == "" {
+		src.CacheDir = t.TempDir()
+	}
+	r := startReloader(t, buildSnap, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- src.Run(ctx, r.Offer) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("NacosSource.Run: %v", err)
+		}
+	})
+	return r
+}
+
+func waitReady[T any](t *testing.T, r *Reloader[T], d time.Duration) {
+	t.Helper()
+	select {
+	case <-r.Ready():
+	case <-time.After(d):
+		t.Fatalf("not ready after %v (status %+v)", d, r.Status())
+	}
+}
+
+func TestNacosEditsAndInvalidEdits(t *testing.T) {
+	addr := testsvc.Nacos(t)
+	id := uniqueDataID(t)
+	good := "limits: {user: {rate: 1, burst: 1}}\n"
+	publish(t, addr, id, good)
+	snapPath := filepath.Join(t.TempDir(), "snap", "seckill.yaml")
+	r := startNacosPair(t, &NacosSource{Addr: addr, DataID: id, LocalSnapshotPath: snapPath})
+	waitReady(t, r, 10*time.Second)
+	if st := r.Status(); st.Source != SourceNacos || st.Version != versionOf(t, good) {
+		t.Fatalf("status %+v", st)
+	}
+	waitFor(t, 2*time.Second, "snapshot written", func() bool {
+		b, _ := os.ReadFile(snapPath)
+		return string(b) == good
+	})
+
+	// A good edit is in force within 1 s.
+	good2 := "limits: {user: {rate: 2, burst: 2}}\n"
+	start := time.Now()
+	publish(t, addr, id, good2)
+	waitFor(t, time.Second, "edit applied", func() bool { return r.Status().Version == versionOf(t, good2) })
+	t.Logf("edit applied in %v", time.Since(start))
+	kept := r.Current()
+
+	tests := []struct {
+		name string
+		give string
+		want string
+	}{
+		{"broken yaml", "limits: {user: {rate: 1", "did not find expected"},
+		{"unknown key", "limits: {usr: {rate: 1, burst: 1}}", "field usr not found"},
+		{"negative rate", "limits: {user: {rate: -1, burst: 1}}", "limits.user.rate: -1 must be >= 0"},
+		{"ratio out of range", "activities: {flash-1001: {canaryRatio: 1.5}}", "canaryRatio: 1.5 not in [0,1]"},
+		{"shards 0", "activities: {flash-1001: {shards: 0}}", "activities.flash-1001.shards: 0 not in 1..1024"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			publish(t, addr, id, tt.give)
+			waitFor(t, 2*time.Second, "refusal", func() bool { return strings.Contains(r.Status().LastError, tt.want) })
+			if r.Current() != kept || r.Status().Version != versionOf(t, good2) {
+				t.Fatalf("invalid edit changed the snapshot: %+v", r.Status())
+			}
+			if b, _ := os.ReadFile(snapPath); string(b) != good2 {
+				t.Fatalf("invalid edit reached the local snapshot: %q", b)
+			}
+		})
+	}
+	// Back to a good one.
+	good3 := "limits: {user: {rate: 3, burst: 3}}\n"
+	publish(t, addr, id, good3)
+	waitFor(t, time.Second, "good edit after refusals", func() bool { return r.Current().userRate == 3 })
+}
+
+func TestNacosMissingContentStartsOnDefaults(t *testing.T) {
+	addr := testsvc.Nacos(t)
+	id := uniqueDataID(t)
+	r := startNacosPair(t, &NacosSource{Addr: addr, DataID: id})
+	waitReady(t, r, 10*time.Second)
+	if st := r.Status(); st.Source != SourceNacos || st.Version != Default().Version() {
+		t.Fatalf("status %+v, want the defaults from nacos", st)
+	}
+	doc := "killSwitch: true\n"
+	publish(t, addr, id, doc)
+	waitFor(t, time.Second, "first publish", func() bool { return r.Current().cfg.KillSwitch })
+}
+
+func TestNacosUnreachableStart(t *testing.T) {
+	const wrongAddr = "127.0.0.1:1" // nothing listens on 1 or 1001
+	doc := "limits: {user: {rate: 7, burst: 7}}\n"
+
+	t.Run("with snapshot", func(t *testing.T) {
+		snapPath := filepath.Join(t.TempDir(), "seckill.yaml")
+		if err := os.WriteFile(snapPath, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r := startNacosPair(t, &NacosSource{Addr: wrongAddr, DataID: uniqueDataID(t), LocalSnapshotPath: snapPath})
+		waitReady(t, r, 15*time.Second)
+		t.Logf("ready from the cache after %v", time.Since(start))
+		if st := r.Status(); st.Source != SourceCache || st.Version != versionOf(t, doc) || r.Current().userRate != 7 {
+			t.Fatalf("status %+v", st)
+		}
+	})
+	t.Run("without snapshot", func(t *testing.T) {
+		r := startNacosPair(t, &NacosSource{Addr: wrongAddr, DataID: uniqueDataID(t),
+			LocalSnapshotPath: filepath.Join(t.TempDir(), "none.yaml")})
+		select {
+		case <-r.Ready():
+			t.Fatalf("ready without nacos and without a snapshot: %+v", r.Status())
+		case <-time.After(3 * time.Second):
+		}
+		if r.Current() != nil {
+			t.Fatal("a snapshot appeared")
+		}
+	})
+}
+
+// Three instances (child processes, each with its own client, as in production) watch one
+// data id; 50 edits are published through the Open API and the time until each instance
+// applied each edit is measured.
+func TestNacosPropagationThreeInstances(t *testing.T) {
+	addr := testsvc.Nacos(t)
+	id := uniqueDataID(t)
+	doc := func(i int) string { return fmt.Sprintf("limits: {user: {rate: %d, burst: %d}}\n", i, i) }
+	publish(t, addr, id, doc(1))
+
+	const instances, edits = 3, 50
+	type event struct {
+		child   int
+		version string
+		at      time.Time
+	}
+	events := make(chan event, 1024)
+	for c := range instances {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_ADDR="+addr, "CHILD_DATA_ID="+id,
+			"CHILD_CACHE_DIR="+t.TempDir())
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			stdin.Close()
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+		})
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) != 3 || f[0] != "applied" {
+					continue
+				}
+				ns, _ := strconv.ParseInt(f[2], 10, 64)
+				events <- event{child: c, version: f[1], at: time.Unix(0, ns)}
+			}
+		}()
+	}
+	// wait until every instance holds want; return when each applied it.
+	wait := func(want string, d time.Duration) ([instances]time.Time, bool) {
+		var at [instances]time.Time
+		seen := 0
+		deadline := time.After(d)
+		for seen < instances {
+			select {
+			case ev := <-events:
+				if ev.version == want && at[ev.child].IsZero() {
+					at[ev.child] = ev.at
+					seen++
+				}
+			case <-deadline:
+				return at, false
+			}
+		}
+		return at, true
+	}
+	if _, ok := wait(versionOf(t, doc(1)), 20*time.Second); !ok {
+		t.Fatal("instances did not load the initial config")
+	}
+
+	var lat []time.Duration
+	slow := 0
+	for i := 2; i < 2+edits; i++ {
+		want := versionOf(t, doc(i))
+		start := time.Now()
+		publish(t, addr, id, doc(i))
+		at, ok := wait(want, 10*time.Second)
+		if !ok {
+			t.Fatalf("edit %d not applied by every instance within 10 s: %v", i, at)
+		}
+		for _, a := range at {
+			d := a.Sub(start)
+			lat = append(lat, d)
+			if d >= time.Second {
+				slow++
+			}
+		}
+		// Operators edit by hand; leave the library's per-key 5 qps query limiter room.
+		time.Sleep(250 * time.Millisecond)
+	}
+	slices.Sort(lat)
+	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1)+0.5)] }
+	t.Logf("propagation over %d edits x %d instances: p50 %v, p90 %v, p99 %v, max %v",
+		edits, instances, p(0.50), p(0.90), p(0.99), lat[len(lat)-1])
+	if p(0.99) >= time.Second {
+		t.Errorf("p99 %v >= 1s (%d of %d applications slower than 1 s)", p(0.99), slow, len(lat))
+	}
+}
+
+func TestNacosRegistryHealthy(t *testing.T) {
+	addr := testsvc.Nacos(t)
+	service := fmt.Sprintf("seckill-test-%d", time.Now().UnixNano())
+	regs := make([]*NacosRegistry, 2)
+	for i := range regs {
+		regs[i] = &NacosRegistry{Addr: addr, ServiceName: service, IP: "127.0.0.1", Port: uint64(18080 + i),
+			InstanceID: fmt.Sprintf("i%d", i), CacheDir: t.TempDir(), RefreshEvery: 500 * time.Millisecond}
+		if got := regs[i].Healthy(); got != 1 {
+			t.Fatalf("Healthy before any count = %d, want 1", got)
+		}
+		errc := make(chan error, 1)
+		go func(r *NacosRegistry) { errc <- r.Run(context.Background()) }(regs[i])
+		t.Cleanup(func() {
+			regs[i].Close()
+			if err := <-errc; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	for i, r := range regs {
+		waitFor(t, 10*time.Second, fmt.Sprintf("registry %d sees 2", i), func() bool { return r.Healthy() == 2 })
+	}
+	start := time.Now()
+	regs[1].Close()
+	waitFor(t, 10*time.Second, "registry 0 sees 1", func() bool { return regs[0].Healthy() == 1 })
+	t.Logf("deregistration seen after %v", time.Since(start))
+}
