@@ -1,0 +1,298 @@
+package limiter
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/faultproxy"
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// proxied returns a client that reaches the test Redis through a fault proxy.
+func proxied(t *testing.T) (*faultproxy.Proxy, *redis.Client) {
+	t.Helper()
+	testsvc.Need(t, "redis", testsvc.RedisAddr)
+	p, err := faultproxy.New("127.0.0.1:0", testsvc.RedisAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), DisableIdentity: true, PoolSize: 16,
+		MaxRetries: -1, DialTimeout: time.Second})
+	t.Cleanup(func() {
+		c.Close()
+		p.Close()
+	})
+	return p, c
+}
+
+func runLimiter(t *testing.T, l *Limiter) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- l.Run(context.Background()) }()
+	t.Cleanup(func() {
+		_ = l.Close()
+		if err := <-errc; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s within %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var drillFallback = Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
+	ProbeEvery: 50 * time.Millisecond, Global: Limit{Rate: 1000, Burst: 1000}}
+
+// TestDegradeOnLatencyAndRecover injects latency between the Limiter and Redis: it must
+// degrade within SlowCallsToDegrade calls, make no Redis call on the request path while
+// degraded, stay degraded while Redis is slow, and recover once the latency goes.
+func TestDegradeOnLatencyAndRecover(t *testing.T) {
+	proxy, rdb := proxied(t)
+	l := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
+	runLimiter(t, l)
+	r := Request{IP: Limit{Rate: 10000, Burst: 10000}, IPAddr: "10.2.0.1", Fallback: drillFallback}
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed || l.Degraded() {
+		t.Fatalf("before the drill: %+v, degraded %v", d, l.Degraded())
+	}
+
+	proxy.SetLatency(30 * time.Millisecond)
+	before := testutil.ToFloat64(l.callsBucket)
+	for i := 0; !l.Degraded(); i++ {
+		if i > 50 {
+			t.Fatal("not degraded after 50 slow calls")
+		}
+		if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+			t.Fatalf("slow but answering Redis rejected: %+v", d)
+		}
+	}
+	calls := testutil.ToFloat64(l.callsBucket) - before
+	t.Logf("degraded after %.0f slow calls (slowCallsToDegrade %d)", calls, drillFallback.SlowCallsToDegrade)
+	if calls > float64(drillFallback.SlowCallsToDegrade) {
+		t.Fatalf("degraded after %.0f calls, want <= %d", calls, drillFallback.SlowCallsToDegrade)
+	}
+
+	before = testutil.ToFloat64(l.callsBucket)
+	for range 200 {
+		if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+			t.Fatalf("fallback rejected within its budget: %+v", d)
+		}
+	}
+	if n := testutil.ToFloat64(l.callsBucket) - before; n != 0 {
+		t.Fatalf("degraded limiter made %.0f Redis calls on the request path", n)
+	}
+	time.Sleep(300 * time.Millisecond) // several probes against a still slow Redis
+	if !l.Degraded() {
+		t.Fatal("recovered while Redis is still slow")
+	}
+
+	proxy.SetLatency(0)
+	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+	before = testutil.ToFloat64(l.callsBucket)
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+		t.Fatalf("after recovery: %+v", d)
+	}
+	if n := testutil.ToFloat64(l.callsBucket) - before; n != 1 {
+		t.Fatalf("after recovery %.0f Redis calls per request, want 1", n)
+	}
+	if got := testutil.ToFloat64(l.toDegraded); got != 1 {
+		t.Fatalf("degrade transitions %v, want 1", got)
+	}
+}
+
+// TestDegradeOnSlowAppCalls: the app's own Redis latency (ObserveRedis) degrades too.
+func TestDegradeOnSlowAppCalls(t *testing.T) {
+	l := newTestLimiter(t, testsvc.Redis(t), newFakeClock(), Options{})
+	_, _ = l.Allow(context.Background(), Request{Fallback: drillFallback})
+	for range drillFallback.SlowCallsToDegrade { // net +1 per round
+		l.ObserveRedis(50*time.Millisecond, nil)
+		l.ObserveRedis(time.Millisecond, redis.Nil) // a miss is a fast answer, not a failure
+		l.ObserveRedis(50*time.Millisecond, nil)
+	}
+	if !l.Degraded() {
+		t.Fatal("not degraded after slow reservation calls")
+	}
+}
+
+// TestRedisDownFallsBackAndRecovers: with Redis unreachable the first failed call degrades,
+// that very request is decided locally, and the prober recovers once Redis is back.
+func TestRedisDownFallsBackAndRecovers(t *testing.T) {
+	proxy, rdb := proxied(t)
+	l := newTestLimiter(t, rdb, nil, Options{})
+	runLimiter(t, l)
+	r := Request{Global: Limit{Rate: 1, Burst: 100}, IP: Limit{Rate: 100, Burst: 100}, IPAddr: "10.3.0.1",
+		Fallback: Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
+			ProbeEvery: 50 * time.Millisecond, Global: Limit{Rate: 0.001, Burst: 3}}}
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+		t.Fatalf("before the drill: %+v", d)
+	}
+	if err := proxy.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.Allow(context.Background(), r)
+	if err != nil || !d.Allowed || !l.Degraded() {
+		t.Fatalf("with Redis down: %+v, %v, degraded %v; want allowed locally and degraded", d, err, l.Degraded())
+	}
+	// The fallback global budget (burst 3, one instance known) is enforced locally.
+	allowed := 1
+	var last Decision
+	for range 10 {
+		if d, _ := l.Allow(context.Background(), r); d.Allowed {
+			allowed++
+		} else {
+			last = d
+		}
+	}
+	if allowed != 3 || last.Dimension != DimGlobal || last.Reason != ReasonFallback || last.RetryAfter < time.Second {
+		t.Fatalf("fallback allowed %d (want 3), last rejection %+v", allowed, last)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if !l.Degraded() {
+		t.Fatal("recovered while Redis is down")
+	}
+	if err := proxy.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+}
+
+// TestFallbackBudgetDividedByHealthy: the fallback global budget is divided by the healthy
+// instance count, from Options.Healthy or from the heartbeat set.
+func TestFallbackBudgetDividedByHealthy(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	fb := Fallback{Global: Limit{Rate: 0.001, Burst: 40}}
+	admitted := func(l *Limiter, ipLimit Limit) int {
+		n := 0
+		for i := range 100 {
+			r := Request{Fallback: fb, IP: ipLimit, IPAddr: "10.4.0." + string(rune('a'+i%26))}
+			if d, _ := l.Allow(context.Background(), r); d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	tests := []struct {
+		name    string
+		healthy func() int
+		want    int
+	}{
+		{name: "healthy func says 4", healthy: func() int { return 4 }, want: 10},
+		{name: "healthy func says 1", healthy: func() int { return 1 }, want: 40},
+		{name: "a count below 1 is ignored", healthy: func() int { return 0 }, want: 40},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newTestLimiter(t, rdb, newFakeClock(), Options{Healthy: tt.healthy})
+			l.degrade("test", nil)
+			if got := admitted(l, Limit{}); got != tt.want {
+				t.Fatalf("admitted %d, want %d", got, tt.want)
+			}
+		})
+	}
+
+	t.Run("heartbeat set counts 2", func(t *testing.T) {
+		prefix := uniq(t)
+		cleanupKeys(t, rdb, prefix)
+		clk := newFakeClock()
+		a := newTestLimiterPrefix(t, rdb, clk, Options{InstanceID: "a"}, prefix)
+		b := newTestLimiterPrefix(t, rdb, clk, Options{InstanceID: "b"}, prefix)
+		runLimiter(t, a)
+		runLimiter(t, b)
+		waitFor(t, 3*time.Second, "2 healthy", func() bool { return a.healthyCount() == 2 && b.healthyCount() == 2 })
+		a.degrade("test", nil)
+		if got := admitted(a, Limit{}); got != 20 {
+			t.Fatalf("admitted %d, want 20 (40 / 2)", got)
+		}
+		_ = b.Close() // leaves the set: a sees 1 at its next heartbeat
+		waitFor(t, 3*time.Second, "1 healthy", func() bool { return a.healthyCount() == 1 })
+	})
+
+	t.Run("registry never reachable means 1", func(t *testing.T) {
+		proxy, prdb := proxied(t)
+		_ = proxy.Disable()
+		l := newTestLimiter(t, prdb, newFakeClock(), Options{})
+		runLimiter(t, l)
+		d, _ := l.Allow(context.Background(), Request{Fallback: fb, Global: Limit{Rate: 10, Burst: 10}})
+		if !d.Allowed || !l.Degraded() {
+			t.Fatalf("%+v degraded %v", d, l.Degraded())
+		}
+		if got := admitted(l, Limit{}); got != 39 {
+			t.Fatalf("admitted %d, want 39 (40 - 1 already taken)", got)
+		}
+	})
+
+	t.Run("last known count is kept when the registry goes away", func(t *testing.T) {
+		l := newTestLimiter(t, rdb, newFakeClock(), Options{})
+		l.healthy.Store(5)
+		l.rdb = redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DisableIdentity: true, MaxRetries: -1})
+		l.heartbeat(context.Background())
+		if got := l.healthyCount(); got != 5 {
+			t.Fatalf("healthy %d after a failed heartbeat, want the last known 5", got)
+		}
+	})
+
+	t.Run("per-IP fallback is divided too and remembered", func(t *testing.T) {
+		l := newTestLimiter(t, rdb, newFakeClock(), Options{Healthy: func() int { return 2 }})
+		l.degrade("test", nil)
+		r := Request{Fallback: fb, IP: Limit{Rate: 0.001, Burst: 6}, IPAddr: "10.4.1.1"}
+		n := 0
+		var last Decision
+		for range 10 {
+			if d, _ := l.Allow(context.Background(), r); d.Allowed {
+				n++
+			} else {
+				last = d
+			}
+		}
+		if n != 3 || last.Dimension != DimIP || last.Reason != ReasonRemembered {
+			t.Fatalf("admitted %d (want 3), last %+v (want remembered ip)", n, last)
+		}
+	})
+}
+
+// TestFallbackConfigChangeClamps: a reload while degraded reconfigures the local buckets in
+// place: tokens clamped to the new burst, never refilled.
+func TestFallbackConfigChangeClamps(t *testing.T) {
+	l := newTestLimiter(t, testsvc.Redis(t), newFakeClock(), Options{Healthy: func() int { return 1 }})
+	l.degrade("test", nil)
+	take := func(lim Limit, tries int) int {
+		n := 0
+		for range tries {
+			r := Request{Fallback: Fallback{Global: lim}, Activity: Limit{Rate: 0.001, Burst: 1000}, ActivityID: "a"}
+			if d, _ := l.Allow(context.Background(), r); d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	steps := []struct {
+		give Limit
+		want int
+	}{
+		{give: Limit{Rate: 0.001, Burst: 10}, want: 2},
+		{give: Limit{Rate: 0.001, Burst: 5}, want: 5},
+		{give: Limit{Rate: 0.001, Burst: 50}, want: 0},
+	}
+	tries := []int{2, 20, 20}
+	for i, s := range steps {
+		if got := take(s.give, tries[i]); got != s.want {
+			t.Fatalf("step %d (%+v): admitted %d, want %d", i, s.give, got, s.want)
+		}
+	}
+	// The activity bucket was given back every token the global rejections took.
+	b, _ := l.local[dActivity].get("a")
+	if got := int(b.tokens(l.clock.Now())); got != 1000-7 {
+		t.Fatalf("activity tokens %d, want %d", got, 1000-7)
+	}
+}
