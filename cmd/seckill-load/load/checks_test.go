@@ -1,0 +1,211 @@
+package load
+
+import (
+	"database/sql"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	_ "github.com/glebarez/go-sqlite"
+	"github.com/redis/go-redis/v9"
+)
+
+// ordersDB is an SQLite stand-in for the orders schema of sql/001_schema.sql (only the
+// columns the checks read). The unique keys are left out so that tests can plant the
+// duplicates the checks must find.
+func ordersDB(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "orders.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	for _, q := range []string{
+		`CREATE TABLE activities (id TEXT PRIMARY KEY, stock INTEGER, per_user_limit INTEGER)`,
+		`CREATE TABLE orders (id INTEGER PRIMARY KEY, reservation_id TEXT, activity_id TEXT, user_id TEXT, quantity INTEGER)`,
+		`CREATE TABLE compensations (id INTEGER PRIMARY KEY, reservation_id TEXT, activity_id TEXT, user_id TEXT, quantity INTEGER)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+type reservation struct {
+	rid, user string
+	qty       int
+}
+
+// writer plays the order writer: it turns reservations into orders after a delay, so the
+// checks must wait for it to drain. fail decides which become compensations instead, drop
+// which are lost.
+type writer struct {
+	db         *sql.DB
+	in         chan reservation
+	wg         sync.WaitGroup
+	fail, drop func(n int) bool
+}
+
+func startWriter(t *testing.T, db *sql.DB, f *fake) *writer {
+	w := &writer{db: db, in: make(chan reservation, 10000),
+		fail: func(int) bool { return false }, drop: func(int) bool { return false }}
+	f.onReserve = func(rid, user string, qty int) { w.in <- reservation{rid, user, qty} }
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		time.Sleep(150 * time.Millisecond)
+		n := 0
+		for r := range w.in {
+			n++
+			table := "orders"
+			switch {
+			case w.drop(n):
+				continue
+			case w.fail(n):
+				table = "compensations"
+			}
+			if _, err := db.Exec("INSERT INTO "+table+" (reservation_id, activity_id, user_id, quantity) VALUES (?, ?, ?, ?)",
+				r.rid, "flash-1", r.user, r.qty); err != nil {
+				t.Errorf("insert: %v", err)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(w.in); w.wg.Wait() })
+	return w
+}
+
+func TestOrderChecksPassWhenTheWriterDrains(t *testing.T) {
+	db := ordersDB(t)
+	// Stock and limit come from the activities row, as they would from MySQL.
+	if _, err := db.Exec("INSERT INTO activities VALUES ('flash-1', 20, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(20, 1)
+	w := startWriter(t, db, f)
+	w.fail = func(n int) bool { return n == 3 } // one reservation fails for good
+	srv := f.serve(t)
+	// 15 users for a stock of 20: no sell-out, every user reserves.
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 15, Connections: 8, OrdersDB: db,
+		DrainTimeout: 10 * time.Second, PollEvery: 10 * time.Millisecond})
+	if rep.Config.Stock != 20 || rep.Config.PerUserLimit != 1 {
+		t.Fatalf("stock %d limit %d, want them read from activities", rep.Config.Stock, rep.Config.PerUserLimit)
+	}
+	for _, name := range []string{"mysql.orders_match_reservations", "mysql.stock", "mysql.per_user_limit",
+		"mysql.duplicate_reservation", "client.stock", "client.per_user_limit"} {
+		wantCheck(t, rep, name, Pass)
+	}
+	if rep.Orders.Count != 14 || rep.Orders.Compensations != 1 || rep.Orders.Units != 14 {
+		t.Fatalf("orders %+v, want 14 orders and 1 compensation", rep.Orders)
+	}
+	if _, ok := rep.Check("mysql.sold_exactly_stock"); ok {
+		t.Fatal("sold_exactly_stock judged without a sell-out")
+	}
+	if !rep.Passed {
+		t.Fatalf("failed: %+v", rep.Checks)
+	}
+}
+
+func TestOrderChecksFindLostAndDuplicateOrders(t *testing.T) {
+	t.Run("lost", func(t *testing.T) {
+		db := ordersDB(t)
+		f := newFake(10, 1)
+		w := startWriter(t, db, f)
+		w.drop = func(n int) bool { return n == 5 }
+		srv := f.serve(t)
+		rep := run(t, Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, OrdersDB: db,
+			Stock: 10, PerUserLimit: 1, DrainTimeout: 500 * time.Millisecond, PollEvery: -1})
+		wantCheck(t, rep, "mysql.orders_match_reservations", Fail)
+		if rep.Passed {
+			t.Fatal("passed with a lost order")
+		}
+	})
+	t.Run("duplicate and over the limit", func(t *testing.T) {
+		db := ordersDB(t)
+		f := newFake(10, 1)
+		startWriter(t, db, f)
+		srv := f.serve(t)
+		// Rows no reservation of this run explains: a second order for one reservation id,
+		// and a user with two units against a limit of 1.
+		for _, q := range []string{
+			"INSERT INTO orders (reservation_id, activity_id, user_id, quantity) VALUES ('x.0.0.1', 'flash-1', 'u-a', 1)",
+			"INSERT INTO orders (reservation_id, activity_id, user_id, quantity) VALUES ('x.0.0.1', 'flash-1', 'u-a', 1)",
+		} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rep := run(t, Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, OrdersDB: db,
+			Stock: 10, PerUserLimit: 1, DrainTimeout: 2 * time.Second, PollEvery: -1})
+		wantCheck(t, rep, "mysql.duplicate_reservation", Fail)
+		wantCheck(t, rep, "mysql.per_user_limit", Fail)
+		wantCheck(t, rep, "mysql.stock", Fail) // 12 units for a stock of 10
+		wantCheck(t, rep, "mysql.orders_match_reservations", Fail)
+	})
+}
+
+func TestOrderChecksExactSellOut(t *testing.T) {
+	db := ordersDB(t)
+	f := newFake(15, 1)
+	startWriter(t, db, f)
+	srv := f.serve(t)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 40, Connections: 8, OrdersDB: db,
+		Stock: 15, PerUserLimit: 1, DrainTimeout: 10 * time.Second, PollEvery: 10 * time.Millisecond})
+	wantCheck(t, rep, "mysql.sold_exactly_stock", Pass)
+	wantCheck(t, rep, "mysql.orders_match_reservations", Pass)
+	if rep.Orders.Count != 15 || !rep.Passed {
+		t.Fatalf("orders %d passed %v: %+v", rep.Orders.Count, rep.Passed, rep.Checks)
+	}
+}
+
+func TestRedisShardChecks(t *testing.T) {
+	tests := []struct {
+		name   string
+		stocks []string // shard stock values of epoch 1 ("" = key missing)
+		taken  []string
+		want   map[string]string
+	}{
+		{"healthy", []string{"0", "0", ""}, []string{"3", "2", "0"},
+			map[string]string{"redis.shards_never_negative": Pass, "redis.taken_le_stock": Pass}},
+		{"negative shard", []string{"0", "-1", ""}, []string{"3", "3", "0"},
+			map[string]string{"redis.shards_never_negative": Fail, "redis.taken_le_stock": Fail}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mr := miniredis.RunT(t)
+			// Epoch 0 had 2 shards, epoch 1 has 3 (layout in meta, as docs/DESIGN.md says).
+			mr.HSet("sk:{flash-1}:meta", "stock", "5", "perUserLimit", "1", "layouts", "0:2,1:3", "epoch", "1", "shards", "3")
+			mr.Set("sk:{flash-1:0:0}:stock", "0")
+			for i, v := range tt.stocks {
+				if v != "" {
+					mr.Set(shardKey("flash-1", 1, i, "stock"), v)
+				}
+				mr.HSet(shardKey("flash-1", 1, i, "stats"), "taken", tt.taken[i])
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
+			t.Cleanup(func() { rdb.Close() })
+
+			f := newFake(5, 1)
+			srv := f.serve(t)
+			rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Connections: 2, Redis: rdb, PollEvery: 10 * time.Millisecond})
+			if rep.Config.Stock != 5 || rep.Config.PerUserLimit != 1 {
+				t.Fatalf("stock %d limit %d, want them read from Redis meta", rep.Config.Stock, rep.Config.PerUserLimit)
+			}
+			for name, want := range tt.want {
+				wantCheck(t, rep, name, want)
+			}
+		})
+	}
+}
+
+func TestRedisChecksSkipUnknownActivity(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFake(1, 1)
+	srv := f.serve(t)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 2, Redis: rdb, Stock: 1, PerUserLimit: 1, PollEvery: -1})
+	wantCheck(t, rep, "redis.shards_never_negative", Skip)
+}
