@@ -66,6 +66,14 @@ func (k ShardKeys) Journal() string { return k.tag + "journal" }
 func (k ShardKeys) Stats() string   { return k.tag + "stats" }
 func (k ShardKeys) Credits() string { return k.tag + "credits" }
 
+// Holds is the hash of quota holds in progress on this (home) shard: hold id ->
+// "<userhash>|<units>|<expires unix ms>".
+func (k ShardKeys) Holds() string { return k.tag + "holds" }
+
+// Drained is set when a reshard closed this shard: it keeps the units that were moved out,
+// so re-running the drain returns the same amount and the shard never reopens.
+func (k ShardKeys) Drained() string { return k.tag + "drained" }
+
 // Refunds is the set of reservation ids whose units were given back to a user record on
 // this (home) shard; it makes compensation idempotent.
 func (k ShardKeys) Refunds() string { return k.tag + "refunds" }

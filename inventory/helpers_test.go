@@ -1,0 +1,183 @@
+package inventory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// backend is one Redis the same suite runs against.
+type backend struct {
+	name string
+	dial func(testing.TB) redis.UniversalClient
+}
+
+func backends() []backend {
+	return []backend{
+		{"standalone", testsvc.Redis},
+		{"cluster", testsvc.RedisCluster},
+		{"miniredis", miniRedis}, // the embedded mode runs the same scripts
+	}
+}
+
+// forEachBackend runs f as a subtest per backend.
+func forEachBackend(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient)) {
+	forBackends(t, true, f)
+}
+
+// forBackends runs f per backend, on miniredis only when mini is true (it is slow under
+// heavy concurrency with -race).
+func forBackends(t *testing.T, mini bool, f func(t *testing.T, rdb redis.UniversalClient)) {
+	for _, b := range backends() {
+		if b.name == "miniredis" && !mini {
+			continue
+		}
+		t.Run(b.name, func(t *testing.T) {
+			f(t, b.dial(t))
+		})
+	}
+}
+
+func miniRedis(t testing.TB) redis.UniversalClient {
+	mr := miniredis.RunT(t)
+	// miniredis expires keys only when told time passed (the embedded mode must do the same).
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(10 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+				mr.FastForward(10 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// uniqueID is an activity id of the test plus random hex.
+func uniqueID(t testing.TB) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, t.Name())
+	if len(name) > 48 {
+		name = name[len(name)-48:]
+	}
+	return name + "-" + hex.EncodeToString(b[:])
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newStore(t testing.TB, rdb redis.UniversalClient, opts Options) *Store {
+	t.Helper()
+	s, err := New(rdb, opts, nil, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustCreate(t testing.TB, s *Store, a Activity) Activity {
+	t.Helper()
+	got, created, err := s.Create(ctxT(t), a)
+	if err != nil || !created {
+		t.Fatalf("create %s: created=%v err=%v", a.ID, created, err)
+	}
+	return got
+}
+
+// openActivity is an open activity with the given stock, limit and shards.
+func openActivity(t testing.TB, stock int64, limit, shards int) Activity {
+	return Activity{ID: uniqueID(t), Stock: stock, PerUserLimit: limit, Shards: shards,
+		OpensAt: time.Now().Add(-time.Minute)}
+}
+
+// counter is a go-redis hook counting the commands sent.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// shardState sums what the shards of every epoch of an activity hold.
+type shardState struct {
+	remaining int64 // current layout
+	minStock  int64
+	buyers    int64 // HLEN users over the current layout
+	journal   int64 // XLEN over every epoch
+	taken     int64 // stats.taken over every epoch
+}
+
+func readState(t testing.TB, rdb redis.UniversalClient, id string) shardState {
+	t.Helper()
+	ctx := ctxT(t)
+	m, err := rdb.HGetAll(ctx, Meta(id)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := shardState{minStock: 1 << 62}
+	cur := m["epoch"]
+	for _, lay := range strings.Split(m["layouts"], ",") {
+		e, n, ok := parseTarget(lay)
+		if !ok {
+			t.Fatalf("bad layouts %q", m["layouts"])
+		}
+		for i := 0; i < n; i++ {
+			k := Shard(id, e, i)
+			st.journal += rdb.XLen(ctx, k.Journal()).Val()
+			tk, _ := rdb.HGet(ctx, k.Stats(), "taken").Int64()
+			st.taken += tk
+			if v, err := rdb.Get(ctx, k.Stock()).Int64(); err == nil {
+				st.minStock = min(st.minStock, v)
+			}
+			if strings.Split(lay, ":")[0] == cur {
+				v, err := rdb.Get(ctx, k.Stock()).Int64()
+				if err != nil {
+					t.Fatalf("current shard %d stock: %v", i, err)
+				}
+				st.remaining += v
+				st.buyers += rdb.HLen(ctx, k.Users()).Val()
+			}
+		}
+	}
+	return st
+}

@@ -1,0 +1,523 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestCreateIsIdempotent(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		ctx := ctxT(t)
+		a := openActivity(t, 101, 1, 4)
+		// Ten instances post the same activity at once: one creates it, stock loads once.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		created := 0
+		for i := 0; i < 10; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, c, err := newStore(t, rdb, Options{}).Create(ctx, a)
+				if err != nil {
+					t.Error(err)
+				}
+				if c {
+					mu.Lock()
+					created++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if created != 1 {
+			t.Fatalf("created %d times, want 1", created)
+		}
+		got, c, err := s.Create(ctx, a)
+		if err != nil || c || got.Stock != 101 || got.ID != a.ID {
+			t.Fatalf("re-create = %+v, %v, %v", got, c, err)
+		}
+		if st := readState(t, rdb, a.ID); st.remaining != 101 {
+			t.Fatalf("remaining %d, want 101", st.remaining)
+		}
+		for i := 0; i < 4; i++ { // 101 over 4 shards: 26 25 25 25
+			want := []int64{26, 25, 25, 25}[i]
+			if v, _ := rdb.Get(ctx, Shard(a.ID, 0, i).Stock()).Int64(); v != want {
+				t.Errorf("shard %d = %d, want %d", i, v, want)
+			}
+		}
+		for _, change := range []func(*Activity){
+			func(b *Activity) { b.Stock++ },
+			func(b *Activity) { b.PerUserLimit = 2 },
+			func(b *Activity) { b.Shards = 3 },
+			func(b *Activity) { b.ClosesAt = time.Now().Add(time.Hour) },
+			func(b *Activity) { b.RequireToken = true },
+		} {
+			b := a
+			change(&b)
+			if _, _, err := s.Create(ctx, b); !errors.Is(err, ErrConflict) {
+				t.Errorf("different definition: err = %v, want ErrConflict", err)
+			}
+		}
+		if st := readState(t, rdb, a.ID); st.remaining != 101 {
+			t.Fatalf("remaining after conflicts %d, want 101", st.remaining)
+		}
+	})
+}
+
+func TestCreateRejectsInvalid(t *testing.T) {
+	s := newStore(t, miniRedis(t), Options{})
+	now := time.Now()
+	tests := []struct {
+		name string
+		give Activity
+	}{
+		{"bad id", Activity{ID: "a b", Stock: 1, PerUserLimit: 1, Shards: 1}},
+		{"no shards", Activity{ID: "a", Stock: 1, PerUserLimit: 1}},
+		{"too many shards", Activity{ID: "a", Stock: 1, PerUserLimit: 1, Shards: maxShards + 1}},
+		{"no limit", Activity{ID: "a", Stock: 1, Shards: 1}},
+		{"negative stock", Activity{ID: "a", Stock: -1, PerUserLimit: 1, Shards: 1}},
+		{"closes before opens", Activity{ID: "a", Stock: 1, PerUserLimit: 1, Shards: 1, OpensAt: now, ClosesAt: now.Add(-time.Second)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := s.Create(ctxT(t), tt.give); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// TestRushExactStock: 1,000 distinct users against stock 100.
+func TestRushExactStock(t *testing.T) {
+	for _, shards := range []int{1, 4, 16} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			forBackends(t, shards == 4, func(t *testing.T, rdb redis.UniversalClient) {
+				s := newStore(t, rdb, Options{})
+				a := mustCreate(t, s, openActivity(t, 100, 1, shards))
+				ctx := ctxT(t)
+				results := make([]ReserveResult, 1000)
+				errs := make([]error, 1000)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i := range results {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						results[i], errs[i] = s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("user-%d", i), Quantity: 1})
+					}()
+				}
+				close(start)
+				wg.Wait()
+				rids := map[string]bool{}
+				for i, r := range results {
+					if errs[i] != nil {
+						t.Fatalf("reserve %d: %v", i, errs[i])
+					}
+					switch r.Code {
+					case Reserved:
+						if rids[r.ReservationID] {
+							t.Fatalf("duplicate rid %s", r.ReservationID)
+						}
+						rids[r.ReservationID] = true
+					case SoldOut:
+					default:
+						t.Fatalf("unexpected %v", r.Code)
+					}
+				}
+				if len(rids) != 100 {
+					t.Fatalf("reserved %d, want 100", len(rids))
+				}
+				st := readState(t, rdb, a.ID)
+				if st.remaining != 0 || st.minStock != 0 || st.buyers != 100 || st.journal != 100 || st.taken != 100 {
+					t.Fatalf("state %+v, want remaining 0, min 0, 100 buyers/journal/taken", st)
+				}
+				for i := 0; i < shards; i++ {
+					if v, _ := rdb.Get(ctx, Shard(a.ID, 0, i).Stock()).Int64(); v != 0 {
+						t.Errorf("shard %d ends at %d", i, v)
+					}
+				}
+				if v, _ := s.Activity(a.ID); !v.SoldOut {
+					t.Error("not marked sold out locally")
+				}
+			})
+		})
+	}
+}
+
+// TestSameUserManyGoroutines: one user, 200 goroutines, limit 2.
+func TestSameUserManyGoroutines(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 50, 2, 4))
+		ctx := ctxT(t)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		reserved := map[string]bool{}
+		var already []string
+		for i := 0; i < 200; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "the-one", Quantity: 1})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					t.Error(err)
+				case r.Code == Reserved:
+					reserved[r.ReservationID] = true
+				case r.Code == AlreadyPurchased:
+					already = append(already, r.ReservationID)
+				default:
+					t.Errorf("unexpected %v", r.Code)
+				}
+			}()
+		}
+		wg.Wait()
+		if len(reserved) != 2 || len(already) != 198 {
+			t.Fatalf("reserved %d, already %d; want 2 and 198", len(reserved), len(already))
+		}
+		for _, rid := range already {
+			if !reserved[rid] {
+				t.Fatalf("409 carries %q, not an existing reservation", rid)
+			}
+		}
+		if st := readState(t, rdb, a.ID); st.remaining != 48 || st.journal != 2 {
+			t.Fatalf("state %+v", st)
+		}
+	})
+}
+
+// TestOtherShardsNeverExceedLimit: small stock on many shards, the same few users attack
+// from many goroutines while shards run dry; limit 1 across shards.
+func TestOtherShardsNeverExceedLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{MaxOtherShards: 8})
+		a := mustCreate(t, s, openActivity(t, 12, 1, 8))
+		ctx := ctxT(t)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		per := map[string]int{}
+		homes := map[string]bool{} // reservations taken off the user's home shard
+		// 20 users who all live on shard 0 (2 units): 10 units must come from elsewhere.
+		var users []string
+		for i := 0; len(users) < 20; i++ {
+			if u := fmt.Sprint("u", i); HomeShard(UserHash(u), 8) == 0 {
+				users = append(users, u)
+			}
+		}
+		for g := 0; g < 400; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				user := users[g%20]
+				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Code == Reserved {
+					k, _, _ := ParseReservationID(r.ReservationID)
+					mu.Lock()
+					per[user]++
+					homes[r.ReservationID] = k.Shard != HomeShard(UserHash(user), 8)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		total, other := 0, 0
+		for u, n := range per {
+			if n > 1 {
+				t.Errorf("user %s holds %d units, limit 1", u, n)
+			}
+			total += n
+		}
+		for _, o := range homes {
+			if o {
+				other++
+			}
+		}
+		if total != 12 {
+			t.Fatalf("reserved %d, want 12", total)
+		}
+		if other != 10 {
+			t.Errorf("%d reservations on other shards, want 10", other)
+		}
+		st := readState(t, rdb, a.ID)
+		if st.remaining != 0 || st.journal != 12 || st.taken != 12 || st.minStock < 0 {
+			t.Fatalf("state %+v", st)
+		}
+		// No user record above the limit, and no hold left behind.
+		for i := 0; i < 8; i++ {
+			k := Shard(a.ID, 0, i)
+			for u, v := range rdb.HGetAll(ctx, k.Users()).Val() {
+				if v != "1" {
+					t.Errorf("shard %d user %s holds %s", i, u, v)
+				}
+			}
+			if n := rdb.HLen(ctx, k.Holds()).Val(); n != 0 {
+				t.Errorf("shard %d: %d holds left", i, n)
+			}
+		}
+	})
+}
+
+// TestHomeEmptyUsesOtherShard: a user whose home shard is empty is served by another
+// shard; the record there points back home and the 409 carries that rid.
+func TestHomeEmptyUsesOtherShard(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 4, 1, 2))
+		ctx := ctxT(t)
+		user := "lonely"
+		home := HomeShard(UserHash(user), 2)
+		if err := rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1, IdempotencyKey: "k1"})
+		if err != nil || r.Code != Reserved {
+			t.Fatalf("reserve = %+v, %v", r, err)
+		}
+		k, n, _ := ParseReservationID(r.ReservationID)
+		if k.Shard == home {
+			t.Fatalf("rid %s on the empty home shard", r.ReservationID)
+		}
+		if h := rdb.HGet(ctx, k.Record(n), "home").Val(); h != fmt.Sprint(home) {
+			t.Fatalf("record home = %q, want %d", h, home)
+		}
+		again, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
+		if err != nil || again.Code != AlreadyPurchased || again.ReservationID != r.ReservationID {
+			t.Fatalf("second = %+v, %v", again, err)
+		}
+		replay, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1, IdempotencyKey: "k1"})
+		if err != nil || replay.Code != Replayed || replay.ReservationID != r.ReservationID {
+			t.Fatalf("replay = %+v, %v", replay, err)
+		}
+		got, err := s.Reservation(ctx, r.ReservationID)
+		if err != nil || got.UserID != user || got.Quantity != 1 || got.Status != "PENDING" || got.ActivityID != a.ID {
+			t.Fatalf("reservation = %+v, %v", got, err)
+		}
+	})
+}
+
+func TestIdempotencyReplay(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 10, 3, 2))
+		ctx := ctxT(t)
+		req := ReserveRequest{ActivityID: a.ID, UserID: "idem-user", Quantity: 1, IdempotencyKey: "key-1"}
+		first, err := s.Reserve(ctx, req)
+		if err != nil || first.Code != Reserved {
+			t.Fatalf("first = %+v, %v", first, err)
+		}
+		var wg sync.WaitGroup
+		for i := 0; i < 20; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Reserve(ctx, req)
+				if err != nil || r.Code != Replayed || r.ReservationID != first.ReservationID {
+					t.Errorf("replay = %+v, %v", r, err)
+				}
+			}()
+		}
+		wg.Wait()
+		if st := readState(t, rdb, a.ID); st.remaining != 9 || st.journal != 1 {
+			t.Fatalf("replays took stock: %+v", st)
+		}
+		// Another key is another reservation; a rejected request binds no key.
+		other, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "idem-user", Quantity: 2, IdempotencyKey: "key-2"})
+		if err != nil || other.Code != Reserved || other.ReservationID == first.ReservationID {
+			t.Fatalf("other key = %+v, %v", other, err)
+		}
+		over, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "idem-user", Quantity: 1, IdempotencyKey: "key-3"})
+		if err != nil || over.Code != AlreadyPurchased || over.ReservationID != other.ReservationID {
+			t.Fatalf("over limit = %+v, %v", over, err)
+		}
+		uh := UserHash("idem-user")
+		if rdb.HExists(ctx, Shard(a.ID, 0, HomeShard(uh, 2)).Idem(), idemField(uh, "key-3")).Val() {
+			t.Fatal("a rejected request bound its idempotency key")
+		}
+	})
+}
+
+func TestLocalRejectionsMakeNoRedisCall(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		var calls counter
+		rdb.AddHook(&calls)
+		s := newStore(t, rdb, Options{})
+		ctx := ctxT(t)
+		now := time.Now()
+		soon := Activity{ID: uniqueID(t) + "s", Stock: 5, PerUserLimit: 1, Shards: 2, OpensAt: now.Add(time.Hour)}
+		soon = mustCreate(t, s, soon)
+		over := Activity{ID: uniqueID(t) + "c", Stock: 5, PerUserLimit: 1, Shards: 2, OpensAt: now.Add(-time.Hour), ClosesAt: now.Add(-time.Minute)}
+		mustCreate(t, s, over)
+		sold := mustCreate(t, s, openActivity(t, 1, 1, 3))
+		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: sold.ID, UserID: "first", Quantity: 1}); err != nil || r.Code != Reserved {
+			t.Fatalf("first = %+v, %v", r, err)
+		}
+		// Learn the sell-out by asking until every shard answered empty.
+		for i := 0; i < 10; i++ {
+			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: sold.ID, UserID: fmt.Sprint("late", i), Quantity: 1})
+			if err != nil || r.Code != SoldOut {
+				t.Fatalf("late = %+v, %v", r, err)
+			}
+		}
+		if v, _ := s.Activity(sold.ID); !v.SoldOut {
+			t.Fatal("sell-out not learned")
+		}
+		tests := []struct {
+			name string
+			id   string
+			want Code
+		}{
+			{"not open", soon.ID, NotOpen},
+			{"closed", over.ID, Closed},
+			{"sold out", sold.ID, SoldOut},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				before := calls.n.Load()
+				for i := 0; i < 100; i++ {
+					r, err := s.Reserve(ctx, ReserveRequest{ActivityID: tt.id, UserID: fmt.Sprint("u", i), Quantity: 1})
+					if err != nil || r.Code != tt.want {
+						t.Fatalf("got %+v, %v; want %v", r, err, tt.want)
+					}
+					if tt.want == NotOpen && !r.OpensAt.Equal(soon.OpensAt) {
+						t.Fatalf("opensAt %v, want %v", r.OpensAt, soon.OpensAt)
+					}
+				}
+				if n := calls.n.Load() - before; n != 0 {
+					t.Fatalf("%d Redis commands, want 0", n)
+				}
+			})
+		}
+		t.Run("malformed reservation id", func(t *testing.T) {
+			before := calls.n.Load()
+			for _, rid := range []string{"", "x", "a.b.c.d", "a.1.2", "a b.1.2.3", strings.Repeat("a", 65) + ".1.2.3", "a.1.2.3.4", "a.1.99999.3"} {
+				if _, err := s.Reservation(ctx, rid); !errors.Is(err, ErrNotFound) {
+					t.Errorf("%q: err = %v", rid, err)
+				}
+			}
+			if n := calls.n.Load() - before; n != 0 {
+				t.Fatalf("%d Redis commands, want 0", n)
+			}
+			if _, err := s.Reservation(ctx, sold.ID+".0.0.999999"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("unknown rid: err = %v", err)
+			}
+		})
+	})
+}
+
+// TestScriptChecksTimes drives the script with a cache that believes the activity open:
+// Redis TIME decides.
+func TestScriptChecksTimes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		ctx := ctxT(t)
+		opens := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+		a := mustCreate(t, s, Activity{ID: uniqueID(t), Stock: 3, PerUserLimit: 1, Shards: 1, OpensAt: opens})
+		e, _ := s.entryFor(ctx, a.ID)
+		req := ReserveRequest{ActivityID: a.ID, UserID: "early", Quantity: 1}
+		r, _, err := s.reserveOn(ctx, e, e.layout.Load(), &req, UserHash("early"), "")
+		if err != nil || r.Code != NotOpen || !r.OpensAt.Equal(opens) {
+			t.Fatalf("script = %+v, %v; want NotOpen at %v", r, err, opens)
+		}
+		closed := &entry{def: e.def, issued: e.issued, gauge: e.gauge}
+		closed.def.OpensAt = time.Time{}
+		closed.def.ClosesAt = time.Now().Add(-time.Second)
+		closed.layout.Store(e.layout.Load())
+		r, _, err = s.reserveOn(ctx, closed, e.layout.Load(), &req, UserHash("early"), "")
+		if err != nil || r.Code != Closed {
+			t.Fatalf("script = %+v, %v; want Closed", r, err)
+		}
+	})
+}
+
+func TestUserRateAndWindow(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 100, 1))
+		ctx := ctxT(t)
+		tests := []struct {
+			name string
+			give ReserveRequest
+			ok   int
+			want Code
+		}{
+			{"bucket", ReserveRequest{UserID: "b", UserRate: Limit{Rate: 0.01, Burst: 3}}, 3, UserRateLimited},
+			{"window", ReserveRequest{UserID: "w", Window: time.Minute, WindowMax: 2}, 2, UserWindowLimited},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				req := tt.give
+				req.ActivityID, req.Quantity = a.ID, 1
+				for i := 0; i < tt.ok; i++ {
+					if r, err := s.Reserve(ctx, req); err != nil || r.Code != Reserved {
+						t.Fatalf("call %d = %+v, %v", i, r, err)
+					}
+				}
+				r, err := s.Reserve(ctx, req)
+				if err != nil || r.Code != tt.want || r.RetryAfter <= 0 {
+					t.Fatalf("over = %+v, %v; want %v with RetryAfter", r, err, tt.want)
+				}
+			})
+		}
+		// All-or-nothing: a window rejection takes no bucket token.
+		req := ReserveRequest{ActivityID: a.ID, UserID: "both", Quantity: 1, UserRate: Limit{Rate: 0.01, Burst: 2}, Window: time.Minute, WindowMax: 1}
+		if r, _ := s.Reserve(ctx, req); r.Code != Reserved {
+			t.Fatalf("first = %+v", r)
+		}
+		for i := 0; i < 3; i++ {
+			if r, _ := s.Reserve(ctx, req); r.Code != UserWindowLimited {
+				t.Fatalf("window = %+v", r)
+			}
+		}
+		tok, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Bucket(UserHash("both")), "t").Float64()
+		if tok < 0.99 {
+			t.Fatalf("bucket holds %v tokens after window rejections, want ~1", tok)
+		}
+	})
+}
+
+func TestTokensAreOneTime(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		ctx := ctxT(t)
+		id := uniqueID(t)
+		tok, exp, err := s.IssueToken(ctx, id, "alice", time.Minute)
+		if err != nil || tok == "" || time.Until(exp) < 50*time.Second {
+			t.Fatalf("issue = %q %v %v", tok, exp, err)
+		}
+		tests := []struct {
+			name           string
+			act, user, tok string
+			want           bool
+		}{
+			{"other user", id, "bob", tok, false},
+			{"other activity", id + "x", "alice", tok, false},
+			{"wrong token", id, "alice", tok + "x", false},
+			{"owner", id, "alice", tok, true},
+			{"used again", id, "alice", tok, false},
+		}
+		for _, tt := range tests {
+			if got, err := s.ConsumeToken(ctx, tt.act, tt.user, tt.tok); err != nil || got != tt.want {
+				t.Errorf("%s: %v, %v; want %v", tt.name, got, err, tt.want)
+			}
+		}
+		short, _, _ := s.IssueToken(ctx, id, "carol", 50*time.Millisecond)
+		time.Sleep(120 * time.Millisecond)
+		if ok, _ := s.ConsumeToken(ctx, id, "carol", short); ok {
+			t.Error("expired token accepted")
+		}
+	})
+}

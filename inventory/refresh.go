@@ -1,0 +1,169 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Run keeps the cache fresh until ctx is done: every RefreshEvery it re-reads the
+// activity list, each activity's meta (layout changes) and the stock of each current shard
+// (remaining, shards with stock, sold out learned and cleared); and it follows the events
+// channel (created, soldout, layout). It returns nil when ctx is done.
+func (s *Store) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.subscribe(ctx)
+	}()
+	t := time.NewTicker(s.opts.RefreshEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		err := s.Refresh(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil && !failing:
+			s.log.Warn("inventory refresh failing", "err", err)
+			failing = true
+		case err == nil && failing:
+			s.log.Info("inventory refresh recovered")
+			failing = false
+		}
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Store) subscribe(ctx context.Context) {
+	sub := s.rdb.Subscribe(ctx, EventsChannel)
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			s.handleEvent(ctx, msg.Payload)
+		}
+	}
+}
+
+func (s *Store) handleEvent(ctx context.Context, payload string) {
+	kind, id, ok := strings.Cut(payload, " ")
+	if !ok || !ValidActivityID(id) {
+		return
+	}
+	switch kind {
+	case "soldout":
+		s.mu.RLock()
+		e := s.acts[id]
+		s.mu.RUnlock()
+		if e != nil {
+			s.markSoldOut(ctx, e, "event")
+		}
+	case "created", "layout":
+		if _, _, err := s.Lookup(ctx, id); err != nil && ctx.Err() == nil {
+			s.log.Warn("event lookup failed", "activity", id, "event", kind, "err", err)
+		}
+	}
+}
+
+// Refresh runs one refresh pass (Run calls it every RefreshEvery).
+func (s *Store) Refresh(ctx context.Context) error {
+	ids, err := s.rdb.SMembers(ctx, ActivitiesKey).Result()
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	for id := range s.acts {
+		ids = append(ids, id)
+	}
+	s.mu.RUnlock()
+	seen := make(map[string]bool, len(ids))
+	pipe := s.rdb.Pipeline()
+	metas := make([]*redis.SliceCmd, 0, len(ids))
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if seen[id] || !ValidActivityID(id) {
+			continue
+		}
+		seen[id] = true
+		names = append(names, id)
+		metas = append(metas, pipe.HMGet(ctx, Meta(id), metaFields...))
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	type job struct {
+		e    *entry
+		l    *layout
+		cmds []*redis.StringCmd
+	}
+	jobs := make([]job, 0, len(names))
+	pipe = s.rdb.Pipeline()
+	for i, id := range names {
+		m, ok, err := parseMeta(id, metas[i].Val())
+		if err != nil {
+			s.log.Warn("bad meta", "activity", id, "err", err)
+			continue
+		}
+		if !ok || !m.loaded {
+			continue
+		}
+		e := s.apply(m)
+		l := e.layout.Load()
+		j := job{e: e, l: l, cmds: make([]*redis.StringCmd, l.shards)}
+		for k := range l.keys {
+			j.cmds[k] = pipe.Get(ctx, l.keys[k].Stock())
+		}
+		jobs = append(jobs, j)
+	}
+	started := time.Now().UnixNano()
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	for _, j := range jobs {
+		var sum int64
+		missing := false
+		for k, c := range j.cmds {
+			n, err := c.Int64()
+			if err != nil {
+				missing = true
+				continue
+			}
+			n = max(n, 0)
+			j.l.empty[k].Store(n == 0)
+			sum += n
+		}
+		// While stock moves between layouts the sum means nothing: keep the last answer.
+		if missing || j.e.resharding.Load() || j.e.layout.Load() != j.l {
+			continue
+		}
+		j.e.remaining.Store(sum)
+		j.e.gauge.Set(float64(sum))
+		switch {
+		case sum == 0:
+			s.markSoldOut(ctx, j.e, "refresh")
+		case j.e.soldOut.Load() && j.e.soldOutAt.Load() < started:
+			if j.e.soldOut.CompareAndSwap(true, false) {
+				s.log.Info("activity has stock again", "activity", j.e.def.ID, "remaining", sum)
+			}
+		}
+	}
+	return nil
+}

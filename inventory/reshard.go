@@ -1,0 +1,202 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Reshard moves an activity's remaining stock to a new layout of n shards (epoch e -> e+1),
+// exactly: units are neither lost nor doubled, and reservations continue meanwhile (a
+// reserve that hits a closed shard re-reads the layout and retries). It is a resumable,
+// idempotent state machine recorded in meta: begin (meta.reshard, meta.layouts), drain every
+// old shard, credit every new shard once per source, copy buyer records (users, last, idem)
+// to their new home shards, seal the new shards (their stock key appears), switch
+// meta.epoch/shards, publish "layout <id>". Any instance may run it or resume it; a
+// reshard already recorded with another target is finished first.
+func (s *Store) Reshard(ctx context.Context, id string, n int) error {
+	if !ValidActivityID(id) || n < 1 || n > maxShards {
+		return fmt.Errorf("%w: reshard %q to %d shards", ErrInvalid, id, n)
+	}
+	for round := 0; round < 6; round++ {
+		vals, err := s.rdb.HMGet(ctx, Meta(id), metaFields...).Result()
+		if err != nil {
+			return fmt.Errorf("inventory: read meta: %w", err)
+		}
+		m, ok, err := parseMeta(id, vals)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		if !m.loaded {
+			return fmt.Errorf("%w: %s is still loading", ErrBusy, id)
+		}
+		if m.reshard != "" {
+			e, to, ok := parseTarget(m.reshard)
+			if !ok || e != m.epoch+1 {
+				return fmt.Errorf("inventory: meta of %s: bad reshard %q", id, m.reshard)
+			}
+			if err := s.move(ctx, id, m.epoch, m.shards, to); err != nil {
+				return err
+			}
+			continue
+		}
+		if m.shards == n {
+			s.apply(m)
+			return nil
+		}
+		res, err := s.run(ctx, s.reshard, []string{Meta(id)}, "begin", m.epoch, n)
+		if err != nil {
+			return err
+		}
+		if code(res) == 1 {
+			s.log.Info("reshard begun", "activity", id, "epoch", m.epoch+1, "from", m.shards, "to", n)
+		}
+		// Begun, or someone else's reshard, or the epoch moved on: the next round sees it.
+	}
+	return fmt.Errorf("%w: reshard of %s did not settle", ErrBusy, id)
+}
+
+func parseTarget(r string) (epoch, shards int, ok bool) {
+	a, b, ok := strings.Cut(r, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	e, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || n < 1 || n > maxShards {
+		return 0, 0, false
+	}
+	return e, n, true
+}
+
+// move carries out the recorded reshard from (e, from shards) to (e+1, to shards). Every
+// step is idempotent, so a crashed or concurrent run is simply run again.
+func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
+	journals := make([]any, to)
+	for j := range journals {
+		journals[j] = Shard(id, e+1, j).Journal()
+	}
+	if err := s.rdb.SAdd(ctx, JournalsKey, journals...).Err(); err != nil {
+		return fmt.Errorf("inventory: register journals: %w", err)
+	}
+	// 1. Drain: every old shard closes and hands back what it had.
+	drained := make([]int64, from)
+	var total int64
+	for i := 0; i < from; i++ {
+		k := Shard(id, e, i)
+		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained()})
+		if err != nil {
+			return err
+		}
+		if c := code(res); c != 1 && c != 2 || len(res) < 2 {
+			return fmt.Errorf("inventory: drain %s shard %d: never loaded (%v)", id, i, res)
+		}
+		drained[i], _ = asInt(res[1])
+		total += drained[i]
+	}
+	// 2. Credit: source i spreads its units over the new shards, remainder from shard i on.
+	for i := 0; i < from; i++ {
+		for j := 0; j < to; j++ {
+			k := Shard(id, e+1, j)
+			units := split(drained[i], to, ((j-i)%to+to)%to)
+			if _, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits()}, "credit", i, units); err != nil {
+				return err
+			}
+		}
+	}
+	// 3. Copy buyer records to their new home shards.
+	for i := 0; i < from; i++ {
+		sealed, err := s.copyShard(ctx, id, Shard(id, e, i), e+1, to)
+		if err != nil {
+			return err
+		}
+		if sealed {
+			break // another run finished copying and sealed: nothing left to do here
+		}
+	}
+	// 4. Seal the new shards: their stock keys appear.
+	for j := 0; j < to; j++ {
+		k := Shard(id, e+1, j)
+		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits()}, "seal", from)
+		if err != nil {
+			return err
+		}
+		if code(res) == 0 {
+			return fmt.Errorf("inventory: seal %s shard %d: credits missing (%v)", id, j, res)
+		}
+	}
+	// 5. Switch the layout.
+	res, err := s.run(ctx, s.reshard, []string{Meta(id)}, "switch", e, to)
+	if err != nil {
+		return err
+	}
+	if code(res) == 0 {
+		return fmt.Errorf("%w: reshard of %s changed under us (%v)", ErrBusy, id, res)
+	}
+	if code(res) == 1 {
+		s.log.Info("resharded", "activity", id, "epoch", e+1, "from", from, "to", to, "units", total)
+		if err := s.rdb.Publish(ctx, EventsChannel, "layout "+id).Err(); err != nil {
+			s.log.Warn("publish layout failed", "activity", id, "err", err)
+		}
+	}
+	if _, _, err := s.Lookup(ctx, id); err != nil {
+		return err
+	}
+	return nil
+}
+
+// copyShard copies the users, last and idem hashes of one old shard to the new home shards
+// of its users. It reports true when a target was already sealed.
+func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, to int) (bool, error) {
+	batches := make(map[int][]any)
+	flush := func(j int) (bool, error) {
+		b := batches[j]
+		if len(b) == 0 {
+			return false, nil
+		}
+		batches[j] = b[:0]
+		k := Shard(id, epoch, j)
+		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users(), k.Last(), k.Idem()}, b...)
+		if err != nil {
+			return false, err
+		}
+		return code(res) == 2, nil
+	}
+	for _, h := range []struct{ key, kind string }{{old.Users(), "u"}, {old.Last(), "l"}, {old.Idem(), "i"}} {
+		var cursor uint64
+		for {
+			kv, next, err := s.rdb.HScan(ctx, h.key, cursor, "*", 500).Result()
+			if err != nil {
+				return false, fmt.Errorf("inventory: scan %s: %w", h.key, err)
+			}
+			for i := 0; i+1 < len(kv); i += 2 {
+				f, v := kv[i], kv[i+1]
+				if strings.HasPrefix(v, "~") {
+					continue // a hold in progress binds no idempotency key yet
+				}
+				uh, _, _ := strings.Cut(f, ":")
+				j := HomeShard(uh, to)
+				batches[j] = append(batches[j], h.kind, f, v)
+				if len(batches[j]) >= 300 {
+					if sealed, err := flush(j); err != nil || sealed {
+						return sealed, err
+					}
+				}
+			}
+			cursor = next
+			if cursor == 0 {
+				break
+			}
+		}
+	}
+	for j := range batches {
+		if sealed, err := flush(j); err != nil || sealed {
+			return sealed, err
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,469 @@
+// Package inventory owns an activity's stock in Redis: the stock split over shards, the
+// reservation script on the user's home shard, the fallback to other shards, sold-out
+// learning, resharding, grab tokens and reservation records. docs/DESIGN.md describes the
+// key layout and the protocol.
+package inventory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// Errors of the store. Decisions a caller maps to an HTTP answer are these sentinels; any
+// other error is a Redis failure (fail closed).
+var (
+	// ErrNotFound: unknown activity, or a malformed or unknown reservation id.
+	ErrNotFound = errors.New("inventory: not found")
+	// ErrConflict: an activity with the same id and a different definition exists.
+	ErrConflict = errors.New("inventory: activity exists with a different definition")
+	// ErrInvalid: a request or definition outside its allowed range.
+	ErrInvalid = errors.New("inventory: invalid")
+	// ErrBusy: the activity is being resharded or a request with the same idempotency key
+	// is still in progress; retry shortly (503 with Retry-After).
+	ErrBusy = errors.New("inventory: busy, retry shortly")
+)
+
+// Activity is an activity's definition. Zero OpensAt or ClosesAt means none.
+type Activity struct {
+	ID           string
+	CampaignID   string
+	Stock        int64
+	PerUserLimit int
+	OpensAt      time.Time
+	ClosesAt     time.Time
+	// Shards is the number of stock shards: the creation count in Create, the current
+	// count in an ActivityView.
+	Shards       int
+	RequireToken bool
+}
+
+// ActivityView is what the local cache knows of an activity. Remaining lags the truth by
+// at most Options.RefreshEvery and is never negative.
+type ActivityView struct {
+	Activity
+	Remaining int64
+	SoldOut   bool
+	Epoch     int
+}
+
+// Options tune a Store. Zero values take the defaults.
+type Options struct {
+	InstanceID          string        // default: random
+	MaxOtherShards      int           // other shards tried when the home shard is empty; default 3, <0 none
+	RefreshEvery        time.Duration // remaining/sold-out/layout refresh period; default 250ms
+	RecordTTLAfterClose time.Duration // reservation records live until closesAt + this; default 24h
+}
+
+const (
+	recordTTLNoClose = 7 * 24 * time.Hour
+	holdTTL          = 2 * time.Minute
+	maxShards        = 1024
+)
+
+// Store is the inventory of every activity. Safe for concurrent use; Run keeps its cache
+// fresh.
+type Store struct {
+	rdb  redis.UniversalClient
+	opts Options
+	m    *Metrics
+	log  *slog.Logger
+
+	reserve, take, hold, create, load, drain, credit, copy, reshard, token *script
+
+	mu   sync.RWMutex
+	acts map[string]*entry
+
+	nonce atomic.Uint64
+}
+
+// script is a Lua script with its metrics.
+type script struct {
+	name  string
+	s     *redis.Script
+	calls prometheus.Counter
+	secs  prometheus.Observer
+}
+
+// entry is one cached activity. def never changes; the rest is updated atomically.
+type entry struct {
+	def       Activity
+	layout    atomic.Pointer[layout]
+	remaining atomic.Int64
+	soldOut   atomic.Bool
+	soldOutAt atomic.Int64 // unix ns of the last sold-out mark
+	// resharding is true while meta records a reshard in progress.
+	resharding atomic.Bool
+	issued     prometheus.Counter
+	gauge      prometheus.Gauge
+}
+
+// layout is one epoch's shard set with the shards believed to have stock.
+type layout struct {
+	epoch, shards int
+	keys          []ShardKeys
+	empty         []atomic.Bool
+}
+
+func newLayout(id string, epoch, shards int) *layout {
+	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards)}
+	for i := range l.keys {
+		l.keys[i] = Shard(id, epoch, i)
+	}
+	return l
+}
+
+// New builds a Store on rdb (standalone, cluster or miniredis). m may be nil.
+func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) (*Store, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil redis client", ErrInvalid)
+	}
+	if opts.InstanceID == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		opts.InstanceID = hex.EncodeToString(b[:])
+	}
+	if opts.MaxOtherShards == 0 {
+		opts.MaxOtherShards = 3
+	}
+	if opts.RefreshEvery <= 0 {
+		opts.RefreshEvery = 250 * time.Millisecond
+	}
+	if opts.RecordTTLAfterClose <= 0 {
+		opts.RecordTTLAfterClose = 24 * time.Hour
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}}
+	for _, p := range []struct {
+		dst  **script
+		name string
+	}{
+		{&s.reserve, "reserve"}, {&s.take, "take"}, {&s.hold, "hold"}, {&s.create, "create"},
+		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
+		{&s.reshard, "reshard"}, {&s.token, "token"},
+	} {
+		sc, err := lua.Load("inventory_" + p.name + ".lua")
+		if err != nil {
+			return nil, err
+		}
+		*p.dst = &script{name: p.name, s: sc,
+			calls: m.calls.WithLabelValues("inventory_" + p.name),
+			secs:  m.callSeconds.WithLabelValues("inventory_" + p.name)}
+	}
+	return s, nil
+}
+
+// run runs sc with EVALSHA (EVAL on NOSCRIPT) and returns its array answer.
+func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) ([]any, error) {
+	start := time.Now()
+	v, err := sc.s.Run(ctx, s.rdb, keys, args...).Result()
+	sc.calls.Inc()
+	sc.secs.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %s script: %w", sc.name, err)
+	}
+	if a, ok := v.([]any); ok && len(a) > 0 {
+		return a, nil
+	}
+	if n, ok := v.(int64); ok {
+		return []any{n}, nil
+	}
+	return nil, fmt.Errorf("inventory: %s script: unexpected answer %v", sc.name, v)
+}
+
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+func asString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return ""
+}
+
+// code returns the first element of a script answer.
+func code(a []any) int64 {
+	n, _ := asInt(a[0])
+	return n
+}
+
+// definition is the canonical JSON kept in meta.def.
+type definition struct {
+	ActivityID   string `json:"activityId"`
+	CampaignID   string `json:"campaignId"`
+	Stock        int64  `json:"stock"`
+	PerUserLimit int    `json:"perUserLimit"`
+	OpensAt      int64  `json:"opensAt"`
+	ClosesAt     int64  `json:"closesAt"`
+	Shards       int    `json:"shards"`
+	RequireToken bool   `json:"requireToken"`
+}
+
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMs(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func validate(a Activity) error {
+	switch {
+	case !ValidActivityID(a.ID):
+		return fmt.Errorf("%w: activity id %q", ErrInvalid, a.ID)
+	case a.CampaignID != "" && !ValidActivityID(a.CampaignID):
+		return fmt.Errorf("%w: campaign id", ErrInvalid)
+	case a.Stock < 0 || a.Stock > 1e12:
+		return fmt.Errorf("%w: stock %d", ErrInvalid, a.Stock)
+	case a.PerUserLimit < 1:
+		return fmt.Errorf("%w: perUserLimit %d", ErrInvalid, a.PerUserLimit)
+	case a.Shards < 1 || a.Shards > maxShards:
+		return fmt.Errorf("%w: shards %d (1..%d)", ErrInvalid, a.Shards, maxShards)
+	case !a.ClosesAt.IsZero() && !a.OpensAt.IsZero() && !a.ClosesAt.After(a.OpensAt):
+		return fmt.Errorf("%w: closesAt not after opensAt", ErrInvalid)
+	}
+	return nil
+}
+
+// split is the share of shard i when units are spread over n shards, remainder first.
+func split(units int64, n, i int) int64 {
+	q := units / int64(n)
+	if int64(i) < units%int64(n) {
+		q++
+	}
+	return q
+}
+
+// Create defines an activity and loads its stock split over a.Shards shards. It is
+// idempotent: the same definition again returns the existing activity and false without
+// touching the stock; a different definition under the same id is ErrConflict. Times are
+// kept to the millisecond.
+func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) {
+	if err := validate(a); err != nil {
+		return Activity{}, false, err
+	}
+	a.OpensAt, a.ClosesAt = fromMs(unixMs(a.OpensAt)), fromMs(unixMs(a.ClosesAt))
+	def, err := json.Marshal(definition{a.ID, a.CampaignID, a.Stock, a.PerUserLimit,
+		unixMs(a.OpensAt), unixMs(a.ClosesAt), a.Shards, a.RequireToken})
+	if err != nil {
+		return Activity{}, false, err
+	}
+	rt := 0
+	if a.RequireToken {
+		rt = 1
+	}
+	res, err := s.run(ctx, s.create, []string{Meta(a.ID)}, def, a.Stock, a.PerUserLimit,
+		unixMs(a.OpensAt), unixMs(a.ClosesAt), a.Shards, a.CampaignID, rt)
+	if err != nil {
+		return Activity{}, false, err
+	}
+	created := false
+	switch code(res) {
+	case 1:
+		created = true
+	case 2:
+		if len(res) > 1 {
+			if n, _ := asInt(res[1]); n == 1 {
+				v, _, err := s.Lookup(ctx, a.ID)
+				if err != nil {
+					return Activity{}, false, err
+				}
+				return v.Activity, false, nil
+			}
+		}
+	case 3:
+		return Activity{}, false, fmt.Errorf("%w: %s", ErrConflict, a.ID)
+	default:
+		return Activity{}, false, fmt.Errorf("inventory: create script: unexpected answer %v", res)
+	}
+	// Load (or finish loading) epoch 0. Each shard loads at most once, so a concurrent or
+	// repeated Create never adds stock.
+	for i := 0; i < a.Shards; i++ {
+		k := Shard(a.ID, 0, i)
+		if _, err := s.run(ctx, s.load, []string{k.Stock(), k.Drained()}, split(a.Stock, a.Shards, i)); err != nil {
+			return Activity{}, false, err
+		}
+	}
+	journals := make([]any, a.Shards)
+	for i := range journals {
+		journals[i] = Shard(a.ID, 0, i).Journal()
+	}
+	if err := s.rdb.SAdd(ctx, JournalsKey, journals...).Err(); err != nil {
+		return Activity{}, false, fmt.Errorf("inventory: register journals: %w", err)
+	}
+	if err := s.rdb.HSet(ctx, Meta(a.ID), "loaded", 1).Err(); err != nil {
+		return Activity{}, false, fmt.Errorf("inventory: mark loaded: %w", err)
+	}
+	if err := s.rdb.SAdd(ctx, ActivitiesKey, a.ID).Err(); err != nil {
+		return Activity{}, false, fmt.Errorf("inventory: register activity: %w", err)
+	}
+	if created {
+		if err := s.rdb.Publish(ctx, EventsChannel, "created "+a.ID).Err(); err != nil {
+			s.log.Warn("publish created failed", "activity", a.ID, "err", err)
+		}
+		s.log.Info("activity created", "activity", a.ID, "stock", a.Stock, "shards", a.Shards)
+	}
+	v, _, err := s.Lookup(ctx, a.ID)
+	if err != nil {
+		return Activity{}, false, err
+	}
+	return v.Activity, created, nil
+}
+
+// Activity returns the cached view of an activity without any Redis call; false when the
+// activity is not in the cache (see Lookup).
+func (s *Store) Activity(id string) (ActivityView, bool) {
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	if e == nil {
+		return ActivityView{}, false
+	}
+	return e.view(), true
+}
+
+func (e *entry) view() ActivityView {
+	l := e.layout.Load()
+	v := ActivityView{Activity: e.def, Remaining: max(e.remaining.Load(), 0), SoldOut: e.soldOut.Load(), Epoch: l.epoch}
+	v.Shards = l.shards
+	return v
+}
+
+// meta is the parsed meta hash.
+type meta struct {
+	def        Activity
+	epoch      int
+	shards     int
+	loaded     bool
+	resharding bool
+	reshard    string // "<epoch>:<shards>" of a reshard in progress
+}
+
+var metaFields = []string{"def", "epoch", "shards", "loaded", "reshard"}
+
+func parseMeta(id string, vals []any) (meta, bool, error) {
+	if len(vals) != len(metaFields) || vals[0] == nil {
+		return meta{}, false, nil
+	}
+	var d definition
+	if err := json.Unmarshal([]byte(asString(vals[0])), &d); err != nil {
+		return meta{}, false, fmt.Errorf("inventory: meta of %s: %w", id, err)
+	}
+	m := meta{def: Activity{ID: d.ActivityID, CampaignID: d.CampaignID, Stock: d.Stock,
+		PerUserLimit: d.PerUserLimit, OpensAt: fromMs(d.OpensAt), ClosesAt: fromMs(d.ClosesAt),
+		Shards: d.Shards, RequireToken: d.RequireToken}}
+	e, ok1 := asInt(vals[1])
+	n, ok2 := asInt(vals[2])
+	if !ok1 || !ok2 || n < 1 || n > maxShards || e < 0 {
+		return meta{}, false, fmt.Errorf("inventory: meta of %s: bad epoch/shards", id)
+	}
+	m.epoch, m.shards = int(e), int(n)
+	m.loaded = asString(vals[3]) == "1"
+	m.reshard = asString(vals[4])
+	m.resharding = m.reshard != ""
+	return m, true, nil
+}
+
+// Lookup reads an activity's meta from Redis and caches it: the path for an id the cache
+// does not know yet. (zero, false, nil) for an unknown activity.
+func (s *Store) Lookup(ctx context.Context, id string) (ActivityView, bool, error) {
+	if !ValidActivityID(id) {
+		return ActivityView{}, false, nil
+	}
+	vals, err := s.rdb.HMGet(ctx, Meta(id), metaFields...).Result()
+	if err != nil {
+		return ActivityView{}, false, fmt.Errorf("inventory: read meta: %w", err)
+	}
+	m, ok, err := parseMeta(id, vals)
+	if err != nil || !ok {
+		return ActivityView{}, false, err
+	}
+	e := s.apply(m)
+	return e.view(), true, nil
+}
+
+// apply caches m, creating the entry or switching its layout when the epoch changed.
+func (s *Store) apply(m meta) *entry {
+	id := m.def.ID
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	if e == nil {
+		s.mu.Lock()
+		if e = s.acts[id]; e == nil {
+			e = &entry{def: m.def,
+				issued: s.m.issued.WithLabelValues(id),
+				gauge:  s.m.remaining.WithLabelValues(id)}
+			e.remaining.Store(m.def.Stock)
+			e.layout.Store(newLayout(id, m.epoch, m.shards))
+			e.resharding.Store(m.resharding)
+			s.acts[id] = e
+		}
+		s.mu.Unlock()
+		return e
+	}
+	e.resharding.Store(m.resharding)
+	for {
+		old := e.layout.Load()
+		if old.epoch >= m.epoch {
+			return e
+		}
+		if e.layout.CompareAndSwap(old, newLayout(id, m.epoch, m.shards)) {
+			return e
+		}
+	}
+}
+
+// entryFor returns the cached entry, reading meta once on a miss.
+func (s *Store) entryFor(ctx context.Context, id string) (*entry, error) {
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	if e != nil {
+		return e, nil
+	}
+	if _, ok, err := s.Lookup(ctx, id); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, ErrNotFound
+	}
+	s.mu.RLock()
+	e = s.acts[id]
+	s.mu.RUnlock()
+	return e, nil
+}

@@ -1,0 +1,33 @@
+-- inventory_credit.lua: build a new shard {A:e+1:j} during a reshard.
+-- KEYS[1] stock  KEYS[2] credits
+-- ARGV[1] "credit" | "seal"
+-- credit: ARGV[2] source shard id, ARGV[3] units. Records the credit once per source
+--         (credits[src] = units, credits._sum += units); the stock key stays absent, so the
+--         shard takes no reservations yet.
+-- seal:   ARGV[2] number of sources expected. Creates the stock key from credits._sum once
+--         every source has credited; afterwards copies (inventory_copy.lua) are refused.
+-- Returns credit: 1 credited now | 0 already credited | 2 already sealed;
+--         seal: {1, units} sealed now | {2, units} sealed before | {0, sources seen} missing sources.
+if ARGV[1] == 'credit' then
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    return 2
+  end
+  if redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3]) == 1 then
+    redis.call('HINCRBY', KEYS[2], '_sum', tonumber(ARGV[3]))
+    return 1
+  end
+  return 0
+end
+local s = redis.call('GET', KEYS[1])
+if s then
+  return {2, tonumber(s)}
+end
+local n = redis.call('HLEN', KEYS[2])
+local sum = redis.call('HGET', KEYS[2], '_sum')
+if sum then n = n - 1 end
+if n < tonumber(ARGV[2]) then
+  return {0, n}
+end
+sum = tonumber(sum or '0')
+redis.call('SET', KEYS[1], sum)
+return {1, sum}
