@@ -1,0 +1,118 @@
+package order
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/seckill/seckill/inventory"
+)
+
+func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetGauge().GetValue()
+}
+
+func TestParseJournalKey(t *testing.T) {
+	tests := []struct {
+		give   string
+		want   inventory.ShardKeys
+		wantOK bool
+	}{
+		{give: inventory.Shard("flash-1001", 0, 3).Journal(), want: inventory.Shard("flash-1001", 0, 3), wantOK: true},
+		{give: inventory.Shard("a_b", 12, 15).Journal(), want: inventory.Shard("a_b", 12, 15), wantOK: true},
+		{give: inventory.Shard("x", 1, 2).Stats()},
+		{give: "sk:{x:1}:journal"},
+		{give: "sk:{x:a:1}:journal"},
+		{give: "journal"},
+	}
+	for _, tt := range tests {
+		got, ok := parseJournalKey(tt.give)
+		if ok != tt.wantOK || (ok && got != tt.want) {
+			t.Errorf("parseJournalKey(%q) = %v, %v; want %v, %v", tt.give, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestMessageFromEntry(t *testing.T) {
+	uh := inventory.UserHash("alice")
+	good := map[string]any{"rid": "act.0.1.7", "aid": "act", "uid": "alice", "uh": uh, "qty": "2", "seq": "2",
+		"home": "1", "shard": "1", "epoch": "0", "ts": "1700000000000"}
+	with := func(k, v string) map[string]any {
+		m := map[string]any{}
+		for a, b := range good {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
+	tests := []struct {
+		name    string
+		give    map[string]any
+		wantErr bool
+	}{
+		{name: "good", give: good},
+		{name: "bad qty", give: with("qty", "x"), wantErr: true},
+		{name: "zero qty", give: with("qty", "0"), wantErr: true},
+		{name: "rid shard mismatch", give: with("shard", "2"), wantErr: true},
+		{name: "bad rid", give: with("rid", "act.0.1"), wantErr: true},
+		{name: "no user", give: with("uid", ""), wantErr: true},
+	}
+	for _, tt := range tests {
+		m, err := messageFromEntry(tt.give)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("%s: err = %v", tt.name, err)
+		}
+		if err != nil && !errors.Is(err, ErrBadMessage) {
+			t.Errorf("%s: err %v does not wrap ErrBadMessage", tt.name, err)
+		}
+		if tt.name == "good" && (m.Quantity != 2 || m.Shard != 1 || m.TS != 1700000000000 || m.UserHash != uh) {
+			t.Errorf("decoded %+v", m)
+		}
+	}
+}
+
+func TestResultCodes(t *testing.T) {
+	for code, want := range map[int64]ConfirmResult{1: Confirmed, 2: AlreadyConfirmed, 3: ConfirmConflict, 4: ConfirmMissing} {
+		if got, err := confirmResult(code); err != nil || got != want {
+			t.Errorf("confirmResult(%d) = %v, %v", code, got, err)
+		}
+	}
+	for _, code := range []int64{0, 5, -1} {
+		if _, err := confirmResult(code); err == nil {
+			t.Errorf("confirmResult(%d): want error", code)
+		}
+		if _, err := failResult(code); err == nil {
+			t.Errorf("failResult(%d): want error", code)
+		}
+	}
+}
+
+func TestIsTransient(t *testing.T) {
+	tests := []struct {
+		give error
+		want bool
+	}{
+		{give: &mysql.MySQLError{Number: 1213}, want: true},
+		{give: fmt.Errorf("x: %w", &mysql.MySQLError{Number: 1205}), want: true},
+		{give: &mysql.MySQLError{Number: 1264}, want: false},
+		{give: &mysql.MySQLError{Number: 1406}, want: false},
+		{give: mysql.ErrInvalidConn, want: true},
+		{give: ErrLockBusy, want: true},
+		{give: fmt.Errorf("%w: x", ErrBadMessage), want: false},
+		{give: errors.New("dial tcp: connection refused"), want: true},
+	}
+	for _, tt := range tests {
+		if got := isTransient(tt.give); got != tt.want {
+			t.Errorf("isTransient(%v) = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
