@@ -253,6 +253,11 @@ func Decode(data []byte) (*Config, error) {
 	if c.Campaigns == nil {
 		c.Campaigns = map[string]Campaign{}
 	}
+	for _, l := range []*[]string{&c.Blacklist.Users, &c.Blacklist.IPs, &c.TrustedProxies, &c.Admin.AllowFrom} {
+		if *l == nil {
+			*l = []string{} // "key: ~" reads as an empty list, never null, in JSON and YAML
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

@@ -309,3 +309,40 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRequestPath is what one request reads from a snapshot: zero allocations.
+func BenchmarkRequestPath(b *testing.B) {
+	data, err := os.ReadFile("seckill.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := NewReloader(func(c *Config, _ Meta) (*Config, error) { return c, nil }, nil, nil)
+	c, _ := Decode(data)
+	r.cur.Store(c)
+	ip := netip.MustParseAddr("198.51.100.7")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c := r.Current()
+			if c.ActivityKilled("flash-1001") || c.BlockedUser("u-1") || c.BlockedAddr(ip) ||
+				!c.CanaryAdmits("flash-1001", "u-1") {
+				b.Fatal("unexpected")
+			}
+			_ = c.ActivityLimit("flash-1001")
+			_, _ = c.ChannelLimit("web")
+		}
+	})
+}
+
+func TestNullsReadAsEmpty(t *testing.T) {
+	c, err := Decode([]byte("blacklist: {users: ~, ips: ~}\ntrustedProxies: ~\nadmin: {allowFrom: ~}\nactivities: ~\ncampaigns: ~"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	d.index([]byte("x"))
+	c.index([]byte("x"))
+	if !reflect.DeepEqual(c, d) {
+		t.Fatalf("nulls differ from defaults:\n%+v\n%+v", c, d)
+	}
+}
