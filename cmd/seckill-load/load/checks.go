@@ -420,15 +420,23 @@ func (c *checkers) checkOrders(ctx context.Context, rep *Report, stock int64, li
 	known := int64(len(rep.knownRIDs))
 	slack := int64(rep.Reservations.UnresolvedAttempts)
 	// Wait for the writer to drain: orders plus compensations reach the reservations known.
+	// Unresolved attempts may add up to slack more, which nothing announces: past the known
+	// count, wait until that many arrived or the count stood still for drainSettle.
+	const drainSettle = 2 * time.Second
 	deadline := time.Now().Add(c.cfg.DrainTimeout)
 	var st ordersState
 	var err error
+	lastTotal, lastChange := int64(-1), time.Now()
 	for {
 		st, err = c.readOrders(ctx)
-		if err == nil && st.count+st.compensations >= known || time.Now().After(deadline) {
+		total := st.count + st.compensations
+		if total != lastTotal {
+			lastTotal, lastChange = total, time.Now()
+		}
+		if err == nil && total >= known && (total >= known+slack || time.Since(lastChange) >= drainSettle) {
 			break
 		}
-		if !sleepCtx(ctx, 200*time.Millisecond) {
+		if time.Now().After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {
 			break
 		}
 	}

@@ -209,3 +209,32 @@ func TestRedisChecksSkipUnknownActivity(t *testing.T) {
 	rep := run(t, Config{Targets: []string{srv.URL}, Users: 2, Redis: rdb, Stock: 1, PerUserLimit: 1, PollEvery: -1})
 	wantCheck(t, rep, "redis.shards_never_negative", Skip)
 }
+
+func TestUnresolvedAttemptsWidenTheOrderCheck(t *testing.T) {
+	db := ordersDB(t)
+	f := newFake(100, 1)
+	f.dropFirst, f.reserveThenDrop = true, true
+	startWriter(t, db, f)
+	srv := f.serve(t)
+	// Without retries the users never learn that their dropped request reserved: the orders
+	// exceed what the tool knows by at most the unresolved attempts, which is not a failure.
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Connections: 4, Retry: false, OrdersDB: db,
+		Stock: 100, PerUserLimit: 1, DrainTimeout: 2 * time.Second, PollEvery: -1})
+	if rep.Reservations.Distinct != 0 || rep.Reservations.UnresolvedAttempts != 10 {
+		t.Fatalf("reservations %+v, want 0 known and 10 unresolved", rep.Reservations)
+	}
+	wantCheck(t, rep, "mysql.orders_match_reservations", Pass)
+	if rep.Orders.Count != 10 {
+		t.Fatalf("orders %d, want 10", rep.Orders.Count)
+	}
+}
+
+func TestRefusedConnectionsAreNotUnresolved(t *testing.T) {
+	srv := newFake(1, 1).serve(t)
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	rep := run(t, Config{Targets: []string{url}, Users: 3, Connections: 3, Retry: false, PollEvery: -1})
+	if rep.OutcomeCount(0, "refused") != 3 || rep.Reservations.UnresolvedAttempts != 0 {
+		t.Fatalf("outcomes %+v, unresolved %d; want 3 refused, 0 unresolved", rep.Outcomes, rep.Reservations.UnresolvedAttempts)
+	}
+}

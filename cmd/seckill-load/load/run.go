@@ -452,8 +452,11 @@ func (r *runner) decide(u *user, res result) (time.Duration, bool) {
 			wait = res.retryAfter
 		}
 	case res.status == 0 || res.status >= 500:
-		// The request may have reserved: only a later 2xx or 409 can tell.
-		u.ambiguous = true
+		// The request may have reserved: only a later 2xx or 409 can tell. A refused
+		// connection never reached the service.
+		if res.code != "refused" {
+			u.ambiguous = true
+		}
 		wait = 100 * time.Millisecond << min(u.retries, 10)
 	default: // any other 4xx: the request is wrong, retrying will not help
 		u.endAttempt()
