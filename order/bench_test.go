@@ -1,0 +1,160 @@
+package order
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// countStatements counts the statements a GORM handle sends.
+func countStatements(db *gorm.DB) *atomic.Int64 {
+	var n atomic.Int64
+	inc := func(*gorm.DB) { n.Add(1) }
+	cb := db.Callback()
+	cb.Create().After("gorm:create").Register("test:count_create", inc)
+	cb.Query().After("gorm:query").Register("test:count_query", inc)
+	cb.Raw().After("gorm:raw").Register("test:count_raw", inc)
+	cb.Row().After("gorm:row").Register("test:count_row", inc)
+	return &n
+}
+
+func questions(t testing.TB, db *gorm.DB) int64 {
+	var name string
+	var v int64
+	if err := db.Raw("SHOW GLOBAL STATUS LIKE 'Questions'").Row().Scan(&name, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestThroughputReport measures orders/s from journal to committed rows through relay and
+// writer (in-process queue and RocketMQ) against a plain INSERT loop into the same table,
+// and statements per order. It runs only with SECKILL_ORDER_BENCH=1 (figures for
+// docs/BENCHMARKS.md); Questions is the server-wide counter, so run it on a quiet server.
+func TestThroughputReport(t *testing.T) {
+	if os.Getenv("SECKILL_ORDER_BENCH") == "" {
+		t.Skip("set SECKILL_ORDER_BENCH=1")
+	}
+	const n = 5000
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	log := testLogger(t)
+
+	pipeline := func(name string, pub Publisher, sub Subscriber) {
+		a := newTestActivity(t, rdb, db, 8, n)
+		a.reserve(n)
+		m := testMetrics()
+		wdb := writerDB(t, testsvc.MySQLDSN+"&interpolateParams=true")
+		stmts := countStatements(wdb)
+		w := NewWriter(wdb, rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 8}, m, log)
+		q0 := questions(t, db)
+		start := time.Now()
+		if err := sub.Subscribe(w.Handle); err != nil {
+			t.Fatal(err)
+		}
+		startRelay(t, context.Background(), NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log))
+		waitFor(t, 120*time.Second, "all orders", func() (bool, string) {
+			return a.statuses()["CONFIRMED"] == n, ""
+		})
+		el := time.Since(start)
+		q1 := questions(t, db)
+		t.Logf("%-28s %5d orders in %6.2fs = %7.0f orders/s; writer statements/order %.3f; server Questions/order %.3f (includes the test's polling)",
+			name, n, el.Seconds(), n/el.Seconds(), float64(stmts.Load())/n, float64(q1-q0)/n)
+	}
+	q := NewMemQueue(8192)
+	pipeline("relay+memqueue+writer", q, q)
+	q.Close()
+
+	a := newTestActivity(t, rdb, db, 8, n)
+	rq, err := NewRocketMQ(rmqOptions(t, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline("relay+rocketmq+writer", rq, rq)
+	rq.Close()
+
+	// The writer alone (no relay, no queue): Handle on batches of 200 from 4 goroutines.
+	{
+		a := newTestActivity(t, rdb, db, 8, n)
+		msgs := a.reserve(n)
+		wdb := writerDB(t, testsvc.MySQLDSN+"&interpolateParams=true")
+		stmts := countStatements(wdb)
+		w := NewWriter(wdb, rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 8}, testMetrics(), log)
+		q0 := questions(t, db)
+		start := time.Now()
+		var next atomic.Int64
+		errs := make(chan error, 4)
+		for g := 0; g < 4; g++ {
+			go func() {
+				for {
+					i := int(next.Add(200)) - 200
+					if i >= n {
+						errs <- nil
+						return
+					}
+					if err := w.Handle(context.Background(), msgs[i:min(i+200, n)]); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		el := time.Since(start)
+		q1 := questions(t, db)
+		if c := countOrders(t, db, a.id); c.rows != n {
+			t.Fatalf("orders %+v", c)
+		}
+		t.Logf("%-28s %5d orders in %6.2fs = %7.0f orders/s; writer statements/order %.3f; server Questions/order %.3f",
+			"writer.Handle x4, batch 200", n, el.Seconds(), n/el.Seconds(), float64(stmts.Load())/n, float64(q1-q0)/n)
+	}
+
+	// Plain INSERT loop, one autocommit INSERT per order, same table, same run.
+	for _, conns := range []int{1, 8} {
+		act := uniq("otplain")
+		pdb := writerDB(t, testsvc.MySQLDSN+"&interpolateParams=true")
+		sdb, _ := pdb.DB()
+		sdb.SetMaxOpenConns(conns)
+		q0 := questions(t, db)
+		start := time.Now()
+		errs := make(chan error, conns)
+		var next atomic.Int64
+		for c := 0; c < conns; c++ {
+			go func() {
+				for {
+					i := next.Add(1)
+					if i > n {
+						errs <- nil
+						return
+					}
+					if err := pdb.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq, status) VALUES (?,?,?,?,?,?)",
+						fmt.Sprintf("%s.0.0.%d", act, i), act, fmt.Sprintf("u%d", i), 1, 1, "CONFIRMED").Error; err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		for c := 0; c < conns; c++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		el := time.Since(start)
+		q1 := questions(t, db)
+		db.Exec("DELETE FROM orders WHERE activity_id = ?", act)
+		t.Logf("plain INSERT loop, %d conn(s)   %5d orders in %6.2fs = %7.0f orders/s; server Questions/order %.3f",
+			conns, n, el.Seconds(), n/el.Seconds(), float64(q1-q0)/n)
+	}
+}
