@@ -87,7 +87,8 @@ const (
 	pending          // the idempotency key is bound to a hold in progress: wait and retry
 )
 
-const maxAttempts = 8
+// busyWait bounds how long Reserve waits for a reshard or a pending hold before ErrBusy.
+const busyWait = time.Second
 
 // idemField is the idem hash field of a user's idempotency key.
 func idemField(uh, key string) string {
@@ -130,7 +131,10 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	if r.IdempotencyKey != "" {
 		idf = idemField(uh, r.IdempotencyKey)
 	}
-	for i := 0; i < maxAttempts; i++ {
+	// A reshard closes shards before the new layout opens: wait for it (normally a few ms),
+	// up to busyWait.
+	deadline := time.Now().Add(busyWait)
+	for i := 0; ; i++ {
 		l := e.layout.Load()
 		res, next, err := s.reserveOn(ctx, e, l, &r, uh, idf)
 		if err != nil || next == done {
@@ -144,8 +148,11 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 				continue
 			}
 		}
+		if time.Now().After(deadline) {
+			break
+		}
 		// Same layout (a reshard is still moving stock) or a pending hold: wait a little.
-		t := time.NewTimer(time.Duration(5*(i+1)) * time.Millisecond)
+		t := time.NewTimer(time.Duration(min(2*(i+1), 25)) * time.Millisecond)
 		select {
 		case <-ctx.Done():
 			t.Stop()

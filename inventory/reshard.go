@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Reshard moves an activity's remaining stock to a new layout of n shards (epoch e -> e+1),
@@ -85,8 +86,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	}
 	// 1. Drain: every old shard closes and hands back what it had.
 	drained := make([]int64, from)
-	var total int64
-	for i := 0; i < from; i++ {
+	err := parallel(from, func(i int) error {
 		k := Shard(id, e, i)
 		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained()})
 		if err != nil {
@@ -96,30 +96,37 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 			return fmt.Errorf("inventory: drain %s shard %d: never loaded (%v)", id, i, res)
 		}
 		drained[i], _ = asInt(res[1])
-		total += drained[i]
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, d := range drained {
+		total += d
 	}
 	// 2. Credit: source i spreads its units over the new shards, remainder from shard i on.
-	for i := 0; i < from; i++ {
-		for j := 0; j < to; j++ {
-			k := Shard(id, e+1, j)
-			units := split(drained[i], to, ((j-i)%to+to)%to)
-			if _, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits()}, "credit", i, units); err != nil {
-				return err
-			}
-		}
+	err = parallel(from*to, func(x int) error {
+		i, j := x/to, x%to
+		k := Shard(id, e+1, j)
+		units := split(drained[i], to, ((j-i)%to+to)%to)
+		_, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits()}, "credit", i, units)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	// 3. Copy buyer records to their new home shards.
-	for i := 0; i < from; i++ {
-		sealed, err := s.copyShard(ctx, id, Shard(id, e, i), e+1, to)
-		if err != nil {
-			return err
-		}
-		if sealed {
-			break // another run finished copying and sealed: nothing left to do here
-		}
+	// 3. Copy buyer records to their new home shards. A target already sealed means another
+	// run finished copying; the copy script refuses to write there.
+	err = parallel(from, func(i int) error {
+		_, err := s.copyShard(ctx, id, Shard(id, e, i), e+1, to)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	// 4. Seal the new shards: their stock keys appear.
-	for j := 0; j < to; j++ {
+	err = parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
 		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits()}, "seal", from)
 		if err != nil {
@@ -128,6 +135,10 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		if code(res) == 0 {
 			return fmt.Errorf("inventory: seal %s shard %d: credits missing (%v)", id, j, res)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// 5. Switch the layout.
 	res, err := s.run(ctx, s.reshard, []string{Meta(id)}, "switch", e, to)
@@ -199,4 +210,35 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 		}
 	}
 	return false, nil
+}
+
+// parallel runs f(0..n-1) on up to 16 goroutines and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		ferr error
+		next = make(chan int)
+	)
+	for w := 0; w < min(n, 16); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if ferr == nil {
+						ferr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return ferr
 }
