@@ -199,8 +199,8 @@ type Limiter struct {
 
 	leaseScript, bucketScript, heartbeatScript *redis.Script
 
-	pools  [nLeased]*shardMap[*pool]
-	local  [nLeased]*shardMap[*localBucket]
+	pools  [nLeased]*cowMap[*pool]
+	local  [nLeased]*cowMap[*localBucket]
 	ipLoc  *shardMap[*localBucket]
 	users  memo
 	ips    memo
@@ -294,8 +294,8 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		returned:        m.leaseTokens.WithLabelValues("returned"),
 	}
 	for d := range nLeased {
-		l.pools[d] = newShardMap[*pool](opts.MaxKeys)
-		l.local[d] = newShardMap[*localBucket](opts.MaxKeys)
+		l.pools[d] = newCowMap[*pool](opts.MaxKeys)
+		l.local[d] = newCowMap[*localBucket](opts.MaxKeys)
 	}
 	for d, dn := range dimNames {
 		l.passC[d] = m.pass.WithLabelValues(dn)
@@ -525,7 +525,9 @@ func (l *Limiter) notePolicy(f Fallback) {
 	if p := l.fb.Load(); p != nil && *p == f {
 		return
 	}
-	l.fb.Store(&f)
+	nf := new(Fallback) // a fresh copy only on change: storing &f would move f to the heap
+	*nf = f
+	l.fb.Store(nf)
 }
 
 func (l *Limiter) policy() Fallback {

@@ -175,12 +175,20 @@ func (s *shardMap[V]) len() int {
 
 // memo remembers keys (user hashes, IPs) until a deadline: a rejected client is answered
 // locally until its Retry-After. Bounded; safe for concurrent use.
-type memo struct{ m *shardMap[int64] }
+type memo struct {
+	m *shardMap[int64]
+	n *atomic.Int64 // entries ever added minus entries purged: 0 skips the lookup
+}
 
-func newMemo(maxEntries int) memo { return memo{m: newShardMap[int64](maxEntries)} }
+func newMemo(maxEntries int) memo {
+	return memo{m: newShardMap[int64](maxEntries), n: new(atomic.Int64)}
+}
 
 // until reports the deadline remembered for k when it is after now.
 func (mm memo) until(k string, now time.Time) (time.Time, bool) {
+	if mm.n.Load() <= 0 {
+		return time.Time{}, false
+	}
 	u, ok := mm.m.get(k)
 	if !ok || u <= now.UnixNano() {
 		return time.Time{}, false
@@ -195,6 +203,7 @@ func (mm memo) remember(k string, until time.Time, now time.Time) {
 		return
 	}
 	n := now.UnixNano()
+	mm.n.Add(1)
 	mm.m.set(k, u, func(v int64) bool { return v <= n })
 }
 
@@ -202,4 +211,74 @@ func (mm memo) remember(k string, until time.Time, now time.Time) {
 func (mm memo) purge(now time.Time) {
 	n := now.UnixNano()
 	mm.m.sweep(func(_ string, v int64) bool { return v > n })
+	mm.n.Store(int64(mm.m.len())) // also corrects for entries evicted when full
 }
+
+// cowMap is a copy-on-write map for read-mostly entries (budgets, fallback buckets by
+// dimension): a read is one atomic load and a map lookup, an add copies the map. Bounded: an
+// add to a full map drops the entries evictable reports true for, then arbitrary ones.
+// Safe for concurrent use.
+type cowMap[V any] struct {
+	max int
+	m   atomic.Pointer[map[string]V]
+	mu  sync.Mutex // serialises writers
+}
+
+func newCowMap[V any](maxEntries int) *cowMap[V] {
+	c := &cowMap[V]{max: max(1, maxEntries)}
+	m := make(map[string]V)
+	c.m.Store(&m)
+	return c
+}
+
+func (c *cowMap[V]) get(k string) (V, bool) {
+	v, ok := (*c.m.Load())[k]
+	return v, ok
+}
+
+func (c *cowMap[V]) getOrAdd(k string, mk func() V, evictable func(V) bool) V {
+	if v, ok := c.get(k); ok {
+		return v
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := *c.m.Load()
+	if v, ok := old[k]; ok {
+		return v
+	}
+	next := make(map[string]V, len(old)+1)
+	for ok, ov := range old {
+		if len(old) >= c.max && evictable != nil && evictable(ov) {
+			continue
+		}
+		next[ok] = ov
+	}
+	for dk := range next {
+		if len(next) < c.max {
+			break
+		}
+		delete(next, dk)
+	}
+	v := mk()
+	next[k] = v
+	c.m.Store(&next)
+	return v
+}
+
+// sweep keeps the entries keep returns true for. keep must not call back into c.
+func (c *cowMap[V]) sweep(keep func(k string, v V) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := *c.m.Load()
+	next := make(map[string]V, len(old))
+	for k, v := range old {
+		if keep(k, v) {
+			next[k] = v
+		}
+	}
+	if len(next) != len(old) {
+		c.m.Store(&next)
+	}
+}
+
+func (c *cowMap[V]) len() int { return len(*c.m.Load()) }

@@ -1,0 +1,79 @@
+package limiter
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+var benchIPs = func() []string {
+	ips := make([]string, 1024)
+	for i := range ips {
+		ips[i] = "10.7." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256)
+	}
+	return ips
+}()
+
+// BenchmarkAllow measures one decision on the real Redis, in parallel, and reports the Redis
+// calls per decision (counted by a client hook).
+func BenchmarkAllow(b *testing.B) {
+	big := Limit{Rate: 1e9, Burst: 1e9}
+	leased := Request{Global: big, Campaign: big, CampaignID: "c", Activity: big, ActivityID: "a",
+		Channel: big, ChannelName: "web", UserHash: "00000000000000ff"}
+	cases := []struct {
+		name     string
+		req      Request
+		ip       bool
+		remember bool
+		degraded bool
+	}{
+		{name: "leased-4-dims", req: leased},
+		{name: "leased-4-dims+ip", req: leased, ip: true},
+		{name: "remembered-user", req: leased, remember: true},
+		{name: "degraded-local", req: leased, ip: true, degraded: true},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			rdb := testsvc.Redis(b).(*redis.Client)
+			calls := &callCounter{}
+			rdb.AddHook(calls)
+			l := newTestLimiter(b, rdb, nil, Options{})
+			r := c.req
+			r.Fallback.Global = big
+			if c.ip {
+				r.IP = big
+			}
+			if c.remember {
+				l.Remember(r.UserHash, "", 1<<40)
+			}
+			if c.degraded {
+				l.degrade("benchmark", nil)
+			}
+			_, _ = l.Allow(context.Background(), r) // load scripts, first lease
+			var seq atomic.Int64
+			start := calls.n.Load()
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				r := r
+				i := int(seq.Add(1))
+				for pb.Next() {
+					i++
+					r.IPAddr = benchIPs[i%len(benchIPs)]
+					d, err := l.Allow(context.Background(), r)
+					if err != nil || d.Allowed == c.remember {
+						b.Errorf("unexpected decision %+v, %v", d, err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(calls.n.Load()-start)/float64(b.N), "redis-calls/op")
+		})
+	}
+}
