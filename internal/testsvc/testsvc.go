@@ -8,6 +8,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ var (
 	RedisClusterAddr = env("SECKILL_TEST_REDIS_CLUSTER", "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003")
 	MySQLDSN         = env("SECKILL_TEST_MYSQL_DSN", "seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=UTC&multiStatements=true")
 	RocketMQNamesrv  = env("SECKILL_TEST_ROCKETMQ", "127.0.0.1:9876")
+	RocketMQBroker   = env("SECKILL_TEST_ROCKETMQ_BROKER", "127.0.0.1:10911")
 	NacosAddr        = env("SECKILL_TEST_NACOS", "127.0.0.1:8848")
 )
 
@@ -99,4 +101,18 @@ func Nacos(t testing.TB) string {
 	t.Helper()
 	Need(t, "nacos", NacosAddr)
 	return NacosAddr
+}
+
+// SplitHostPort splits a "host:port" address into the host and the numeric port, the form the
+// Nacos client's ServerConfig wants.
+func SplitHostPort(addr string) (string, uint64, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return "", 0, err
+	}
+	return host, port, nil
 }
