@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // hangBound is how long a run may take before the test calls it a hang.
@@ -418,4 +420,54 @@ func TestProgressLines(t *testing.T) {
 			t.Fatalf("progress line %q lacks %q", line, want)
 		}
 	}
+}
+
+func TestHeadersChannelAndJWT(t *testing.T) {
+	f := newFake(10, 1)
+	inner := f.handler()
+	var mu sync.Mutex
+	var problems []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			user := r.Header.Get("X-User-Id")
+			tok, err := jwt.Parse(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "),
+				func(*jwt.Token) (any, error) { return []byte("k3y"), nil },
+				jwt.WithValidMethods([]string{"HS256"}), jwt.WithExpirationRequired())
+			mu.Lock()
+			if err != nil {
+				problems = append(problems, "jwt: "+err.Error())
+			} else if sub, _ := tok.Claims.GetSubject(); sub != user {
+				problems = append(problems, "sub "+sub+" for user "+user)
+			}
+			if r.Header.Get("X-Channel") != "app" || r.Header.Get("Content-Type") != "application/json" {
+				problems = append(problems, "headers "+r.Header.Get("X-Channel")+" "+r.Header.Get("Content-Type"))
+			}
+			mu.Unlock()
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 5, Channel: "app", JWTSecret: "k3y", Quantity: 1, PollEvery: -1})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(problems) > 0 || rep.Reservations.Distinct != 5 {
+		t.Fatalf("problems %v, reservations %d", problems, rep.Reservations.Distinct)
+	}
+}
+
+func TestQuantityCountsUnits(t *testing.T) {
+	f := newFake(10, 2)
+	srv := f.serve(t)
+	rep := run(t, Config{Targets: []string{srv.URL}, Users: 8, Quantity: 2, Stock: 10, PerUserLimit: 2, PollEvery: -1})
+	if rep.Reservations.Distinct != 5 || rep.Reservations.Units != 10 || rep.OutcomeCount(410, "SOLD_OUT") != 3 {
+		t.Fatalf("reservations %+v, outcomes %+v", rep.Reservations, rep.Outcomes)
+	}
+	wantCheck(t, rep, "client.stock", Pass)
+	wantCheck(t, rep, "client.per_user_limit", Pass)
+
+	// The same 2-unit reservations against a limit of 1 break it.
+	f = newFake(10, 2)
+	srv = f.serve(t)
+	rep = run(t, Config{Targets: []string{srv.URL}, Users: 2, Quantity: 2, Stock: 10, PerUserLimit: 1, PollEvery: -1})
+	wantCheck(t, rep, "client.per_user_limit", Fail)
 }
