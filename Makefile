@@ -1,0 +1,37 @@
+# seckill: the README's commands.
+#   make run            start the service in embedded mode (no setup needed)
+#   make test           start the real test servers, then run every test with -race
+#   make services-up    start Redis, Redis Cluster, MariaDB, RocketMQ, Nacos (scripts/services.sh)
+#   make services-down  stop them again
+#   make bench          hot-path benchmarks
+#   make lint           gofmt check and go vet
+
+GO        ?= go
+TEST_FLAGS ?= -race -count=1 -timeout 75m
+BENCH     ?= .
+PKGS      ?= ./...
+
+.PHONY: test run services-up services-down services-status bench lint
+
+test: services-up
+	$(GO) test $(TEST_FLAGS) $(PKGS)
+
+run:
+	$(GO) run ./cmd/seckill
+
+services-up:
+	scripts/services.sh up
+
+services-down:
+	scripts/services.sh down
+
+services-status:
+	scripts/services.sh status
+
+bench: services-up
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
