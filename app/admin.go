@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
 )
 
@@ -175,6 +176,10 @@ func (a *api) getReconciliation(c *gin.Context) {
 		return
 	}
 	rep, err := a.rec.Report(c, id)
+	if errors.Is(err, order.ErrUnknownActivity) {
+		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity"))
+		return
+	}
 	if err != nil {
 		a.log.Warn("reconciliation", "activity", id, "err", err)
 		writeError(c, unavailable("reconciliation needs Redis and MySQL"))

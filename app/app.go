@@ -95,6 +95,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	opts = a.opts
 	if opts.AdminToken == "" && opts.NacosAddr == "" && opts.RedisAddr == "" {
 		b := make([]byte, 12)
 		rand.Read(b)
@@ -125,8 +126,8 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 
 	om := order.NewMetrics(a.reg)
 	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID}, om, log.With("part", "relay"))
-	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: opts.WriterRate}, om, log.With("part", "writer"))
-	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{}, om, log.With("part", "reconciler"))
+	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: opts.WriterRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer"))
+	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true}, om, log.With("part", "reconciler"))
 
 	a.api = &api{
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
@@ -198,7 +199,7 @@ func (a *App) openDB() error {
 		dial = sqlite.Open("file:" + filepath.Join(a.opts.DataDir, "seckill.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
 		a.embedded = append(a.embedded, "mysql")
 	} else {
-		dial = mysql.Open(a.opts.MySQLDSN)
+		dial = mysql.Open(withDSNDefaults(a.opts.MySQLDSN))
 	}
 	db, err := gorm.Open(dial, gcfg)
 	if err != nil {
@@ -213,6 +214,8 @@ func (a *App) openDB() error {
 	sqlDB.SetMaxIdleConns(a.opts.MySQLPool)
 	sqlDB.SetConnMaxLifetime(5 * time.Minute)
 	if a.opts.MySQLDSN == "" {
+		// SQLite takes one writer at a time.
+		a.opts.MySQLPool = 1
 		sqlDB.SetMaxOpenConns(1)
 	}
 	a.db = db
@@ -446,3 +449,21 @@ func sanitize(s string) string {
 }
 
 func msDuration(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// withDSNDefaults adds the MySQL driver settings the service relies on unless the DSN sets
+// them: parsed times, interpolated parameters (one round trip per statement) and I/O
+// timeouts well below the writer's lock TTL.
+func withDSNDefaults(dsn string) string {
+	for _, kv := range []string{"parseTime=true", "interpolateParams=true", "timeout=3s", "readTimeout=4s", "writeTimeout=4s"} {
+		k := kv[:strings.IndexByte(kv, '=')+1]
+		if strings.Contains(dsn, k) {
+			continue
+		}
+		if strings.Contains(dsn, "?") {
+			dsn += "&" + kv
+		} else {
+			dsn += "?" + kv
+		}
+	}
+	return dsn
+}
