@@ -13,7 +13,8 @@ import (
 // expire and go back to Redis with the next lease call (or housekeeping), so an idle instance
 // does not sit on the budget. The request that takes the pool below half a lease refills it
 // (one Redis call, single flight) while the others keep spending; a pool that Redis found
-// empty answers locally until the bucket's refill time. Safe for concurrent use.
+// empty answers locally until the bucket's refill time (one token, or an eighth of a lease if
+// longer). Safe for concurrent use.
 type pool struct {
 	key  string
 	used atomic.Int64 // unix nanoseconds of the last take
@@ -143,7 +144,11 @@ func (p *pool) lease(ctx context.Context, l *Limiter, lim Limit) error {
 		p.low = want / 2
 		p.emptyUntil = time.Time{}
 	} else if want > 0 {
-		p.emptyUntil = now.Add(retry)
+		// Look again when one token is there, but not before an eighth of a lease refilled: a
+		// saturated budget would otherwise be polled every millisecond by every instance.
+		// Tokens are not lost meanwhile, they wait in the bucket for whoever asks first.
+		eighth := time.Duration(float64(want) / 8 / lim.Rate * float64(time.Second))
+		p.emptyUntil = now.Add(max(retry, eighth))
 	}
 	return nil
 }

@@ -286,6 +286,7 @@ func TestLeasingErrorOfGlobalRate(t *testing.T) {
 		rate     = 2000.0
 		burst    = 200
 		duration = 2 * time.Second
+		slot     = 100 * time.Millisecond
 	)
 	prefix := uniq(t)
 	cleanupKeys(t, rdb, prefix)
@@ -297,6 +298,7 @@ func TestLeasingErrorOfGlobalRate(t *testing.T) {
 	}
 	r := Request{Global: Limit{Rate: rate, Burst: burst}}
 	var admitted, requests atomic.Int64
+	var slots [int(duration/slot) + 2]atomic.Int64 // admissions per 100 ms
 	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(duration)
@@ -312,6 +314,7 @@ func TestLeasingErrorOfGlobalRate(t *testing.T) {
 					}
 					if d.Allowed {
 						admitted.Add(1)
+						slots[time.Since(start)/slot].Add(1)
 					}
 				}
 			})
@@ -329,6 +332,16 @@ func TestLeasingErrorOfGlobalRate(t *testing.T) {
 		"error %+.2f%% of the ceiling; %.0f lease calls (%.4f per request, %.3f per admission)",
 		requests.Load(), admitted.Load(), elapsed, rate, burst, ceiling, (got-ceiling)/ceiling*100,
 		leaseCalls, leaseCalls/float64(requests.Load()), leaseCalls/got)
+	// After the first slot (which spends the burst), each 100 ms should admit rate*0.1.
+	lo, hi := int64(1<<62), int64(0)
+	for i := 1; i < int(duration/slot)-1; i++ {
+		lo, hi = min(lo, slots[i].Load()), max(hi, slots[i].Load())
+	}
+	t.Logf("leasing: per 100 ms after the burst: min %d, max %d, ideal %.0f", lo, hi, rate*slot.Seconds())
+	// Leased tokens are spent at most LeaseTTL after the bucket released them.
+	if bound := rate*(slot+ls[0].opts.LeaseTTL).Seconds() + burst; float64(hi) > bound {
+		t.Fatalf("a 100 ms window admitted %d, over rate*(window+leaseTTL)+burst = %.0f", hi, bound)
+	}
 	if got > ceiling {
 		t.Fatalf("admitted %.0f, over rate*t+burst = %.0f", got, ceiling)
 	}
