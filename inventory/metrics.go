@@ -14,7 +14,6 @@ type Metrics struct {
 	calls       *prometheus.CounterVec   // redis_calls_total{script}
 	callSeconds *prometheus.HistogramVec // redis_call_seconds{script}
 	soldOut     *prometheus.CounterVec   // coupon_soldout_marks_total{activity,source}
-	outcomes    *prometheus.CounterVec   // coupon_reserve_outcomes_total{activity,outcome}
 }
 
 // NewMetrics builds the collectors and registers them with reg (nil: not registered). A
@@ -38,9 +37,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		soldOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "coupon_soldout_marks_total", Help: "Times this instance marked an activity sold out, by source (reserve, event, refresh).",
 		}, []string{"activity", "source"}),
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "coupon_reserve_outcomes_total", Help: "Reserve answers by outcome.",
-		}, []string{"activity", "outcome"}),
 	}
 	if reg != nil {
 		m.remaining = register(reg, m.remaining)
@@ -48,7 +44,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.calls = register(reg, m.calls)
 		m.callSeconds = register(reg, m.callSeconds)
 		m.soldOut = register(reg, m.soldOut)
-		m.outcomes = register(reg, m.outcomes)
 	}
 	return m
 }
