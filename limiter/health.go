@@ -27,7 +27,8 @@ type health struct {
 
 // ObserveRedis reports the latency and error of a Redis call the app made itself (the
 // reservation script), so slowness is detected from real traffic too. A nil error, redis.Nil
-// and a cancelled context are not failures. Safe for concurrent use.
+// and a cancelled context are not failures; any other error, a deadline included, degrades at
+// once. Safe for concurrent use.
 func (l *Limiter) ObserveRedis(d time.Duration, err error) { l.observe(d, err) }
 
 func (l *Limiter) observe(d time.Duration, err error) {
@@ -87,6 +88,8 @@ func (l *Limiter) refreshHealthyFromFunc() {
 	}
 }
 
+// Run must be running for a degraded Limiter to recover: it owns the only prober.
+//
 // Run heartbeats this instance into sk:instances every second (and reads the healthy count from
 // it unless Options.Healthy is set), runs the single prober every Fallback.ProbeEvery while the
 // Limiter is degraded, and hands back expired leases and forgets idle local state. It blocks

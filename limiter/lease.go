@@ -42,7 +42,7 @@ func (l *Limiter) pool(d int, name string, now time.Time) *pool {
 // the healthy instances, at least 1 and at most the burst.
 func (l *Limiter) leaseSize(lim Limit) int {
 	n := lim.Rate * l.opts.LeaseWindow.Seconds() / float64(l.healthyCount())
-	return int(min(max(1, math.Ceil(n)), float64(max(1, lim.Burst))))
+	return int(min(max(1, math.Ceil(n)), float64(lim.burst())))
 }
 
 // reconfigureLocked applies a changed Limit: every unspent token goes back to Redis with the
@@ -199,7 +199,7 @@ func (l *Limiter) leaseCall(ctx context.Context, key string, lim Limit, want, gi
 	defer cancel()
 	l.callsLease.Inc()
 	start := time.Now()
-	res, err := l.leaseScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.Burst, want, give, l.nowArg()).Int64Slice()
+	res, err := l.leaseScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.burst(), want, give, l.nowArg()).Int64Slice()
 	l.observe(time.Since(start), err)
 	if err != nil {
 		return 0, 0, err

@@ -14,6 +14,16 @@
 // Thresholds travel as values on every call (Request), so a configuration swap never rebuilds
 // the state held in Redis; local state keyed by (dimension, name) is reused while its Limit is
 // unchanged and reconfigured in place, tokens clamped and never refilled, when it changes.
+//
+// Leasing error. Every token is counted by the Redis bucket when it is leased, so over any run
+// the admissions of all instances stay within rate*t + burst; unspent tokens go back after
+// LeaseTTL, so the loss is small, and within a window w admissions stay within
+// rate*(w+LeaseTTL) + burst. Measured (TestLeasingErrorOfGlobalRate, 3 Limiters x 16
+// goroutines, rate 2000/s, burst 200, 2 s, one Redis on a 2-core machine): 4183 to 4198
+// admitted against a ceiling of 4200 to 4206, an error of -0.1% to -0.6%; per 100 ms after the
+// burst 193 to 206 against the ideal 200; about 0.0005 lease calls per request and 0.65 per
+// admission at saturation (far fewer below it: 0.005 calls per request for 4 leased budgets at
+// 10k requests/s under their rates, TestLeaseCostsFewRedisCalls).
 package limiter
 
 import (
@@ -42,6 +52,9 @@ type Limit struct {
 }
 
 func (l Limit) off() bool { return l.Rate <= 0 }
+
+// burst is the capacity the scripts and buckets use: at least 1.
+func (l Limit) burst() int { return max(1, l.Burst) }
 
 // div is l shared by n instances: Rate/n and Burst/n, Burst at least 1.
 func (l Limit) div(n int) Limit {
@@ -577,7 +590,7 @@ func (l *Limiter) bucketCall(ctx context.Context, key string, lim Limit, n int) 
 		l.callsBucket.Inc()
 	}
 	start := time.Now()
-	res, err := l.bucketScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.Burst, n, l.nowArg()).Int64Slice()
+	res, err := l.bucketScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.burst(), n, l.nowArg()).Int64Slice()
 	l.observe(time.Since(start), err)
 	if err != nil {
 		return false, 0, err

@@ -22,7 +22,7 @@ type localBucket struct {
 }
 
 func newLocalBucket(l Limit, now time.Time) *localBucket {
-	b := &localBucket{lim: rate.NewLimiter(rate.Limit(l.Rate), max(l.Burst, 1))}
+	b := &localBucket{lim: rate.NewLimiter(rate.Limit(l.Rate), l.burst())}
 	b.rateBits.Store(math.Float64bits(l.Rate))
 	b.burst.Store(int64(l.Burst))
 	b.used.Store(now.UnixNano())
@@ -42,7 +42,7 @@ func (b *localBucket) configure(l Limit, now time.Time) {
 	// SetBurstAt advances the bucket under the old limit; the next advance clamps the tokens
 	// to the new burst. Tokens are never added by a change.
 	b.lim.SetLimitAt(now, rate.Limit(l.Rate))
-	b.lim.SetBurstAt(now, max(l.Burst, 1))
+	b.lim.SetBurstAt(now, l.burst())
 	b.rateBits.Store(math.Float64bits(l.Rate))
 	b.burst.Store(int64(l.Burst))
 }

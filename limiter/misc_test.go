@@ -113,3 +113,15 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 		}
 	}
 }
+
+func TestBurstZeroActsAsOne(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	l := newTestLimiter(t, rdb, newFakeClock(), Options{})
+	r := Request{Activity: Limit{Rate: 0.001}, ActivityID: "a", IP: Limit{Rate: 0.001}, IPAddr: "10.6.0.1"}
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+		t.Fatalf("burst 0 never admits: %+v", d)
+	}
+	if d, _ := l.Allow(context.Background(), r); d.Allowed {
+		t.Fatal("burst 0 admitted twice")
+	}
+}

@@ -45,7 +45,7 @@ func (b *RedisBucket) run(ctx context.Context, key string, lim Limit, n int) (bo
 	if b.now != nil {
 		now = b.now()
 	}
-	res, err := b.script.Run(ctx, b.rdb, []string{key}, lim.Rate, lim.Burst, n, now).Int64Slice()
+	res, err := b.script.Run(ctx, b.rdb, []string{key}, lim.Rate, lim.burst(), n, now).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("limiter: bucket %s: %w", key, err)
 	}
