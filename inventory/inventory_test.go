@@ -521,3 +521,109 @@ func TestTokensAreOneTime(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotencyKeyDuringHold: the same key from many goroutines while the home shard is
+// empty (holds in progress) makes exactly one reservation.
+func TestIdempotencyKeyDuringHold(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 10, 3, 2))
+		ctx := ctxT(t)
+		user := "holder"
+		home := HomeShard(UserHash(user), 2)
+		rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		rids := map[string]int{}
+		for i := 0; i < 30; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1, IdempotencyKey: "same"})
+				if err != nil || (r.Code != Reserved && r.Code != Replayed) {
+					t.Errorf("got %+v, %v", r, err)
+					return
+				}
+				mu.Lock()
+				rids[r.ReservationID]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if len(rids) != 1 {
+			t.Fatalf("rids %v, want one", rids)
+		}
+		if st := readState(t, rdb, a.ID); st.taken != 1 {
+			t.Fatalf("taken %d, want 1", st.taken)
+		}
+		uh := UserHash(user)
+		if v := rdb.HGet(ctx, Shard(a.ID, 0, home).Users(), uh).Val(); v != "1" {
+			t.Fatalf("user record %q, want 1", v)
+		}
+	})
+}
+
+// TestCrashAfterHoldLeavesUserBelowLimit: an instance that dies between the hold and the
+// take leaves the user's quota held (below the limit, never above) and loses no stock.
+func TestCrashAfterHoldLeavesUserBelowLimit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 6, 1, 3))
+		ctx := ctxT(t)
+		user := "crasher"
+		uh := UserHash(user)
+		home := HomeShard(uh, 3)
+		k := Shard(a.ID, 0, home)
+		rdb.Set(ctx, k.Stock(), 0, 0) // 4 units left elsewhere
+		res, err := s.run(ctx, s.reserve,
+			[]string{k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Holds(),
+				k.Drained(), k.Bucket(uh), k.Window(uh), k.RecordPrefix()},
+			a.ID, user, uh, 1, 1, 0, 0, 0, 1, 0, 0, "", "n1", 1, 0, home, 1000, 1000, 60000)
+		if err != nil || code(res) != rcNeedOther {
+			t.Fatalf("hold = %v, %v", res, err)
+		}
+		// The process dies here. The user is held at the limit without a unit.
+		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
+		if err != nil || r.Code != AlreadyPurchased || r.ReservationID != "" {
+			t.Fatalf("after crash = %+v, %v", r, err)
+		}
+		if st := readState(t, rdb, a.ID); st.remaining != 4 || st.taken != 0 {
+			t.Fatalf("state %+v, want 4 remaining, none taken", st)
+		}
+		// Releasing twice gives the quota back once.
+		for i, want := range []int64{1, 0} {
+			res, err := s.run(ctx, s.hold, []string{k.Holds(), k.Users(), k.Last(), k.Idem()}, "release", asString(res[1]), uh, "", "")
+			if err != nil || code(res) != want {
+				t.Fatalf("release %d = %v, %v", i, res, err)
+			}
+		}
+		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1}); err != nil || r.Code != Reserved {
+			t.Fatalf("after release = %+v, %v", r, err)
+		}
+	})
+}
+
+func TestLookupRemembersUnknownIDs(t *testing.T) {
+	rdb := miniRedis(t)
+	var calls counter
+	rdb.AddHook(&calls)
+	s := newStore(t, rdb, Options{})
+	other := newStore(t, rdb, Options{})
+	ctx := ctxT(t)
+	id := uniqueID(t)
+	rdb.Ping(ctx) // connection setup is not counted
+	calls.n.Store(0)
+	for i := 0; i < 50; i++ {
+		if _, ok, err := s.Lookup(ctx, id); ok || err != nil {
+			t.Fatalf("unknown = %v, %v", ok, err)
+		}
+	}
+	if n := calls.n.Load(); n != 1 {
+		t.Fatalf("%d Redis commands for 50 lookups of one unknown id, want 1", n)
+	}
+	mustCreate(t, other, Activity{ID: id, Stock: 1, PerUserLimit: 1, Shards: 1})
+	s.handleEvent(ctx, "created "+id)
+	if v, ok := s.Activity(id); !ok || v.Stock != 1 {
+		t.Fatalf("after created event: %+v, %v", v, ok)
+	}
+}

@@ -74,7 +74,8 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 			s.markSoldOut(ctx, e, "event")
 		}
 	case "created", "layout":
-		if _, _, err := s.Lookup(ctx, id); err != nil && ctx.Err() == nil {
+		s.forget(id)
+		if _, _, err := s.lookup(ctx, id); err != nil && ctx.Err() == nil {
 			s.log.Warn("event lookup failed", "activity", id, "event", kind, "err", err)
 		}
 	}

@@ -141,11 +141,16 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			return res, err
 		}
 		if next == relayout {
-			if _, _, err := s.Lookup(ctx, r.ActivityID); err != nil {
+			if _, _, err := s.lookup(ctx, r.ActivityID); err != nil {
 				return ReserveResult{}, err
 			}
 			if e.layout.Load() != l {
 				continue
+			}
+			if !e.resharding.Load() {
+				// Closed shard, same epoch, no reshard recorded: the activity is not loaded
+				// (a Create that has not finished). Waiting will not help.
+				return ReserveResult{}, fmt.Errorf("%w: %s has a closed shard outside a reshard", ErrBusy, r.ActivityID)
 			}
 		}
 		if time.Now().After(deadline) {
@@ -175,7 +180,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		[]string{k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Holds(),
 			k.Drained(), k.Bucket(uh), k.Window(uh), k.RecordPrefix()},
 		r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
-		r.UserRate.Rate, r.UserRate.Burst, r.Window.Milliseconds(), r.WindowMax, idf, nonce, hold,
+		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf, nonce, hold,
 		l.epoch, home, s.opts.RecordTTLAfterClose.Milliseconds(), recordTTLNoClose.Milliseconds(), holdTTL.Milliseconds())
 	if err != nil {
 		return ReserveResult{}, done, err

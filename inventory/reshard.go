@@ -154,7 +154,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 			s.log.Warn("publish layout failed", "activity", id, "err", err)
 		}
 	}
-	if _, _, err := s.Lookup(ctx, id); err != nil {
+	if _, _, err := s.lookup(ctx, id); err != nil {
 		return err
 	}
 	return nil

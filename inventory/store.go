@@ -72,6 +72,8 @@ const (
 	recordTTLNoClose = 7 * 24 * time.Hour
 	holdTTL          = 2 * time.Minute
 	maxShards        = 1024
+	negativeTTL      = 500 * time.Millisecond
+	maxNegative      = 10000
 )
 
 // Store is the inventory of every activity. Safe for concurrent use; Run keeps its cache
@@ -86,6 +88,9 @@ type Store struct {
 
 	mu   sync.RWMutex
 	acts map[string]*entry
+
+	negMu sync.Mutex
+	neg   map[string]int64 // unknown activity id -> unix ns until which it stays unknown
 
 	nonce atomic.Uint64
 }
@@ -151,7 +156,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}}
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}}
 	for _, p := range []struct {
 		dst  **script
 		name string
@@ -299,7 +304,7 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	case 2:
 		if len(res) > 1 {
 			if n, _ := asInt(res[1]); n == 1 {
-				v, _, err := s.Lookup(ctx, a.ID)
+				v, _, err := s.lookup(ctx, a.ID)
 				if err != nil {
 					return Activity{}, false, err
 				}
@@ -338,7 +343,8 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 		}
 		s.log.Info("activity created", "activity", a.ID, "stock", a.Stock, "shards", a.Shards)
 	}
-	v, _, err := s.Lookup(ctx, a.ID)
+	s.forget(a.ID)
+	v, _, err := s.lookup(ctx, a.ID)
 	if err != nil {
 		return Activity{}, false, err
 	}
@@ -400,11 +406,44 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 }
 
 // Lookup reads an activity's meta from Redis and caches it: the path for an id the cache
-// does not know yet. (zero, false, nil) for an unknown activity.
+// does not know yet. (zero, false, nil) for an unknown activity; an unknown id is remembered
+// for negativeTTL so a flood of unknown ids costs one Redis read per id and period (a
+// "created" event forgets it at once).
 func (s *Store) Lookup(ctx context.Context, id string) (ActivityView, bool, error) {
 	if !ValidActivityID(id) {
 		return ActivityView{}, false, nil
 	}
+	if v, ok := s.Activity(id); ok {
+		return v, true, nil
+	}
+	now := time.Now().UnixNano()
+	s.negMu.Lock()
+	exp, neg := s.neg[id]
+	s.negMu.Unlock()
+	if neg && now < exp {
+		return ActivityView{}, false, nil
+	}
+	v, ok, err := s.lookup(ctx, id)
+	if err == nil && !ok {
+		s.negMu.Lock()
+		if len(s.neg) >= maxNegative {
+			clear(s.neg)
+		}
+		s.neg[id] = now + int64(negativeTTL)
+		s.negMu.Unlock()
+	}
+	return v, ok, err
+}
+
+// forget drops a remembered unknown id.
+func (s *Store) forget(id string) {
+	s.negMu.Lock()
+	delete(s.neg, id)
+	s.negMu.Unlock()
+}
+
+// lookup reads meta from Redis and caches it, always.
+func (s *Store) lookup(ctx context.Context, id string) (ActivityView, bool, error) {
 	vals, err := s.rdb.HMGet(ctx, Meta(id), metaFields...).Result()
 	if err != nil {
 		return ActivityView{}, false, fmt.Errorf("inventory: read meta: %w", err)

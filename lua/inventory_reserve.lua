@@ -103,7 +103,7 @@ redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'q
   'status', 'PENDING', 'orderId', '', 'home', ARGV[16], 'ts', now_ms)
 local ttl = tonumber(ARGV[18])
 if closes > 0 then
-  ttl = closes + tonumber(ARGV[17]) - now_ms
+  ttl = math.max(closes + tonumber(ARGV[17]) - now_ms, 3600000)
 end
 redis.call('PEXPIRE', rec, ttl)
 redis.call('HSET', KEYS[3], uh, rid)

@@ -28,7 +28,7 @@ redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', ARGV[3
 local closes = tonumber(ARGV[9])
 local ttl = tonumber(ARGV[11])
 if closes > 0 then
-  ttl = closes + tonumber(ARGV[10]) - now_ms
+  ttl = math.max(closes + tonumber(ARGV[10]) - now_ms, 3600000)
 end
 redis.call('PEXPIRE', rec, ttl)
 redis.call('HINCRBY', KEYS[4], 'taken', qty)
