@@ -627,3 +627,25 @@ func TestLookupRemembersUnknownIDs(t *testing.T) {
 		t.Fatalf("after created event: %+v, %v", v, ok)
 	}
 }
+
+// TestLookupReadsStock: an instance meeting an activity for the first time shows its real
+// remaining stock and sold-out state at once.
+func TestLookupReadsStock(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		ctx := ctxT(t)
+		a := mustCreate(t, s, openActivity(t, 2, 1, 2))
+		if _, ok := newStore(t, rdb, Options{}).Activity(a.ID); ok {
+			t.Fatal("a new instance knows the activity without a lookup")
+		}
+		for _, u := range []string{"a", "b"} {
+			if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || r.Code != Reserved {
+				t.Fatalf("reserve = %+v, %v", r, err)
+			}
+		}
+		v, ok, err := newStore(t, rdb, Options{}).Lookup(ctx, a.ID)
+		if err != nil || !ok || !v.SoldOut || v.Remaining != 0 || v.Stock != 2 || v.Shards != 2 {
+			t.Fatalf("lookup = %+v, %v, %v", v, ok, err)
+		}
+	})
+}

@@ -110,13 +110,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
-	type job struct {
-		e    *entry
-		l    *layout
-		cmds []*redis.StringCmd
-	}
-	jobs := make([]job, 0, len(names))
-	pipe = s.rdb.Pipeline()
+	entries := make([]*entry, 0, len(names))
 	for i, id := range names {
 		m, ok, err := parseMeta(id, metas[i].Val())
 		if err != nil {
@@ -126,13 +120,31 @@ func (s *Store) Refresh(ctx context.Context) error {
 		if !ok || !m.loaded {
 			continue
 		}
-		e := s.apply(m)
+		entries = append(entries, s.apply(m))
+	}
+	return s.refreshStock(ctx, entries)
+}
+
+// refreshStock reads the stock of every shard of the entries' current layouts in one
+// pipeline and updates remaining, the shards believed empty and the sold-out mark.
+func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
+	type job struct {
+		e    *entry
+		l    *layout
+		cmds []*redis.StringCmd
+	}
+	jobs := make([]job, 0, len(entries))
+	pipe := s.rdb.Pipeline()
+	for _, e := range entries {
 		l := e.layout.Load()
 		j := job{e: e, l: l, cmds: make([]*redis.StringCmd, l.shards)}
 		for k := range l.keys {
 			j.cmds[k] = pipe.Get(ctx, l.keys[k].Stock())
 		}
 		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil
 	}
 	started := time.Now().UnixNano()
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {

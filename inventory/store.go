@@ -452,7 +452,17 @@ func (s *Store) lookup(ctx context.Context, id string) (ActivityView, bool, erro
 	if err != nil || !ok {
 		return ActivityView{}, false, err
 	}
+	s.mu.RLock()
+	known := s.acts[id] != nil
+	s.mu.RUnlock()
 	e := s.apply(m)
+	if !known && m.loaded {
+		// A new entry: read its stock now rather than show the full stock until the
+		// next refresh.
+		if err := s.refreshStock(ctx, []*entry{e}); err != nil {
+			s.log.Debug("first stock read failed", "activity", id, "err", err)
+		}
+	}
 	return e.view(), true, nil
 }
 
