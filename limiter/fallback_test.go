@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,4 +296,66 @@ func TestFallbackConfigChangeClamps(t *testing.T) {
 	if got := int(b.tokens(l.clock.Now())); got != 1000-7 {
 		t.Fatalf("activity tokens %d, want %d", got, 1000-7)
 	}
+}
+
+// TestDegradeUnderConcurrentLoad is the drill of SPEC acceptance 9: 100 ms of latency with 32
+// callers at once. The limiter degrades after at most SlowCallsToDegrade completed slow calls
+// plus the calls already in flight, then makes no Redis call on the request path.
+func TestDegradeUnderConcurrentLoad(t *testing.T) {
+	proxy, rdb := proxied(t)
+	l := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
+	runLimiter(t, l)
+	fb := Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 20,
+		ProbeEvery: 100 * time.Millisecond, Global: Limit{Rate: 1e6, Burst: 1e6}}
+	r := Request{IP: Limit{Rate: 1e6, Burst: 1e6}, IPAddr: "10.5.0.1", Fallback: fb}
+	_, _ = l.Allow(context.Background(), r)
+	proxy.SetLatency(100 * time.Millisecond)
+	const callers = 32
+	before := testutil.ToFloat64(l.callsBucket)
+	var wg sync.WaitGroup
+	stop := time.Now().Add(1500 * time.Millisecond)
+	for range callers {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+					t.Errorf("rejected: %+v", d)
+					return
+				}
+			}
+		})
+	}
+	waitFor(t, 3*time.Second, "degraded", l.Degraded)
+	atDegrade := testutil.ToFloat64(l.callsBucket) - before
+	wg.Wait()
+	total := testutil.ToFloat64(l.callsBucket) - before
+	t.Logf("100 ms latency, %d callers: degraded after %.0f Redis calls started, %.0f in all", callers, atDegrade, total)
+	if bound := float64(fb.SlowCallsToDegrade + callers); total > bound {
+		t.Fatalf("%.0f Redis calls on the request path, want <= %.0f", total, bound)
+	}
+	proxy.SetLatency(0)
+	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+}
+
+// TestDegradeOnCluster injects latency with a client hook (a proxy cannot sit in front of a
+// cluster that redirects to its nodes' own addresses).
+func TestDegradeOnCluster(t *testing.T) {
+	rdb := testsvc.RedisCluster(t).(*redis.ClusterClient)
+	slow := &sleepHook{}
+	rdb.AddHook(slow)
+	l := newTestLimiter(t, rdb, nil, Options{})
+	runLimiter(t, l)
+	r := Request{Activity: Limit{Rate: 1, Burst: 1000}, ActivityID: "a", IP: Limit{Rate: 100, Burst: 100},
+		IPAddr: "10.5.1.1", Fallback: drillFallback}
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+		t.Fatal(d)
+	}
+	slow.delay.Store(int64(30 * time.Millisecond))
+	for i := 0; !l.Degraded(); i++ {
+		if i >= drillFallback.SlowCallsToDegrade {
+			t.Fatalf("not degraded after %d slow calls", i)
+		}
+		_, _ = l.Allow(context.Background(), r)
+	}
+	slow.delay.Store(0)
+	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
 }

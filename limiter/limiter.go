@@ -340,7 +340,6 @@ func (l *Limiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return l.reject(dNone, rCanceled, 0), err
 	}
-	l.notePolicy(r.Fallback)
 	now := l.clock.Now()
 	if r.UserHash != "" {
 		if u, ok := l.users.until(r.UserHash, now); ok {
@@ -352,6 +351,7 @@ func (l *Limiter) Allow(ctx context.Context, r Request) (Decision, error) {
 			return l.reject(dIP, rRemembered, u.Sub(now)), nil
 		}
 	}
+	l.notePolicy(r.Fallback)
 	if l.health.degraded.Load() {
 		return l.allowLocal(now, &r), nil
 	}
