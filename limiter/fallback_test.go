@@ -60,6 +60,7 @@ var drillFallback = Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrad
 // degrade within SlowCallsToDegrade calls, make no Redis call on the request path while
 // degraded, stay degraded while Redis is slow, and recover once the latency goes.
 func TestDegradeOnLatencyAndRecover(t *testing.T) {
+	t.Parallel()
 	proxy, rdb := proxied(t)
 	l := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
 	runLimiter(t, l)
@@ -129,6 +130,7 @@ func TestDegradeOnSlowAppCalls(t *testing.T) {
 // TestRedisDownFallsBackAndRecovers: with Redis unreachable the first failed call degrades,
 // that very request is decided locally, and the prober recovers once Redis is back.
 func TestRedisDownFallsBackAndRecovers(t *testing.T) {
+	t.Parallel()
 	proxy, rdb := proxied(t)
 	l := newTestLimiter(t, rdb, nil, Options{})
 	runLimiter(t, l)
@@ -171,6 +173,7 @@ func TestRedisDownFallsBackAndRecovers(t *testing.T) {
 // TestFallbackBudgetDividedByHealthy: the fallback global budget is divided by the healthy
 // instance count, from Options.Healthy or from the heartbeat set.
 func TestFallbackBudgetDividedByHealthy(t *testing.T) {
+	t.Parallel()
 	rdb := testsvc.Redis(t)
 	fb := Fallback{Global: Limit{Rate: 0.001, Burst: 40}}
 	admitted := func(l *Limiter, ipLimit Limit) int {
@@ -302,6 +305,7 @@ func TestFallbackConfigChangeClamps(t *testing.T) {
 // callers at once. The limiter degrades after at most SlowCallsToDegrade completed slow calls
 // plus the calls already in flight, then makes no Redis call on the request path.
 func TestDegradeUnderConcurrentLoad(t *testing.T) {
+	t.Parallel()
 	proxy, rdb := proxied(t)
 	l := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
 	runLimiter(t, l)
@@ -339,6 +343,7 @@ func TestDegradeUnderConcurrentLoad(t *testing.T) {
 // TestDegradeOnCluster injects latency with a client hook (a proxy cannot sit in front of a
 // cluster that redirects to its nodes' own addresses).
 func TestDegradeOnCluster(t *testing.T) {
+	t.Parallel()
 	rdb := testsvc.RedisCluster(t).(*redis.ClusterClient)
 	slow := &sleepHook{}
 	rdb.AddHook(slow)

@@ -44,26 +44,62 @@ func uniq(t testing.TB) string {
 	return "sktest:" + n + ":" + hex.EncodeToString(b[:]) + ":"
 }
 
-// cleanupKeys deletes every key under prefix when the test ends.
+// cleanupKeys deletes, when the test ends, every key under prefix that a script touched: a
+// hook records the KEYS of EVAL and EVALSHA (a SCAN of the shared test Redis would be slow).
 func cleanupKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
+	rec := &keyRecorder{prefix: prefix, keys: make(map[string]struct{})}
+	rdb.AddHook(rec)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		del := func(ctx context.Context, c *redis.Client) error {
-			iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
-			for iter.Next(ctx) {
-				c.Del(ctx, iter.Val())
-			}
-			return iter.Err()
-		}
-		switch c := rdb.(type) {
-		case *redis.ClusterClient:
-			_ = c.ForEachMaster(ctx, del)
-		case *redis.Client:
-			_ = del(ctx, c)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for k := range rec.keys {
+			rdb.Del(ctx, k) // one key at a time: on a cluster they live in different slots
 		}
 	})
 }
+
+// keyRecorder is a go-redis hook that remembers the script keys under a prefix.
+type keyRecorder struct {
+	prefix string
+	mu     sync.Mutex
+	keys   map[string]struct{}
+}
+
+func (r *keyRecorder) note(cmd redis.Cmder) {
+	args := cmd.Args()
+	if len(args) < 3 {
+		return
+	}
+	if name, _ := args[0].(string); name != "evalsha" && name != "eval" {
+		return
+	}
+	n, ok := args[2].(int)
+	if !ok {
+		return
+	}
+	for _, a := range args[3:min(len(args), 3+n)] {
+		if k, ok := a.(string); ok && strings.HasPrefix(k, r.prefix) {
+			r.mu.Lock()
+			r.keys[k] = struct{}{}
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *keyRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *keyRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.note(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (r *keyRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+var _ redis.Hook = (*keyRecorder)(nil)
 
 // newTestLimiter builds a Limiter whose keys live under a prefix of its own. With a clock, the
 // scripts use it too (no Redis TIME), so token arithmetic is deterministic.

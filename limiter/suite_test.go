@@ -200,6 +200,7 @@ func (a localAdapter) take(key string, lim Limit) (bool, time.Duration, error) {
 }
 
 func TestSuiteRedisBucket(t *testing.T) {
+	t.Parallel()
 	rdb := testsvc.Redis(t)
 	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
 		p := uniq(t)
@@ -211,6 +212,7 @@ func TestSuiteRedisBucket(t *testing.T) {
 }
 
 func TestSuiteRedisBucketCluster(t *testing.T) {
+	t.Parallel()
 	rdb := testsvc.RedisCluster(t)
 	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
 		p := uniq(t)
@@ -222,6 +224,7 @@ func TestSuiteRedisBucketCluster(t *testing.T) {
 }
 
 func TestSuiteRedisWindow(t *testing.T) {
+	t.Parallel()
 	rdb := testsvc.Redis(t)
 	runBucketSuite(t, bucketKind{gradual: false}, func(t *testing.T, clk *fakeClock) bucket {
 		p := uniq(t)
@@ -233,6 +236,7 @@ func TestSuiteRedisWindow(t *testing.T) {
 }
 
 func TestSuiteLocalFallback(t *testing.T) {
+	t.Parallel()
 	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
 		return localAdapter{clk: clk, m: newShardMap[*localBucket](1000)}
 	})
