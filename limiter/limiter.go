@@ -31,6 +31,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"log/slog"
 	"strconv"
@@ -497,15 +498,16 @@ func (l *Limiter) giveBack(t *taken, now time.Time) {
 // Refund gives back what an allowed Decision took, for a request that a later layer rejected
 // (the reservation script's per-user bucket or window, sold out). Budget tokens go back to the
 // local lease; the per-IP token costs one Redis call (bounded by the call timeout; a failure is
-// only observed for the health tracking). A rejected or zero Decision refunds nothing. Refund a
-// Decision once.
+// only observed for the health tracking; skipped while degraded). A rejected or zero Decision
+// refunds nothing. Refund a Decision once.
 func (l *Limiter) Refund(d Decision) {
 	if !d.Allowed {
 		return
 	}
 	now := l.clock.Now()
 	l.giveBack(&d.taken, now)
-	if d.taken.ipKey != "" {
+	// While degraded the IP token stays spent: one token is cheaper than a call to a slow Redis.
+	if d.taken.ipKey != "" && !l.Degraded() {
 		_, _, _ = l.bucketCall(context.Background(), d.taken.ipKey, d.taken.ipLimit, -1)
 	}
 }
@@ -601,16 +603,25 @@ func (l *Limiter) bucketCall(ctx context.Context, key string, lim Limit, n int) 
 // ErrBadReply is returned when a script answers something it is documented never to answer.
 var ErrBadReply = errors.New("limiter: unexpected script reply")
 
+// code is the first element of a bucket or window script's reply.
+type code int
+
+const (
+	codeUnknown  code = iota // never sent: a zero value is an error
+	codeAllowed              // 1: taken (or given back)
+	codeRejected             // 2: rejected, the second element is the retry-after in ms
+)
+
 func decode(res []int64) (bool, time.Duration, error) {
 	if len(res) != 2 {
 		return false, 0, ErrBadReply
 	}
-	switch res[0] {
-	case 1:
+	switch code(res[0]) {
+	case codeAllowed:
 		return true, 0, nil
-	case 0:
+	case codeRejected:
 		return false, time.Duration(res[1]) * time.Millisecond, nil
 	default:
-		return false, 0, ErrBadReply
+		return false, 0, fmt.Errorf("%w: code %d", ErrBadReply, res[0])
 	}
 }

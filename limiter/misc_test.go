@@ -125,3 +125,24 @@ func TestBurstZeroActsAsOne(t *testing.T) {
 		t.Fatal("burst 0 admitted twice")
 	}
 }
+
+func TestDecodeRejectsUnknownCodes(t *testing.T) {
+	tests := []struct {
+		give      []int64
+		wantOK    bool
+		wantRetry time.Duration
+		wantErr   bool
+	}{
+		{give: []int64{1, 0}, wantOK: true},
+		{give: []int64{2, 250}, wantRetry: 250 * time.Millisecond},
+		{give: []int64{0, 0}, wantErr: true},
+		{give: []int64{3, 0}, wantErr: true},
+		{give: []int64{1}, wantErr: true},
+	}
+	for _, tt := range tests {
+		ok, retry, err := decode(tt.give)
+		if ok != tt.wantOK || retry != tt.wantRetry || (err != nil) != tt.wantErr {
+			t.Errorf("decode(%v) = %v, %v, %v", tt.give, ok, retry, err)
+		}
+	}
+}

@@ -4,7 +4,7 @@
 -- ARGV[2]  burst, the capacity
 -- ARGV[3]  n: > 0 takes n tokens all or nothing; < 0 gives -n tokens back (clamped to burst)
 -- ARGV[4]  now in microseconds; 0 means Redis TIME (tests pass a clock, production passes 0)
--- Returns {1, 0} allowed (or given back), {0, retry_ms} rejected with retry_ms >= 1.
+-- Returns {1, 0} allowed (or given back), {2, retry_ms} rejected with retry_ms >= 1.
 --#include lib_time.lua
 --#include lib_bucket.lua
 local rate = tonumber(ARGV[1])
@@ -23,4 +23,4 @@ if ok then
   tb_commit(KEYS[1], after, now, rate, burst)
   return {1, 0}
 end
-return {0, retry}
+return {2, retry}

@@ -5,7 +5,7 @@
 -- ARGV[2]  max events within the window (<= 0: off)
 -- ARGV[3]  member naming this event (unique per event)
 -- ARGV[4]  now in microseconds; 0 means Redis TIME (tests pass a clock, production passes 0)
--- Returns {1, 0} allowed and recorded, {0, retry_ms} rejected with retry_ms >= 1.
+-- Returns {1, 0} allowed and recorded, {2, retry_ms} rejected with retry_ms >= 1.
 --#include lib_time.lua
 --#include lib_window.lua
 local window_ms = tonumber(ARGV[1])
@@ -14,6 +14,6 @@ local now = tonumber(ARGV[4])
 if now == nil or now <= 0 then now = now_us() end
 
 local ok, retry = sw_check(KEYS[1], window_ms, max, now)
-if not ok then return {0, retry} end
+if not ok then return {2, retry} end
 if max > 0 then sw_commit(KEYS[1], ARGV[3], now, window_ms) end
 return {1, 0}
