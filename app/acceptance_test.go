@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -213,6 +214,7 @@ func TestAcceptanceRush(t *testing.T) {
 // Acceptance 7: three instances sharing one Redis sell exactly the stock.
 func TestAcceptanceThreeInstances(t *testing.T) {
 	opts := rocketOptions(t)
+	opts.Namespace = uniq(t, "three")
 	var apps []*testApp
 	for i := 0; i < 3; i++ {
 		o := opts
@@ -238,9 +240,9 @@ func TestAcceptanceReshardMidRush(t *testing.T) {
 	res := rush(t, []*testApp{ta}, id, 3000, 32, func(done int64) {
 		switch {
 		case done > 300:
-			once1.Do(func() { go ta.setConfig(t, testConfig+"activities:\n  "+id+":\n    shards: 9\n") })
+			once1.Do(func() { os.WriteFile(ta.cfgPath, []byte(testConfig+"activities:\n  "+id+":\n    shards: 9\n"), 0o644) })
 			if done > 1200 {
-				once2.Do(func() { go ta.setConfig(t, testConfig+"activities:\n  "+id+":\n    shards: 3\n") })
+				once2.Do(func() { os.WriteFile(ta.cfgPath, []byte(testConfig+"activities:\n  "+id+":\n    shards: 3\n"), 0o644) })
 			}
 		}
 	})

@@ -110,14 +110,14 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		host, port := splitHostPort(opts.HTTPAddr)
 		a.registry = &config.NacosRegistry{
 			Addr: opts.NacosAddr, ServiceName: "seckill", Group: opts.NacosGroup,
-			IP: host, Port: port, InstanceID: opts.InstanceID,
+			IP: host, Port: uint64(port), InstanceID: opts.InstanceID,
 			CacheDir: filepath.Join(opts.DataDir, "nacos-naming"), Log: log.With("part", "registry"), Metrics: a.cfgM,
 		}
 		healthy = a.registry.Healthy
 	}
 
 	var err error
-	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID}, inventory.NewMetrics(a.reg), log.With("part", "inventory"))
+	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace}, inventory.NewMetrics(a.reg), log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
 		return nil, err
@@ -125,9 +125,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))
 
 	om := order.NewMetrics(a.reg)
-	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID}, om, log.With("part", "relay"))
+	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, JournalsKey: inventory.Namespaced(opts.Namespace, inventory.JournalsKey)}, om, log.With("part", "relay"))
 	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: opts.WriterRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer"))
-	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true}, om, log.With("part", "reconciler"))
+	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: inventory.Namespaced(opts.Namespace, inventory.ActivitiesKey)}, om, log.With("part", "reconciler"))
 
 	a.api = &api{
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,

@@ -61,6 +61,10 @@ func startApp(t *testing.T, opts Options, yaml string) *testApp {
 	if opts.InstanceID == "" {
 		opts.InstanceID = fmt.Sprintf("%s-%d", sanitize(t.Name()), time.Now().UnixNano())
 	}
+	if opts.Namespace == "" {
+		// Instances of one test share a namespace; tests (and other packages) do not.
+		opts.Namespace = fmt.Sprintf("t%d", time.Now().UnixNano())
+	}
 	if opts.DataDir == "" {
 		opts.DataDir = filepath.Join(dir, "data")
 	}

@@ -26,7 +26,8 @@ type Options struct {
 	Roles           string // SECKILL_ROLES: any of api,relay,writer,reconciler
 	MySQLPool       int    // SECKILL_MYSQL_POOL: the order writer's connection pool
 	WriterRate      float64
-	Demo            bool // SECKILL_DEMO: load the demo activity at start (default in embedded mode)
+	Demo            bool   // SECKILL_DEMO: load the demo activity at start (default in embedded mode)
+	Namespace       string // SECKILL_NAMESPACE: keeps deployments sharing one Redis apart
 }
 
 // ParseOptions reads flags from args, each defaulting to its environment variable.
@@ -55,6 +56,7 @@ func ParseOptions(args []string, getenv func(string) string) (Options, error) {
 	fs.StringVar(&o.Roles, "roles", env("SECKILL_ROLES", "api,relay,writer,reconciler"), "parts to run in this process")
 	fs.IntVar(&o.MySQLPool, "mysql-pool", envInt(env("SECKILL_MYSQL_POOL", "8")), "maximum MySQL connections of the order writer")
 	fs.Float64Var(&o.WriterRate, "writer-rate", envFloat(env("SECKILL_WRITER_RATE", "5000")), "orders per second the writer may commit")
+	fs.StringVar(&o.Namespace, "namespace", env("SECKILL_NAMESPACE", ""), "namespace of the instance-wide Redis keys (journal and activity lists, events) when deployments share one Redis")
 	demo := env("SECKILL_DEMO", "")
 	fs.BoolVar(&o.Demo, "demo", demo == "1" || demo == "true", "load the demo activity at start")
 	if err := fs.Parse(args); err != nil {

@@ -99,7 +99,18 @@ func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:to
 // Lock is the order writer's lock on (activity, user).
 func Lock(activity, userHash string) string { return "sk:lock:{" + activity + ":" + userHash + "}" }
 
-// Instance-wide keys and the event channel.
+// Namespaced returns an instance-wide key or channel name within a namespace. Deployments
+// (and test runs) that share one Redis keep their work lists, heartbeats and events apart
+// with distinct namespaces; the empty namespace is the default deployment. Activity keys are
+// not namespaced: activity ids are unique per Redis.
+func Namespaced(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return name + ":" + ns
+}
+
+// Instance-wide keys and the event channel (of the default namespace).
 const (
 	JournalsKey   = "sk:journals"
 	ActivitiesKey = "sk:activities"

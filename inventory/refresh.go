@@ -44,7 +44,7 @@ func (s *Store) Run(ctx context.Context) error {
 }
 
 func (s *Store) subscribe(ctx context.Context) {
-	sub := s.rdb.Subscribe(ctx, EventsChannel)
+	sub := s.rdb.Subscribe(ctx, Namespaced(s.opts.Namespace, EventsChannel))
 	defer sub.Close()
 	ch := sub.Channel()
 	for {
@@ -83,7 +83,7 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 
 // Refresh runs one refresh pass (Run calls it every RefreshEvery).
 func (s *Store) Refresh(ctx context.Context) error {
-	ids, err := s.rdb.SMembers(ctx, ActivitiesKey).Result()
+	ids, err := s.rdb.SMembers(ctx, Namespaced(s.opts.Namespace, ActivitiesKey)).Result()
 	if err != nil {
 		return err
 	}

@@ -332,7 +332,7 @@ func (s *Store) markSoldOut(ctx context.Context, e *entry, source string) {
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := s.rdb.Publish(pctx, EventsChannel, "soldout "+e.def.ID).Err(); err != nil {
+	if err := s.rdb.Publish(pctx, Namespaced(s.opts.Namespace, EventsChannel), "soldout "+e.def.ID).Err(); err != nil {
 		s.log.Warn("publish soldout failed", "activity", e.def.ID, "err", err)
 	}
 }

@@ -81,7 +81,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	for j := range journals {
 		journals[j] = Shard(id, e+1, j).Journal()
 	}
-	if err := s.rdb.SAdd(ctx, JournalsKey, journals...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, JournalsKey), journals...).Err(); err != nil {
 		return fmt.Errorf("inventory: register journals: %w", err)
 	}
 	// 1. Drain: every old shard closes and hands back what it had.
@@ -150,7 +150,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	}
 	if code(res) == 1 {
 		s.log.Info("resharded", "activity", id, "epoch", e+1, "from", from, "to", to, "units", total)
-		if err := s.rdb.Publish(ctx, EventsChannel, "layout "+id).Err(); err != nil {
+		if err := s.rdb.Publish(ctx, Namespaced(s.opts.Namespace, EventsChannel), "layout "+id).Err(); err != nil {
 			s.log.Warn("publish layout failed", "activity", id, "err", err)
 		}
 	}

@@ -66,6 +66,9 @@ type Options struct {
 	MaxOtherShards      int           // other shards tried when the home shard is empty; default 3, <0 none
 	RefreshEvery        time.Duration // remaining/sold-out/layout refresh period; default 250ms
 	RecordTTLAfterClose time.Duration // reservation records live until closesAt + this; default 24h
+	// Namespace separates the instance-wide keys (journal and activity lists, events) of
+	// deployments sharing one Redis; see Namespaced. Default "".
+	Namespace string
 }
 
 const (
@@ -328,17 +331,17 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	for i := range journals {
 		journals[i] = Shard(a.ID, 0, i).Journal()
 	}
-	if err := s.rdb.SAdd(ctx, JournalsKey, journals...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, JournalsKey), journals...).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: register journals: %w", err)
 	}
 	if err := s.rdb.HSet(ctx, Meta(a.ID), "loaded", 1).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: mark loaded: %w", err)
 	}
-	if err := s.rdb.SAdd(ctx, ActivitiesKey, a.ID).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, ActivitiesKey), a.ID).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: register activity: %w", err)
 	}
 	if created {
-		if err := s.rdb.Publish(ctx, EventsChannel, "created "+a.ID).Err(); err != nil {
+		if err := s.rdb.Publish(ctx, Namespaced(s.opts.Namespace, EventsChannel), "created "+a.ID).Err(); err != nil {
 			s.log.Warn("publish created failed", "activity", a.ID, "err", err)
 		}
 		s.log.Info("activity created", "activity", a.ID, "stock", a.Stock, "shards", a.Shards)
