@@ -148,6 +148,10 @@ func (a *api) postActivity(c *gin.Context) {
 		writeError(c, newError(http.StatusConflict, CodeConflict, "a different activity exists under this id"))
 		return
 	}
+	if errors.Is(err, inventory.ErrInvalid) {
+		writeError(c, badRequest(err.Error()))
+		return
+	}
 	if err != nil {
 		writeError(c, a.storeError(err))
 		return

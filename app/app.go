@@ -261,6 +261,9 @@ func (a *App) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	if a.mini != nil {
+		start("embedded-redis-clock", a.runMiniClock)
+	}
 	start("config", a.cfg.Run)
 	start("config-source", a.runSource)
 	if a.registry != nil {
@@ -307,6 +310,23 @@ func (a *App) Run(ctx context.Context) error {
 	cancel()
 	wg.Wait()
 	return runErr
+}
+
+// runMiniClock moves the embedded Redis's clock for key expiry: miniredis expires keys only
+// when told that time has passed.
+func (a *App) runMiniClock(ctx context.Context) error {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			a.mini.FastForward(now.Sub(last))
+			last = now
+		}
+	}
 }
 
 // runSource feeds the reloader from Nacos, or from the watched YAML file.
