@@ -195,6 +195,10 @@ type Options struct {
 	// CallTimeout bounds each Redis call on the request path; a call that runs out counts as a
 	// failure (degrade). Default 300 ms.
 	CallTimeout time.Duration
+	// Namespace keeps deployments (and test runs) sharing one Redis apart, the convention of
+	// inventory.Namespaced: every limiter key (budgets, IP buckets, sk:instances) gets the
+	// suffix ":<Namespace>". Empty: the default deployment, the key names of docs/DESIGN.md.
+	Namespace string
 	// MaxKeys bounds each local map (remembered users, remembered IPs, fallback per-IP
 	// buckets, budgets). Default 100000.
 	MaxKeys int
@@ -223,8 +227,9 @@ type Limiter struct {
 	fb      atomic.Pointer[Fallback] // the latest policy seen on a Request (with defaults)
 	healthy atomic.Int64             // last known healthy instance count, 0 = never known
 
-	// test hooks: key prefix, heartbeat key, and a script clock (0 = Redis TIME)
+	// key naming (prefix is a test hook), and a script clock for tests (0 = Redis TIME)
 	prefix       string
+	suffix       string
 	instancesKey string
 	scriptNow    func() int64
 
@@ -292,7 +297,8 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		users:           newMemo(opts.MaxKeys),
 		ips:             newMemo(opts.MaxKeys),
 		prefix:          "sk:",
-		instancesKey:    "sk:instances",
+		suffix:          nsSuffix(opts.Namespace),
+		instancesKey:    "sk:instances" + nsSuffix(opts.Namespace),
 		wake:            make(chan struct{}, 1),
 		retryH:          m.retryAfter,
 		degradedG:       m.degraded,
@@ -565,14 +571,21 @@ func (l *Limiter) ipKey(ip string) string {
 	_, _ = h.Write([]byte(ip))
 	var buf [16]byte
 	s := strconv.AppendUint(buf[:0], h.Sum64(), 16)
-	return l.prefix + "{ip:" + string(s) + "}:tb"
+	return l.prefix + "{ip:" + string(s) + "}:tb" + l.suffix
+}
+
+func nsSuffix(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return ":" + ns
 }
 
 func (l *Limiter) budgetKey(d int, name string) string {
 	if d == dGlobal {
-		return l.prefix + "{budget:global}"
+		return l.prefix + "{budget:global}" + l.suffix
 	}
-	return l.prefix + "{budget:" + dimNames[d] + ":" + name + "}"
+	return l.prefix + "{budget:" + dimNames[d] + ":" + name + "}" + l.suffix
 }
 
 func (l *Limiter) nowArg() int64 {

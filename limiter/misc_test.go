@@ -146,3 +146,28 @@ func TestDecodeRejectsUnknownCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyNames(t *testing.T) {
+	tests := []struct {
+		ns                           string
+		wantGlobal, wantAct, wantIns string
+	}{
+		{ns: "", wantGlobal: "sk:{budget:global}", wantAct: "sk:{budget:activity:flash-1}", wantIns: "sk:instances"},
+		{ns: "blue", wantGlobal: "sk:{budget:global}:blue", wantAct: "sk:{budget:activity:flash-1}:blue", wantIns: "sk:instances:blue"},
+	}
+	for _, tt := range tests {
+		l := New(nil, Options{Namespace: tt.ns}, nil, slog.New(slog.DiscardHandler))
+		if got := l.budgetKey(dGlobal, ""); got != tt.wantGlobal {
+			t.Errorf("global %q, want %q", got, tt.wantGlobal)
+		}
+		if got := l.budgetKey(dActivity, "flash-1"); got != tt.wantAct {
+			t.Errorf("activity %q, want %q", got, tt.wantAct)
+		}
+		if l.instancesKey != tt.wantIns {
+			t.Errorf("instances %q, want %q", l.instancesKey, tt.wantIns)
+		}
+		if ip := l.ipKey("10.0.0.1"); len(ip) < 10 || ip[:6] != "sk:{ip" || (tt.ns != "" && ip[len(ip)-5:] != ":"+tt.ns) {
+			t.Errorf("ip key %q", ip)
+		}
+	}
+}
