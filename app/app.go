@@ -122,7 +122,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))
+	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy, Namespace: opts.Namespace}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))
 
 	om := order.NewMetrics(a.reg)
 	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, JournalsKey: inventory.Namespaced(opts.Namespace, inventory.JournalsKey)}, om, log.With("part", "relay"))

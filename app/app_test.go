@@ -120,14 +120,15 @@ func (ta *testApp) waitReady(t *testing.T) {
 // setConfig rewrites the instance's config file and waits until the new version is applied.
 func (ta *testApp) setConfig(t *testing.T, yaml string) {
 	t.Helper()
-	before := ta.cfg.Status().Version
+	st0 := ta.cfg.Status()
+	before, errAt := st0.Version, st0.LastErrorAt
 	if err := os.WriteFile(ta.cfgPath, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		st := ta.cfg.Status()
-		if st.Version != before || (st.LastError != "" && !st.LastErrorAt.IsZero()) {
+		if st.Version != before || !st.LastErrorAt.Equal(errAt) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
