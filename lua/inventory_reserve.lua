@@ -74,7 +74,7 @@ if not sw_ok then
   return {7, sw_retry}
 end
 tb_commit(KEYS[10], tb_tokens, now, rate, burst)
-sw_commit(KEYS[11], ARGV[13], now, wms)
+if wmax > 0 then sw_commit(KEYS[11], ARGV[13], now, wms) end
 
 local held = tonumber(redis.call('HGET', KEYS[2], uh) or '0')
 if held + qty > tonumber(ARGV[5]) then
