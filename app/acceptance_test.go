@@ -235,27 +235,40 @@ func TestAcceptanceThreeInstances(t *testing.T) {
 func TestAcceptanceReshardMidRush(t *testing.T) {
 	ta := startApp(t, realOptions(t), testConfig)
 	id := uniq(t, "reshard")
-	ta.createActivity(t, id, 800, 2, 4, time.Now().Add(-time.Second))
+	const stock = 2000
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
 	var once1, once2 sync.Once
-	res := rush(t, []*testApp{ta}, id, 3000, 32, func(done int64) {
-		switch {
-		case done > 300:
+	res := rush(t, []*testApp{ta}, id, 4000, 32, func(done int64) {
+		if done > 200 {
 			once1.Do(func() { os.WriteFile(ta.cfgPath, []byte(testConfig+"activities:\n  "+id+":\n    shards: 9\n"), 0o644) })
-			if done > 1200 {
-				once2.Do(func() { os.WriteFile(ta.cfgPath, []byte(testConfig+"activities:\n  "+id+":\n    shards: 3\n"), 0o644) })
-			}
+		}
+		if done > 900 {
+			once2.Do(func() { os.WriteFile(ta.cfgPath, []byte(testConfig+"activities:\n  "+id+":\n    shards: 3\n"), 0o644) })
 		}
 	})
 	accepted := res.byCode["202"]
-	if accepted > 800 {
-		t.Fatalf("accepted %d reservations of stock 800", accepted)
+	if accepted > stock {
+		t.Fatalf("accepted %d reservations of stock %d", accepted, stock)
+	}
+	// Both reshards happened while the rush ran or right after it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v, ok := ta.inv.Activity(id)
+		if ok && v.Shards == 3 && v.Epoch >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("activity never resharded to 3: %+v", v)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// Every unit not sold is still in stock: sold + remaining == stock.
-	waitOrders(t, id, accepted, 2)
+	waitOrders(t, id, accepted, 1)
 	rep := waitDriftZero(t, ta, id)
-	if got := int(rep["redisRemaining"].(float64)) + accepted; got != 800 {
-		t.Fatalf("sold %d + remaining %v = %d, want 800", accepted, rep["redisRemaining"], got)
+	if got := int(rep["redisRemaining"].(float64)) + accepted; got != stock {
+		t.Fatalf("sold %d + remaining %v = %d, want %d", accepted, rep["redisRemaining"], got, stock)
 	}
+	t.Logf("sold %d during two reshards (4 -> 9 -> 3), %v remaining", accepted, rep["redisRemaining"])
 }
 
 // The rush on the 3-master Redis Cluster.
