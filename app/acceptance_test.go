@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -285,4 +286,96 @@ func TestAcceptanceRushOnCluster(t *testing.T) {
 	}
 	waitOrders(t, id, 500, 1)
 	waitDriftZero(t, ta, id)
+}
+
+// observedDSN is the DSN of the MariaDB user that only the instance under observation uses,
+// so MariaDB's own per-user counters (information_schema.USER_STATISTICS, userstat=1, set up
+// by scripts/services.sh) show exactly that instance's statements.
+const observedUser = "seckill_observed"
+
+func observedDSN() string {
+	return strings.Replace(testsvc.MySQLDSN, "seckill:seckill@", observedUser+":seckill@", 1)
+}
+
+// userStatements reads MariaDB's statement counters for the observed user.
+func userStatements(t *testing.T) (selects, updates, others int64) {
+	t.Helper()
+	db := testsvc.MySQL(t)
+	row := db.Raw("SELECT SELECT_COMMANDS, UPDATE_COMMANDS, OTHER_COMMANDS FROM information_schema.USER_STATISTICS WHERE USER = ?", observedUser).Row()
+	if err := row.Scan(&selects, &updates, &others); err != nil {
+		t.Fatalf("USER_STATISTICS for %s (is userstat on? scripts/services.sh up sets it): %v", observedUser, err)
+	}
+	return
+}
+
+func scrapeSum(t *testing.T, ta *testApp, metric string) float64 {
+	t.Helper()
+	resp, err := http.Get(ta.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, metric+"{") || strings.HasPrefix(line, metric+" ") {
+			var v float64
+			fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// Acceptance 4: after sell-out, requests cause zero MySQL statements (MariaDB's own
+// per-user counters) and, once the instance knows, zero Redis calls for stock.
+func TestAcceptanceNothingReachesStoresAfterSellOut(t *testing.T) {
+	opts := realOptions(t)
+	opts.MySQLDSN = observedDSN()
+	// The API alone: the order pipeline's background jobs run elsewhere.
+	opts.Roles = "api"
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "after")
+	ta.createActivity(t, id, 50, 1, 2, time.Now().Add(-time.Second))
+	res := rush(t, []*testApp{ta}, id, 200, 16, nil)
+	if res.byCode["202"] != 50 {
+		t.Fatalf("accepted %d, want 50", res.byCode["202"])
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if v, ok := ta.inv.Activity(id); ok && v.SoldOut {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("instance did not learn the sell-out within 2 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stockScripts := func() float64 {
+		return scrapeSum(t, ta, `redis_calls_total{script="inventory_reserve"}`) +
+			scrapeSum(t, ta, `redis_calls_total{script="inventory_take"}`) +
+			scrapeSum(t, ta, `redis_calls_total{script="inventory_hold"}`)
+	}
+	s0, u0, o0 := userStatements(t)
+	if u0+o0 == 0 {
+		t.Fatal("USER_STATISTICS shows no statements of the observed user: the counters are not live (userstat off?)")
+	}
+	stock0 := stockScripts()
+	lim0 := scrapeSum(t, ta, "rate_limiter_redis_calls_total")
+	late := rush(t, []*testApp{ta}, id, 2000, 32, nil)
+	if late.byCode["410 SOLD_OUT"] != 2000 {
+		t.Fatalf("after sell-out: %v, want 2000 x 410 SOLD_OUT", late.byCode)
+	}
+	s1, u1, o1 := userStatements(t)
+	if s1 != s0 || u1 != u0 || o1 != o0 {
+		t.Fatalf("MySQL statements after sell-out: select +%d, update +%d, other +%d; want 0", s1-s0, u1-u0, o1-o0)
+	}
+	if d := stockScripts() - stock0; d != 0 {
+		t.Fatalf("%v Redis stock script calls after the sell-out was known", d)
+	}
+	lim1 := scrapeSum(t, ta, "rate_limiter_redis_calls_total")
+	t.Logf("2000 requests after sell-out: 0 MySQL statements (MariaDB USER_STATISTICS), 0 Redis stock calls, %v limiter Redis calls", lim1-lim0)
+	if lim1 != lim0 {
+		t.Fatalf("limiter made %v Redis calls after sell-out", lim1-lim0)
+	}
 }
