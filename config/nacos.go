@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nacos-group/nacos-sdk-go/v2/clients"
@@ -28,6 +30,16 @@ const (
 	// stream is dead (e.g. after a Nacos restart).
 	DefaultPollEvery = 2 * time.Second
 )
+
+// nacosClientMu serializes the creation of nacos-sdk-go clients in this process: the library
+// initialises package state (util.LocalIP's cache, its logger) without synchronization, so
+// two clients created at once (the config source and the registry) race. It guards the
+// library's globals, not state of ours.
+var nacosClientMu sync.Mutex
+
+// startupFastPoll is how long after start NacosSource polls faster while the library has not
+// subscribed yet.
+const startupFastPoll = 6 * time.Second
 
 // NacosSource offers the configuration stored in Nacos (nacos-sdk-go/v2 config client).
 //
@@ -65,17 +77,21 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 	src := *s
 	src.defaults()
 	log := src.Log.With("component", "config", "source", "nacos", "data_id", src.DataID, "group", src.Group)
+	nacosClientMu.Lock()
 	client, err := clients.NewConfigClient(vo.NacosClientParam{
 		ClientConfig:  src.clientConfig(),
 		ServerConfigs: src.serverConfigs(),
 	})
+	nacosClientMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("config: nacos client: %w", err)
 	}
 	defer client.CloseClient()
 
 	wake := make(chan struct{}, 1)
+	var heard atomic.Bool // the listener has called back at least once
 	notify := func() {
+		heard.Store(true)
 		select {
 		case wake <- struct{}{}:
 		default:
@@ -91,32 +107,52 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 
 	w := nacosWorker{src: &src, log: log, offer: offer,
 		// Below the library's 5 qps per key, which its own change queries also use.
-		lim: rate.NewLimiter(rate.Limit(3), 2)}
+		lim: rate.NewLimiter(rate.Limit(3), 3)}
 	get := func() (string, error) {
 		return client.GetConfig(vo.ConfigParam{DataId: src.DataID, Group: src.Group})
 	}
-	if !w.fetch(ctx, get) {
+	if reached, _ := w.fetch(ctx, get); !reached {
 		w.offerSnapshot()
 	}
 	// The poll timer restarts after every fetch, so polling adds no queries while pushes
-	// keep arriving.
-	poll := time.NewTimer(src.PollEvery)
+	// keep arriving. The library subscribes in a loop that first runs up to 5 s after
+	// ListenConfig, so until the listener has called back once (or startupFastPoll has
+	// passed) polls come faster.
+	started := time.Now()
+	interval := func() time.Duration {
+		if !heard.Load() && time.Since(started) < startupFastPoll {
+			return min(src.PollEvery, 500*time.Millisecond)
+		}
+		return src.PollEvery
+	}
+	poll := time.NewTimer(interval())
 	defer poll.Stop()
+	recheck := false // a notified fetch found nothing new: look once more soon
 	for {
+		notified := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
+			notified = true
 		case <-poll.C:
 		}
-		next := src.PollEvery
-		if !w.fetch(ctx, get) {
+		next := interval()
+		reached, changed := w.fetch(ctx, get)
+		switch {
+		case !reached:
 			// A change may wait behind a failed fetch: retry sooner than the next poll,
 			// soonest after the library's query limiter refused it.
 			next = min(next, time.Second)
 			if w.limited {
 				next = 300 * time.Millisecond
 			}
+		case notified && !changed && !recheck:
+			// The server can push a change a moment before its queries return it.
+			recheck = true
+			next = 250 * time.Millisecond
+		default:
+			recheck = false
 		}
 		poll.Reset(next)
 	}
@@ -182,10 +218,10 @@ type nacosWorker struct {
 }
 
 // fetch gets the content once and offers it if it changed; it reports whether the fetch
-// reached the server.
-func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) bool {
+// reached the server and whether it found content not offered before.
+func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (reached, changed bool) {
 	if err := w.lim.Wait(ctx); err != nil {
-		return false
+		return false, false
 	}
 	w.seq++
 	seq := w.seq
@@ -197,7 +233,7 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) boo
 			w.log.Warn("config: nacos fetch failed, keeping the current configuration", "err", err)
 		}
 		w.failing = true
-		return false
+		return false, false
 	}
 	if w.failing {
 		w.log.Info("config: nacos reachable again")
@@ -209,11 +245,12 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) boo
 			w.log.Warn("config: no content in nacos and no local snapshot, starting on defaults")
 			w.offered = true
 			w.offer(Payload{Data: nil, Source: SourceNacos, Seq: seq})
+			return true, true
 		}
-		return true
+		return true, false
 	}
 	if w.last != nil && bytes.Equal(data, w.last) {
-		return true
+		return true, false
 	}
 	w.last = data
 	w.offered = true
@@ -226,7 +263,7 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) boo
 			}
 		}
 	}
-	return true
+	return true, true
 }
 
 // offerSnapshot offers the local snapshot once, if there is one and nothing was offered yet.

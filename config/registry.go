@@ -84,6 +84,7 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 	}
 	log = log.With("component", "config", "registry", r.ServiceName, "instance", r.InstanceID)
 	host, port := splitAddr(r.Addr)
+	nacosClientMu.Lock()
 	client, err := clients.NewNamingClient(vo.NacosClientParam{
 		ClientConfig: &constant.ClientConfig{
 			NamespaceId:         r.Namespace,
@@ -95,6 +96,7 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 		},
 		ServerConfigs: []constant.ServerConfig{{IpAddr: host, Port: port, ContextPath: "/nacos"}},
 	})
+	nacosClientMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("config: nacos naming client: %w", err)
 	}
