@@ -125,7 +125,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy, Namespace: opts.Namespace}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))
 
 	om := order.NewMetrics(a.reg)
-	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, JournalsKey: inventory.Namespaced(opts.Namespace, inventory.JournalsKey)}, om, log.With("part", "relay"))
+	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: inventory.Namespaced(opts.Namespace, inventory.JournalsKey)}, om, log.With("part", "relay"))
 	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: opts.WriterRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer"))
 	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: inventory.Namespaced(opts.Namespace, inventory.ActivitiesKey)}, om, log.With("part", "reconciler"))
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Options configure the process. They are read once at start (flags, or the same-named
@@ -28,6 +29,9 @@ type Options struct {
 	WriterRate      float64
 	Demo            bool   // SECKILL_DEMO: load the demo activity at start (default in embedded mode)
 	Namespace       string // SECKILL_NAMESPACE: keeps deployments sharing one Redis apart
+	// RelayClaimIdle (SECKILL_RELAY_CLAIM_IDLE) is how long a journal entry read by a relay that
+	// died stays pending before another relay claims it (zero: the relay's default, 30 s).
+	RelayClaimIdle time.Duration
 }
 
 // ParseOptions reads flags from args, each defaulting to its environment variable.
@@ -57,6 +61,7 @@ func ParseOptions(args []string, getenv func(string) string) (Options, error) {
 	fs.IntVar(&o.MySQLPool, "mysql-pool", envInt(env("SECKILL_MYSQL_POOL", "8")), "maximum MySQL connections of the order writer")
 	fs.Float64Var(&o.WriterRate, "writer-rate", envFloat(env("SECKILL_WRITER_RATE", "5000")), "orders per second the writer may commit")
 	fs.StringVar(&o.Namespace, "namespace", env("SECKILL_NAMESPACE", ""), "namespace of the instance-wide Redis keys (journal and activity lists, events) when deployments share one Redis")
+	fs.DurationVar(&o.RelayClaimIdle, "relay-claim-idle", envDuration(env("SECKILL_RELAY_CLAIM_IDLE", "0s")), "how long a journal entry left pending by a dead relay waits before another relay claims it (0 = 30s)")
 	demo := env("SECKILL_DEMO", "")
 	fs.BoolVar(&o.Demo, "demo", demo == "1" || demo == "true", "load the demo activity at start")
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +69,9 @@ func ParseOptions(args []string, getenv func(string) string) (Options, error) {
 	}
 	if o.RedisAddr == "" && o.MySQLDSN == "" && demo == "" {
 		o.Demo = true
+	}
+	if o.RelayClaimIdle < 0 {
+		return o, fmt.Errorf("relay-claim-idle must be a duration of at least 0")
 	}
 	if o.MySQLPool < 1 {
 		return o, fmt.Errorf("mysql-pool must be at least 1")
@@ -97,6 +105,14 @@ func envInt(s string) int {
 
 func envFloat(s string) float64 {
 	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
+
+func envDuration(s string) time.Duration {
+	v, err := time.ParseDuration(s)
 	if err != nil {
 		return -1
 	}
