@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# bench.sh: reproduces every figure of docs/BENCHMARKS.md on this machine, loopback only.
+#
+#   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, r-nacos (once)
+#   bash scripts/bench.sh [step...]      # steps: ceilings gin redis mysql rush counts scaling gotest
+#                                        # (default: all of them, in that order)
+#
+# Every step prints the load average next to its figures (the machine is shared) and writes
+# its raw output under $BENCH_OUT (default /tmp/seckill-bench-<time>). Runs are bounded in
+# time and requests. Needs wrk and redis-benchmark (Debian packages wrk, redis-tools).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+RUN=$(date +%s)
+OUT=${BENCH_OUT:-/tmp/seckill-bench-$RUN}
+BIN=$OUT/bin
+mkdir -p "$OUT" "$BIN"
+
+REDIS_ADDR=${REDIS_ADDR:-127.0.0.1:6379}
+REDIS_HOST=${REDIS_ADDR%:*}
+REDIS_PORT=${REDIS_ADDR##*:}
+MYSQL_DSN=${MYSQL_DSN:-seckill:seckill@tcp(127.0.0.1:3306)/seckill?parseTime=true&loc=UTC}
+NAMESRV=${NAMESRV:-127.0.0.1:9876}
+CONNS=${CONNS:-64}
+WRK_SECONDS=${WRK_SECONDS:-10}
+USERS=${USERS:-10000}
+STOCK=${STOCK:-1000}
+BASE_PORT=${BASE_PORT:-18100}
+ADMIN_TOKEN=bench-admin-token
+
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]:-}"; do
+    [ -n "$p" ] && kill "$p" 2>/dev/null || true
+  done
+  for p in "${PIDS[@]:-}"; do
+    [ -n "$p" ] && wait "$p" 2>/dev/null || true
+  done
+  PIDS=()
+}
+trap cleanup EXIT
+
+say() { printf '\n=== %s   [%s]\n' "$*" "$(uptime | sed 's/.*load average/load average/')"; }
+rcli() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
+mysqlq() { mysql -useckill -pseckill -h127.0.0.1 -P3306 seckill -N -B -e "$1"; }
+
+build() {
+  say "build"
+  go build -o "$BIN/seckill" ./cmd/seckill
+  go build -o "$BIN/seckill-load" ./cmd/seckill-load
+  go build -o "$BIN/ginhello" ./internal/ginhello
+}
+
+wait_http() { # url
+  local i
+  for i in $(seq 1 300); do
+    curl -fs -o /dev/null "$1" && return 0
+    sleep 0.1
+  done
+  echo "not ready: $1" >&2
+  return 1
+}
+
+# ---- ceiling 1: Gin hello-world with wrk at $CONNS connections ------------------------------
+step_gin() {
+  say "ceiling: Gin hello-world, wrk -t2 -c$CONNS -d${WRK_SECONDS}s"
+  "$BIN/ginhello" --addr 127.0.0.1:$((BASE_PORT + 90)) 2>"$OUT/ginhello.log" &
+  PIDS+=($!)
+  wait_http "http://127.0.0.1:$((BASE_PORT + 90))/hello"
+  wrk -t2 -c"$CONNS" -d"${WRK_SECONDS}s" --latency "http://127.0.0.1:$((BASE_PORT + 90))/hello" | tee "$OUT/gin-wrk.txt"
+  cleanup
+}
+
+# ---- ceiling 2: redis-benchmark EVALSHA of the reservation script ---------------------------
+# The script text is lua.Source("inventory_reserve.lua"): the --#include lines replaced by the
+# library files (one level deep, exactly as package lua does).
+expand_lua() { # name
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      --#include\ *) cat "lua/${line#--#include }"; printf '\n' ;;
+      *) printf '%s\n' "$line" ;;
+    esac
+  done <"lua/$1"
+}
+
+cmdstat() { # command -> "calls usec"
+  rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v c="cmdstat_$1" '$1==c {print $3, $5}'
+}
+
+# evalsha_run <label> <stock> <requests>: one activity shard {A:0:0} with <stock> units, every
+# request a new random user (user hash, bucket and window keys differ), per-user limit 1,
+# bucket 1000/s, window 60 s / 1000, no idempotency key, ARGV[14]=0 (answer EMPTY when dry).
+evalsha_run() {
+  local label=$1 stock=$2 n=$3 sha=$4
+  local A="bench-$RUN-$label" t="{bench-$RUN-$label:0:0}"
+  rcli set "sk:$t:stock" "$stock" >/dev/null
+  local before after
+  before=$(cmdstat evalsha)
+  redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n "$n" -r 100000000 -q \
+    evalsha "$sha" 12 "sk:$t:stock" "sk:$t:users" "sk:$t:last" "sk:$t:idem" "sk:$t:seq" \
+    "sk:$t:journal" "sk:$t:stats" "sk:$t:holds" "sk:$t:drained" "sk:$t:tb:__rand_int__" \
+    "sk:$t:sw:__rand_int__" "sk:$t:r:" \
+    "$A" "u-__rand_int__" "__rand_int__" 1 1 0 0 1000 1000 60000 1000 "" "n-__rand_int__" 0 0 0 \
+    86400000 604800000 30000 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
+    | sed "s/.*: \([0-9.]* requests per second\)/$label: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
+  after=$(cmdstat evalsha)
+  echo "$label: stock before $stock, after $(rcli get "sk:$t:stock"), journal length $(rcli xlen "sk:$t:journal")" | tee -a "$OUT/redis-evalsha.txt"
+  awk -v b="$before" -v a="$after" -v n="$n" -v l="$label" 'BEGIN {
+    split(b, x, " "); split(a, y, " "); c = y[1] - x[1]; u = y[2] - x[2];
+    printf "%s: EVALSHA calls counted by the server %d (sent %d), server time %.1f us/call\n", l, c, n, u / c }' | tee -a "$OUT/redis-evalsha.txt"
+  # clean up: the records r:1..r:seq and the shard's keys (no keyspace SCAN)
+  local seq i
+  seq=$(rcli get "sk:$t:seq" || true)
+  seq=${seq:-0}
+  for ((i = 1; i <= seq; i += 1000)); do
+    local j keys=()
+    for ((j = i; j < i + 1000 && j <= seq; j++)); do keys+=("sk:$t:r:$j"); done
+    rcli unlink "${keys[@]}" >/dev/null
+  done
+  rcli unlink "sk:$t:stock" "sk:$t:users" "sk:$t:last" "sk:$t:idem" "sk:$t:seq" "sk:$t:journal" \
+    "sk:$t:stats" "sk:$t:holds" "sk:$t:drained" >/dev/null
+  # bucket and window keys of random users expire on their own (PEXPIRE in the scripts)
+}
+
+step_redis() {
+  say "ceiling: redis-benchmark EVALSHA inventory_reserve.lua, -c $CONNS"
+  expand_lua inventory_reserve.lua >"$OUT/inventory_reserve.expanded.lua"
+  local sha
+  sha=$(rcli -x script load <"$OUT/inventory_reserve.expanded.lua")
+  echo "script sha1 $sha ($(wc -l <"$OUT/inventory_reserve.expanded.lua") lines expanded)" | tee "$OUT/redis-evalsha.txt"
+  # reserve path: stock for every request (each one a new user who buys 1 unit)
+  evalsha_run reserve 100000 100000 "$sha"
+  # sold-out path: stock 1000, then EMPTY for the rest (what a shard answers once it is dry)
+  evalsha_run soldout 1000 100000 "$sha"
+  # the plain-command ceiling of the same server, for scale
+  redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n 200000 -q -t get,incr | tr '\r' '\n' | grep -a 'requests per second' | tee -a "$OUT/redis-evalsha.txt"
+}
+
+# ---- ceiling 3: MySQL, batched pipeline vs plain INSERT loop (order package test) -----------
+step_mysql() {
+  say "ceiling: MySQL INSERT loop vs batched writer (order.TestThroughputReport)"
+  SECKILL_ORDER_BENCH=1 go test -count=1 -run TestThroughputReport -v ./order/ 2>&1 | tee "$OUT/mysql-order.txt" | grep -v '^=== RUN'
+}
+
+# ---- the service in production mode ---------------------------------------------------------
+write_cfg() {
+  cat >"$OUT/seckill.yaml" <<'YAML'
+limits:
+  global:   {rate: 1000000, burst: 1000000}
+  campaign: {rate: 1000000, burst: 1000000}
+  activity: {rate: 1000000, burst: 1000000}
+  user:     {rate: 1000, burst: 1000}
+  ip:       {rate: 1000000, burst: 1000000}
+  userWindow: {window: 60s, max: 1000}
+YAML
+}
+
+# start_instances <n> <tag>: n processes sharing one Redis/MariaDB/RocketMQ, one namespace and topic
+start_instances() {
+  local n=$1 tag=$2 i
+  write_cfg
+  TARGETS=()
+  for ((i = 0; i < n; i++)); do
+    local port=$((BASE_PORT + i))
+    SECKILL_REDIS_ADDR=$REDIS_ADDR SECKILL_MYSQL_DSN=$MYSQL_DSN SECKILL_ROCKETMQ_NAMESRV=$NAMESRV \
+      SECKILL_ROCKETMQ_TOPIC="bench-$RUN-$tag" SECKILL_NAMESPACE="bench$RUN$tag" \
+      SECKILL_ADMIN_TOKEN=$ADMIN_TOKEN SECKILL_HTTP_ADDR=127.0.0.1:$port \
+      SECKILL_CONFIG_FILE=$OUT/seckill.yaml SECKILL_INSTANCE_ID="bench-$RUN-$tag-$i" \
+      SECKILL_DATA_DIR="$OUT/data-$tag-$i" \
+      "$BIN/seckill" >"$OUT/seckill-$tag-$i.log" 2>&1 &
+    PIDS+=($!)
+    TARGETS+=("http://127.0.0.1:$port")
+  done
+  for t in "${TARGETS[@]}"; do wait_http "$t/readyz"; done
+}
+
+# rush <tag> <activity> [extra seckill-load flags]: the 10,000-user rush on stock 1,000
+rush() {
+  local tag=$1 act=$2
+  shift 2
+  local targ=() t
+  for t in "${TARGETS[@]}"; do targ+=(--target "$t"); done
+  "$BIN/seckill-load" "${targ[@]}" --activity "$act" --create --admin-token $ADMIN_TOKEN \
+    --stock "$STOCK" --per-user-limit 1 --users "$USERS" --connections "$CONNS" \
+    --duration 60s --max-requests 200000 --progress 0 \
+    --mysql-dsn "$MYSQL_DSN" --redis-addr "$REDIS_ADDR" --json "$OUT/rush-$tag.json" "$@" \
+    | tee "$OUT/rush-$tag.txt"
+}
+
+step_rush() {
+  say "rush: $USERS users, stock $STOCK, $CONNS connections, 1 instance (Redis + RocketMQ + MariaDB)"
+  start_instances 1 r1
+  rush r1 "rush-$RUN-1"
+  cleanup
+}
+
+# ---- Redis calls and MySQL statements per request -------------------------------------------
+redis_total_calls() { rcli info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ {s += $3} END {print s}'; }
+redis_calls_by_cmd() { rcli info commandstats | tr -d '\r' | awk -F'[:=,]' '/^cmdstat_/ {print $1, $3}'; }
+mysql_status() { mysqlq "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions','Com_select','Com_insert','Com_update','Com_delete','Com_commit','Com_begin')"; }
+metric_sum() { # url name -> sum of the series of that metric
+  curl -fs "$1/metrics" | awk -v m="$2" '$1 ~ "^"m"([{]|$)" {s += $2} END {printf "%d\n", s}'
+}
+diff_kv() { # before after: "name value" lines -> deltas
+  join <(sort "$1") <(sort "$2") | awk '{d = $3 - $2; if (d != 0) printf "  %-28s %d\n", $1, d}'
+}
+
+step_counts() {
+  say "counts: Redis commands and MySQL statements around one rush and a sold-out phase"
+  start_instances 1 c1
+  local u=${TARGETS[0]} act="count-$RUN"
+  redis_calls_by_cmd >"$OUT/redis-before.txt"
+  mysql_status >"$OUT/mysql-before.txt"
+  curl -fs "$u/metrics" | grep -E '^(redis_calls_total|rate_limiter_redis_calls_total|order_writer_batches_total|order_writer_commits_total|order_relay_sent_total)' >"$OUT/metrics-before.txt" || true
+  # the rush itself, without the load tool's own MySQL/Redis checks (they would be counted)
+  "$BIN/seckill-load" --target "$u" --activity "$act" --create --admin-token $ADMIN_TOKEN \
+    --stock "$STOCK" --per-user-limit 1 --users "$USERS" --connections "$CONNS" --poll -1s \
+    --duration 60s --max-requests 200000 --progress 0 --drain-timeout 0s --json "$OUT/counts-rush.json" \
+    | tee "$OUT/counts-rush.txt" | grep -E '^(requests|throughput|  [0-9])' || true
+  sleep 3 # let the writer drain the orders
+  redis_calls_by_cmd >"$OUT/redis-mid.txt"
+  mysql_status >"$OUT/mysql-mid.txt"
+  curl -fs "$u/metrics" | grep -E '^(redis_calls_total|rate_limiter_redis_calls_total|order_writer_batches_total|order_writer_commits_total|order_relay_sent_total)' >"$OUT/metrics-mid.txt" || true
+  # after sell-out: wrk with a new user every request, $WRK_SECONDS seconds, all 410 SOLD_OUT
+  cat >"$OUT/soldout.lua" <<'LUA'
+local n = 0
+local tid = 0
+setup = function(thread) tid = tid + 1; thread:set("tid", tid) end
+request = function()
+  n = n + 1
+  return wrk.format("POST", nil, {["X-User-Id"] = "late-" .. tid .. "-" .. n}, nil)
+end
+LUA
+  wrk -t2 -c"$CONNS" -d"${WRK_SECONDS}s" --latency -s "$OUT/soldout.lua" "$u/api/v1/activities/$act/reservations" | tee "$OUT/soldout-wrk.txt"
+  redis_calls_by_cmd >"$OUT/redis-after.txt"
+  mysql_status >"$OUT/mysql-after.txt"
+  curl -fs "$u/metrics" | grep -E '^(redis_calls_total|rate_limiter_redis_calls_total|order_writer_batches_total|order_writer_commits_total|order_relay_sent_total)' >"$OUT/metrics-after.txt" || true
+  curl -s -X POST -H "X-User-Id: probe-$RUN" "$u/api/v1/activities/$act/reservations" | tee "$OUT/soldout-probe.txt"
+  echo
+  local req
+  req=$(grep -o '"requests": *[0-9]*' "$OUT/counts-rush.json" | head -1 | grep -o '[0-9]*$')
+  echo "rush: $req requests"
+  echo "Redis commands during the rush (+3 s drain), all clients of the shared server:"
+  diff_kv "$OUT/redis-before.txt" "$OUT/redis-mid.txt"
+  echo "MariaDB statements during the rush (+3 s drain), all clients:"
+  diff_kv "$OUT/mysql-before.txt" "$OUT/mysql-mid.txt"
+  echo "service metrics during the rush:"
+  diff_kv <(awk '{print $1, $2}' "$OUT/metrics-before.txt") <(awk '{print $1, $2}' "$OUT/metrics-mid.txt")
+  echo "sold-out phase ($(grep -o '[0-9]* requests in' "$OUT/soldout-wrk.txt")):"
+  echo " Redis:"
+  diff_kv "$OUT/redis-mid.txt" "$OUT/redis-after.txt"
+  echo " MariaDB:"
+  diff_kv "$OUT/mysql-mid.txt" "$OUT/mysql-after.txt"
+  echo " service metrics:"
+  diff_kv <(awk '{print $1, $2}' "$OUT/metrics-mid.txt") <(awk '{print $1, $2}' "$OUT/metrics-after.txt")
+  cleanup
+}
+
+# ---- scaling: 1, 2, 3 instances sharing one Redis/MariaDB/RocketMQ --------------------------
+step_scaling() {
+  local n
+  for n in 1 2 3; do
+    say "scaling: $n instance(s), $USERS users, stock $STOCK, $CONNS connections per target"
+    start_instances "$n" "s$n"
+    rush "s$n" "scale-$RUN-$n"
+    cleanup
+  done
+}
+
+# ---- go test -bench: in-process HTTP path vs Gin hello-world --------------------------------
+step_gotest() {
+  say "go test -bench ./app/ (in-process, loopback)"
+  go test -run XXX -bench 'HTTP' -benchtime 3s ./app/ 2>&1 | tee "$OUT/gotest-app.txt"
+}
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(ceilings rush counts scaling gotest)
+build
+for s in "${steps[@]}"; do
+  case $s in
+    ceilings) step_gin; step_redis; step_mysql ;;
+    gin) step_gin ;;
+    redis) step_redis ;;
+    mysql) step_mysql ;;
+    rush) step_rush ;;
+    counts) step_counts ;;
+    scaling) step_scaling ;;
+    gotest) step_gotest ;;
+    *) echo "unknown step $s" >&2; exit 2 ;;
+  esac
+done
+echo
+echo "raw output in $OUT"
