@@ -116,3 +116,5 @@ require (
 	modernc.org/sqlite v1.23.1 // indirect
 	stathat.com/c/consistent v1.0.0 // indirect
 )
+
+replace github.com/apache/rocketmq-client-go/v2 => ./third_party/rocketmq-client-go

@@ -143,7 +143,7 @@ func (a *api) postActivity(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
-	got, created, err := a.inv.Create(c, act)
+	got, created, err := a.inv.Create(c.Request.Context(), act)
 	if errors.Is(err, inventory.ErrConflict) {
 		writeError(c, newError(http.StatusConflict, CodeConflict, "a different activity exists under this id"))
 		return
@@ -156,7 +156,7 @@ func (a *api) postActivity(c *gin.Context) {
 		writeError(c, a.storeError(err))
 		return
 	}
-	if err := a.admin.saveActivity(c, got); err != nil {
+	if err := a.admin.saveActivity(c.Request.Context(), got); err != nil {
 		a.log.Error("save activity to MySQL", "activity", got.ID, "err", err)
 		writeError(c, unavailable("database unavailable, retry: the request is idempotent"))
 		return
@@ -175,11 +175,11 @@ func (a *api) getReconciliation(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
-	if _, e := a.lookup(c, id); e != nil {
+	if _, e := a.lookup(c.Request.Context(), id); e != nil {
 		writeError(c, e)
 		return
 	}
-	rep, err := a.rec.Report(c, id)
+	rep, err := a.rec.Report(c.Request.Context(), id)
 	if errors.Is(err, order.ErrUnknownActivity) {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity"))
 		return

@@ -58,6 +58,7 @@ type App struct {
 	listener net.Listener
 
 	embedded []string
+	tmpDirs  []string
 }
 
 // queue is what the app needs of the reservation queue: RocketMQ or in-process.
@@ -77,7 +78,12 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry()}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.DataDir == "" {
-		opts.DataDir = filepath.Join(os.TempDir(), "seckill-"+sanitize(opts.InstanceID))
+		// Stable across restarts, so the last good Nacos snapshot is found again.
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		opts.DataDir = filepath.Join(base, "seckill")
 		a.opts.DataDir = opts.DataDir
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
@@ -196,7 +202,13 @@ func (a *App) openDB() error {
 	gcfg := &gorm.Config{Logger: logger.Default.LogMode(logger.Silent), SkipDefaultTransaction: true}
 	var dial gorm.Dialector
 	if a.opts.MySQLDSN == "" {
-		dial = sqlite.Open("file:" + filepath.Join(a.opts.DataDir, "seckill.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
+		// The embedded database lives as long as the process, like the embedded Redis.
+		dir, err := os.MkdirTemp("", "seckill-embedded-")
+		if err != nil {
+			return fmt.Errorf("embedded database: %w", err)
+		}
+		a.tmpDirs = append(a.tmpDirs, dir)
+		dial = sqlite.Open("file:" + filepath.Join(dir, "seckill.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)")
 		a.embedded = append(a.embedded, "mysql")
 	} else {
 		dial = mysql.Open(withDSNDefaults(a.opts.MySQLDSN))
@@ -432,6 +444,9 @@ func (a *App) Close() {
 	}
 	if a.mini != nil {
 		a.mini.Close()
+	}
+	for _, d := range a.tmpDirs {
+		os.RemoveAll(d)
 	}
 }
 

@@ -53,8 +53,7 @@ func (a *api) router() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.ContextWithFallback = true
-	r.Use(a.observe, a.recover)
+		r.Use(a.observe, a.recover)
 	r.NoRoute(func(c *gin.Context) { writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such route")) })
 	r.NoMethod(func(c *gin.Context) {
 		writeError(c, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route"))
@@ -204,7 +203,7 @@ func (a *api) getActivity(c *gin.Context) {
 		return
 	}
 	snap := a.cfg.Current()
-	v, e := a.lookup(c, id)
+	v, e := a.lookup(c.Request.Context(), id)
 	if e != nil {
 		writeError(c, e)
 		return
@@ -248,11 +247,11 @@ func (a *api) postToken(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
-	if _, e := a.lookup(c, id); e != nil {
+	if _, e := a.lookup(c.Request.Context(), id); e != nil {
 		writeError(c, e)
 		return
 	}
-	tok, exp, err := a.inv.IssueToken(c, id, user, tokenTTL)
+	tok, exp, err := a.inv.IssueToken(c.Request.Context(), id, user, tokenTTL)
 	if err != nil {
 		writeError(c, a.storeError(err))
 		return
@@ -332,7 +331,7 @@ func (a *api) postReservation(c *gin.Context) {
 	cfg := snap.Cfg
 
 	// 2. Unknown activity.
-	v, e := a.lookup(c, id)
+	v, e := a.lookup(c.Request.Context(), id)
 	if e != nil {
 		writeError(c, e)
 		return
@@ -382,7 +381,7 @@ func (a *api) postReservation(c *gin.Context) {
 	if ip.IsValid() {
 		ipStr = ip.String()
 	}
-	dec, err := a.lim.Allow(c, snap.limiterRequest(id, v.CampaignID, channel, ipStr, uh))
+	dec, err := a.lim.Allow(c.Request.Context(), snap.limiterRequest(id, v.CampaignID, channel, ipStr, uh))
 	if err != nil {
 		writeError(c, unavailable("request cancelled"))
 		return
@@ -395,7 +394,7 @@ func (a *api) postReservation(c *gin.Context) {
 	if v.RequireToken {
 		ok := false
 		if body.Token != "" {
-			ok, err = a.inv.ConsumeToken(c, id, user, body.Token)
+			ok, err = a.inv.ConsumeToken(c.Request.Context(), id, user, body.Token)
 			if err != nil {
 				a.lim.Refund(dec)
 				writeError(c, a.storeError(err))
@@ -410,7 +409,7 @@ func (a *api) postReservation(c *gin.Context) {
 	}
 	// 9. Reserve: idempotency, per-user limits and stock in one script on the user's shard.
 	start := time.Now()
-	res, err := a.inv.Reserve(c, inventory.ReserveRequest{
+	res, err := a.inv.Reserve(c.Request.Context(), inventory.ReserveRequest{
 		ActivityID: id, UserID: user, IdempotencyKey: idem, Quantity: qty,
 		UserRate:  inventory.Limit{Rate: cfg.Limits.User.Rate, Burst: cfg.Limits.User.Burst},
 		Window:    cfg.Limits.UserWindow.Window.D(),
@@ -467,7 +466,7 @@ func (a *api) getReservation(c *gin.Context) {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such reservation"))
 		return
 	}
-	r, err := a.inv.Reservation(c, rid)
+	r, err := a.inv.Reservation(c.Request.Context(), rid)
 	if errors.Is(err, inventory.ErrNotFound) || (err == nil && r.UserID != user) {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such reservation"))
 		return
@@ -490,7 +489,7 @@ func (a *api) readyz(c *gin.Context) {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"ready": false, "reason": "no configuration loaded", "configSource": st.Source})
 		return
 	}
-	ctx, cancel := context.WithTimeout(c, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 500*time.Millisecond)
 	defer cancel()
 	if err := a.rdb.Ping(ctx).Err(); err != nil {
 		c.JSON(http.StatusServiceUnavailable, gin.H{"ready": false, "reason": "redis unreachable", "configSource": st.Source})

@@ -1,0 +1,1171 @@
+package app
+
+// Fault drills (SPEC section 8, items 6 and 9): a process of the service killed mid-rush
+// (writer, relay, a whole instance) and a backing service made slow or unreachable (Redis
+// latency, Redis down, RocketMQ down, MariaDB down). Each drill ends with the exact order
+// count in MySQL, every reservation the client saw accepted present as an order, and
+// reconciliation at zero drift.
+//
+// The shared test servers are never stopped: Redis and MariaDB are cut through a faultproxy in
+// front of them, RocketMQ is a private name server and broker of the drill's own, and killed
+// processes are the drill's own seckill binaries.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/faultproxy"
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/order"
+)
+
+// ---------------------------------------------------------------------------- processes
+
+// drillBin is the seckill binary built once per test process for the drills that kill a
+// real process.
+var drillBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// seckillBinary builds ./cmd/seckill (once per test process) into a fixed path under the temp
+// dir, replaced atomically, so repeated runs do not pile up binaries.
+func seckillBinary(t *testing.T) string {
+	t.Helper()
+	drillBin.once.Do(func() {
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			drillBin.err = fmt.Errorf("go tool not found: %w", err)
+			return
+		}
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("seckill-drills-%d", os.Getuid()))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			drillBin.err = err
+			return
+		}
+		tmp := filepath.Join(dir, fmt.Sprintf("seckill.%d", os.Getpid()))
+		start := time.Now()
+		cmd := exec.Command(goBin, "build", "-o", tmp, "./cmd/seckill")
+		cmd.Dir = ".." // the module root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			drillBin.err = fmt.Errorf("go build ./cmd/seckill: %v\n%s", err, out)
+			return
+		}
+		drillBin.path = filepath.Join(dir, "seckill")
+		drillBin.err = os.Rename(tmp, drillBin.path)
+		t.Logf("built %s in %v", drillBin.path, time.Since(start).Round(100*time.Millisecond))
+	})
+	if drillBin.err != nil {
+		t.Fatal(drillBin.err)
+	}
+	return drillBin.path
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// proc is a seckill process of a drill, killed (if still alive) when the test ends.
+type proc struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	base    string // "http://127.0.0.1:port" when the api role runs
+	done    chan struct{}
+}
+
+// spawn starts the seckill binary with opts as SECKILL_* environment variables (defaults as
+// in startApp) and, when it serves the api role, waits until it is ready.
+func spawn(t *testing.T, name string, opts Options) *proc {
+	t.Helper()
+	bin := seckillBinary(t)
+	dir := t.TempDir()
+	if opts.ConfigFile == "" {
+		opts.ConfigFile = filepath.Join(dir, "seckill.yaml")
+		if err := os.WriteFile(opts.ConfigFile, []byte(testConfig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opts.InstanceID == "" {
+		opts.InstanceID = fmt.Sprintf("%s-%s-%d", sanitize(t.Name()), name, time.Now().UnixNano())
+	}
+	if opts.MySQLPool == 0 {
+		opts.MySQLPool = 8
+	}
+	if opts.WriterRate == 0 {
+		opts.WriterRate = 20000
+	}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SECKILL_") {
+			env = append(env, kv)
+		}
+	}
+	set := func(k, v string) {
+		if v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	set("SECKILL_HTTP_ADDR", opts.HTTPAddr)
+	set("SECKILL_REDIS_ADDR", opts.RedisAddr)
+	set("SECKILL_MYSQL_DSN", opts.MySQLDSN)
+	set("SECKILL_ROCKETMQ_NAMESRV", opts.RocketMQNamesrv)
+	set("SECKILL_ROCKETMQ_TOPIC", opts.RocketMQTopic)
+	set("SECKILL_CONFIG_FILE", opts.ConfigFile)
+	set("SECKILL_ADMIN_TOKEN", "test-admin-token")
+	set("SECKILL_INSTANCE_ID", opts.InstanceID)
+	set("SECKILL_DATA_DIR", filepath.Join(dir, "data"))
+	set("SECKILL_ROLES", opts.Roles)
+	set("SECKILL_NAMESPACE", opts.Namespace)
+	set("SECKILL_MYSQL_POOL", strconv.Itoa(opts.MySQLPool))
+	set("SECKILL_WRITER_RATE", strconv.FormatFloat(opts.WriterRate, 'f', -1, 64))
+	if opts.RelayClaimIdle > 0 {
+		set("SECKILL_RELAY_CLAIM_IDLE", opts.RelayClaimIdle.String())
+	}
+	set("SECKILL_DEMO", "false")
+
+	p := &proc{name: name, logPath: filepath.Join(dir, name+".log"), done: make(chan struct{})}
+	logf, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("last lines of %s's log:\n%s", name, tail(p.logPath, 25))
+		}
+	})
+	if opts.has("api") {
+		p.base = "http://" + opts.HTTPAddr
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			select {
+			case <-p.done:
+				t.Fatalf("%s exited at start:\n%s", name, tail(p.logPath, 25))
+			default:
+			}
+			resp, err := http.Get(p.base + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not ready within 60 s:\n%s", name, tail(p.logPath, 25))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return p
+}
+
+// kill sends SIGKILL (no shutdown, no flush) and waits until the process is gone.
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// app is a handle for the harness's request helpers (do, admin, reserve) on the process.
+func (p *proc) app() *testApp { return &testApp{base: p.base} }
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ---------------------------------------------------------------------------- the client
+
+// drillResult is what a drill's crowd saw.
+type drillResult struct {
+	mu           sync.Mutex
+	codes        map[string]int
+	accepted     map[string]string // reservation id -> user, from every 202 and replayed 200
+	noRetryAfter int               // 429 and 503 answers without Retry-After or retryAfterSeconds
+	unavailable  []time.Duration   // latency of each 503 UNAVAILABLE
+	acceptedN    atomic.Int64      // distinct accepted reservations so far
+	doneN        atomic.Int64      // users with a final answer
+}
+
+func (r *drillResult) snapshot() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.codes))
+	for k, v := range r.codes {
+		out[k] = v
+	}
+	return out
+}
+
+// drillClient is how the crowd reaches the service.
+type drillClient struct {
+	// base returns the instance a request goes to.
+	base func(user int) string
+	// onTransport is called after a transport error (e.g. to fail over); may be nil.
+	onTransport func()
+	// patience is how long one user keeps retrying before giving up (default 90 s).
+	patience time.Duration
+	// ramp spreads the users' first requests evenly over this time (zero: all at once), so
+	// a fault injected mid-rush meets users still arriving.
+	ramp time.Duration
+}
+
+// drillRush sends one reservation per user from conns goroutines (ramped up over c.ramp) and, like a real client,
+// keeps retrying with the same Idempotency-Key after a 429 or 503 (honouring Retry-After up to
+// 500 ms) or a transport error, until a final answer (202, 200, 409, 410, 4xx) or patience ends.
+// during is called after each user's final answer.
+func drillRush(t *testing.T, c drillClient, activity string, users, conns int, during func(r *drillResult)) *drillResult {
+	t.Helper()
+	if c.patience == 0 {
+		c.patience = 90 * time.Second
+	}
+	res := &drillResult{codes: map[string]int{}, accepted: map[string]string{}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: 15 * time.Second}
+	defer client.CloseIdleConnections()
+	run := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
+	start := time.Now()
+	parallel(users, conns, func(i int) {
+		user := fmt.Sprintf("drill-%s-%d", run, i)
+		if c.ramp > 0 {
+			time.Sleep(time.Until(start.Add(c.ramp * time.Duration(i) / time.Duration(users))))
+		}
+		giveUp := time.Now().Add(c.patience)
+		for time.Now().Before(giveUp) {
+			req, _ := http.NewRequest("POST", c.base(i)+"/api/v1/activities/"+activity+"/reservations", nil)
+			req.Header.Set("X-User-Id", user)
+			req.Header.Set("Idempotency-Key", "k-"+user)
+			t0 := time.Now()
+			resp, err := client.Do(req)
+			lat := time.Since(t0)
+			if err != nil {
+				res.mu.Lock()
+				res.codes["TRANSPORT"]++
+				res.mu.Unlock()
+				if c.onTransport != nil {
+					c.onTransport()
+				}
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			var body struct {
+				Code          string   `json:"code"`
+				ReservationID string   `json:"reservationId"`
+				RetryAfter    *float64 `json:"retryAfterSeconds"`
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if json.Unmarshal(raw, &body) != nil {
+				body.Code = "NOT_JSON"
+			}
+			code := strconv.Itoa(resp.StatusCode)
+			if body.Code != "" {
+				code += " " + body.Code
+			}
+			res.mu.Lock()
+			res.codes[code]++
+			retry := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+			if retry && (resp.Header.Get("Retry-After") == "" || body.RetryAfter == nil) {
+				res.noRetryAfter++
+			}
+			if code == "503 UNAVAILABLE" {
+				res.unavailable = append(res.unavailable, lat)
+			}
+			if (resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusOK) && body.ReservationID != "" {
+				if prev, seen := res.accepted[body.ReservationID]; !seen {
+					res.accepted[body.ReservationID] = user
+					res.acceptedN.Add(1)
+				} else if prev != user {
+					res.codes["DUPLICATE_RID"]++
+				}
+			}
+			res.mu.Unlock()
+			if !retry {
+				res.doneN.Add(1)
+				if during != nil {
+					during(res)
+				}
+				return
+			}
+			wait := 500 * time.Millisecond
+			if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && time.Duration(s)*time.Second < wait {
+				wait = time.Duration(s) * time.Second
+			}
+			time.Sleep(max(wait, 20*time.Millisecond))
+		}
+		res.mu.Lock()
+		res.codes["NO_FINAL_ANSWER"]++
+		res.mu.Unlock()
+	})
+	t.Logf("crowd of %d users in %v: %v; %d reservations accepted", users, time.Since(start).Round(time.Millisecond), res.snapshot(), len(res.accepted))
+	for code, n := range res.snapshot() {
+		bad := strings.HasPrefix(code, "5") && code != "503 UNAVAILABLE" ||
+			code == "DUPLICATE_RID" || code == "NO_FINAL_ANSWER" || code == "NOT_JSON" ||
+			strings.HasPrefix(code, "400") || strings.HasPrefix(code, "404")
+		if bad {
+			t.Errorf("the crowd saw %q x%d", code, n)
+		}
+	}
+	if res.noRetryAfter > 0 {
+		t.Errorf("%d answers 429/503 without Retry-After and retryAfterSeconds", res.noRetryAfter)
+	}
+	return res
+}
+
+// ---------------------------------------------------------------------------- checks
+
+// ordersOf reads the orders of the activity straight from MariaDB: reservation id -> user.
+func ordersOf(t *testing.T, activity string) map[string]string {
+	t.Helper()
+	db := testsvc.MySQL(t)
+	rows, err := db.Raw("SELECT reservation_id, user_id FROM orders WHERE activity_id = ?", activity).Rows()
+	if err != nil {
+		t.Fatalf("read orders: %v", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var rid, user string
+		if err := rows.Scan(&rid, &user); err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := out[rid]; dup {
+			t.Errorf("two orders for reservation %s", rid)
+		}
+		out[rid] = user
+	}
+	return out
+}
+
+// orderCount counts the activity's orders on db (safe from any goroutine).
+func orderCount(db *gorm.DB, activity string) int64 {
+	var n int64
+	db.Raw("SELECT COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&n)
+	return n
+}
+
+// assertOrdersMatch waits until MySQL holds exactly stock units of the activity (each user at
+// most perUser), then checks that the orders are exactly the reservations the crowd saw
+// accepted: none lost, none the client never heard of, none doubled.
+func assertOrdersMatch(t *testing.T, activity string, stock, perUser int, res *drillResult) {
+	t.Helper()
+	if got := len(res.accepted); got != stock {
+		t.Errorf("the crowd saw %d distinct reservations accepted, want exactly the stock %d", got, stock)
+	}
+	waitOrders(t, activity, stock, perUser)
+	orders := ordersOf(t, activity)
+	missing := 0
+	for rid, user := range res.accepted {
+		if got, ok := orders[rid]; !ok || got != user {
+			missing++
+			if missing <= 5 {
+				t.Errorf("accepted reservation %s of %s has no order (got %q)", rid, user, got)
+			}
+		}
+	}
+	extra := 0
+	for rid := range orders {
+		if _, ok := res.accepted[rid]; !ok {
+			extra++
+		}
+	}
+	if missing > 0 || extra > 0 {
+		t.Fatalf("orders %d: %d accepted reservations without an order, %d orders nobody saw accepted", len(orders), missing, extra)
+	}
+}
+
+// pendingJournal sums the entries relays read but have not acknowledged over every journal
+// stream listed under the namespace.
+func pendingJournal(ctx context.Context, rdb redis.UniversalClient, namespace string) (int64, error) {
+	streams, err := rdb.SMembers(ctx, inventory.Namespaced(namespace, inventory.JournalsKey)).Result()
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	for _, s := range streams {
+		p, err := rdb.XPending(ctx, s, order.RelayGroup).Result()
+		if err != nil {
+			if strings.Contains(err.Error(), "NOGROUP") {
+				continue
+			}
+			return 0, err
+		}
+		sum += p.Count
+	}
+	return sum, nil
+}
+
+// metric reads one unlabelled sample of the instance's /metrics.
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %q", name, v)
+			}
+			return f
+		}
+	}
+	t.Fatalf("metric %s not exported", name)
+	return 0
+}
+
+// waitUntil polls cond every 20 ms until it holds or limit passes, and returns how long it took.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func drillNamespace() string { return fmt.Sprintf("drill%d", time.Now().UnixNano()) }
+
+// ---------------------------------------------------------------------------- kills
+
+// Acceptance 6, the order writer: a writer-only process is SIGKILLed while it is writing the
+// orders of a rush; a new writer process in the same consumer group finishes the work. Exactly
+// the stock becomes orders, each accepted reservation once.
+func TestDrillWriterKilled(t *testing.T) {
+	const stock = 600
+	opts := rocketOptions(t)
+	db := testsvc.MySQL(t)
+	opts.Namespace = drillNamespace()
+	seckillBinary(t)
+	a := opts
+	a.Roles = "api,relay"
+	ta := startApp(t, a, testConfig)
+
+	w := opts
+	w.Roles = "writer"
+	w.WriterRate = 250 // slow enough that the kill lands mid-stream
+	first := spawn(t, "writer-1", w)
+
+	id := uniq(t, "wkill")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	var killedAt atomic.Int64 // orders in MySQL when the writer died (0: not yet)
+	var acceptedAtKill atomic.Int64
+	killed := make(chan struct{})
+	var res *drillResult
+	go func() {
+		defer close(killed)
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if n := orderCount(db, id); n >= 100 {
+				first.kill()
+				killedAt.Store(orderCount(db, id))
+				return
+			}
+		}
+	}()
+	res = drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
+		select {
+		case <-killed:
+		default:
+			acceptedAtKill.Store(r.acceptedN.Load())
+		}
+	})
+	<-killed
+	if killedAt.Load() == 0 {
+		t.Fatal("the first writer never wrote 100 orders")
+	}
+	time.Sleep(2 * time.Second)
+	stalled := orderCount(db, id)
+	if stalled >= stock {
+		t.Fatalf("%d orders already before the new writer started: the kill came too late", stalled)
+	}
+	start := time.Now()
+	spawn(t, "writer-2", w)
+	assertOrdersMatch(t, id, stock, 1, res)
+	t.Logf("writer SIGKILLed with %d orders in MySQL and ~%d of %d reservations accepted; %d orders 2 s later; new writer completed %d orders in %v",
+		killedAt.Load(), acceptedAtKill.Load(), stock, stalled, stock, time.Since(start).Round(100*time.Millisecond))
+	waitDriftZero(t, ta, id)
+}
+
+// Acceptance 6, the relay: a relay-only process (its Redis made 50 ms slow, so entries sit
+// read-but-unacknowledged for a while) is frozen and SIGKILLed with journal entries pending;
+// a new relay claims them after its claim idle time and every accepted reservation becomes
+// exactly one order.
+func TestDrillRelayKilled(t *testing.T) {
+	const stock = 600
+	opts := rocketOptions(t)
+	db := testsvc.MySQL(t)
+	opts.Namespace = drillNamespace()
+	seckillBinary(t)
+	rdb := testsvc.Redis(t)
+	a := opts
+	a.Roles = "api,writer"
+	ta := startApp(t, a, testConfig)
+
+	slow, err := faultproxy.New("127.0.0.1:0", testsvc.RedisAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slow.Close() })
+	slow.SetLatency(50 * time.Millisecond)
+	r := opts
+	r.Roles = "relay"
+	r.RedisAddr = slow.Addr()
+	first := spawn(t, "relay-1", r)
+
+	id := uniq(t, "rkill")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	ctx := context.Background()
+	var pendingAtKill, ordersAtKill, acceptedAtKill atomic.Int64
+	var killMu sync.Mutex // one goroutine at a time freezes and kills
+	killed := make(chan struct{})
+	var res *drillResult
+	res = drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
+		if r.acceptedN.Load() < stock/4 {
+			return
+		}
+		killMu.Lock()
+		defer killMu.Unlock()
+		select {
+		case <-killed:
+			return
+		default:
+		}
+		// Freeze the relay (its Redis connections drop, so an acknowledgement on the way is
+		// lost) and kill it once entries are pending.
+		p, err := pendingJournal(ctx, rdb, opts.Namespace)
+		if err != nil || p == 0 {
+			return
+		}
+		slow.Disable()
+		if p, _ = pendingJournal(ctx, rdb, opts.Namespace); p == 0 {
+			slow.Enable()
+			return
+		}
+		first.kill()
+		pendingAtKill.Store(p)
+		ordersAtKill.Store(orderCount(db, id))
+		acceptedAtKill.Store(r.acceptedN.Load())
+		close(killed)
+	})
+	select {
+	case <-killed:
+	default:
+		t.Fatal("the relay was never caught with pending entries during the rush")
+	}
+	time.Sleep(time.Second)
+	if p, _ := pendingJournal(ctx, rdb, opts.Namespace); p == 0 {
+		t.Fatal("no journal entries pending after the relay died: the claim path is not exercised")
+	}
+	r2 := opts
+	r2.Roles = "relay"
+	r2.RelayClaimIdle = 2 * time.Second
+	start := time.Now()
+	spawn(t, "relay-2", r2)
+	claimed := waitUntil(t, 60*time.Second, "pending journal entries claimed", func() bool {
+		p, err := pendingJournal(ctx, rdb, opts.Namespace)
+		return err == nil && p == 0
+	})
+	assertOrdersMatch(t, id, stock, 1, res)
+	t.Logf("relay SIGKILLed with %d entries pending, %d orders in MySQL, %d of %d reservations accepted; new relay (claim idle 2 s) cleared the pending entries in %v and all %d orders were in MySQL %v after it started",
+		pendingAtKill.Load(), ordersAtKill.Load(), acceptedAtKill.Load(), stock, claimed.Round(100*time.Millisecond), stock, time.Since(start).Round(100*time.Millisecond))
+	waitDriftZero(t, ta, id)
+}
+
+// Acceptance 6, a whole instance: instance B (api, relay, writer, reconciler in one process)
+// takes the rush and is SIGKILLed mid-rush; clients fail over to instance C with the same
+// Idempotency-Key. Every reservation a client saw accepted (from B or C) becomes exactly one
+// order: B's unrelayed journal entries and its unacknowledged queue messages are C's now.
+func TestDrillInstanceKilled(t *testing.T) {
+	const stock = 600
+	opts := rocketOptions(t)
+	db := testsvc.MySQL(t)
+	opts.Namespace = drillNamespace()
+	opts.RelayClaimIdle = 2 * time.Second
+	rdb := testsvc.Redis(t)
+	b := opts
+	b.Roles = "api,relay,writer,reconciler"
+	b.WriterRate = 300
+	victim := spawn(t, "instance-b", b)
+	survivor := startApp(t, opts, testConfig)
+
+	id := uniq(t, "ikill")
+	victim.app().createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	var current atomic.Pointer[string]
+	current.Store(&victim.base)
+	var acceptedAtKill, ordersAtKill, pendingAfterKill atomic.Int64
+	var killOnce sync.Once
+	killedAt := time.Time{}
+	res := drillRush(t, drillClient{
+		base:        func(int) string { return *current.Load() },
+		onTransport: func() { current.Store(&survivor.base) },
+		ramp:        6 * time.Second,
+	}, id, 2*stock, 32, func(r *drillResult) {
+		if r.acceptedN.Load() < stock*2/5 {
+			return
+		}
+		killOnce.Do(func() {
+			victim.kill()
+			killedAt = time.Now()
+			acceptedAtKill.Store(r.acceptedN.Load())
+			ordersAtKill.Store(orderCount(db, id))
+			p, _ := pendingJournal(context.Background(), rdb, opts.Namespace)
+			pendingAfterKill.Store(p)
+		})
+	})
+	if killedAt.IsZero() {
+		t.Fatal("instance B was never killed")
+	}
+	assertOrdersMatch(t, id, stock, 1, res)
+	t.Logf("instance B SIGKILLed after ~%d of %d reservations were accepted, with %d orders in MySQL and %d journal entries pending; %d transport errors failed over to C; all %d orders in MySQL %v after the kill",
+		acceptedAtKill.Load(), stock, ordersAtKill.Load(), pendingAfterKill.Load(), res.snapshot()["TRANSPORT"], stock, time.Since(killedAt).Round(100*time.Millisecond))
+	waitDriftZero(t, survivor, id)
+}
+
+// ---------------------------------------------------------------------------- Redis
+
+// redisProxyApp starts an in-process instance whose Redis is reached through a faultproxy.
+func redisProxyApp(t *testing.T) (*testApp, *faultproxy.Proxy) {
+	t.Helper()
+	opts := realOptions(t)
+	p, err := faultproxy.New("127.0.0.1:0", testsvc.RedisAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	opts.RedisAddr = p.Addr()
+	return startApp(t, opts, testConfig), p
+}
+
+// Acceptance 9, Redis latency: with 100 ms added to every Redis round trip the limiter degrades
+// to local limiting within a bounded number of requests (rate_limiter_degraded 1 on /metrics),
+// reservations stay exact, and it recovers once the latency goes.
+func TestDrillRedisLatency(t *testing.T) {
+	const stock = 300
+	ta, p := redisProxyApp(t)
+	id := uniq(t, "rlat")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+	if d := metric(t, ta.base, "rate_limiter_degraded"); d != 0 {
+		t.Fatalf("rate_limiter_degraded %v before the drill", d)
+	}
+	accepted := map[string]string{}
+	run := time.Now().UnixNano() % 1_000_000
+	user := func(i int) string { return fmt.Sprintf("lat-%d-%d", run, i) }
+
+	p.SetLatency(100 * time.Millisecond)
+	// One request at a time, so the bound counts requests, not concurrency.
+	const bound = 40 // fallback.slowCallsToDegrade is 20; each request makes at least one slow call
+	calls := 0
+	for metric(t, ta.base, "rate_limiter_degraded") != 1 {
+		if calls == bound {
+			t.Fatalf("not degraded after %d requests with 100 ms Redis latency", calls)
+		}
+		a := ta.reserve(t, id, user(calls), "k-"+user(calls))
+		if a.status != http.StatusAccepted {
+			t.Fatalf("reservation %d under latency: %d %v", calls, a.status, a.body)
+		}
+		accepted[a.body["reservationId"].(string)] = user(calls)
+		calls++
+	}
+	t.Logf("degraded after %d sequential requests at 100 ms Redis latency", calls)
+
+	// A crowd under latency, still exact: 200 more users, all accepted (stock 300).
+	slowRes := drillRush(t, drillClient{base: func(int) string { return ta.base }}, id, 200, 16, nil)
+	if got := slowRes.snapshot()["202"]; got != 200 {
+		t.Fatalf("under latency %d of 200 users accepted, want all", got)
+	}
+	if d := metric(t, ta.base, "rate_limiter_degraded"); d != 1 {
+		t.Fatalf("rate_limiter_degraded %v while Redis is still slow", d)
+	}
+
+	p.SetLatency(0)
+	recovered := waitUntil(t, 30*time.Second, "rate_limiter_degraded back to 0", func() bool {
+		return metric(t, ta.base, "rate_limiter_degraded") == 0
+	})
+	t.Logf("recovered %v after the latency was removed", recovered.Round(10*time.Millisecond))
+
+	// After recovery the rest of the stock sells, exactly.
+	fastRes := drillRush(t, drillClient{base: func(int) string { return ta.base }}, id, 400, 32, nil)
+	for _, r := range []*drillResult{slowRes, fastRes} {
+		for rid, u := range r.accepted {
+			if _, dup := accepted[rid]; dup {
+				t.Fatalf("reservation id %s handed out twice", rid)
+			}
+			accepted[rid] = u
+		}
+	}
+	assertOrdersMatch(t, id, stock, 1, &drillResult{accepted: accepted})
+	waitDriftZero(t, ta, id)
+}
+
+// Acceptance 9, Redis down: mid-rush the proxy in front of Redis drops every connection and
+// refuses new ones for 5 s. Reservations answer 503 UNAVAILABLE with Retry-After (never 500),
+// the activity is still served from the local snapshot, reservations resume once Redis is
+// back, and every accepted reservation becomes exactly one order.
+func TestDrillRedisDown(t *testing.T) {
+	const stock = 300
+	ta, p := redisProxyApp(t)
+	id := uniq(t, "rdown")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	var once sync.Once
+	outage := make(chan struct{})
+	var down atomic.Bool
+	var reads, readsOK atomic.Int64
+	var unavailableDuring atomic.Int64
+	go func() {
+		<-outage
+		for down.Load() {
+			reads.Add(1)
+			if resp, err := http.Get(ta.base + "/api/v1/activities/" + id); err == nil {
+				var body map[string]any
+				decodeJSON(resp, &body)
+				if resp.StatusCode == http.StatusOK && body["remaining"] != nil && body["status"] != nil {
+					readsOK.Add(1)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	var outageStart time.Time
+	var codesBefore map[string]int
+	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 16, func(r *drillResult) {
+		if r.acceptedN.Load() < stock/3 {
+			return
+		}
+		once.Do(func() {
+			codesBefore = r.snapshot()
+			if err := p.Disable(); err != nil {
+				t.Error(err)
+			}
+			outageStart = time.Now()
+			down.Store(true)
+			close(outage)
+			go func() {
+				time.Sleep(5 * time.Second)
+				unavailableDuring.Store(int64(r.snapshot()["503 UNAVAILABLE"] - codesBefore["503 UNAVAILABLE"]))
+				down.Store(false)
+				if err := p.Enable(); err != nil {
+					t.Error(err)
+				}
+			}()
+		})
+	})
+	if outageStart.IsZero() {
+		t.Fatal("Redis was never cut")
+	}
+	if down.Load() {
+		t.Fatal("the crowd finished while Redis was still down")
+	}
+	if unavailableDuring.Load() == 0 {
+		t.Fatal("no 503 UNAVAILABLE while Redis was down")
+	}
+	if reads.Load() == 0 || readsOK.Load() != reads.Load() {
+		t.Fatalf("GET activity during the outage: %d of %d answered 200 from the snapshot", readsOK.Load(), reads.Load())
+	}
+	sort.Slice(res.unavailable, func(i, j int) bool { return res.unavailable[i] < res.unavailable[j] })
+	t.Logf("Redis down 5 s: %d answers 503 UNAVAILABLE (p50 %v, max %v), all with Retry-After; %d/%d activity reads served from the snapshot",
+		unavailableDuring.Load(), res.unavailable[len(res.unavailable)/2], res.unavailable[len(res.unavailable)-1], readsOK.Load(), reads.Load())
+	assertOrdersMatch(t, id, stock, 1, res)
+	waitDriftZero(t, ta, id)
+}
+
+// ---------------------------------------------------------------------------- MariaDB
+
+// Acceptance 9 and 2, MariaDB down: mid-rush the proxy in front of MariaDB refuses every
+// connection for 10 s. Reservations keep being accepted (they never touch MySQL), the orders
+// arrive once MariaDB is back, and the instance never holds more MySQL connections than its
+// pool.
+func TestDrillMySQLDown(t *testing.T) {
+	const stock, pool = 600, 4
+	opts := rocketOptions(t)
+	db := testsvc.MySQL(t)
+	p, err := faultproxy.New("127.0.0.1:0", "127.0.0.1:3306")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	opts.MySQLDSN = fmt.Sprintf("seckill:seckill@tcp(%s)/seckill?parseTime=true&loc=UTC", p.Addr())
+	opts.MySQLPool = pool
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "mdown")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	sqlDB, err := ta.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var maxOpen atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if n := int64(sqlDB.Stats().OpenConnections); n > maxOpen.Load() {
+				maxOpen.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+
+	var once sync.Once
+	var ordersAtCut, acceptedAtCut, acceptedAtRestore, ordersAtRestore atomic.Int64
+	restored := make(chan struct{})
+	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
+		if r.acceptedN.Load() < stock/4 {
+			return
+		}
+		once.Do(func() {
+			if err := p.Disable(); err != nil {
+				t.Error(err)
+			}
+			acceptedAtCut.Store(r.acceptedN.Load())
+			ordersAtCut.Store(orderCount(db, id))
+			go func() {
+				defer close(restored)
+				time.Sleep(10 * time.Second)
+				acceptedAtRestore.Store(r.acceptedN.Load())
+				ordersAtRestore.Store(orderCount(db, id))
+				if err := p.Enable(); err != nil {
+					t.Error(err)
+				}
+			}()
+		})
+	})
+	select {
+	case <-restored:
+	case <-time.After(30 * time.Second):
+		t.Fatal("MariaDB was never restored")
+	}
+	if acceptedAtRestore.Load() <= acceptedAtCut.Load() {
+		t.Fatalf("no reservation accepted while MariaDB was down (%d at the cut, %d at the restore)", acceptedAtCut.Load(), acceptedAtRestore.Load())
+	}
+	if ordersAtRestore.Load() >= stock {
+		t.Fatalf("%d orders reached MySQL while it was down", ordersAtRestore.Load())
+	}
+	start := time.Now()
+	assertOrdersMatch(t, id, stock, 1, res)
+	close(stop)
+	<-sampled
+	t.Logf("MariaDB down 10 s: reservations accepted %d at the cut -> %d at the restore (orders %d -> %d); all %d orders %v after the restore; max MySQL connections %d of pool %d",
+		acceptedAtCut.Load(), acceptedAtRestore.Load(), ordersAtCut.Load(), ordersAtRestore.Load(), stock, time.Since(start).Round(100*time.Millisecond), maxOpen.Load(), pool)
+	if m := maxOpen.Load(); m > pool {
+		t.Fatalf("MySQL connections reached %d, pool is %d", m, pool)
+	}
+	waitDriftZero(t, ta, id)
+}
+
+// ---------------------------------------------------------------------------- RocketMQ
+
+// privateRocketMQ is a name server and a broker of the drill's own, started from the jars that
+// scripts/services.sh cached, on free ports, with a store in the test's temp dir.
+type privateRocketMQ struct {
+	t                  *testing.T
+	lib, home, confDir string
+	nsPort, brokerPort int
+	ns, broker         *exec.Cmd
+	nsDone, brokerDone chan struct{}
+}
+
+func rocketMQLib(t *testing.T) string {
+	t.Helper()
+	cache := os.Getenv("SECKILL_CACHE_DIR")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "seckill")
+	}
+	v := os.Getenv("SECKILL_ROCKETMQ_VERSION")
+	if v == "" {
+		v = "5.3.3"
+	}
+	lib := filepath.Join(cache, "rocketmq-"+v, "lib")
+	if _, err := os.Stat(filepath.Join(lib, ".complete")); err != nil {
+		t.Fatalf("RocketMQ jars not cached at %s (scripts/services.sh up assembles them): %v", lib, err)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("java not found (scripts/services.sh up installs it): %v", err)
+	}
+	return lib
+}
+
+// brokerPorts finds a port P below the ephemeral range with P-2 (the broker's fast remoting
+// port), P and P+1 (its HA port) free.
+func brokerPorts(t *testing.T) (ns, broker int) {
+	t.Helper()
+	free := func(p int) bool {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return false
+		}
+		l.Close()
+		return true
+	}
+	seed := int(time.Now().UnixNano() % 5000)
+	for i := 0; i < 500; i++ {
+		base := 21000 + (seed+i*7)%10000
+		if free(base) && free(base+3) && free(base+5) && free(base+6) {
+			return base, base + 5
+		}
+	}
+	t.Fatal("no free ports for a private RocketMQ")
+	return 0, 0
+}
+
+func startPrivateRocketMQ(t *testing.T) *privateRocketMQ {
+	t.Helper()
+	r := &privateRocketMQ{t: t, lib: rocketMQLib(t)}
+	dir := t.TempDir()
+	r.home, r.confDir = filepath.Join(dir, "home"), filepath.Join(dir, "conf")
+	store := filepath.Join(dir, "store")
+	for _, d := range []string{r.home, r.confDir, store} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.nsPort, r.brokerPort = brokerPorts(t)
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(r.confDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The shared broker's configuration (scripts/services.sh) on other ports, a smaller commit
+	// log file and a store of its own.
+	write("namesrv.conf", fmt.Sprintf("listenPort=%d\nbindAddress=127.0.0.1\n", r.nsPort))
+	write("broker.conf", fmt.Sprintf(`brokerClusterName=DrillCluster
+brokerName=drill-%[2]d
+brokerId=0
+brokerRole=ASYNC_MASTER
+flushDiskType=ASYNC_FLUSH
+namesrvAddr=127.0.0.1:%[1]d
+brokerIP1=127.0.0.1
+brokerIP2=127.0.0.1
+bindAddress=127.0.0.1
+listenPort=%[2]d
+storePathRootDir=%[3]s
+storePathCommitLog=%[3]s/commitlog
+mappedFileSizeCommitLog=67108864
+autoCreateTopicEnable=true
+autoCreateSubscriptionGroup=true
+defaultTopicQueueNums=4
+fileReservedTime=1
+diskMaxUsedSpaceRatio=95
+transactionTimeOut=3000
+transactionCheckInterval=5000
+messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s
+`, r.nsPort, r.brokerPort, store))
+	t.Cleanup(r.kill)
+	r.start()
+	return r
+}
+
+func (r *privateRocketMQ) java(main, logback, conf, out string, heap ...string) (*exec.Cmd, chan struct{}) {
+	t := r.t
+	t.Helper()
+	args := append([]string{}, heap...)
+	args = append(args, "-XX:+UseG1GC", "-XX:-OmitStackTraceInFastThrow",
+		"--add-opens=java.base/java.lang=ALL-UNNAMED", "--add-opens=java.base/java.nio=ALL-UNNAMED",
+		"--add-exports=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+		"-Duser.home="+r.home, "-Drocketmq.home.dir="+r.home, "-Djava.net.preferIPv4Stack=true",
+		"-Drmq.logback.configurationFile="+logback,
+		"-cp", r.lib+"/*", main, "-c", filepath.Join(r.confDir, conf))
+	f, err := os.OpenFile(out, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("java", args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatalf("start %s: %v", main, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		f.Close()
+		close(done)
+	}()
+	return cmd, done
+}
+
+func fileHas(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+// start starts the name server and the broker on their ports and store, and waits until the
+// broker registered with the name server.
+func (r *privateRocketMQ) start() {
+	t := r.t
+	t.Helper()
+	t0 := time.Now()
+	nsLog := filepath.Join(r.home, "logs", "rocketmqlogs", "namesrv.log")
+	var offset int64
+	if st, err := os.Stat(nsLog); err == nil {
+		offset = st.Size()
+	}
+	nsOut, brOut := filepath.Join(r.confDir, "namesrv.out"), filepath.Join(r.confDir, "broker.out")
+	r.ns, r.nsDone = r.java("org.apache.rocketmq.namesrv.NamesrvStartup", "rmq.namesrv.logback.xml", "namesrv.conf", nsOut, "-Xms64m", "-Xmx128m")
+	waitUntil(t, 90*time.Second, "private name server boot", func() bool {
+		select {
+		case <-r.nsDone:
+			t.Fatalf("private name server exited:\n%s", tail(nsOut, 20))
+		default:
+		}
+		return fileHas(nsOut, "The Name Server boot success")
+	})
+	r.broker, r.brokerDone = r.java("org.apache.rocketmq.broker.BrokerStartup", "rmq.broker.logback.xml", "broker.conf", brOut,
+		"-Xms256m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m")
+	want := fmt.Sprintf("brokerAddr=127.0.0.1:%d", r.brokerPort)
+	waitUntil(t, 120*time.Second, "private broker registration", func() bool {
+		select {
+		case <-r.brokerDone:
+			t.Fatalf("private broker exited:\n%s", tail(brOut, 20))
+		default:
+		}
+		b, err := os.ReadFile(nsLog)
+		if err != nil || int64(len(b)) < offset {
+			return false
+		}
+		return strings.Contains(string(b[offset:]), "new broker registered") && strings.Contains(string(b[offset:]), want)
+	})
+	t.Logf("private RocketMQ (name server %d, broker %d) up in %v", r.nsPort, r.brokerPort, time.Since(t0).Round(100*time.Millisecond))
+}
+
+// kill SIGKILLs the broker and the name server and waits until both are gone.
+func (r *privateRocketMQ) kill() {
+	for _, p := range []struct {
+		cmd  *exec.Cmd
+		done chan struct{}
+	}{{r.broker, r.brokerDone}, {r.ns, r.nsDone}} {
+		if p.cmd == nil {
+			continue
+		}
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+	}
+}
+
+func (r *privateRocketMQ) namesrv() string { return fmt.Sprintf("127.0.0.1:%d", r.nsPort) }
+
+// Acceptance 9, RocketMQ down: mid-rush a private RocketMQ (name server and broker) is
+// SIGKILLed for ~15 s and started again on the same ports and store. Reservations keep being
+// accepted meanwhile (they wait in the Redis journal), and every accepted reservation becomes
+// exactly one order once RocketMQ is back.
+func TestDrillRocketMQDown(t *testing.T) {
+	const stock = 600
+	opts := realOptions(t)
+	db := testsvc.MySQL(t)
+	mq := startPrivateRocketMQ(t)
+	opts.RocketMQNamesrv = mq.namesrv()
+	opts.RocketMQTopic = uniq(t, "drillmq")
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "mqdown")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	var once sync.Once
+	var ordersAtKill, acceptedAtKill atomic.Int64
+	var killedAt time.Time
+	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
+		if r.acceptedN.Load() < stock/4 {
+			return
+		}
+		once.Do(func() {
+			mq.kill()
+			killedAt = time.Now()
+			acceptedAtKill.Store(r.acceptedN.Load())
+			ordersAtKill.Store(orderCount(db, id))
+		})
+	})
+	if killedAt.IsZero() {
+		t.Fatal("RocketMQ was never killed")
+	}
+	acceptedWhileDown := int64(len(res.accepted)) - acceptedAtKill.Load()
+	if acceptedWhileDown <= 0 {
+		t.Fatalf("no reservation accepted after RocketMQ was killed")
+	}
+	if d := 15*time.Second - time.Since(killedAt); d > 0 {
+		time.Sleep(d)
+	}
+	ordersWhileDown := orderCount(db, id)
+	if ordersWhileDown >= stock {
+		t.Fatalf("%d orders reached MySQL while RocketMQ was down", ordersWhileDown)
+	}
+	downFor := time.Since(killedAt)
+	mq.start()
+	start := time.Now()
+	assertOrdersMatch(t, id, stock, 1, res)
+	t.Logf("RocketMQ killed after %d reservations accepted (%d orders in MySQL), %d more accepted while it was down; %d orders after %v down; all %d orders %v after it was back",
+		acceptedAtKill.Load(), ordersAtKill.Load(), acceptedWhileDown, ordersWhileDown, downFor.Round(100*time.Millisecond), stock, time.Since(start).Round(100*time.Millisecond))
+	waitDriftZero(t, ta, id)
+}
