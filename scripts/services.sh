@@ -372,8 +372,8 @@ rocketmq_up() {
 			fail_with_log "RocketMQ name server did not boot in 90 s" "$RMQ/namesrv.out"
 		wait_for 10 "namesrv port" port_open 9876 ||
 			fail_with_log "RocketMQ name server does not listen on 9876" "$RMQ/namesrv.out"
-		log "rocketmq name server up on 127.0.0.1:9876"
 	fi
+	log "rocketmq name server up on 127.0.0.1:9876"
 	if ! pid_alive "$RMQ/broker.pid" BrokerStartup; then
 		port_open 10911 && die "127.0.0.1:10911 is in use by a process this script did not start"
 		: >"$RMQ/broker.out"
