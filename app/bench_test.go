@@ -27,6 +27,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/lua"
 )
 
 const benchParallelism = 32
@@ -284,4 +285,17 @@ func BenchmarkHTTPSoldOut(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric((redisCalls(b, a)-calls0)/float64(b.N), "redis-calls/op")
 	})
+}
+
+// TestBenchScriptSHA prints the SHA1 the service runs for the reservation and IP bucket
+// scripts (lua.Source, includes expanded), to compare with what scripts/bench.sh loads for
+// redis-benchmark: go test -run TestBenchScriptSHA -v ./app/
+func TestBenchScriptSHA(t *testing.T) {
+	for _, name := range []string{"inventory_reserve.lua", "limiter_bucket.lua"} {
+		s, err := lua.Load(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s sha1 %s", name, s.Hash())
+	}
 }

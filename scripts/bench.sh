@@ -135,6 +135,20 @@ step_redis() {
   evalsha_run reserve 100000 100000 "$sha"
   # sold-out path: stock 1000, then EMPTY for the rest (what a shard answers once it is dry)
   evalsha_run soldout 1000 100000 "$sha"
+  # the per-IP bucket (limiter_bucket.lua), one call per request that passes the leased budgets:
+  # every call a new IP, rate and burst 1,000,000, take 1, Redis TIME
+  expand_lua limiter_bucket.lua >"$OUT/limiter_bucket.expanded.lua"
+  local bsha before after
+  bsha=$(rcli -x script load <"$OUT/limiter_bucket.expanded.lua")
+  before=$(cmdstat evalsha)
+  redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n 100000 -r 100000000 -q \
+    evalsha "$bsha" 1 "sk:{ip:bench-$RUN-__rand_int__}:tb" 1000000 1000000 1 0 \
+    | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
+    | sed "s/.*: \([0-9.]* requests per second\)/ip-bucket: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
+  after=$(cmdstat evalsha)
+  awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " "); c = y[1] - x[1]; u = y[2] - x[2];
+    printf "ip-bucket: EVALSHA calls counted by the server %d (sent 100000), server time %.1f us/call\n", c, u / c }' | tee -a "$OUT/redis-evalsha.txt"
+  # (the bucket keys carry a TTL set by the script and expire by themselves)
   # the plain-command ceiling of the same server, for scale
   redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n 200000 -q -t get,incr | tr '\r' '\n' | grep -a 'requests per second' | tee -a "$OUT/redis-evalsha.txt"
 }
