@@ -53,7 +53,7 @@ func (a *api) router() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-		r.Use(a.observe, a.recover)
+	r.Use(a.observe, a.recover)
 	r.NoRoute(func(c *gin.Context) { writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such route")) })
 	r.NoMethod(func(c *gin.Context) {
 		writeError(c, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route"))
