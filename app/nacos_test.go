@@ -1,0 +1,131 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// publishNacos publishes content the way the Nacos console does (Open API v1, form-encoded).
+func publishNacos(t *testing.T, dataID, group, content string) {
+	t.Helper()
+	resp, err := http.PostForm("http://"+testsvc.NacosAddr+"/nacos/v1/cs/configs", url.Values{
+		"dataId": {dataID}, "group": {group}, "content": {content}, "type": {"yaml"},
+	})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("publish: HTTP %d", resp.StatusCode)
+	}
+}
+
+// Acceptance 8, end to end: the kill switch and the canary edited in Nacos take effect in
+// three instances; an invalid edit is refused everywhere and the old configuration stays.
+// (config's TestPropagation measures p50/p99 over 50 edits with one SDK client per process.)
+func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
+	testsvc.Nacos(t)
+	dataID := uniq(t, "seckill") + ".yaml"
+	group := "SECKILL_TEST"
+	publishNacos(t, dataID, group, testConfig)
+	base := realOptions(t)
+	base.NacosAddr = testsvc.NacosAddr
+	base.NacosDataID = dataID
+	base.NacosGroup = group
+	base.Namespace = uniq(t, "nacos")
+	var apps []*testApp
+	for i := 0; i < 3; i++ {
+		o := base
+		o.InstanceID = fmt.Sprintf("nacos-%d-%d", i, time.Now().UnixNano())
+		o.ConfigFile = "/nonexistent"
+		apps = append(apps, startApp(t, o, ""))
+	}
+	for _, ta := range apps {
+		if st := ta.cfg.Status(); st.Source != "nacos" {
+			t.Fatalf("config source %q, want nacos", st.Source)
+		}
+	}
+	id := uniq(t, "nacos")
+	apps[0].createActivity(t, id, 1000, 1, 2, time.Now().Add(-time.Second))
+
+	// waitAll publishes content and waits until check holds on every instance; it returns
+	// how long each instance took.
+	waitAll := func(content string, check func(ta *testApp, user string) bool) []time.Duration {
+		t.Helper()
+		start := time.Now()
+		publishNacos(t, dataID, group, content)
+		took := make([]time.Duration, len(apps))
+		var wg sync.WaitGroup
+		for i, ta := range apps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n := 0
+				for time.Since(start) < 10*time.Second {
+					n++
+					if check(ta, fmt.Sprintf("probe-%d-%d-%d", i, n, time.Now().UnixNano())) {
+						took[i] = time.Since(start)
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				took[i] = -1
+			}()
+		}
+		wg.Wait()
+		for i, d := range took {
+			if d < 0 {
+				t.Fatalf("instance %d never applied the edit within 10 s", i)
+			}
+		}
+		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+		return took
+	}
+	reserveCode := func(ta *testApp, user string) (int, any) {
+		a := ta.reserve(t, id, user, "")
+		return a.status, a.body["code"]
+	}
+
+	took := waitAll(testConfig+"killSwitch: true\n", func(ta *testApp, u string) bool {
+		s, c := reserveCode(ta, u)
+		return s == 503 && c == CodeDisabled
+	})
+	t.Logf("kill switch in force on all three instances after %v (slowest)", took[2])
+	took = waitAll(testConfig, func(ta *testApp, u string) bool {
+		s, _ := reserveCode(ta, u)
+		return s == 202
+	})
+	t.Logf("kill switch released on all three after %v", took[2])
+	took = waitAll(testConfig+"activities:\n  "+id+":\n    canaryRatio: 0\n", func(ta *testApp, u string) bool {
+		s, c := reserveCode(ta, u)
+		return s == 429 && c == CodeNotAdmitted
+	})
+	t.Logf("canary 0 in force on all three after %v", took[2])
+
+	// An invalid edit: refused by every instance, the canary keeps applying.
+	versions := make([]string, len(apps))
+	for i, ta := range apps {
+		versions[i] = ta.cfg.Status().Version
+	}
+	publishNacos(t, dataID, group, "limits: {user: {rate: -5, burst: 1}}\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for i, ta := range apps {
+		for ta.cfg.Status().LastError == "" && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		st := ta.cfg.Status()
+		if st.LastError == "" || st.Version != versions[i] {
+			t.Fatalf("instance %d: invalid edit not refused (version %s, was %s, lastError %q)", i, st.Version, versions[i], st.LastError)
+		}
+		if s, c := reserveCode(ta, fmt.Sprintf("after-bad-%d", i)); s != 429 || c != CodeNotAdmitted {
+			t.Fatalf("instance %d after a refused edit: %d %v", i, s, c)
+		}
+	}
+}
