@@ -299,3 +299,54 @@ func TestBenchScriptSHA(t *testing.T) {
 		t.Logf("%s sha1 %s", name, s.Hash())
 	}
 }
+
+// BenchmarkHTTPBareReserveScript is the reservation path's ceiling: a bare Gin route that runs
+// the same reservation script once per request (through the inventory, with go-redis) and
+// nothing else: no identity, config snapshot, kill switch, blacklist, canary or limiter.
+// BenchmarkHTTPReserve over this ratio is what the service's own layers cost.
+func BenchmarkHTTPBareReserveScript(b *testing.B) {
+	benchVariants(b, func(b *testing.B, real bool) {
+		a, base := benchApp(b, real)
+		client := benchClient()
+		const shards = 16
+		id := fmt.Sprintf("bench-bare-%d", time.Now().UnixNano()%1_000_000_000_000)
+		benchCreate(b, client, base, id, 10_000_000, shards)
+		if real {
+			b.Cleanup(func() { benchCleanup(a, id, shards) })
+		}
+		gin.SetMode(gin.ReleaseMode)
+		r := gin.New()
+		r.POST("/reserve/:id", func(c *gin.Context) {
+			res, err := a.inv.Reserve(c.Request.Context(), inventory.ReserveRequest{
+				ActivityID: c.Param("id"), UserID: c.GetHeader("X-User-Id"), Quantity: 1,
+				UserRate: inventory.Limit{Rate: 1000, Burst: 1000}, Window: time.Minute, WindowMax: 1000,
+			})
+			if err != nil || res.Code != inventory.Reserved {
+				c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE"})
+				return
+			}
+			c.JSON(http.StatusAccepted, gin.H{"reservationId": res.ReservationID, "activityId": c.Param("id"), "status": "PENDING"})
+		})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := &http.Server{Handler: r}
+		go srv.Serve(ln)
+		defer srv.Close()
+		url := "http://" + ln.Addr().String() + "/reserve/" + id
+		b.ReportAllocs()
+		b.SetParallelism(benchParallelism)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				req, _ := http.NewRequest(http.MethodPost, url, nil)
+				req.Header.Set("X-User-Id", "bb-"+strconv.FormatInt(benchSeq.Add(1), 10))
+				if code, err := benchDo(client, req); err != nil || code != http.StatusAccepted {
+					b.Errorf("bare reserve: %d %v", code, err)
+					return
+				}
+			}
+		})
+	})
+}
