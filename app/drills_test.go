@@ -406,7 +406,9 @@ func assertOrdersMatch(t *testing.T, activity string, stock, perUser int, res *d
 	if got := len(res.accepted); got != stock {
 		t.Errorf("the crowd saw %d distinct reservations accepted, want exactly the stock %d", got, stock)
 	}
+	start := time.Now()
 	waitOrders(t, activity, stock, perUser)
+	t.Logf("all %d orders in MySQL after waiting %v (including waitOrders' 500 ms settle)", stock, time.Since(start).Round(100*time.Millisecond))
 	orders := ordersOf(t, activity)
 	missing := 0
 	for rid, user := range res.accepted {
@@ -879,7 +881,8 @@ func TestDrillMySQLDown(t *testing.T) {
 	var ordersAtCut, acceptedAtCut, acceptedAtRestore, ordersAtRestore atomic.Int64
 	restored := make(chan struct{})
 	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
-		if r.acceptedN.Load() < stock/4 {
+		// Cut once orders are flowing (or half the stock is taken, whichever comes first).
+		if n := r.acceptedN.Load(); n < stock/4 || n < stock/2 && orderCount(db, id) == 0 {
 			return
 		}
 		once.Do(func() {
@@ -1137,7 +1140,8 @@ func TestDrillRocketMQDown(t *testing.T) {
 	var ordersAtKill, acceptedAtKill atomic.Int64
 	var killedAt time.Time
 	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
-		if r.acceptedN.Load() < stock/4 {
+		// Kill once orders are flowing (or half the stock is taken, whichever comes first).
+		if n := r.acceptedN.Load(); n < stock/4 || n < stock/2 && orderCount(db, id) == 0 {
 			return
 		}
 		once.Do(func() {
