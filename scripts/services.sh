@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/services.sh up|down|status|restart
+# scripts/services.sh up|down|status|restart|fetch   (fetch: fill the caches, start nothing)
 #
 # Starts, on loopback only, every real server the tests need:
 #   Redis 7 standalone   127.0.0.1:6379
@@ -634,8 +634,24 @@ cmd_status() {
 	return "$STATUS_RC"
 }
 
+# cmd_fetch: fills the caches (RocketMQ jars, r-nacos binary) without starting anything.
+cmd_fetch() {
+	local t0=$SECONDS
+	mkdir -p "$CACHE"
+	need_pkgs java openjdk-17-jdk-headless
+	need_pkgs mvn maven
+	rnacos_build_start
+	phase rocketmq-jars
+	rocketmq_jars
+	phase rnacos-build
+	rnacos_build_wait
+	phase done
+	log "caches ready in $((SECONDS - t0))s ($CACHE)"
+}
+
 case "${1:-}" in
 up) cmd_up ;;
+fetch) cmd_fetch ;;
 down) cmd_down ;;
 status) cmd_status ;;
 restart)
@@ -643,7 +659,7 @@ restart)
 	cmd_up
 	;;
 *)
-	echo "usage: $0 up|down|status|restart" >&2
+	echo "usage: $0 up|down|status|restart|fetch" >&2
 	exit 2
 	;;
 esac
