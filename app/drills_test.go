@@ -26,7 +26,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -210,7 +209,7 @@ func (p *proc) kill() {
 		return
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Process.Kill() // SIGKILL
 	<-p.done
 }
 
@@ -306,6 +305,7 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 				Code          string   `json:"code"`
 				ReservationID string   `json:"reservationId"`
 				RetryAfter    *float64 `json:"retryAfterSeconds"`
+				Dimension     string   `json:"dimension"`
 			}
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -315,6 +315,9 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 			code := strconv.Itoa(resp.StatusCode)
 			if body.Code != "" {
 				code += " " + body.Code
+			}
+			if body.Dimension != "" {
+				code += "/" + body.Dimension
 			}
 			res.mu.Lock()
 			res.codes[code]++
@@ -1113,7 +1116,7 @@ func (r *privateRocketMQ) kill() {
 		select {
 		case <-p.done:
 		default:
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			_ = p.cmd.Process.Kill() // SIGKILL
 			<-p.done
 		}
 	}
