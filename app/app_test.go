@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -267,4 +268,43 @@ func parallel(n, c int, f func(i int)) {
 func decodeJSON(resp *http.Response, v any) {
 	defer resp.Body.Close()
 	_ = json.NewDecoder(resp.Body).Decode(v)
+}
+
+// TestDashboardUsesRealMetrics keeps docs/grafana-dashboard.json honest: every metric it
+// queries is one the service exports.
+func TestDashboardUsesRealMetrics(t *testing.T) {
+	ta := startApp(t, Options{}, testConfig)
+	mfs, err := ta.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, mf := range mfs {
+		have[mf.GetName()] = true
+	}
+	// Vectors without a sample yet are not gathered: accept a name a package defines.
+	defined := packageSources(t)
+	raw, err := os.ReadFile("../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`\b(?:http|rate_limiter|redis|coupon|config|order)_[a-z_]+`).FindAllString(string(raw), -1) {
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count"), "_sum")
+		if !have[base] && !strings.Contains(defined, `"`+base+`"`) {
+			t.Errorf("dashboard queries %s, which the service does not export", m)
+		}
+	}
+}
+
+// packageSources is the text of the metric definitions of every package.
+func packageSources(t *testing.T) string {
+	var b strings.Builder
+	for _, f := range []string{"../order/metrics.go", "../limiter/metrics.go", "../inventory/metrics.go", "../config/reload.go", "metrics.go"} {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(raw)
+	}
+	return b.String()
 }
