@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,9 @@ func (p *pool) expireLocked(now time.Time) {
 	}
 }
 
+// errLeaseDegraded sends a request whose awaited lease failed to the local limiter.
+var errLeaseDegraded = errors.New("limiter: lease failed, limiter degraded")
+
 // take spends one token of the budget, leasing from Redis when the pool runs low. It returns
 // the bucket's refill time when the budget is empty, and an error only when the lease call
 // failed and no token was taken.
@@ -104,6 +108,11 @@ func (p *pool) take(ctx context.Context, l *Limiter, now time.Time, lim Limit) (
 			case <-ch:
 			case <-ctx.Done():
 				return false, 0, ctx.Err()
+			}
+			if l.Degraded() {
+				// The lease this request waited for failed and Redis is now considered
+				// down or slow: let the local limiter decide instead of answering "busy".
+				return false, 0, errLeaseDegraded
 			}
 			p.mu.Lock()
 			continue
