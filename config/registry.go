@@ -2,8 +2,12 @@ package config
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -128,7 +132,7 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 				log.Info("config: registered in nacos naming", "ip", r.IP, "port", r.Port)
 			}
 		}
-		r.refresh(client, log)
+		r.refresh(log)
 		select {
 		case <-ctx.Done():
 			r.shutdown(client, registered, log)
@@ -141,19 +145,48 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 	}
 }
 
-func (r *NacosRegistry) refresh(client naming_client.INamingClient, log *slog.Logger) {
-	insts, err := client.SelectInstances(vo.SelectInstancesParam{
-		ServiceName: r.ServiceName, GroupName: r.Group, HealthyOnly: true})
+// refresh counts the healthy instances through the Open API (GET /nacos/v1/ns/instance/list)
+// rather than the SDK's SelectInstances: that subscribes, and nacos-sdk-go v2.3.2 sorts its
+// cached instance slice in place on every push while readers walk it (a data race).
+func (r *NacosRegistry) refresh(log *slog.Logger) {
+	q := url.Values{"serviceName": {r.ServiceName}, "groupName": {r.Group}, "healthyOnly": {"true"}}
+	if r.Namespace != "" {
+		q.Set("namespaceId", r.Namespace)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Addr+"/nacos/v1/ns/instance/list?"+q.Encode(), nil)
 	if err != nil {
-		// The SDK reports an empty service as an error; anything else keeps the last count.
-		if len(insts) == 0 && err.Error() == "instance list is empty!" {
-			r.store(0)
-			return
-		}
 		log.Debug("config: nacos instance count failed, keeping the last", "err", err)
 		return
 	}
-	r.store(len(insts))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		log.Debug("config: nacos instance count failed, keeping the last", "err", err)
+		return
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Hosts []struct {
+			Healthy *bool `json:"healthy"`
+			Enabled *bool `json:"enabled"`
+		} `json:"hosts"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		log.Debug("config: nacos instance count failed, keeping the last", "status", resp.StatusCode)
+		return
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&body); err != nil {
+		log.Debug("config: nacos instance count undecodable, keeping the last", "err", err)
+		return
+	}
+	n := 0
+	for _, h := range body.Hosts {
+		if (h.Healthy == nil || *h.Healthy) && (h.Enabled == nil || *h.Enabled) {
+			n++
+		}
+	}
+	r.store(n)
 }
 
 func (r *NacosRegistry) store(n int) {
