@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,8 +62,49 @@ func freeNacosPort(t *testing.T) int {
 }
 
 // startPrivateNacos starts an r-nacos of this test's own on port (gRPC port+1000) with its
-// data in dir, waits until it is ready and returns a function that stops it.
+// data in dir, waits until it is ready and stores what it is given, and returns a function
+// that stops it. r-nacos 0.8.8 can panic at start on a busy machine and then answer
+// readiness while storing nothing, or come back from a kill without a raft leader: a start
+// that cannot store a probe value is retried on a fresh data dir (up to 3 times).
 func startPrivateNacos(t *testing.T, bin, dir string, port int) (stop func()) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		stop = startPrivateNacosOnce(t, bin, dir, port)
+		if probeNacos(port) {
+			return stop
+		}
+		stop()
+		if attempt == 3 {
+			log, _ := os.ReadFile(filepath.Join(dir, "rnacos.out"))
+			t.Fatalf("private nacos on %d never stored a value: %s", port, log)
+		}
+		os.Rename(filepath.Join(dir, "data"), filepath.Join(dir, fmt.Sprintf("data.broken-%d", attempt)))
+	}
+}
+
+// probeNacos publishes a value and reads it back within 10 s.
+func probeNacos(port int) bool {
+	base := fmt.Sprintf("http://127.0.0.1:%d/nacos/v1/cs/configs", port)
+	want := strconv.FormatInt(time.Now().UnixNano(), 10)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.PostForm(base, url.Values{"dataId": {"probe"}, "group": {"PROBE"}, "content": {want}})
+		if err == nil {
+			resp.Body.Close()
+			if r, err := http.Get(base + "?dataId=probe&group=PROBE"); err == nil {
+				b, _ := io.ReadAll(r.Body)
+				r.Body.Close()
+				if string(b) == want {
+					return true
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return false
+}
+
+func startPrivateNacosOnce(t *testing.T, bin, dir string, port int) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Dir = dir
@@ -88,8 +130,17 @@ func startPrivateNacos(t *testing.T, bin, dir string, port int) (stop func()) {
 			return
 		}
 		stopped = true
-		cmd.Process.Kill() // only the process this test started
-		cmd.Wait()
+		// SIGINT: r-nacos loses its raft membership on SIGTERM or a kill. Only the
+		// process this test started.
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
 		out.Close()
 	}
 	t.Cleanup(stop)
