@@ -17,6 +17,7 @@ import (
 
 	"github.com/nacos-group/nacos-sdk-go/v2/clients"
 	"github.com/nacos-group/nacos-sdk-go/v2/common/constant"
+	"github.com/nacos-group/nacos-sdk-go/v2/util"
 	"github.com/nacos-group/nacos-sdk-go/v2/vo"
 	"golang.org/x/time/rate"
 )
@@ -36,6 +37,16 @@ const (
 // two clients created at once (the config source and the registry) race. It guards the
 // library's globals, not state of ours.
 var nacosClientMu sync.Mutex
+
+// lockNacosClients takes nacosClientMu, first filling the library's lazily cached local IP
+// (util.LocalIP writes a package variable unsynchronised on first use, and every gRPC request
+// reads it): once it is set before any client runs, later calls only read it.
+func lockNacosClients() {
+	nacosClientMu.Lock()
+	nacosLocalIP.Do(func() { util.LocalIP() })
+}
+
+var nacosLocalIP sync.Once
 
 // startupFastPoll is how long after start NacosSource polls faster while the library has not
 // subscribed yet.
@@ -77,7 +88,7 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 	src := *s
 	src.defaults()
 	log := src.Log.With("component", "config", "source", "nacos", "data_id", src.DataID, "group", src.Group)
-	nacosClientMu.Lock()
+	lockNacosClients()
 	client, err := clients.NewConfigClient(vo.NacosClientParam{
 		ClientConfig:  src.clientConfig(),
 		ServerConfigs: src.serverConfigs(),
