@@ -7,7 +7,9 @@
 #   make lint           gofmt check and go vet
 
 GO        ?= go
-TEST_FLAGS ?= -race -count=1 -timeout 75m
+# -p 1: one package at a time; the packages share the real servers and 2 cores, and the
+# fault drills and Nacos push timing are steadier without a second suite competing.
+TEST_FLAGS ?= -race -count=1 -p 1 -timeout 75m
 BENCH     ?= .
 PKGS      ?= ./...
 
