@@ -88,7 +88,7 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 	}
 	log = log.With("component", "config", "registry", r.ServiceName, "instance", r.InstanceID)
 	host, port := splitAddr(r.Addr)
-	nacosClientMu.Lock()
+	lockNacosClients()
 	client, err := clients.NewNamingClient(vo.NacosClientParam{
 		ClientConfig: &constant.ClientConfig{
 			NamespaceId:         r.Namespace,
