@@ -74,6 +74,10 @@ func (k ShardKeys) Holds() string { return k.tag + "holds" }
 // so re-running the drain returns the same amount and the shard never reopens.
 func (k ShardKeys) Drained() string { return k.tag + "drained" }
 
+// CompCredits records, per reservation id, the units of failed reservations credited to this
+// shard because the shard that sold them had been drained by a reshard.
+func (k ShardKeys) CompCredits() string { return k.tag + "compcredits" }
+
 // Refunds is the set of reservation ids whose units were given back to a user record on
 // this (home) shard; it makes compensation idempotent.
 func (k ShardKeys) Refunds() string { return k.tag + "refunds" }

@@ -87,7 +87,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 		}
 		return ErrOrderExists
 	}
-	res, err := c.sc.fail.Run(ctx, c.rdb, []string{keys.Record(n), keys.Stock(), keys.Stats()}).Int64Slice()
+	res, err := c.sc.fail.Run(ctx, c.rdb, []string{keys.Record(n), keys.Stock(), keys.Stats(), keys.Drained()}).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("order: fail %s: %w", msg.ReservationID, err)
 	}
@@ -104,6 +104,10 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 		return ErrAlreadyConfirmed
 	case FailMissing:
 		return ErrNoRecord
+	case FailedNowMoved, AlreadyFailedMoved:
+		if err := c.creditCurrent(ctx, msg, qty); err != nil {
+			return err
+		}
 	}
 	home := inventory.Shard(msg.ActivityID, msg.Epoch, msg.Home)
 	if err := c.sc.refund.Run(ctx, c.rdb, []string{home.Users(), home.Refunds()},
@@ -116,7 +120,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 		Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
 	}
-	if code == FailedNow {
+	if code == FailedNow || code == FailedNowMoved {
 		c.m.Compensations.Inc()
 		c.log.Info("reservation compensated", "reservation", msg.ReservationID, "activity", msg.ActivityID,
 			"units", strconv.FormatInt(qty, 10), "reason", reason)
@@ -129,4 +133,41 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// creditCurrent gives a failed reservation's units to the user's home shard in the current
+// layout, when a reshard drained the shard that sold them (so they are sellable again). The
+// credit is recorded per reservation id on the target shard: a repeated delivery credits
+// nothing more.
+func (c *Compensator) creditCurrent(ctx context.Context, msg Message, qty int64) error {
+	for attempt := 0; attempt < 20; attempt++ {
+		vals, err := c.rdb.HMGet(ctx, inventory.Meta(msg.ActivityID), "epoch", "shards").Result()
+		if err != nil {
+			return fmt.Errorf("order: credit %s: read layout: %w", msg.ReservationID, err)
+		}
+		epoch, err1 := strconv.Atoi(fmt.Sprint(vals[0]))
+		shards, err2 := strconv.Atoi(fmt.Sprint(vals[1]))
+		if err1 != nil || err2 != nil || shards < 1 {
+			return fmt.Errorf("order: credit %s: no layout in meta", msg.ReservationID)
+		}
+		target := inventory.Shard(msg.ActivityID, epoch, inventory.HomeShard(msg.UserHash, shards))
+		code, err := c.sc.credit.Run(ctx, c.rdb, []string{target.CompCredits(), target.Stock(), target.Drained()},
+			msg.ReservationID, qty).Int64()
+		if err != nil {
+			return fmt.Errorf("order: credit %s: %w", msg.ReservationID, err)
+		}
+		switch code {
+		case 1, 2:
+			return nil
+		case 3: // a reshard is moving the layout on: wait for the new one
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		default:
+			return fmt.Errorf("order: order_credit.lua returned %d", code)
+		}
+	}
+	return fmt.Errorf("order: credit %s: the layout kept changing", msg.ReservationID)
 }

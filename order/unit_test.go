@@ -86,10 +86,17 @@ func TestResultCodes(t *testing.T) {
 			t.Errorf("confirmResult(%d) = %v, %v", code, got, err)
 		}
 	}
+	for code, want := range map[int64]FailResult{1: FailedNow, 2: AlreadyFailed, 3: FailConfirmed, 4: FailMissing, 5: FailedNowMoved, 6: AlreadyFailedMoved} {
+		if got, err := failResult(code); err != nil || got != want {
+			t.Errorf("failResult(%d) = %v, %v", code, got, err)
+		}
+	}
 	for _, code := range []int64{0, 5, -1} {
 		if _, err := confirmResult(code); err == nil {
 			t.Errorf("confirmResult(%d): want error", code)
 		}
+	}
+	for _, code := range []int64{0, 7, -1} {
 		if _, err := failResult(code); err == nil {
 			t.Errorf("failResult(%d): want error", code)
 		}
