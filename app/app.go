@@ -184,10 +184,15 @@ func (a *App) openRedis(ctx context.Context) error {
 		a.embedded = append(a.embedded, "redis")
 	}
 	addrs := strings.Split(addr, ",")
+	timeout := time.Second
+	if a.mini != nil {
+		// The embedded server runs Lua in Go, in this process: give it room on a busy machine.
+		timeout = 3 * time.Second
+	}
 	a.rdb = redis.NewUniversalClient(&redis.UniversalOptions{
 		Addrs: addrs, IsClusterMode: len(addrs) > 1, DisableIdentity: true,
 		PoolSize: 128, MinIdleConns: 16, DialTimeout: 2 * time.Second,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1,
+		ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: 1,
 	})
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
