@@ -128,4 +128,46 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 			t.Fatalf("instance %d after a refused edit: %d %v", i, s, c)
 		}
 	}
+
+	// Canary 0.1 over 3,000 distinct users: 10% +/- 3% admitted, and each user gets the same
+	// answer again from another instance.
+	canary := testConfig + "activities:\n  " + id + ":\n    canaryRatio: 0.1\n"
+	publishNacos(t, dataID, group, canary)
+	deadline = time.Now().Add(10 * time.Second)
+	for _, ta := range apps {
+		for ta.cfg.Current().Cfg.CanaryRatio(id) != 0.1 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if r := ta.cfg.Current().Cfg.CanaryRatio(id); r != 0.1 {
+			t.Fatalf("canary ratio %v, want 0.1", r)
+		}
+	}
+	const users = 3000
+	var mu sync.Mutex
+	admitted, flipped := 0, 0
+	codes := map[string]int{}
+	parallel(users, 32, func(i int) {
+		u := fmt.Sprintf("canary-%d", i)
+		s1, c1 := reserveCode(apps[i%3], u)
+		s2, c2 := reserveCode(apps[(i+1)%3], u)
+		out1 := s1 == 429 && c1 == CodeNotAdmitted
+		out2 := s2 == 429 && c2 == CodeNotAdmitted
+		mu.Lock()
+		defer mu.Unlock()
+		codes[fmt.Sprint(s1, c1)]++
+		if !out1 {
+			admitted++
+		}
+		if out1 != out2 {
+			flipped++
+		}
+	})
+	ratio := float64(admitted) / users
+	t.Logf("canary 0.1: %d of %d users admitted (%.3f); %d answers changed between instances; first answers %v", admitted, users, ratio, flipped, codes)
+	if ratio < 0.07 || ratio > 0.13 {
+		t.Fatalf("canary 0.1 admitted %.3f of users, want 0.10 +/- 0.03", ratio)
+	}
+	if flipped != 0 {
+		t.Fatalf("%d users got a different canary answer from another instance", flipped)
+	}
 }

@@ -520,7 +520,15 @@ func CanaryPoint(activityID, userID string) float64 {
 	io.WriteString(h, activityID)
 	h.Write([]byte{0})
 	io.WriteString(h, userID)
-	return float64(h.Sum64()>>11) / (1 << 53)
+	// FNV-1a's high bits barely depend on the last bytes, so ids that differ at the end
+	// (user-1, user-2, ...) would cluster: finish with the murmur3 64-bit mixer.
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return float64(x>>11) / (1 << 53)
 }
 
 // ActivityKilled reports whether reservations of activity id are disabled, by the global

@@ -253,7 +253,8 @@ func TestCanary(t *testing.T) {
 	admitted := 0
 	const n = 20000
 	for i := range n {
-		u := "user-" + strconv.Itoa(i)
+		// Ids that differ only in their last characters, as real ones often do.
+		u := "canary-" + strconv.Itoa(i)
 		first := c.CanaryAdmits("a", u)
 		if first != c.CanaryAdmits("a", u) {
 			t.Fatal("not sticky")
