@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,7 +125,7 @@ func rush(t *testing.T, targets []*testApp, activity string, users, conns int, d
 func waitOrders(t *testing.T, activity string, want, perUser int) {
 	t.Helper()
 	db := testsvc.MySQL(t)
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(90*time.Second + time.Duration(want)*5*time.Millisecond)
 	var units, rows int64
 	for {
 		db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows)
@@ -160,6 +161,21 @@ func waitDriftZero(t *testing.T, ta *testApp, activity string) map[string]any {
 	}
 }
 
+// rushScale multiplies the users and stock of the rush acceptance tests: SECKILL_RUSH_SCALE=10
+// runs the heavier variants (100,000 users on stock 10,000) on a bigger machine. Default 1,
+// sized for the 2-core CI machine.
+func rushScale(t *testing.T) int {
+	v := os.Getenv("SECKILL_RUSH_SCALE")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("SECKILL_RUSH_SCALE=%q: want a positive integer", v)
+	}
+	return n
+}
+
 func rocketOptions(t *testing.T) Options {
 	o := realOptions(t)
 	o.RocketMQNamesrv = testsvc.RocketMQ(t)
@@ -174,7 +190,8 @@ func TestAcceptanceRush(t *testing.T) {
 	opts.MySQLPool = 4
 	ta := startApp(t, opts, testConfig)
 	id := uniq(t, "rush")
-	ta.createActivity(t, id, 1000, 1, 8, time.Now().Add(-time.Second))
+	k := rushScale(t)
+	ta.createActivity(t, id, 1000*k, 1, 8, time.Now().Add(-time.Second))
 
 	var maxOpen atomic.Int64
 	sqlDB, _ := ta.db.DB()
@@ -192,11 +209,11 @@ func TestAcceptanceRush(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	res := rush(t, []*testApp{ta}, id, 10000, 64, nil)
-	if got := res.byCode["202"]; got != 1000 {
-		t.Fatalf("accepted %d reservations, want exactly 1000", got)
+	res := rush(t, []*testApp{ta}, id, 10000*k, 64, nil)
+	if got := res.byCode["202"]; got != 1000*k {
+		t.Fatalf("accepted %d reservations, want exactly %d", got, 1000*k)
 	}
-	waitOrders(t, id, 1000, 1)
+	waitOrders(t, id, 1000*k, 1)
 	close(stop)
 	if m := res.minSeen.Load(); m != 0 {
 		t.Fatalf("minimum remaining seen %d, want 0", m)
@@ -223,12 +240,13 @@ func TestAcceptanceThreeInstances(t *testing.T) {
 		apps = append(apps, startApp(t, o, testConfig))
 	}
 	id := uniq(t, "three")
-	apps[0].createActivity(t, id, 300, 1, 6, time.Now().Add(-time.Second))
-	res := rush(t, apps, id, 3000, 48, nil)
-	if got := res.byCode["202"]; got != 300 {
-		t.Fatalf("accepted %d, want 300", got)
+	k := rushScale(t)
+	apps[0].createActivity(t, id, 300*k, 1, 6, time.Now().Add(-time.Second))
+	res := rush(t, apps, id, 3000*k, 48, nil)
+	if got := res.byCode["202"]; got != 300*k {
+		t.Fatalf("accepted %d, want %d", got, 300*k)
 	}
-	waitOrders(t, id, 300, 1)
+	waitOrders(t, id, 300*k, 1)
 	waitDriftZero(t, apps[1], id)
 }
 
@@ -279,12 +297,13 @@ func TestAcceptanceRushOnCluster(t *testing.T) {
 	opts.RedisAddr = testsvc.RedisClusterAddr
 	ta := startApp(t, opts, testConfig)
 	id := uniq(t, "cluster")
-	ta.createActivity(t, id, 500, 1, 12, time.Now().Add(-time.Second))
-	res := rush(t, []*testApp{ta}, id, 4000, 64, nil)
-	if got := res.byCode["202"]; got != 500 {
-		t.Fatalf("accepted %d, want 500", got)
+	k := rushScale(t)
+	ta.createActivity(t, id, 500*k, 1, 12, time.Now().Add(-time.Second))
+	res := rush(t, []*testApp{ta}, id, 4000*k, 64, nil)
+	if got := res.byCode["202"]; got != 500*k {
+		t.Fatalf("accepted %d, want %d", got, 500*k)
 	}
-	waitOrders(t, id, 500, 1)
+	waitOrders(t, id, 500*k, 1)
 	waitDriftZero(t, ta, id)
 }
 
