@@ -190,3 +190,44 @@ func TestOperatorControls(t *testing.T) {
 		t.Fatalf("user rate: %d %v", a.status, a.body)
 	}
 }
+
+// An admitted request makes exactly one Redis round trip on a single node: the reservation
+// script, which also takes the per-IP token. The IP limit still applies (429, dimension ip).
+func TestOneRedisCallPerAdmittedRequest(t *testing.T) {
+	ta := startApp(t, realOptions(t), testConfig)
+	id := uniq(t, "onecall")
+	ta.createActivity(t, id, 10000, 1, 4, time.Now().Add(-time.Second))
+	for i := 0; i < 5; i++ { // warm: the first requests lease the budgets
+		ta.reserve(t, id, fmt.Sprintf("warm-%d", i), "")
+	}
+	reserve0 := scrapeSum(t, ta, `redis_calls_total{script="inventory_reserve"}`)
+	lim0 := scrapeSum(t, ta, "rate_limiter_redis_calls_total")
+	const n = 200
+	for i := 0; i < n; i++ {
+		if a := ta.reserve(t, id, fmt.Sprintf("one-%d", i), ""); a.status != http.StatusAccepted {
+			t.Fatalf("request %d: %d %v", i, a.status, a.body)
+		}
+	}
+	reserves := scrapeSum(t, ta, `redis_calls_total{script="inventory_reserve"}`) - reserve0
+	lims := scrapeSum(t, ta, "rate_limiter_redis_calls_total") - lim0
+	t.Logf("%d admitted requests: %v reservation scripts, %v limiter Redis calls", n, reserves, lims)
+	// Budget leases are amortised (a lease covers many requests; an unused one expires and is
+	// taken again), so a slow sequential client still sees a few.
+	if reserves != n || lims > n/20 {
+		t.Fatalf("%d admitted requests made %v reservation calls and %v limiter calls; want %d and at most %d", n, reserves, lims, n, n/20)
+	}
+
+	// The per-IP limit, enforced inside the reservation script.
+	ta.setConfig(t, strings.Replace(testConfig, "ip:       {rate: 1000000, burst: 1000000}", "ip:       {rate: 0.01, burst: 2}", 1))
+	id2 := uniq(t, "ip")
+	ta.createActivity(t, id2, 100, 1, 2, time.Now().Add(-time.Second))
+	for i := 0; i < 2; i++ {
+		if a := ta.reserve(t, id2, fmt.Sprintf("ipu-%d", i), ""); a.status != http.StatusAccepted {
+			t.Fatalf("ip user %d: %d %v", i, a.status, a.body)
+		}
+	}
+	a := ta.reserve(t, id2, "ipu-2", "")
+	if a.status != 429 || a.body["code"] != CodeRateLimited || a.body["dimension"] != "ip" || a.header.Get("Retry-After") == "" {
+		t.Fatalf("third user of one IP: %d %v", a.status, a.body)
+	}
+}

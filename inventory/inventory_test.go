@@ -735,3 +735,47 @@ func TestQuantityAboveShardStock(t *testing.T) {
 		t.Fatalf("quantity above the limit: err = %v", err)
 	}
 }
+
+// The per-IP token travels in the reservation's own round trip on a single node: the bucket
+// empties across users of one IP, a rejection takes no user token or stock, and on a cluster
+// (another slot) the script ignores it and the limiter does it.
+func TestIPBucketInTheReservationScript(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 1, 2))
+		ctx := ctxT(t)
+		ipKey := "sk:{ip:" + uniqueID(t) + "}:tb"
+		t.Cleanup(func() { rdb.Del(context.Background(), ipKey) })
+		reserve := func(user string) ReserveResult {
+			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1,
+				IPKey: ipKey, IPRate: Limit{Rate: 0.01, Burst: 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		for i := 0; i < 2; i++ {
+			if r := reserve(fmt.Sprintf("ip-user-%d", i)); r.Code != Reserved {
+				t.Fatalf("user %d: %+v", i, r)
+			}
+		}
+		r := reserve("ip-user-2")
+		if !s.ChecksIP() {
+			if r.Code != Reserved {
+				t.Fatalf("cluster: the script must leave the IP to the limiter: %+v", r)
+			}
+			return
+		}
+		if r.Code != IPRateLimited || r.RetryAfter <= 0 {
+			t.Fatalf("third user of the IP: %+v, want IPRateLimited with RetryAfter", r)
+		}
+		var held int64
+		for i := 0; i < 2; i++ {
+			n, _ := rdb.HLen(ctx, Shard(a.ID, 0, i).Users()).Result()
+			held += n
+		}
+		if held != 2 {
+			t.Fatalf("%d buyers recorded, want 2 (the IP rejection must take nothing)", held)
+		}
+	})
+}

@@ -27,6 +27,12 @@ type ReserveRequest struct {
 	UserRate       Limit
 	Window         time.Duration
 	WindowMax      int
+	// IPKey, when set and Store.ChecksIP, is the limiter's per-IP token bucket: the
+	// reservation script takes one token from it along with the user's, in the same round
+	// trip (IPRateLimited when empty). Ignored on Redis Cluster, where the key lives in
+	// another slot and the limiter takes the IP token itself.
+	IPKey  string
+	IPRate Limit
 }
 
 // Code is the outcome of a reservation. The zero value Unknown is never returned with a
@@ -44,9 +50,10 @@ const (
 	Closed                 // at or after ClosesAt
 	UserRateLimited        // per-user token bucket: RetryAfter
 	UserWindowLimited      // per-user sliding window: RetryAfter
+	IPRateLimited          // per-IP token bucket (IPKey): RetryAfter
 )
 
-var codeNames = [...]string{"UNKNOWN", "RESERVED", "REPLAYED", "ALREADY_PURCHASED", "SOLD_OUT", "NOT_OPEN", "CLOSED", "USER_RATE_LIMITED", "USER_WINDOW_LIMITED"}
+var codeNames = [...]string{"UNKNOWN", "RESERVED", "REPLAYED", "ALREADY_PURCHASED", "SOLD_OUT", "NOT_OPEN", "CLOSED", "USER_RATE_LIMITED", "USER_WINDOW_LIMITED", "IP_RATE_LIMITED"}
 
 func (c Code) String() string {
 	if c >= 0 && int(c) < len(codeNames) {
@@ -59,7 +66,7 @@ func (c Code) String() string {
 type ReserveResult struct {
 	Code          Code
 	ReservationID string
-	RetryAfter    time.Duration // UserRateLimited, UserWindowLimited
+	RetryAfter    time.Duration // UserRateLimited, UserWindowLimited, IPRateLimited
 	OpensAt       time.Time     // NotOpen
 }
 
@@ -73,6 +80,7 @@ const (
 	rcUserRate    = 6
 	rcUserWindow  = 7
 	rcEmpty       = 8
+	rcIPRate      = 12
 	rcNeedOther   = 9
 	rcShardClosed = 10
 	rcPending     = 11
@@ -176,12 +184,16 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		hold = 1
 	}
 	nonce := s.opts.InstanceID + ":" + strconv.FormatUint(s.nonce.Add(1), 36)
-	res, err := s.run(ctx, s.reserve,
-		[]string{k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Holds(),
-			k.Drained(), k.Bucket(uh), k.Window(uh), k.RecordPrefix()},
-		r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
+	keys := []string{k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Holds(),
+		k.Drained(), k.Bucket(uh), k.Window(uh), k.RecordPrefix()}
+	args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf, nonce, hold,
-		l.epoch, home, s.opts.RecordTTLAfterClose.Milliseconds(), recordTTLNoClose.Milliseconds(), holdTTL.Milliseconds())
+		l.epoch, home, s.opts.RecordTTLAfterClose.Milliseconds(), recordTTLNoClose.Milliseconds(), holdTTL.Milliseconds()}
+	if r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP() {
+		keys = append(keys, r.IPKey)
+		args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))
+	}
+	res, err := s.run(ctx, s.reserve, keys, args...)
 	if err != nil {
 		return ReserveResult{}, done, err
 	}
@@ -212,6 +224,8 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{Code: UserRateLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
 	case rcUserWindow:
 		return ReserveResult{Code: UserWindowLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
+	case rcIPRate:
+		return ReserveResult{Code: IPRateLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
 	case rcEmpty:
 		if num(1) <= 0 {
 			l.empty[home].Store(true)

@@ -519,3 +519,11 @@ func (s *Store) entryFor(ctx context.Context, id string) (*entry, error) {
 	s.mu.RUnlock()
 	return e, nil
 }
+
+// ChecksIP reports whether the reservation script can take the per-IP token in its own round
+// trip (ReserveRequest.IPKey): true on a single Redis node, false on a cluster, where the IP
+// bucket and the user's shard live in different slots.
+func (s *Store) ChecksIP() bool {
+	_, cluster := s.rdb.(*redis.ClusterClient)
+	return !cluster
+}

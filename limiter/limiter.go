@@ -98,6 +98,12 @@ type Request struct {
 	CampaignID, ActivityID, ChannelName, IPAddr string
 	UserHash                                    string // inventory.UserHash of the user, for the local memory
 
+	// IPInReservation says the caller's reservation script takes the per-IP token itself,
+	// in the same round trip as the reservation (single-node Redis; see IPKey): Allow then
+	// makes no Redis call for the IP. Remembered IPs and, while degraded, the local per-IP
+	// bucket still apply.
+	IPInReservation bool
+
 	Fallback Fallback
 }
 
@@ -401,7 +407,7 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		}
 		t.pools[d] = p
 	}
-	if !r.IP.off() && r.IPAddr != "" {
+	if !r.IP.off() && r.IPAddr != "" && !r.IPInReservation {
 		key := l.ipKey(r.IPAddr)
 		ok, retry, err := l.bucketCall(ctx, key, r.IP, 1)
 		if err != nil {
@@ -565,6 +571,10 @@ func (l *Limiter) healthyCount() int {
 	}
 	return 1
 }
+
+// IPKey is the Redis key of the per-IP token bucket of ip, for a reservation script that
+// takes the IP token in its own round trip (Request.IPInReservation).
+func (l *Limiter) IPKey(ip string) string { return l.ipKey(ip) }
 
 func (l *Limiter) ipKey(ip string) string {
 	h := fnv.New64a()

@@ -9,6 +9,9 @@
 -- ARGV[14] 1 = hold the quota when this shard is empty, 0 = answer EMPTY
 -- ARGV[15] epoch  ARGV[16] shard  ARGV[17] record TTL after close ms
 -- ARGV[18] record TTL without closesAt ms  ARGV[19] hold TTL ms
+-- Optional, single-node Redis only (the key is in another slot): KEYS[13] the per-IP token
+-- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[20] IP rate/s, ARGV[21] IP burst: one IP
+-- token is taken with the user's, all or nothing, in this same round trip.
 -- Order: shard open? -> idempotency replay -> open/close (Redis TIME) -> user bucket and
 -- window (both committed once both pass) -> per-user limit -> stock -> record + journal.
 -- Returns:
@@ -23,6 +26,7 @@
 --   {9, holdId, seq, stock}   NEED_OTHER: quota held here (users += qty), take elsewhere
 --   {10}                      SHARD_CLOSED: stock key missing or drained (reshard): refresh
 --   {11}                      PENDING: the idempotency key is bound to a hold in progress
+--   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[13] is given)
 --#include lib_time.lua
 --#include lib_bucket.lua
 --#include lib_window.lua
@@ -72,6 +76,16 @@ end
 local sw_ok, sw_retry = sw_check(KEYS[11], wms, wmax, now)
 if not sw_ok then
   return {7, sw_retry}
+end
+local iprate, ipburst, ip_tokens = 0, 0, 0
+if KEYS[13] then
+  iprate, ipburst = tonumber(ARGV[20]), tonumber(ARGV[21])
+  local ip_ok, ip_retry
+  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[13], iprate, ipburst, 1, now)
+  if not ip_ok then
+    return {12, ip_retry}
+  end
+  tb_commit(KEYS[13], ip_tokens, now, iprate, ipburst)
 end
 tb_commit(KEYS[10], tb_tokens, now, rate, burst)
 if wmax > 0 then sw_commit(KEYS[11], ARGV[13], now, wms) end
