@@ -27,6 +27,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/limiter"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -300,11 +301,22 @@ func TestBenchScriptSHA(t *testing.T) {
 	}
 }
 
+// BenchmarkHTTPBareTwoScripts is the usual design the service is compared with: a bare Gin
+// route that runs one limiter script (a Redis token bucket) and then the reservation script,
+// two Redis round trips per request.
+func BenchmarkHTTPBareTwoScripts(b *testing.B) {
+	benchBare(b, true)
+}
+
 // BenchmarkHTTPBareReserveScript is the reservation path's ceiling: a bare Gin route that runs
 // the same reservation script once per request (through the inventory, with go-redis) and
 // nothing else: no identity, config snapshot, kill switch, blacklist, canary or limiter.
 // BenchmarkHTTPReserve over this ratio is what the service's own layers cost.
 func BenchmarkHTTPBareReserveScript(b *testing.B) {
+	benchBare(b, false)
+}
+
+func benchBare(b *testing.B, withLimiter bool) {
 	benchVariants(b, func(b *testing.B, real bool) {
 		a, base := benchApp(b, real)
 		client := benchClient()
@@ -316,7 +328,16 @@ func BenchmarkHTTPBareReserveScript(b *testing.B) {
 		}
 		gin.SetMode(gin.ReleaseMode)
 		r := gin.New()
+		bucket := limiter.NewRedisBucket(a.rdb)
 		r.POST("/reserve/:id", func(c *gin.Context) {
+			if withLimiter {
+				ok, _, err := bucket.Take(c.Request.Context(), "sk:{bench-ip:"+c.GetHeader("X-User-Id")+"}:tb",
+					limiter.Limit{Rate: 1000, Burst: 1000}, 1)
+				if err != nil || !ok {
+					c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE"})
+					return
+				}
+			}
 			res, err := a.inv.Reserve(c.Request.Context(), inventory.ReserveRequest{
 				ActivityID: c.Param("id"), UserID: c.GetHeader("X-User-Id"), Quantity: 1,
 				UserRate: inventory.Limit{Rate: 1000, Burst: 1000}, Window: time.Minute, WindowMax: 1000,
