@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/inventory"
 )
 
 // rushResult is what a rush saw at the client.
@@ -227,6 +228,12 @@ func TestAcceptanceRush(t *testing.T) {
 	t.Logf("max MySQL connections %d of %d; p95 accepted %v (target 200ms), p95 rejected %v (target 50ms)",
 		maxOpen.Load(), opts.MySQLPool, p95(res.latAccept), p95(res.latReject))
 	waitDriftZero(t, ta, id)
+	// Relayed entries leave the journal: it does not grow with the sale.
+	for i := 0; i < 8; i++ {
+		if n, err := ta.rdb.XLen(context.Background(), inventory.Shard(id, 0, i).Journal()).Result(); err != nil || n != 0 {
+			t.Fatalf("journal of shard %d holds %d entries after the drain (%v)", i, n, err)
+		}
+	}
 }
 
 // Acceptance 7: three instances sharing one Redis sell exactly the stock.
