@@ -22,8 +22,12 @@ func rnacosBin(t *testing.T) string {
 	}
 	bin := os.Getenv("SECKILL_RNACOS_BIN")
 	if bin == "" {
-		home, _ := os.UserHomeDir()
-		bin = filepath.Join(home, ".cache", "seckill", "rnacos", "bin", "rnacos")
+		cache := os.Getenv("SECKILL_CACHE_DIR") // the same override scripts/services.sh reads
+		if cache == "" {
+			home, _ := os.UserHomeDir()
+			cache = filepath.Join(home, ".cache", "seckill")
+		}
+		bin = filepath.Join(cache, "rnacos", "bin", "rnacos")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("r-nacos binary missing (build it with scripts/services.sh up, or set SECKILL_RNACOS_BIN): %v", err)
