@@ -6,21 +6,25 @@ import "github.com/prometheus/client_golang/prometheus"
 // NewMetrics and share it between the relay, writer, compensator and reconciler. Labels
 // are activity ids and reasons, never user ids. A nil *Metrics is not allowed.
 type Metrics struct {
-	JournalLag     *prometheus.GaugeVec   // activity: units taken but not yet relayed
-	InFlight       *prometheus.GaugeVec   // activity: units relayed but neither confirmed nor failed
-	RelaySent      prometheus.Counter     // journal entries confirmed sent to the queue
-	RelayAcked     prometheus.Counter     // journal entries acknowledged (first ack only)
-	RelayClaimed   prometheus.Counter     // pending entries claimed from an idle relay
-	RelayErrors    *prometheus.CounterVec // op: read, publish, ack, discover
-	WriterCommits  prometheus.Counter     // orders confirmed by the writer
-	WriterBatches  prometheus.Counter     // batches written to MySQL
-	WriterRetries  *prometheus.CounterVec // reason: mysql, redis, lock, panic
-	DeadLetters    *prometheus.CounterVec // reason
-	Compensations  prometheus.Counter     // reservations failed for good and stock returned
-	Drift          *prometheus.GaugeVec   // activity: reconciliation drift in units
-	Orphans        *prometheus.GaugeVec   // activity: PENDING reservations older than the bound that could not be repaired
-	Repairs        *prometheus.CounterVec // kind
-	ReconcileFails prometheus.Counter     // reconciliation rounds that failed for an activity
+	JournalLag        *prometheus.GaugeVec   // activity: units taken but not yet relayed
+	InFlight          *prometheus.GaugeVec   // activity: units relayed but neither confirmed nor failed
+	RelaySent         prometheus.Counter     // journal entries confirmed sent to the queue
+	RelayAcked        prometheus.Counter     // journal entries acknowledged (first ack only)
+	RelayClaimed      prometheus.Counter     // pending entries claimed from an idle relay
+	RelayErrors       *prometheus.CounterVec // op: read, publish, ack, discover
+	WriterCommits     prometheus.Counter     // orders confirmed by the writer
+	WriterBatches     prometheus.Counter     // batches written to MySQL
+	WriterRetries     *prometheus.CounterVec // reason: mysql, redis, lock, panic
+	WriterErrors      *prometheus.CounterVec // class: what a failed write meant (see errClass)
+	WriterFailing     prometheus.Gauge       // writes failed in a row since the last successful one
+	WriterLastSuccess prometheus.Gauge       // unix time of the last successful write
+	WriterUndone      prometheus.Counter     // orders removed because their reservation was failed first
+	DeadLetters       *prometheus.CounterVec // reason
+	Compensations     prometheus.Counter     // reservations failed for good and stock returned
+	Drift             *prometheus.GaugeVec   // activity: reconciliation drift in units
+	Orphans           *prometheus.GaugeVec   // activity: PENDING reservations older than the bound that could not be repaired
+	Repairs           *prometheus.CounterVec // kind
+	ReconcileFails    prometheus.Counter     // reconciliation rounds that failed for an activity
 }
 
 // NewMetrics registers the order metrics with reg.
@@ -44,6 +48,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Batches written to MySQL."}),
 		WriterRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_writer_retries_total",
 			Help: "Writer batches handed back for redelivery or retried in process, by reason."}, []string{"reason"}),
+		WriterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_writer_errors_total",
+			Help: "Failed writes, by what the error means: poison rows are dead-lettered, every other class waits and retries."}, []string{"class"}),
+		WriterFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "order_writer_consecutive_failures",
+			Help: "Writes that failed in a row since the last successful one (0 when healthy)."}),
+		WriterLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "order_writer_last_success_timestamp_seconds",
+			Help: "Unix time of the writer's last successful write (0 before the first)."}),
+		WriterUndone: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_writer_undone_total",
+			Help: "Orders the writer removed because their reservation was failed for good before the confirm."}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_dead_letters_total",
 			Help: "Messages that can never become orders, by reason."}, []string{"reason"}),
 		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_compensations_total",
@@ -57,8 +69,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ReconcileFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_reconcile_failures_total",
 			Help: "Reconciliation rounds that failed for an activity."}),
 	}
+	for _, c := range errClasses {
+		m.WriterErrors.WithLabelValues(string(c))
+	}
 	reg.MustRegister(m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
-		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.DeadLetters, m.Compensations, m.Drift,
+		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.DeadLetters, m.Compensations, m.Drift,
 		m.Orphans, m.Repairs, m.ReconcileFails)
 	return m
 }

@@ -1,6 +1,7 @@
 package order
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/inventory"
 )
@@ -116,10 +118,47 @@ func TestIsTransient(t *testing.T) {
 		{give: ErrLockBusy, want: true},
 		{give: fmt.Errorf("%w: x", ErrBadMessage), want: false},
 		{give: errors.New("dial tcp: connection refused"), want: true},
+		{give: &mysql.MySQLError{Number: 1114}, want: true},
+		{give: &mysql.MySQLError{Number: 1969}, want: true},
+		{give: &mysql.MySQLError{Number: 4025}, want: false},
 	}
 	for _, tt := range tests {
 		if got := isTransient(tt.give); got != tt.want {
 			t.Errorf("isTransient(%v) = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		give error
+		want errClass
+	}{
+		{give: &mysql.MySQLError{Number: 1406}, want: classPoison},
+		{give: &mysql.MySQLError{Number: 1264}, want: classPoison},
+		{give: &mysql.MySQLError{Number: 1048}, want: classPoison},
+		{give: &mysql.MySQLError{Number: 3819}, want: classPoison},
+		{give: &mysql.MySQLError{Number: 4025}, want: classPoison},
+		{give: fmt.Errorf("%w: x", ErrBadMessage), want: classPoison},
+		{give: &mysql.MySQLError{Number: 1114}, want: classResource},
+		{give: &mysql.MySQLError{Number: 1021}, want: classResource},
+		{give: &mysql.MySQLError{Number: 1969}, want: classTimeout},
+		{give: &mysql.MySQLError{Number: 1180}, want: classServer},
+		{give: &mysql.MySQLError{Number: 1047}, want: classServer},
+		{give: &mysql.MySQLError{Number: 1290}, want: classReadOnly},
+		{give: &mysql.MySQLError{Number: 1213}, want: classLock},
+		{give: &mysql.MySQLError{Number: 2013}, want: classConnection},
+		{give: &mysql.MySQLError{Number: 60000}, want: classUnknown},
+		{give: fmt.Errorf("lock: %w", ErrLockBusy), want: classLock},
+		{give: &PanicError{Value: "x"}, want: classPanic},
+		{give: context.Canceled, want: classCanceled},
+		{give: context.DeadlineExceeded, want: classTimeout},
+		{give: redis.ErrClosed, want: classConnection},
+		{give: errors.New("something else"), want: classUnknown},
+	}
+	for _, tt := range tests {
+		if got := classify(tt.give); got != tt.want {
+			t.Errorf("classify(%v) = %q, want %q", tt.give, got, tt.want)
 		}
 	}
 }

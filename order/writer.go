@@ -5,15 +5,20 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill/sql"
 )
@@ -30,9 +35,10 @@ type WriterOptions struct {
 	LockTTL time.Duration
 	// LockWait is how long to wait for a lock held by another writer (default 2 s).
 	LockWait time.Duration
-	// MaxAttempts is the delivery count after which a message that still fails for a
-	// reason other than an unavailable MySQL or Redis is dead-lettered and compensated
-	// (default 16).
+	// MaxAttempts is the delivery count after which a message whose write panics is
+	// written alone and, if it panics alone, dead-lettered and compensated (default 16).
+	// A failing MySQL or Redis never dead-letters a message, however long it lasts: only a
+	// row that MySQL can never store (poison, see classify) is dead-lettered, at once.
 	MaxAttempts int
 	// PoolSize is the most MySQL connections the writer's pool opens (default 8). NewWriter
 	// applies it to db, which must be the writer's own handle.
@@ -40,6 +46,12 @@ type WriterOptions struct {
 	// Retries is how many times a batch that failed for a transient reason is retried in
 	// process before the handler returns the error (default 2).
 	Retries int
+	// MaxBackoff caps the pause before a retry; the pause doubles with every write that
+	// failed in a row, writer-wide, from 50 ms (default 5 s).
+	MaxBackoff time.Duration
+	// UnhealthyAfter is how many writes in a row must fail, with none succeeding, before
+	// Healthy reports the writer unhealthy (default 3).
+	UnhealthyAfter int
 }
 
 // Writer turns queued reservations into MySQL orders and confirms them in Redis. Its Handle
@@ -55,6 +67,66 @@ type Writer struct {
 	err  error
 	lim  *rate.Limiter
 	comp *Compensator
+
+	mu       sync.Mutex
+	failures int       // writes failed in a row (guarded by mu)
+	lastErr  error     // the last failure of the streak (guarded by mu)
+	since    time.Time // when the streak began (guarded by mu)
+
+	beforeInsert func() // test hook: runs with the locks held, before the insert
+}
+
+// Healthy returns nil unless the writer's last UnhealthyAfter writes or more all failed with
+// none succeeding since (MySQL or Redis sick); the error then names the streak, its length
+// and the last error's class. An idle writer is healthy. The writer role's /readyz reports
+// it. Safe for concurrent use.
+func (w *Writer) Healthy() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failures < w.opts.UnhealthyAfter {
+		return nil
+	}
+	return fmt.Errorf("order: writer: %d writes failed in a row for %s (last: %s: %v)",
+		w.failures, time.Since(w.since).Round(time.Millisecond), classify(w.lastErr), w.lastErr)
+}
+
+// noteWrite records the outcome of one write for Healthy and the metrics.
+func (w *Writer) noteWrite(err error) {
+	if err != nil {
+		c := classify(err)
+		if c == classCanceled {
+			return
+		}
+		w.m.WriterErrors.WithLabelValues(string(c)).Inc()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		w.failures = 0
+		w.lastErr = nil
+		w.m.WriterFailing.Set(0)
+		w.m.WriterLastSuccess.SetToCurrentTime()
+		return
+	}
+	if w.failures == 0 {
+		w.since = time.Now()
+	}
+	w.failures++
+	w.lastErr = err
+	w.m.WriterFailing.Set(float64(w.failures))
+}
+
+// backoff is the pause before the next retry: 50 ms doubled per write failed in a row,
+// writer-wide, capped at MaxBackoff.
+func (w *Writer) backoff() time.Duration {
+	w.mu.Lock()
+	n := w.failures
+	w.mu.Unlock()
+	d := 50 * time.Millisecond
+	for i := 1; i < n && d < w.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, w.opts.MaxBackoff)
 }
 
 // NewWriter returns a writer. It sets db's pool to opts.PoolSize connections, so db must
@@ -80,6 +152,12 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	}
 	if opts.Retries <= 0 {
 		opts.Retries = 2
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 5 * time.Second
+	}
+	if opts.UnhealthyAfter <= 0 {
+		opts.UnhealthyAfter = 3
 	}
 	if log == nil {
 		log = slog.Default()
@@ -122,7 +200,7 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) (err error) {
 		return w.err
 	}
 	seen := make(map[string]bool, len(msgs))
-	var good, late []Message
+	good := make([]Message, 0, len(msgs))
 	for _, m := range msgs {
 		if err := m.Validate(); err != nil {
 			w.m.DeadLetters.WithLabelValues("bad_message").Inc()
@@ -133,93 +211,204 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) (err error) {
 			continue
 		}
 		seen[m.ReservationID] = true
-		if m.Attempt >= w.opts.MaxAttempts {
-			late = append(late, m)
-		} else {
-			good = append(good, m)
-		}
+		good = append(good, m)
 	}
 	var errs []error
 	for len(good) > 0 {
 		n := min(len(good), w.opts.BatchSize)
-		if err := w.writeRetrying(ctx, good[:n]); err != nil {
-			errs = append(errs, err)
-		}
+		batch := good[:n]
 		good = good[n:]
-	}
-	// Messages past MaxAttempts are written alone, so one poison message cannot hold a
-	// batch back; one that still fails for a non-transient reason is dead-lettered.
-	for _, m := range late {
-		err := w.writeRetrying(ctx, []Message{m})
+		err := w.writeRetrying(ctx, batch)
 		if err == nil {
 			continue
 		}
 		var pe *PanicError
-		if isTransient(err) && !errors.As(err, &pe) {
+		if !errors.As(err, &pe) {
 			errs = append(errs, err)
+			if c := classify(err); c != classLock && c != classRedis {
+				// MySQL is sick: the rest would only wait for it too.
+				break
+			}
 			continue
 		}
-		if err := w.deadLetter(ctx, m, "max_attempts: "+err.Error()); err != nil {
-			errs = append(errs, err)
+		// A write that panics may be caused by one message: those delivered MaxAttempts
+		// times are written alone, and one that still panics alone is dead-lettered.
+		errs = append(errs, err)
+		for _, m := range batch {
+			if m.Attempt < w.opts.MaxAttempts {
+				continue
+			}
+			err := w.writeRetrying(ctx, []Message{m})
+			if err == nil {
+				continue
+			}
+			if !errors.As(err, &pe) {
+				errs = append(errs, err)
+				continue
+			}
+			if err := w.deadLetter(ctx, m, "max_attempts: "+err.Error()); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// writeRetrying writes one batch, retrying transient failures a few times in process.
+// writeRetrying writes one batch, retrying failures other than panics a few times in
+// process with the writer-wide backoff.
 func (w *Writer) writeRetrying(ctx context.Context, batch []Message) error {
-	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		err := w.write(ctx, batch)
-		if err == nil || !isTransient(err) || attempt >= w.opts.Retries || ctx.Err() != nil {
+		err := w.safeWrite(ctx, batch)
+		w.noteWrite(err)
+		var pe *PanicError
+		if err == nil || errors.As(err, &pe) || attempt >= w.opts.Retries || ctx.Err() != nil {
 			if err != nil {
 				w.m.WriterRetries.WithLabelValues(retryReason(err)).Inc()
 			}
 			return err
 		}
 		select {
-		case <-time.After(backoff):
+		case <-time.After(w.backoff()):
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		backoff *= 2
 	}
+}
+
+// safeWrite is write with a panic turned into a *PanicError.
+func (w *Writer) safeWrite(ctx context.Context, batch []Message) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error("writing a batch panicked", "panic", r, "orders", len(batch))
+			err = &PanicError{Value: r}
+		}
+	}()
+	return w.write(ctx, batch)
 }
 
 func retryReason(err error) string {
-	var me *mysql.MySQLError
-	switch {
-	case errors.Is(err, ErrLockBusy):
-		return "lock"
-	case errors.As(err, &me), errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn):
-		return "mysql"
-	default:
-		var pe *PanicError
-		if errors.As(err, &pe) {
-			return "panic"
+	switch classify(err) {
+	case classLock:
+		if errors.Is(err, ErrLockBusy) {
+			return "lock"
 		}
-		return "other"
+		return "mysql"
+	case classRedis:
+		return "redis"
+	case classPanic:
+		return "panic"
+	case classConnection, classTimeout, classResource, classReadOnly, classServer, classPoison:
+		var me *mysql.MySQLError
+		if errors.As(err, &me) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) {
+			return "mysql"
+		}
 	}
+	return "other"
 }
 
-// errPermanent marks a failure that retrying cannot cure.
-var errPermanent = errors.New("permanent")
+// errClass is what a failed write means. Only classPoison is about the order itself (the
+// row can never be stored); every other class is about MySQL, Redis or the process, and
+// waits.
+type errClass string
 
-// isTransient reports whether err may go away by itself (MySQL or Redis unreachable,
-// timeouts, lock contention, deadlocks). MySQL errors about the data are permanent.
-func isTransient(err error) bool {
-	if errors.Is(err, errPermanent) || errors.Is(err, ErrBadMessage) {
-		return false
-	}
+const (
+	classPoison     errClass = "poison"     // the row violates a constraint on its own
+	classConnection errClass = "connection" // MySQL (or Redis) unreachable or the connection broke
+	classTimeout    errClass = "timeout"    // a statement or the call ran out of time
+	classLock       errClass = "lock"       // lock wait, deadlock, a writer lock held elsewhere
+	classResource   errClass = "resource"   // disk, table, memory or thread limits
+	classReadOnly   errClass = "read_only"  // server or transaction read-only (failover)
+	classServer     errClass = "server"     // any other MySQL server error (schema, engine, ...)
+	classRedis      errClass = "redis"      // an error answered by Redis
+	classPanic      errClass = "panic"      // the write panicked
+	classCanceled   errClass = "canceled"   // the caller gave up (shutdown)
+	classUnknown    errClass = "unknown"    // anything else: treated as transient
+)
+
+// errClasses lists every class, to pre-create the metric's series.
+var errClasses = []errClass{classPoison, classConnection, classTimeout, classLock, classResource,
+	classReadOnly, classServer, classRedis, classPanic, classUnknown}
+
+// classify says what err means for the write. MySQL errors are classified by what the code
+// says about the row: only data errors of the row itself (too long, out of range, bad null,
+// wrong value, check or foreign key constraint, duplicate key) are poison; every other code,
+// known or not, is a state of the server that can heal.
+func classify(err error) errClass {
 	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		switch me.Number {
-		case 1040, 1053, 1205, 1213, 1317, 2002, 2003, 2006, 2013, 1927, 1290, 1836:
-			return true
-		}
-		return false
+	var pe *PanicError
+	var re redis.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrBadMessage):
+		return classPoison
+	case errors.As(err, &pe):
+		return classPanic
+	case errors.Is(err, ErrLockBusy):
+		return classLock
+	case errors.As(err, &me):
+		return classifyMySQL(me.Number)
+	case errors.Is(err, context.Canceled):
+		return classCanceled
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+		return classTimeout
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn), errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), errors.Is(err, redis.ErrClosed),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return classConnection
+	case errors.As(err, &re):
+		return classRedis
 	}
-	return true
+	var ne net.Error
+	if errors.As(err, &ne) {
+		if ne.Timeout() {
+			return classTimeout
+		}
+		return classConnection
+	}
+	return classUnknown
+}
+
+// classifyMySQL classifies a MySQL or MariaDB error code.
+func classifyMySQL(code uint16) errClass {
+	switch code {
+	case 1048, // ER_BAD_NULL_ERROR
+		1062,       // ER_DUP_ENTRY (a unique key other than the idempotent one)
+		1263,       // ER_WARN_NULL_TO_NOTNULL
+		1264,       // ER_WARN_DATA_OUT_OF_RANGE
+		1265,       // WARN_DATA_TRUNCATED
+		1292,       // ER_TRUNCATED_WRONG_VALUE
+		1300,       // ER_INVALID_CHARACTER_STRING
+		1366,       // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (incorrect string value)
+		1367,       // ER_ILLEGAL_VALUE_FOR_TYPE
+		1406,       // ER_DATA_TOO_LONG
+		1411,       // ER_WRONG_VALUE_FOR_TYPE
+		1451, 1452, // foreign key constraint
+		1690, // ER_DATA_OUT_OF_RANGE
+		3819, // MySQL ER_CHECK_CONSTRAINT_VIOLATED
+		4025: // MariaDB ER_CONSTRAINT_FAILED (CHECK)
+		return classPoison
+	case 1040, 1042, 1043, 1044, 1045, 1053, 1077, 1079, 1080, 1081, 1152, 1153, 1154, 1155, 1156,
+		1157, 1158, 1159, 1160, 1161, 1184, 1927, 2002, 2003, 2006, 2013, 2055:
+		return classConnection
+	case 1028, 1317, 1969, 3024:
+		return classTimeout
+	case 1099, 1100, 1205, 1213, 1689:
+		return classLock
+	case 1021, 1030, 1037, 1038, 1041, 1114, 1135, 1197, 1206, 1637:
+		return classResource
+	case 1223, 1290, 1792, 1836, 1874:
+		return classReadOnly
+	}
+	if code < 5000 {
+		return classServer
+	}
+	return classUnknown
+}
+
+// isTransient reports whether err may go away by itself: every class but poison.
+func isTransient(err error) bool {
+	return classify(err) != classPoison
 }
 
 // write handles one batch of distinct, valid reservations.
@@ -250,6 +439,9 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	if len(todo) == 0 {
 		return nil
 	}
+	if w.beforeInsert != nil {
+		w.beforeInsert()
+	}
 	dbctx, cancel := context.WithTimeout(ctx, w.opts.LockTTL/2)
 	defer cancel()
 	orderIDs, poison, err := w.insert(dbctx, todo)
@@ -275,6 +467,7 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("order: confirm: %w", err))
 	}
+	var undo []string
 	for i, c := range cmds {
 		if c.Err() != nil {
 			continue
@@ -287,10 +480,15 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 		case res == Confirmed:
 			w.m.WriterCommits.Inc()
 		case res == ConfirmConflict:
-			w.log.Error("order exists for a FAILED reservation", "reservation", confirmed[i].ReservationID)
+			// The reservation was failed for good (its units returned) while this writer
+			// stalled past its lock: the record is the arbiter, the order goes.
+			undo = append(undo, confirmed[i].ReservationID)
 		case res == ConfirmMissing:
 			w.log.Warn("order committed but the reservation record is gone", "reservation", confirmed[i].ReservationID)
 		}
+	}
+	if err := w.undoOrders(ctx, undo); err != nil {
+		errs = append(errs, err)
 	}
 	for _, p := range poison {
 		if err := w.deadLetter(ctx, p.msg, p.reason); err != nil {
@@ -300,7 +498,26 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	return errors.Join(errs...)
 }
 
-// skipFailed drops reservations whose record is FAILED already.
+// undoOrders deletes the orders of reservations whose record is FAILED: a compensation won
+// the race against a writer whose lock expired, and returned the units already.
+func (w *Writer) undoOrders(ctx context.Context, rids []string) error {
+	if len(rids) == 0 {
+		return nil
+	}
+	res := w.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true}).
+		Exec("DELETE FROM orders WHERE reservation_id IN ?", rids)
+	if res.Error != nil {
+		return fmt.Errorf("order: undo orders of failed reservations: %w", res.Error)
+	}
+	if res.RowsAffected > 0 {
+		w.m.WriterUndone.Add(float64(res.RowsAffected))
+		w.log.Warn("removed orders of reservations failed for good meanwhile", "orders", res.RowsAffected, "reservations", rids)
+	}
+	return nil
+}
+
+// skipFailed drops reservations whose record is FAILED already, and removes an order that a
+// writer which died between its commit and undoOrders left for one of them.
 func (w *Writer) skipFailed(ctx context.Context, batch []Message) ([]Message, error) {
 	pipe := w.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(batch))
@@ -312,11 +529,16 @@ func (w *Writer) skipFailed(ctx context.Context, batch []Message) ([]Message, er
 		return nil, fmt.Errorf("order: read statuses: %w", err)
 	}
 	out := batch[:0:0]
+	var failed []string
 	for i, m := range batch {
 		if cmds[i].Val() == "FAILED" {
+			failed = append(failed, m.ReservationID)
 			continue
 		}
 		out = append(out, m)
+	}
+	if err := w.undoOrders(ctx, failed); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -326,29 +548,47 @@ type poisoned struct {
 	reason string
 }
 
-// insert writes the orders (INSERT ... ON DUPLICATE KEY UPDATE id=id) and reads back which
-// reservations have an order. A reservation absent after a successful insert collided with
-// another reservation's (activity, user, seq): it is poison. When the batch insert fails
-// for a reason in the data, the batch is written row by row to isolate the bad rows.
+// insertOrders writes rows in one statement: an order is inserted only if its reservation
+// has no compensations row (read with a shared lock, so a compensation committing at the
+// same time waits for this statement or is seen by it), and a duplicate reservation id
+// changes nothing.
+func insertOrders(tx *gorm.DB, rows []Message) error {
+	var b strings.Builder
+	args := make([]any, 0, 5*len(rows))
+	b.WriteString("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq, status) " +
+		"SELECT t.r, t.a, t.u, t.q, t.s, 'CONFIRMED' FROM (")
+	for i, m := range rows {
+		if i == 0 {
+			b.WriteString("SELECT ? AS r, ? AS a, ? AS u, ? AS q, ? AS s")
+		} else {
+			b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?")
+		}
+		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq)
+	}
+	b.WriteString(") t WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r) " +
+		"ON DUPLICATE KEY UPDATE id = id")
+	return tx.Exec(b.String(), args...).Error
+}
+
+// insert writes the orders (insertOrders) and reads back which reservations have an order.
+// A reservation absent after a successful insert was compensated (it has a compensations
+// row: skipped) or collided with another reservation's (activity, user, seq): it is poison.
+// When the batch insert fails with a poison error, the batch is written row by row to
+// isolate the bad rows; any other error returns at once, nothing dead-lettered.
 func (w *Writer) insert(ctx context.Context, batch []Message) (map[string]int64, []poisoned, error) {
-	rows := make([]sql.Order, len(batch))
 	rids := make([]string, len(batch))
 	for i, m := range batch {
-		rows[i] = sql.Order{ReservationID: m.ReservationID, ActivityID: m.ActivityID, UserID: m.UserID,
-			Quantity: m.Quantity, Seq: m.Seq, Status: "CONFIRMED"}
 		rids[i] = m.ReservationID
 	}
 	tx := w.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true})
 	var poison []poisoned
-	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+	if err := insertOrders(tx, batch); err != nil {
 		if isTransient(err) {
 			return nil, nil, fmt.Errorf("order: insert: %w", err)
 		}
-		w.log.Warn("batch insert failed on its data; writing row by row", "orders", len(rows), "err", err)
+		w.log.Warn("batch insert failed on its data; writing row by row", "orders", len(batch), "err", err)
 		for i := range batch {
-			row := sql.Order{ReservationID: rows[i].ReservationID, ActivityID: rows[i].ActivityID,
-				UserID: rows[i].UserID, Quantity: rows[i].Quantity, Seq: rows[i].Seq, Status: "CONFIRMED"}
-			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+			if err := insertOrders(tx, batch[i:i+1]); err != nil {
 				if isTransient(err) {
 					return nil, nil, fmt.Errorf("order: insert: %w", err)
 				}
@@ -372,8 +612,29 @@ func (w *Writer) insert(ctx context.Context, batch []Message) (map[string]int64,
 	for _, p := range poison {
 		bad[p.msg.ReservationID] = true
 	}
+	var missing []string
 	for _, m := range batch {
 		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] {
+			missing = append(missing, m.ReservationID)
+		}
+	}
+	if len(missing) == 0 {
+		return ids, poison, nil
+	}
+	var compensated []string
+	if err := tx.Model(&sql.Compensation{}).Where("reservation_id IN ?", missing).
+		Pluck("reservation_id", &compensated).Error; err != nil {
+		return nil, nil, fmt.Errorf("order: read compensations: %w", err)
+	}
+	skip := make(map[string]bool, len(compensated))
+	for _, r := range compensated {
+		skip[r] = true
+	}
+	if len(compensated) > 0 {
+		w.log.Info("skipped reservations compensated before their order", "reservations", compensated)
+	}
+	for _, m := range batch {
+		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !skip[m.ReservationID] {
 			poison = append(poison, poisoned{m, "seq_conflict"})
 		}
 	}
