@@ -52,6 +52,7 @@ type Relay struct {
 	scErr   error
 	groups  map[string]bool // streams whose group exists
 	streams []string
+	rl      *RepeatLog // repeated failures: one line per kind per 10 s
 }
 
 // NewRelay returns a relay; it starts working with Run.
@@ -81,8 +82,9 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 		log = slog.Default()
 	}
 	sc, err := loadScripts()
+	log = log.With("component", "relay", "instance", opts.InstanceID)
 	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, scErr: err, groups: map[string]bool{},
-		log: log.With("component", "relay", "instance", opts.InstanceID)}
+		log: log, rl: NewRepeatLog(log, 0)}
 }
 
 // Run relays until ctx is done and then returns nil. Entries read but not yet acknowledged
@@ -97,10 +99,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		if now.Sub(lastDiscover) >= r.opts.Discover {
 			if err := r.discover(ctx); err != nil && ctx.Err() == nil {
 				r.m.RelayErrors.WithLabelValues("discover").Inc()
-				r.log.Warn("reading the journal list failed", "err", err)
+				r.rl.Warn("discover", "reading the journal list failed", "err", err)
 				r.sleep(ctx, r.opts.Poll*4)
 				continue
 			}
+			r.rl.OK("discover", "reading the journal list works again")
 			lastDiscover = now
 		}
 		claim := now.Sub(lastClaim) >= r.opts.ClaimIdle/4
@@ -114,7 +117,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			}
 			n, err := r.stream(ctx, s, claim)
 			if err != nil && ctx.Err() == nil {
-				r.log.Warn("relaying a journal failed", "stream", s, "err", err)
+				r.rl.Warn("stream", "relaying a journal failed", "stream", s, "err", err)
+			} else if err == nil {
+				r.rl.OK("stream", "relaying journals works again")
 			}
 			moved += n
 		}
@@ -260,13 +265,14 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 		err := r.pub.Publish(ctx, msgs)
 		if err == nil {
 			r.m.RelaySent.Add(float64(len(msgs)))
+			r.rl.OK("publish", "publishing works again")
 			break
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		r.m.RelayErrors.WithLabelValues("publish").Inc()
-		r.log.Warn("publish failed; retrying", "stream", stream, "entries", len(msgs), "backoff", backoff, "err", err)
+		r.rl.Warn("publish", "publish failed; retrying", "stream", stream, "entries", len(msgs), "backoff", backoff, "err", err)
 		r.sleep(ctx, backoff)
 		backoff = min(2*backoff, r.opts.MaxBackoff)
 	}
@@ -277,13 +283,14 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 			if len(res) == 2 {
 				r.m.RelayAcked.Add(float64(res[0]))
 			}
+			r.rl.OK("ack", "journal acks work again")
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		r.m.RelayErrors.WithLabelValues("ack").Inc()
-		r.log.Warn("journal ack failed; retrying", "stream", stream, "err", err)
+		r.rl.Warn("ack", "journal ack failed; retrying", "stream", stream, "err", err)
 		r.sleep(ctx, backoff)
 		backoff = min(2*backoff, r.opts.MaxBackoff)
 	}

@@ -67,6 +67,7 @@ type Writer struct {
 	err  error
 	lim  *rate.Limiter
 	comp *Compensator
+	rl   *RepeatLog
 
 	mu       sync.Mutex
 	failures int       // writes failed in a row (guarded by mu)
@@ -100,12 +101,13 @@ func (w *Writer) noteWrite(err error) {
 		w.m.WriterErrors.WithLabelValues(string(c)).Inc()
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err == nil {
 		w.failures = 0
 		w.lastErr = nil
 		w.m.WriterFailing.Set(0)
 		w.m.WriterLastSuccess.SetToCurrentTime()
+		w.mu.Unlock()
+		w.rl.OK("write", "writing orders works again")
 		return
 	}
 	if w.failures == 0 {
@@ -113,7 +115,11 @@ func (w *Writer) noteWrite(err error) {
 	}
 	w.failures++
 	w.lastErr = err
-	w.m.WriterFailing.Set(float64(w.failures))
+	n := w.failures
+	w.m.WriterFailing.Set(float64(n))
+	w.mu.Unlock()
+	w.rl.Warn("write", "writing orders failed; the batch waits and is retried", "class", string(classify(err)),
+		"inARow", n, "err", err)
 }
 
 // backoff is the pause before the next retry: 50 ms doubled per write failed in a row,
@@ -163,6 +169,7 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 		log = slog.Default()
 	}
 	w := &Writer{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "writer")}
+	w.rl = NewRepeatLog(w.log, 0)
 	w.sc, w.err = loadScripts()
 	if sdb, err := db.DB(); err != nil {
 		w.err = errors.Join(w.err, fmt.Errorf("order: writer pool: %w", err))

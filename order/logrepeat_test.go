@@ -1,0 +1,142 @@
+package order
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// lines decodes every line as a JSON log record; a line that is not JSON fails the test.
+func (s *syncBuffer) lines(t testing.TB) []map[string]any {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %q", l)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+func countMsg(recs []map[string]any, msg string) (n int, suppressed float64) {
+	for _, r := range recs {
+		if r["msg"] == msg {
+			n++
+			if s, ok := r["suppressed"].(float64); ok {
+				suppressed += s
+			}
+		}
+	}
+	return n, suppressed
+}
+
+// deadRedis returns a client of an address nobody listens on.
+func deadRedis(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 100 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
+		DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// TestRelayWithRedisDownLogsOnce runs a relay against a Redis that is down for 2 s: one
+// "reading the journal list failed" line however many rounds fail, and the go-redis client's
+// own lines arrive as structured JSON records through the service's logger, also once. Not
+// parallel: it installs the process-wide go-redis logger.
+func TestRelayWithRedisDownLogsOnce(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	redis.SetLogger(NewRedisLogger(log))
+	t.Cleanup(func() { redis.SetLogger(NewRedisLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))) })
+	m := testMetrics()
+	q := NewMemQueue(1)
+	t.Cleanup(func() { q.Close() })
+	r := NewRelay(deadRedis(t), q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,
+		Discover: 10 * time.Millisecond, JournalsKey: uniq("test:journals")}, m, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := r.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fails := counterValue(t, m.RelayErrors.WithLabelValues("discover"))
+	if fails < 5 {
+		t.Fatalf("only %v failed discover rounds in 2 s", fails)
+	}
+	recs := buf.lines(t)
+	if n, _ := countMsg(recs, "reading the journal list failed"); n != 1 {
+		t.Fatalf("%d lines for %v failed rounds, want 1", n, fails)
+	}
+	n, _ := countMsg(recs, "redis client")
+	if n == 0 {
+		t.Fatal("no go-redis client line came through the structured logger")
+	}
+	if n > 2 {
+		t.Fatalf("%d go-redis client lines in 2 s, want at most one per kind", n)
+	}
+}
+
+// TestRepeatLogCounts checks the limiter itself with a fake clock: one line per interval per
+// key, the next line carrying the count of the repeats it dropped, and one recovery line.
+func TestRepeatLogCounts(t *testing.T) {
+	var buf syncBuffer
+	now := time.Unix(1000, 0)
+	rl := NewRepeatLog(slog.New(slog.NewJSONHandler(&buf, nil)), 10*time.Second)
+	rl.now = func() time.Time { return now }
+	for i := 0; i < 50; i++ { // 5 s of failures at 10 a second
+		rl.Warn("a", "a failed", "i", i)
+		now = now.Add(100 * time.Millisecond)
+	}
+	rl.Warn("b", "b failed")
+	now = now.Add(6 * time.Second)
+	rl.Warn("a", "a failed")
+	rl.OK("a", "a works again")
+	rl.OK("b", "b works again")
+	rl.OK("a", "a works again")
+	recs := buf.lines(t)
+	if n, s := countMsg(recs, "a failed"); n != 2 || s != 49 {
+		t.Fatalf("%d lines with %v suppressed for a, want 2 with 49", n, s)
+	}
+	if n, _ := countMsg(recs, "b failed"); n != 1 {
+		t.Fatalf("%d lines for b, want 1", n)
+	}
+	if n, _ := countMsg(recs, "a works again"); n != 1 {
+		t.Fatalf("%d recovery lines for a, want 1", n)
+	}
+	if n, _ := countMsg(recs, "b works again"); n != 1 {
+		t.Fatalf("%d recovery lines for b, want 1", n)
+	}
+}
