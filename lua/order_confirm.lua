@@ -1,20 +1,34 @@
--- order_confirm.lua: mark a reservation confirmed once its order is committed in MySQL.
--- KEYS[1] reservation record hash, KEYS[2] stats hash (same shard, same hash tag)
--- ARGV[1] order id (MySQL orders.id)
--- On PENDING -> CONFIRMED: sets status and orderId, stats.confirmed += record qty.
--- Returns 1 confirmed now, 2 already confirmed, 3 record is FAILED (not changed),
---         4 record missing (expired or never written).
-local st = redis.call('HGET', KEYS[1], 'status')
-if not st then
-  return 4
+-- order_confirm.lua: mark reservations confirmed once their orders are committed in MySQL.
+-- KEYS[1..n] reservation record hashes, KEYS[n+1] the stats hash (all on one shard, one hash tag)
+-- ARGV[1..n] order ids (MySQL orders.id), ARGV[i] for KEYS[i]
+-- For each record, on PENDING -> CONFIRMED: sets status and orderId; stats.confirmed grows by
+-- the records' qty (one HINCRBY for the call).
+-- Code per record: 1 confirmed now, 2 already confirmed, 3 record is FAILED (not changed),
+--                  4 record missing (expired or never written).
+-- Returns the code itself when n = 1 (the single-record form), else the list of codes in
+-- KEYS order.
+local n = #KEYS - 1
+local codes = {}
+local add = 0
+for i = 1, n do
+  local rec = redis.call('HMGET', KEYS[i], 'status', 'qty')
+  local st = rec[1]
+  if not st then
+    codes[i] = 4
+  elseif st == 'CONFIRMED' then
+    codes[i] = 2
+  elseif st == 'FAILED' then
+    codes[i] = 3
+  else
+    redis.call('HSET', KEYS[i], 'status', 'CONFIRMED', 'orderId', ARGV[i])
+    add = add + (tonumber(rec[2]) or 0)
+    codes[i] = 1
+  end
 end
-if st == 'CONFIRMED' then
-  return 2
+if add > 0 then
+  redis.call('HINCRBY', KEYS[n + 1], 'confirmed', add)
 end
-if st == 'FAILED' then
-  return 3
+if n == 1 then
+  return codes[1]
 end
-local q = tonumber(redis.call('HGET', KEYS[1], 'qty')) or 0
-redis.call('HSET', KEYS[1], 'status', 'CONFIRMED', 'orderId', ARGV[1])
-redis.call('HINCRBY', KEYS[2], 'confirmed', q)
-return 1
+return codes

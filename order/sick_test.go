@@ -255,10 +255,11 @@ func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 	}
 }
 
-// TestStalledWriterDoesNotCommitOverCompensation stalls a writer between taking the
-// (activity, user) lock and its insert for longer than the lock's TTL. Meanwhile the
-// reservation is failed for good: fully (compensations row written), or only in Redis (the
-// compensator is between its steps). When the writer resumes, no order may remain for it.
+// TestStalledWriterDoesNotCommitOverCompensation stalls a writer before its insert for
+// longer than the (activity, user) lock's TTL (the writer it replaced held that lock; this
+// one relies on MySQL and the record). Meanwhile the reservation is failed for good: fully
+// (compensations row written), or only in Redis (the compensator is between its steps).
+// When the writer resumes, no order may remain for it.
 func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
@@ -309,4 +310,72 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestWriterRacingCompensatorIsExact races a writer against a compensator on the same
+// reservations, then delivers everything once more: each reservation ends as exactly one
+// of an order with a CONFIRMED record, or a FAILED record with a compensations row and no
+// order.
+func TestWriterRacingCompensatorIsExact(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 2, 300)
+	msgs := a.reserve(300)
+	ctx := context.Background()
+	wdb := writerDB(t, testsvc.MySQLDSN)
+	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, BatchSize: 20}, testMetrics(), testLogger(t))
+	c := NewCompensator(wdb, rdb, testMetrics(), testLogger(t))
+	done := make(chan error, 2)
+	go func() { done <- w.Handle(ctx, msgs) }()
+	go func() {
+		var errs []error
+		for i := len(msgs) - 1; i >= 0; i -= 2 {
+			err := c.Compensate(ctx, msgs[i], "race")
+			if err != nil && !errors.Is(err, ErrOrderExists) && !errors.Is(err, ErrAlreadyConfirmed) {
+				errs = append(errs, err)
+			}
+		}
+		done <- errors.Join(errs...)
+	}()
+	for i := 0; i < 2; i++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Handle(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	var orders, comps []string
+	if err := db.Table("orders").Where("activity_id = ?", a.id).Pluck("reservation_id", &orders).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Table("compensations").Where("activity_id = ?", a.id).Pluck("reservation_id", &comps).Error; err != nil {
+		t.Fatal(err)
+	}
+	ordered, compensated := map[string]bool{}, map[string]bool{}
+	for _, r := range orders {
+		ordered[r] = true
+	}
+	for _, r := range comps {
+		compensated[r] = true
+	}
+	for _, m := range msgs {
+		k, n := m.keys()
+		st, err := rdb.HGet(ctx, k.Record(n), "status").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ordered[m.ReservationID] && !compensated[m.ReservationID] && st == "CONFIRMED":
+		case !ordered[m.ReservationID] && compensated[m.ReservationID] && st == "FAILED":
+		default:
+			t.Fatalf("%s: order %v, compensation %v, status %s", m.ReservationID, ordered[m.ReservationID],
+				compensated[m.ReservationID], st)
+		}
+	}
+	if len(orders)+len(comps) != 300 || len(comps) == 0 {
+		t.Fatalf("%d orders + %d compensations, want 300 with some of each", len(orders), len(comps))
+	}
+	t.Logf("%d orders, %d compensations", len(orders), len(comps))
 }

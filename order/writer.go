@@ -30,10 +30,10 @@ type WriterOptions struct {
 	// MaxOrdersPerSecond caps the rate orders reach MySQL (token bucket; default 5000;
 	// negative means no cap).
 	MaxOrdersPerSecond float64
-	// LockTTL is the expiry of an (activity, user) lock (default 10 s); MySQL work under a
-	// lock is bounded by half of it.
+	// LockTTL is the expiry of the (activity, user) lock the writer's compensator takes
+	// (default 10 s); a batch's MySQL statements are bounded by half of it.
 	LockTTL time.Duration
-	// LockWait is how long to wait for a lock held by another writer (default 2 s).
+	// LockWait is how long the compensator waits for a lock held elsewhere (default 2 s).
 	LockWait time.Duration
 	// MaxAttempts is the delivery count after which a message whose write panics is
 	// written alone and, if it panics alone, dead-lettered and compensated (default 16).
@@ -74,7 +74,7 @@ type Writer struct {
 	lastErr  error     // the last failure of the streak (guarded by mu)
 	since    time.Time // when the streak began (guarded by mu)
 
-	beforeInsert func() // test hook: runs with the locks held, before the insert
+	beforeInsert func() // test hook: runs before the insert
 }
 
 // Healthy returns nil unless the writer's last UnhealthyAfter writes or more all failed with
@@ -418,58 +418,65 @@ func isTransient(err error) bool {
 	return classify(err) != classPoison
 }
 
-// write handles one batch of distinct, valid reservations.
+// write handles one batch of distinct, valid reservations. It takes no lock: MySQL's unique
+// keys make a second commit of a reservation a no-op, the insert skips a reservation with a
+// compensations row, and the record's final state decides between an order and a
+// compensation (an order whose confirm finds FAILED is deleted again; see undoOrders).
 func (w *Writer) write(ctx context.Context, batch []Message) error {
 	if err := w.lim.WaitN(ctx, len(batch)); err != nil {
 		return err
-	}
-	locks, err := lockUsers(ctx, w.rdb, w.sc, batch, w.opts.LockTTL, w.opts.LockWait)
-	if err != nil {
-		return err
-	}
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			if err := locks.release(context.WithoutCancel(ctx), w.rdb, w.sc); err != nil {
-				w.log.Warn("releasing writer locks failed (they expire)", "err", err)
-			}
-		}
-	}
-	defer release()
-
-	// A reservation compensated while its message waited must not become an order.
-	todo, err := w.skipFailed(ctx, batch)
-	if err != nil {
-		return err
-	}
-	if len(todo) == 0 {
-		return nil
 	}
 	if w.beforeInsert != nil {
 		w.beforeInsert()
 	}
 	dbctx, cancel := context.WithTimeout(ctx, w.opts.LockTTL/2)
 	defer cancel()
-	orderIDs, poison, err := w.insert(dbctx, todo)
+	orderIDs, poison, err := w.insert(dbctx, batch)
 	if err != nil {
 		return err
 	}
-	release()
 	w.m.WriterBatches.Inc()
+	errs := []error{w.confirm(ctx, batch, orderIDs)}
+	for _, p := range poison {
+		if err := w.deadLetter(ctx, p.msg, p.reason); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
 
-	var errs []error
-	calls := make([]scriptCall, 0, len(todo))
-	confirmed := make([]Message, 0, len(todo))
-	for _, m := range todo {
+// confirm runs order_confirm.lua once per shard of the batch for the reservations that have
+// an order, and undoes the orders of those whose record is FAILED.
+func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[string]int64) error {
+	type group struct {
+		call scriptCall
+		msgs []Message
+	}
+	var groups []*group
+	byShard := map[string]*group{}
+	for _, m := range batch {
 		id, ok := orderIDs[m.ReservationID]
 		if !ok {
 			continue
 		}
 		keys, n := m.keys()
-		calls = append(calls, scriptCall{keys: []string{keys.Record(n), keys.Stats()}, args: []any{id}})
-		confirmed = append(confirmed, m)
+		g := byShard[keys.Stats()]
+		if g == nil {
+			g = &group{}
+			byShard[keys.Stats()] = g
+			groups = append(groups, g)
+		}
+		g.call.keys = append(g.call.keys, keys.Record(n))
+		g.call.args = append(g.call.args, id)
+		g.msgs = append(g.msgs, m)
 	}
+	calls := make([]scriptCall, len(groups))
+	for i, g := range groups {
+		k, _ := g.msgs[0].keys()
+		g.call.keys = append(g.call.keys, k.Stats())
+		calls[i] = g.call
+	}
+	var errs []error
 	cmds, err := runScripts(ctx, w.rdb, w.sc.confirm, calls)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("order: confirm: %w", err))
@@ -479,34 +486,58 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 		if c.Err() != nil {
 			continue
 		}
-		code, _ := c.Int64()
-		res, err := confirmResult(code)
-		switch {
-		case err != nil:
+		codes, err := confirmCodes(c, len(groups[i].msgs))
+		if err != nil {
 			errs = append(errs, err)
-		case res == Confirmed:
-			w.m.WriterCommits.Inc()
-		case res == ConfirmConflict:
-			// The reservation was failed for good (its units returned) while this writer
-			// stalled past its lock: the record is the arbiter, the order goes.
-			undo = append(undo, confirmed[i].ReservationID)
-		case res == ConfirmMissing:
-			w.log.Warn("order committed but the reservation record is gone", "reservation", confirmed[i].ReservationID)
+			continue
+		}
+		for j, code := range codes {
+			res, err := confirmResult(code)
+			m := groups[i].msgs[j]
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case res == Confirmed:
+				w.m.WriterCommits.Inc()
+			case res == ConfirmConflict:
+				// The reservation was failed for good (its units returned) before this
+				// order's confirm: the record is the arbiter, the order goes.
+				undo = append(undo, m.ReservationID)
+			case res == ConfirmMissing:
+				w.log.Warn("order committed but the reservation record is gone", "reservation", m.ReservationID)
+			}
 		}
 	}
 	if err := w.undoOrders(ctx, undo); err != nil {
 		errs = append(errs, err)
 	}
-	for _, p := range poison {
-		if err := w.deadLetter(ctx, p.msg, p.reason); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	return errors.Join(errs...)
 }
 
+// confirmCodes reads order_confirm.lua's answer for n records: one code when n is 1, else a
+// list of n.
+func confirmCodes(c *redis.Cmd, n int) ([]int64, error) {
+	if n == 1 {
+		code, err := c.Int64()
+		if err != nil {
+			return nil, fmt.Errorf("order: order_confirm.lua: %w", err)
+		}
+		return []int64{code}, nil
+	}
+	codes, err := c.Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("order: order_confirm.lua: %w", err)
+	}
+	if len(codes) != n {
+		return nil, fmt.Errorf("order: order_confirm.lua returned %d codes for %d records", len(codes), n)
+	}
+	return codes, nil
+}
+
 // undoOrders deletes the orders of reservations whose record is FAILED: a compensation won
-// the race against a writer whose lock expired, and returned the units already.
+// the race against this order's confirm, and returned the units already. A writer that dies
+// between its commit and this delete leaves the order until the message comes again: the
+// insert is then a no-op and the confirm finds FAILED once more.
 func (w *Writer) undoOrders(ctx context.Context, rids []string) error {
 	if len(rids) == 0 {
 		return nil
@@ -521,33 +552,6 @@ func (w *Writer) undoOrders(ctx context.Context, rids []string) error {
 		w.log.Warn("removed orders of reservations failed for good meanwhile", "orders", res.RowsAffected, "reservations", rids)
 	}
 	return nil
-}
-
-// skipFailed drops reservations whose record is FAILED already, and removes an order that a
-// writer which died between its commit and undoOrders left for one of them.
-func (w *Writer) skipFailed(ctx context.Context, batch []Message) ([]Message, error) {
-	pipe := w.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(batch))
-	for i, m := range batch {
-		k, n := m.keys()
-		cmds[i] = pipe.HGet(ctx, k.Record(n), "status")
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("order: read statuses: %w", err)
-	}
-	out := batch[:0:0]
-	var failed []string
-	for i, m := range batch {
-		if cmds[i].Val() == "FAILED" {
-			failed = append(failed, m.ReservationID)
-			continue
-		}
-		out = append(out, m)
-	}
-	if err := w.undoOrders(ctx, failed); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 type poisoned struct {

@@ -1,0 +1,93 @@
+package order
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// commandCounter is a go-redis hook counting the commands a client sends, pipelined ones
+// included.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// countingRedis returns a client of the test Redis of its own, and its command counter.
+func countingRedis(t testing.TB) (redis.UniversalClient, *commandCounter) {
+	t.Helper()
+	rdb := testsvc.Redis(t)
+	c := &commandCounter{}
+	rdb.(*redis.Client).AddHook(c)
+	return rdb, c
+}
+
+// TestWriterRedisCallsPerOrder: the writer confirms a batch with one script call per shard
+// in it, so 1024 orders over 4 shards, delivered in batches of 128 (the in-process queue's
+// batch), cost at most 0.1 Redis commands per order.
+func TestWriterRedisCallsPerOrder(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 4, 1024)
+	msgs := a.reserve(1024)
+	wr, calls := countingRedis(t)
+	w := NewWriter(writerDB(t, testsvc.MySQLDSN), wr, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	ctx := context.Background()
+	for len(msgs) > 0 {
+		n := min(len(msgs), memBatch)
+		if err := w.Handle(ctx, msgs[:n]); err != nil {
+			t.Fatal(err)
+		}
+		msgs = msgs[n:]
+	}
+	if st := a.statuses(); st["CONFIRMED"] != 1024 {
+		t.Fatalf("statuses %v", st)
+	}
+	t.Logf("%d Redis commands for 1024 orders", calls.n.Load())
+	if per := float64(calls.n.Load()) / 1024; per > 0.1 {
+		t.Fatalf("%d Redis commands for 1024 orders: %.3f per order, want <= 0.1", calls.n.Load(), per)
+	}
+}
+
+// TestRelayRedisCallsPerEntry: the relay reads and acknowledges a stream's entries in
+// batches, so draining 2048 entries of 4 journals costs at most 0.1 Redis commands per entry.
+func TestRelayRedisCallsPerEntry(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	a := newTestActivity(t, rdb, nil, 4, 2048)
+	a.reserve(2048)
+	rr, calls := countingRedis(t)
+	q := NewMemQueue(4096)
+	t.Cleanup(func() { q.Close() })
+	var got atomic.Int64
+	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	stop := startRelay(t, context.Background(), NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
+		JournalsKey: a.journals, Poll: time.Second}, testMetrics(), testLogger(t)))
+	waitFor(t, 30*time.Second, "2048 relayed", func() (bool, string) { return got.Load() >= 2048 && a.pendingEntries() == 0, "" })
+	stop()
+	t.Logf("%d Redis commands for 2048 entries", calls.n.Load())
+	if per := float64(calls.n.Load()) / 2048; per > 0.1 {
+		t.Fatalf("%d Redis commands for 2048 entries: %.3f per entry, want <= 0.1", calls.n.Load(), per)
+	}
+}
