@@ -272,7 +272,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			wdb := writerDB(t, testsvc.MySQLDSN)
 			w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, LockTTL: 300 * time.Millisecond}, testMetrics(), testLogger(t))
 			stalled, resume := make(chan struct{}), make(chan struct{})
-			w.beforeInsert = func() {
+			w.beforeInsert = func([]Message) {
 				close(stalled)
 				<-resume
 			}
@@ -378,4 +378,41 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 		t.Fatalf("%d orders + %d compensations, want 300 with some of each", len(orders), len(comps))
 	}
 	t.Logf("%d orders, %d compensations", len(orders), len(comps))
+}
+
+// TestPanickingMessageIsIsolated: a write that panics because of one message hands the
+// batch back; once that message was delivered MaxAttempts times it is written alone and,
+// panicking alone, dead-lettered, while the others of its batch become orders.
+func TestPanickingMessageIsIsolated(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 2, 10)
+	msgs := a.reserve(4)
+	bad := msgs[2].ReservationID
+	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 3}, testMetrics(), testLogger(t))
+	w.beforeInsert = func(batch []Message) {
+		for _, m := range batch {
+			if m.ReservationID == bad {
+				panic("cannot write " + bad)
+			}
+		}
+	}
+	ctx := context.Background()
+	var pe *PanicError
+	if err := w.Handle(ctx, late(msgs, 1)); !errors.As(err, &pe) {
+		t.Fatalf("Handle = %v, want a *PanicError", err)
+	}
+	if st := a.statuses(); st["PENDING"] != 4 {
+		t.Fatalf("statuses %v after a first delivery, want all PENDING", st)
+	}
+	if err := w.Handle(ctx, late(msgs, 3)); err != nil {
+		t.Fatalf("Handle = %v, want nil: every message is an order or dead-lettered", err)
+	}
+	if st := a.statuses(); st["CONFIRMED"] != 3 || st["FAILED"] != 1 {
+		t.Fatalf("statuses %v, want 3 CONFIRMED and the panicking one FAILED", st)
+	}
+	if c := compensationRows(t, db, a.id); c != 1 {
+		t.Fatalf("%d compensation rows, want 1", c)
+	}
 }

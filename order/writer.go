@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,7 +75,7 @@ type Writer struct {
 	lastErr  error     // the last failure of the streak (guarded by mu)
 	since    time.Time // when the streak began (guarded by mu)
 
-	beforeInsert func() // test hook: runs before the insert
+	beforeInsert func([]Message) // test hook: runs before the insert of a batch
 }
 
 // Healthy returns nil unless the writer's last UnhealthyAfter writes or more all failed with
@@ -238,23 +239,23 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) (err error) {
 			}
 			continue
 		}
-		// A write that panics may be caused by one message: those delivered MaxAttempts
-		// times are written alone, and one that still panics alone is dead-lettered.
-		errs = append(errs, err)
+		// A write that panics may be caused by one message. Once the batch holds a message
+		// delivered MaxAttempts times, every message is written alone, and one of those
+		// that still panics alone is dead-lettered.
+		if !slices.ContainsFunc(batch, func(m Message) bool { return m.Attempt >= w.opts.MaxAttempts }) {
+			errs = append(errs, err)
+			continue
+		}
 		for _, m := range batch {
-			if m.Attempt < w.opts.MaxAttempts {
-				continue
-			}
 			err := w.writeRetrying(ctx, []Message{m})
-			if err == nil {
-				continue
-			}
-			if !errors.As(err, &pe) {
+			switch {
+			case err == nil:
+			case !errors.As(err, &pe) || m.Attempt < w.opts.MaxAttempts:
 				errs = append(errs, err)
-				continue
-			}
-			if err := w.deadLetter(ctx, m, "max_attempts: "+err.Error()); err != nil {
-				errs = append(errs, err)
+			default:
+				if err := w.deadLetter(ctx, m, "max_attempts: "+err.Error()); err != nil {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}
@@ -427,7 +428,7 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 		return err
 	}
 	if w.beforeInsert != nil {
-		w.beforeInsert()
+		w.beforeInsert(batch)
 	}
 	dbctx, cancel := context.WithTimeout(ctx, w.opts.LockTTL/2)
 	defer cancel()
