@@ -42,7 +42,8 @@ func countingRedis(t testing.TB) (redis.UniversalClient, *commandCounter) {
 
 // TestWriterRedisCallsPerOrder: the writer confirms a batch with one script call per shard
 // in it, so 1024 orders over 4 shards, delivered in batches of 128 (the in-process queue's
-// batch), cost at most 0.1 Redis commands per order.
+// batch), cost at most 0.1 Redis commands per order, and two MySQL statements per batch (the
+// insert and the read back).
 func TestWriterRedisCallsPerOrder(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
@@ -50,7 +51,9 @@ func TestWriterRedisCallsPerOrder(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 4, 1024)
 	msgs := a.reserve(1024)
 	wr, calls := countingRedis(t)
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), wr, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	wdb := writerDB(t, testsvc.MySQLDSN)
+	stmts := countStatements(wdb)
+	w := NewWriter(wdb, wr, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
 	ctx := context.Background()
 	for len(msgs) > 0 {
 		n := min(len(msgs), memBatch)
@@ -62,7 +65,10 @@ func TestWriterRedisCallsPerOrder(t *testing.T) {
 	if st := a.statuses(); st["CONFIRMED"] != 1024 {
 		t.Fatalf("statuses %v", st)
 	}
-	t.Logf("%d Redis commands for 1024 orders", calls.n.Load())
+	t.Logf("%d Redis commands and %d MySQL statements for 1024 orders", calls.n.Load(), stmts.Load())
+	if got, want := stmts.Load(), int64(2*1024/memBatch); got > want {
+		t.Fatalf("%d MySQL statements for %d batches, want <= %d", got, 1024/memBatch, want)
+	}
 	if per := float64(calls.n.Load()) / 1024; per > 0.1 {
 		t.Fatalf("%d Redis commands for 1024 orders: %.3f per order, want <= 0.1", calls.n.Load(), per)
 	}
