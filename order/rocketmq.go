@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"regexp"
 	"sync"
@@ -45,8 +46,10 @@ type RocketMQOptions struct {
 	// ConsumeBatch is the most messages handed to the handler at once (default 64).
 	ConsumeBatch int
 	// MaxReconsumeTimes bounds RocketMQ's own redeliveries before its dead letter queue
-	// (default 1000: the writer dead-letters poison messages itself, so transient outages
-	// must not push messages to the broker's DLQ).
+	// (default math.MaxInt32, that is never: the writer dead-letters poison messages itself
+	// and hands back only messages that wait for MySQL or Redis, which must reach MySQL
+	// however long the outage lasts; with a broker whose delay levels are all 1 s, 1,000
+	// redeliveries were a few hours).
 	MaxReconsumeTimes int32
 	// SendTimeout bounds one send (default 3 s).
 	SendTimeout time.Duration
@@ -100,7 +103,7 @@ func NewRocketMQ(opts RocketMQOptions) (*RocketMQ, error) {
 		opts.ConsumeBatch = 64
 	}
 	if opts.MaxReconsumeTimes == 0 {
-		opts.MaxReconsumeTimes = 1000
+		opts.MaxReconsumeTimes = math.MaxInt32
 	}
 	if opts.SendTimeout <= 0 {
 		opts.SendTimeout = 3 * time.Second
