@@ -416,3 +416,35 @@ func TestPanickingMessageIsIsolated(t *testing.T) {
 		t.Fatalf("%d compensation rows, want 1", c)
 	}
 }
+
+// TestPoisonErrorsAreDeadLettered is the counterpart of TestSickMySQLIsNeverCompensated:
+// errors that say the row itself can never be stored dead-letter and compensate it at once.
+func TestPoisonErrorsAreDeadLettered(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	for _, code := range []uint16{1406, 1048, 4025, 3819} {
+		t.Run(fmt.Sprint(code), func(t *testing.T) {
+			a := newTestActivity(t, rdb, db, 1, 10)
+			msgs := a.reserve(2)
+			var in injector
+			wdb := writerDB(t, testsvc.MySQLDSN)
+			in.install(t, wdb)
+			in.set(&mysql.MySQLError{Number: code, Message: "injected"})
+			m := testMetrics()
+			w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t))
+			if err := w.Handle(context.Background(), msgs); err != nil {
+				t.Fatal(err)
+			}
+			if st := a.statuses(); st["FAILED"] != 2 {
+				t.Fatalf("statuses %v, want both FAILED", st)
+			}
+			if c := compensationRows(t, db, a.id); c != 2 {
+				t.Fatalf("%d compensation rows, want 2", c)
+			}
+			if got := counterValue(t, m.WriterErrors.WithLabelValues("poison")); got != 2 {
+				t.Fatalf("order_writer_errors_total{class=poison} = %v, want 2", got)
+			}
+		})
+	}
+}

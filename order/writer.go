@@ -439,6 +439,7 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	w.m.WriterBatches.Inc()
 	errs := []error{w.confirm(ctx, batch, orderIDs)}
 	for _, p := range poison {
+		w.m.WriterErrors.WithLabelValues(string(classPoison)).Inc()
 		if err := w.deadLetter(ctx, p.msg, p.reason); err != nil {
 			errs = append(errs, err)
 		}

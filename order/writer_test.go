@@ -193,9 +193,16 @@ func TestDataErrorIsDeadLettered(t *testing.T) {
 	good := a.reserve(1)
 	bad := msgs[0]
 	bad.Seq = 1 << 40
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	m := testMetrics()
+	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t))
 	if err := w.Handle(context.Background(), []Message{bad, good[0]}); err != nil {
 		t.Fatal(err)
+	}
+	if got := counterValue(t, m.WriterErrors.WithLabelValues("poison")); got != 1 {
+		t.Fatalf("order_writer_errors_total{class=poison} = %v, want 1", got)
+	}
+	if err := w.Healthy(); err != nil {
+		t.Fatalf("a poison row made the writer unhealthy: %v", err)
 	}
 	if st := a.statuses(); st["FAILED"] != 1 || st["CONFIRMED"] != 1 {
 		t.Fatalf("statuses %v", st)
