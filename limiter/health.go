@@ -84,7 +84,7 @@ func (l *Limiter) refreshHealthyFromFunc() {
 		return
 	}
 	if n := l.opts.Healthy(); n >= 1 {
-		l.healthy.Store(int64(n))
+		l.setHealthy(int64(n))
 	}
 }
 
@@ -182,7 +182,7 @@ func (l *Limiter) heartbeat(ctx context.Context) {
 		return
 	}
 	if l.opts.Healthy == nil && n >= 1 {
-		l.healthy.Store(n)
+		l.setHealthy(n)
 	}
 }
 
