@@ -378,16 +378,16 @@ func TestAcceptanceNothingReachesStoresAfterSellOut(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	stockScripts := func() float64 {
-		return scrapeSum(t, ta, `redis_calls_total{script="inventory_reserve"}`) +
-			scrapeSum(t, ta, `redis_calls_total{script="inventory_take"}`) +
-			scrapeSum(t, ta, `redis_calls_total{script="inventory_hold"}`)
+		return scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_reserve"}`) +
+			scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_take"}`) +
+			scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_hold"}`)
 	}
 	s0, u0, o0 := userStatements(t)
 	if u0+o0 == 0 {
 		t.Fatal("USER_STATISTICS shows no statements of the observed user: the counters are not live (userstat off?)")
 	}
 	stock0 := stockScripts()
-	lim0 := scrapeSum(t, ta, "rate_limiter_redis_calls_total")
+	lim0 := scrapeSum(t, ta, "seckill_rate_limiter_redis_calls_total")
 	late := rush(t, []*testApp{ta}, id, 2000, 32, nil)
 	if late.byCode["410 SOLD_OUT"] != 2000 {
 		t.Fatalf("after sell-out: %v, want 2000 x 410 SOLD_OUT", late.byCode)
@@ -399,6 +399,6 @@ func TestAcceptanceNothingReachesStoresAfterSellOut(t *testing.T) {
 	if d := stockScripts() - stock0; d != 0 {
 		t.Fatalf("%v Redis stock script calls after the sell-out was known", d)
 	}
-	lim1 := scrapeSum(t, ta, "rate_limiter_redis_calls_total")
+	lim1 := scrapeSum(t, ta, "seckill_rate_limiter_redis_calls_total")
 	t.Logf("2000 requests after sell-out: 0 MySQL statements (MariaDB USER_STATISTICS), 0 Redis stock calls, %v limiter Redis calls (lease housekeeping in the background, not the requests)", lim1-lim0)
 }

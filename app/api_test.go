@@ -200,16 +200,16 @@ func TestOneRedisCallPerAdmittedRequest(t *testing.T) {
 	for i := 0; i < 5; i++ { // warm: the first requests lease the budgets
 		ta.reserve(t, id, fmt.Sprintf("warm-%d", i), "")
 	}
-	reserve0 := scrapeSum(t, ta, `redis_calls_total{script="inventory_reserve"}`)
-	lim0 := scrapeSum(t, ta, "rate_limiter_redis_calls_total")
+	reserve0 := scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_reserve"}`)
+	lim0 := scrapeSum(t, ta, "seckill_rate_limiter_redis_calls_total")
 	const n = 200
 	for i := 0; i < n; i++ {
 		if a := ta.reserve(t, id, fmt.Sprintf("one-%d", i), ""); a.status != http.StatusAccepted {
 			t.Fatalf("request %d: %d %v", i, a.status, a.body)
 		}
 	}
-	reserves := scrapeSum(t, ta, `redis_calls_total{script="inventory_reserve"}`) - reserve0
-	lims := scrapeSum(t, ta, "rate_limiter_redis_calls_total") - lim0
+	reserves := scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_reserve"}`) - reserve0
+	lims := scrapeSum(t, ta, "seckill_rate_limiter_redis_calls_total") - lim0
 	t.Logf("%d admitted requests: %v reservation scripts, %v limiter Redis calls", n, reserves, lims)
 	// Budget leases are amortised (a lease covers many requests; an unused one expires and is
 	// taken again), so a slow sequential client still sees a few.

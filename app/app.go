@@ -123,12 +123,14 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	}
 
 	var err error
-	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace}, inventory.NewMetrics(a.reg), log.With("part", "inventory"))
+	invM := inventory.NewMetrics(a.reg)
+	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
 		return nil, err
 	}
 	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy, Namespace: opts.Namespace}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))
+	invM.CountLimits(a.lim) // the reservation script's user and IP decisions count as the limiter's
 
 	om := order.NewMetrics(a.reg)
 	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: inventory.Namespaced(opts.Namespace, inventory.JournalsKey)}, om, log.With("part", "relay"))

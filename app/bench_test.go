@@ -179,7 +179,7 @@ func benchCleanup(a *App, id string, shards int) {
 	rdb.Del(ctx, inventory.Namespaced(ns, inventory.JournalsKey), inventory.Namespaced(ns, inventory.ActivitiesKey))
 }
 
-// redisCalls sums redis_calls_total and rate_limiter_redis_calls_total of the instance.
+// redisCalls sums seckill_redis_script_calls_total and seckill_rate_limiter_redis_calls_total of the instance.
 func redisCalls(b *testing.B, a *App) float64 {
 	mfs, err := a.reg.Gather()
 	if err != nil {
@@ -187,7 +187,7 @@ func redisCalls(b *testing.B, a *App) float64 {
 	}
 	var s float64
 	for _, mf := range mfs {
-		if n := mf.GetName(); n == "redis_calls_total" || n == "rate_limiter_redis_calls_total" {
+		if n := mf.GetName(); n == "seckill_redis_script_calls_total" || n == "seckill_rate_limiter_redis_calls_total" {
 			for _, m := range mf.GetMetric() {
 				s += m.GetCounter().GetValue()
 			}

@@ -706,15 +706,15 @@ func redisProxyApp(t *testing.T) (*testApp, *faultproxy.Proxy) {
 }
 
 // Acceptance 9, Redis latency: with 100 ms added to every Redis round trip the limiter degrades
-// to local limiting within a bounded number of requests (rate_limiter_degraded 1 on /metrics),
+// to local limiting within a bounded number of requests (seckill_rate_limiter_degraded 1 on /metrics),
 // reservations stay exact, and it recovers once the latency goes.
 func TestDrillRedisLatency(t *testing.T) {
 	const stock = 300
 	ta, p := redisProxyApp(t)
 	id := uniq(t, "rlat")
 	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
-	if d := metric(t, ta.base, "rate_limiter_degraded"); d != 0 {
-		t.Fatalf("rate_limiter_degraded %v before the drill", d)
+	if d := metric(t, ta.base, "seckill_rate_limiter_degraded"); d != 0 {
+		t.Fatalf("seckill_rate_limiter_degraded %v before the drill", d)
 	}
 	accepted := map[string]string{}
 	run := time.Now().UnixNano() % 1_000_000
@@ -724,7 +724,7 @@ func TestDrillRedisLatency(t *testing.T) {
 	// One request at a time, so the bound counts requests, not concurrency.
 	const bound = 40 // fallback.slowCallsToDegrade is 20; each request makes at least one slow call
 	calls := 0
-	for metric(t, ta.base, "rate_limiter_degraded") != 1 {
+	for metric(t, ta.base, "seckill_rate_limiter_degraded") != 1 {
 		if calls == bound {
 			t.Fatalf("not degraded after %d requests with 100 ms Redis latency", calls)
 		}
@@ -742,13 +742,13 @@ func TestDrillRedisLatency(t *testing.T) {
 	if got := slowRes.snapshot()["202"]; got != 200 {
 		t.Fatalf("under latency %d of 200 users accepted, want all", got)
 	}
-	if d := metric(t, ta.base, "rate_limiter_degraded"); d != 1 {
-		t.Fatalf("rate_limiter_degraded %v while Redis is still slow", d)
+	if d := metric(t, ta.base, "seckill_rate_limiter_degraded"); d != 1 {
+		t.Fatalf("seckill_rate_limiter_degraded %v while Redis is still slow", d)
 	}
 
 	p.SetLatency(0)
-	recovered := waitUntil(t, 30*time.Second, "rate_limiter_degraded back to 0", func() bool {
-		return metric(t, ta.base, "rate_limiter_degraded") == 0
+	recovered := waitUntil(t, 30*time.Second, "seckill_rate_limiter_degraded back to 0", func() bool {
+		return metric(t, ta.base, "seckill_rate_limiter_degraded") == 0
 	})
 	t.Logf("recovered %v after the latency was removed", recovered.Round(10*time.Millisecond))
 

@@ -82,9 +82,7 @@ func (a *api) observe(c *gin.Context) {
 	c.Next()
 	outcome, _ := c.Get(ctxOutcome)
 	o, _ := outcome.(string)
-	if o == "" {
-		o = http.StatusText(c.Writer.Status())
-	}
+	o = outcomeLabel(o, c.Writer.Status())
 	route := c.FullPath()
 	if route == "" {
 		route = "unmatched"

@@ -1,6 +1,39 @@
 package app
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Outcomes of a successful request (the outcome label); an error's outcome is its code.
+const (
+	outcomeReserved = "RESERVED" // 202, a new reservation
+	outcomeReplayed = "REPLAYED" // 200, a replayed Idempotency-Key
+	outcomeOK       = "OK"       // any other 2xx or 3xx answer
+)
+
+// errorOutcomes are the error codes of the JSON error model.
+var errorOutcomes = []string{
+	CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeForbidden, CodeTokenRequired,
+	CodeNotFound, CodeMethodNotAllowed, CodeConflict, CodeAlreadyPurchased, CodeSoldOut,
+	CodeClosed, CodeNotOpen, CodeRateLimited, CodeNotAdmitted, CodeDisabled, CodeUnavailable,
+	CodeInternal,
+}
+
+// httpOutcomes is the closed set of the outcome label: the successes and every error code.
+var httpOutcomes = append([]string{outcomeReserved, outcomeReplayed, outcomeOK}, errorOutcomes...)
+
+// reservationOutcomes are the outcomes of POST /api/v1/activities/:id/reservations, created at
+// 0 so the dashboard's panels of that route never read "No data".
+var reservationOutcomes = []string{
+	outcomeReserved, outcomeReplayed, CodeBadRequest, CodeTooLarge, CodeUnauthenticated,
+	CodeForbidden, CodeTokenRequired, CodeNotFound, CodeAlreadyPurchased, CodeSoldOut, CodeClosed,
+	CodeNotOpen, CodeRateLimited, CodeNotAdmitted, CodeDisabled, CodeUnavailable, CodeInternal,
+}
+
+// reservationRoute is the route label of the reservation endpoint (Gin's full path).
+const reservationRoute = "/api/v1/activities/:id/reservations"
 
 // httpMetrics are the HTTP layer's metrics.
 type httpMetrics struct {
@@ -10,11 +43,57 @@ type httpMetrics struct {
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	m := &httpMetrics{
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "http_request_duration_seconds",
-			Help:    "Latency of HTTP requests by route and outcome (the answer's code, e.g. RESERVED, SOLD_OUT, RATE_LIMITED).",
+			Name: "seckill_http_request_duration_seconds",
+			Help: "Latency of HTTP requests in seconds, by route (the router's pattern, \"unmatched\" for none) " +
+				"and outcome (RESERVED, REPLAYED, OK, or the error code of the answer).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "outcome"}),
 	}
+	for _, o := range reservationOutcomes {
+		m.latency.WithLabelValues(reservationRoute, o)
+	}
 	reg.MustRegister(m.latency)
 	return m
+}
+
+// outcomeLabel maps what a handler recorded (set, "" for nothing) and the answer's HTTP status
+// to the closed set httpOutcomes: a success is RESERVED, REPLAYED or OK (a resource state such
+// as OPEN or PENDING is not an outcome), an error keeps its code, and an error without one
+// (the router's own, /readyz) gets the code of its status.
+func outcomeLabel(set string, status int) string {
+	if status < http.StatusBadRequest {
+		if set == outcomeReserved || set == outcomeReplayed {
+			return set
+		}
+		return outcomeOK
+	}
+	for _, o := range errorOutcomes {
+		if o == set {
+			return o
+		}
+	}
+	switch status {
+	case http.StatusBadRequest:
+		return CodeBadRequest
+	case http.StatusUnauthorized:
+		return CodeUnauthenticated
+	case http.StatusForbidden:
+		return CodeForbidden
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusMethodNotAllowed:
+		return CodeMethodNotAllowed
+	case http.StatusConflict:
+		return CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return CodeTooLarge
+	case http.StatusTooManyRequests:
+		return CodeRateLimited
+	case http.StatusServiceUnavailable:
+		return CodeUnavailable
+	}
+	if status >= http.StatusInternalServerError {
+		return CodeInternal
+	}
+	return CodeBadRequest
 }

@@ -45,7 +45,8 @@ type Status struct {
 	Ready       bool      `json:"ready"`  // a good payload has been applied
 }
 
-// Metrics are the config package's Prometheus metrics.
+// Metrics are the config package's Prometheus metrics, all named seckill_config_* except
+// seckill_nacos_healthy_instances.
 type Metrics struct {
 	lastSuccessful   prometheus.Gauge
 	lastSuccessTime  prometheus.Gauge
@@ -53,48 +54,77 @@ type Metrics struct {
 	stale            prometheus.Counter
 	info             *prometheus.GaugeVec
 	sourceErrors     *prometheus.CounterVec
-	healthyInstances prometheus.Gauge
+	healthyInstances *setOnceGauge
 }
 
 // NewMetrics creates the package metrics and registers them with reg (nil: not registered).
-// Create it once per registry and share it.
+// Create it once per registry and share it. The source errors of every source exist at 0.
+// seckill_nacos_healthy_instances is exported only once the Nacos registry has set it: in
+// file mode there is no Nacos naming to count (the limiter exports the count it divides its
+// fallback budget by as seckill_rate_limiter_healthy_instances in every mode).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		lastSuccessful: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "config_last_reload_successful",
+			Name: "seckill_config_last_reload_successful",
 			Help: "1 if the latest configuration payload was applied, 0 if it was refused.",
 		}),
 		lastSuccessTime: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "config_last_reload_success_timestamp_seconds",
+			Name: "seckill_config_last_reload_success_timestamp_seconds",
 			Help: "Unix time of the latest applied configuration.",
 		}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "config_reload_failures_total",
+			Name: "seckill_config_reload_failures_total",
 			Help: "Configuration payloads refused (decode, validation or build errors).",
 		}),
 		stale: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "config_stale_payloads_total",
+			Name: "seckill_config_stale_payloads_total",
 			Help: "Configuration payloads dropped because a newer one from the same source was already processed.",
 		}),
 		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "config_info",
+			Name: "seckill_config_info",
 			Help: "Always 1; labels name the source and version of the active configuration.",
 		}, []string{"source", "version"}),
 		sourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "config_source_errors_total",
-			Help: "Failed reads of a configuration source (Nacos fetch, file read, snapshot write).",
+			Name: "seckill_config_source_errors_total",
+			Help: "Failed reads of a configuration source (Nacos fetch, file read, snapshot write), by source (nacos, file, cache).",
 		}, []string{"source"}),
-		healthyInstances: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "config_healthy_instances",
-			Help: "Healthy seckill instances registered in Nacos naming, as last seen.",
-		}),
+		healthyInstances: &setOnceGauge{g: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_nacos_healthy_instances",
+			Help: "Healthy seckill instances registered in Nacos naming, as last seen (exported only when Nacos naming is in use).",
+		})},
 	}
 	m.lastSuccessful.Set(0)
+	for _, s := range []string{SourceNacos, SourceFile, SourceCache} {
+		m.sourceErrors.WithLabelValues(s)
+	}
 	if reg != nil {
 		reg.MustRegister(m.lastSuccessful, m.lastSuccessTime, m.failures, m.stale, m.info,
 			m.sourceErrors, m.healthyInstances)
 	}
 	return m
+}
+
+// setOnceGauge is a gauge that is collected only once it has been set. It is an unchecked
+// collector (Describe sends nothing), so a registry accepts it before its first value.
+type setOnceGauge struct {
+	g   prometheus.Gauge
+	set atomic.Bool
+}
+
+// Set sets the gauge to v; from then on it is collected. Safe for concurrent use.
+func (s *setOnceGauge) Set(v float64) {
+	s.g.Set(v)
+	s.set.Store(true)
+}
+
+// Describe sends nothing: the gauge may not be exported at all.
+func (s *setOnceGauge) Describe(chan<- *prometheus.Desc) {}
+
+// Collect sends the gauge once it has been set.
+func (s *setOnceGauge) Collect(ch chan<- prometheus.Metric) {
+	if s.set.Load() {
+		s.g.Collect(ch)
+	}
 }
 
 func (m *Metrics) sourceError(source string) {

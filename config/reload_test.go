@@ -77,10 +77,10 @@ func TestReloaderGoodBadGood(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 	if got := testutil.ToFloat64(m.lastSuccessful); got != 1 {
-		t.Fatalf("config_last_reload_successful = %v", got)
+		t.Fatalf("seckill_config_last_reload_successful = %v", got)
 	}
 	if got := testutil.ToFloat64(m.info.WithLabelValues(SourceNacos, st.Version)); got != 1 {
-		t.Fatalf("config_info = %v", got)
+		t.Fatalf("seckill_config_info = %v", got)
 	}
 	first := r.Current()
 
@@ -107,7 +107,7 @@ func TestReloaderGoodBadGood(t *testing.T) {
 			t.Fatalf("status after %q = %+v", tt.give, st)
 		}
 		if got := testutil.ToFloat64(m.lastSuccessful); got != 0 {
-			t.Fatalf("config_last_reload_successful = %v after a refused payload", got)
+			t.Fatalf("seckill_config_last_reload_successful = %v after a refused payload", got)
 		}
 	}
 
@@ -128,7 +128,7 @@ func TestReloaderGoodBadGood(t *testing.T) {
 		t.Fatalf("success timestamp = %v", got)
 	}
 	if n := testutil.CollectAndCount(m.info); n != 1 {
-		t.Fatalf("config_info has %d series, want 1", n)
+		t.Fatalf("seckill_config_info has %d series, want 1", n)
 	}
 }
 
@@ -252,15 +252,15 @@ func TestMetricsNames(t *testing.T) {
 	r.Offer(Payload{Data: []byte("{"), Source: SourceFile, Seq: 1})
 	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
 	want := `
-# HELP config_last_reload_successful 1 if the latest configuration payload was applied, 0 if it was refused.
-# TYPE config_last_reload_successful gauge
-config_last_reload_successful 0
-# HELP config_reload_failures_total Configuration payloads refused (decode, validation or build errors).
-# TYPE config_reload_failures_total counter
-config_reload_failures_total 1
+# HELP seckill_config_last_reload_successful 1 if the latest configuration payload was applied, 0 if it was refused.
+# TYPE seckill_config_last_reload_successful gauge
+seckill_config_last_reload_successful 0
+# HELP seckill_config_reload_failures_total Configuration payloads refused (decode, validation or build errors).
+# TYPE seckill_config_reload_failures_total counter
+seckill_config_reload_failures_total 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"config_last_reload_successful", "config_reload_failures_total"); err != nil {
+		"seckill_config_last_reload_successful", "seckill_config_reload_failures_total"); err != nil {
 		t.Fatal(err)
 	}
 	if r.Status().Ready {

@@ -2,40 +2,61 @@ package inventory
 
 import (
 	"errors"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics are the inventory's Prometheus collectors. Build them once with NewMetrics; a
-// nil *Metrics is not valid, pass NewMetrics(nil) for unregistered collectors.
+// nil *Metrics is not valid, pass NewMetrics(nil) for unregistered collectors. Labels are
+// activity, script and source, never a user.
 type Metrics struct {
-	remaining   *prometheus.GaugeVec     // coupon_stock_remaining{activity}
-	issued      *prometheus.CounterVec   // coupon_issue_success_total{activity}
-	calls       *prometheus.CounterVec   // redis_calls_total{script}
-	callSeconds *prometheus.HistogramVec // redis_call_seconds{script}
-	soldOut     *prometheus.CounterVec   // coupon_soldout_marks_total{activity,source}
+	remaining   *prometheus.GaugeVec     // seckill_stock_remaining_units{activity}
+	issued      *prometheus.CounterVec   // seckill_reservations_accepted_total{activity}
+	calls       *prometheus.CounterVec   // seckill_redis_script_calls_total{script}
+	callSeconds *prometheus.HistogramVec // seckill_redis_script_duration_seconds{script}
+	soldOut     *prometheus.CounterVec   // seckill_soldout_marks_total{activity,source}
+
+	limits atomic.Pointer[limitRecorderBox] // set by CountLimits; nil: not counted
 }
 
-// NewMetrics builds the collectors and registers them with reg (nil: not registered). A
+// LimitRecorder counts the rate-limit decisions the reservation script makes: for the user
+// (token bucket, sliding window) and for the IP when the script takes the IP token
+// (ReserveRequest.IPKey). *limiter.Limiter implements it. Its methods must be safe for
+// concurrent use.
+type LimitRecorder interface {
+	// ScriptAdmitted counts one request admitted by the script: user is true when a per-user
+	// limit was in force, ip when the script took the IP token.
+	ScriptAdmitted(user, ip bool)
+	// ScriptRejected counts one rejection: dimension "user" with reason "rate" or "window",
+	// or "ip" with reason "rate", and its Retry-After.
+	ScriptRejected(dimension, reason string, retryAfter time.Duration)
+}
+
+type limitRecorderBox struct{ r LimitRecorder }
+
+// NewMetrics builds the collectors and registers them with reg (nil: not registered); New
+// creates the series of every script at 0. A
 // collector that another package already registered under the same name and labels is
 // shared instead of failing.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "coupon_stock_remaining", Help: "Units left in Redis over every shard of the activity's current layout, as last refreshed.",
+			Name: "seckill_stock_remaining_units", Help: "Units left in Redis over every shard of the activity's current layout, as last refreshed.",
 		}, []string{"activity"}),
 		issued: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "coupon_issue_success_total", Help: "Reservations accepted (new ones, not replays).",
+			Name: "seckill_reservations_accepted_total", Help: "Reservations accepted (new ones, not replays).",
 		}, []string{"activity"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "redis_calls_total", Help: "Redis script calls by script.",
+			Name: "seckill_redis_script_calls_total", Help: "Redis script calls of the inventory, by script.",
 		}, []string{"script"}),
 		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "redis_call_seconds", Help: "Latency of Redis script calls by script.",
+			Name: "seckill_redis_script_duration_seconds", Help: "Latency of the inventory's Redis script calls, by script, in seconds.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .02, .05, .1, .25, 1},
 		}, []string{"script"}),
 		soldOut: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "coupon_soldout_marks_total", Help: "Times this instance marked an activity sold out, by source (reserve, event, refresh).",
+			Name: "seckill_soldout_marks_total", Help: "Times this instance marked an activity sold out, by source (reserve, event, refresh).",
 		}, []string{"activity", "source"}),
 	}
 	if reg != nil {
@@ -46,6 +67,45 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.soldOut = register(reg, m.soldOut)
 	}
 	return m
+}
+
+// CountLimits makes r count the rate-limit decisions of the reservation script from now on.
+// Call it before the store serves requests; a nil r stops counting.
+func (m *Metrics) CountLimits(r LimitRecorder) {
+	if r == nil {
+		m.limits.Store(nil)
+		return
+	}
+	m.limits.Store(&limitRecorderBox{r})
+}
+
+// countLimits reports the rate-limit decision carried by res, one answer of the reservation
+// script to r, to the LimitRecorder: the script checks the user's bucket and window, then the
+// IP bucket (ipInScript), before the per-user limit and the stock, so every answer from
+// ALREADY on admitted the request. Answers given before those checks (replay, not open,
+// closed, shard closed, pending) decided nothing.
+func (m *Metrics) countLimits(res []any, r *ReserveRequest, ipInScript bool) {
+	b := m.limits.Load()
+	if b == nil || len(res) == 0 {
+		return
+	}
+	retry := func() time.Duration {
+		if len(res) < 2 {
+			return 0
+		}
+		n, _ := asInt(res[1])
+		return time.Duration(n) * time.Millisecond
+	}
+	switch code(res) {
+	case rcReserved, rcAlready, rcEmpty, rcNeedOther:
+		b.r.ScriptAdmitted(r.UserRate.Rate > 0 || (r.WindowMax > 0 && r.Window > 0), ipInScript)
+	case rcUserRate:
+		b.r.ScriptRejected("user", "rate", retry())
+	case rcUserWindow:
+		b.r.ScriptRejected("user", "window", retry())
+	case rcIPRate:
+		b.r.ScriptRejected("ip", "rate", retry())
+	}
 }
 
 // register registers c, or returns the collector already registered under its name.

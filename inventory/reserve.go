@@ -198,6 +198,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{}, done, err
 	}
 	c := code(res)
+	s.m.countLimits(res, r, r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()) // as the IP key was passed above
 	arg := func(i int) any {
 		if i < len(res) {
 			return res[i]

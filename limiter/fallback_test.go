@@ -2,10 +2,12 @@ package limiter
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
@@ -363,4 +365,32 @@ func TestDegradeOnCluster(t *testing.T) {
 	}
 	slow.delay.Store(0)
 	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+}
+
+// TestDegradedWhileRedisDownWithoutTraffic: an operator who kills Redis sees
+// seckill_rate_limiter_degraded 1 within a few seconds even when no request reaches the
+// limiter (the heartbeat is a Redis call like any other), and 0 again once Redis is back.
+func TestDegradedWhileRedisDownWithoutTraffic(t *testing.T) {
+	t.Parallel()
+	proxy, rdb := proxied(t)
+	m := NewMetrics(prometheus.NewRegistry())
+	prefix := uniq(t)
+	l := New(rdb, Options{}, m, slog.New(slog.DiscardHandler))
+	l.prefix, l.instancesKey = prefix, prefix+"instances"
+	runLimiter(t, l)
+	if got := testutil.ToFloat64(m.degraded); got != 0 {
+		t.Fatalf("degraded gauge %v with Redis up", got)
+	}
+	if err := proxy.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "degraded with Redis down and no traffic", func() bool {
+		return l.Degraded() && testutil.ToFloat64(m.degraded) == 1
+	})
+	if err := proxy.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "recovered once Redis is back", func() bool {
+		return !l.Degraded() && testutil.ToFloat64(m.degraded) == 0
+	})
 }

@@ -84,7 +84,7 @@ func (l *Limiter) refreshHealthyFromFunc() {
 		return
 	}
 	if n := l.opts.Healthy(); n >= 1 {
-		l.healthy.Store(int64(n))
+		l.setHealthy(int64(n))
 	}
 }
 
@@ -170,12 +170,19 @@ func (l *Limiter) heartbeat(ctx context.Context) {
 	n, err := l.heartbeatScript.Run(ctx, l.rdb, []string{l.instancesKey}, l.opts.InstanceID,
 		healthyWithin.Milliseconds(), forgetAfter.Milliseconds(), 0).Int64()
 	if err != nil {
+		// A failed heartbeat degrades like a failed call on the request path, so the local
+		// limiter (and seckill_rate_limiter_degraded) is in force within a second of Redis
+		// going away, with or without traffic. Its latency is not counted: it runs off the
+		// request path, where slowness is measured. A shutdown is no failure.
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			l.observe(0, err)
+		}
 		l.log.Debug("heartbeat failed; keeping the last healthy count", "err", err,
 			"healthy_instances", l.healthyCount())
 		return
 	}
 	if l.opts.Healthy == nil && n >= 1 {
-		l.healthy.Store(n)
+		l.setHealthy(n)
 	}
 }
 

@@ -115,6 +115,9 @@ const (
 	DimChannel  = "channel"
 	DimIP       = "ip"
 	DimUser     = "user"
+	// DimNone labels, in the metrics only, a rejection no dimension made (a canceled request);
+	// its Decision.Dimension is "".
+	DimNone = "none"
 )
 
 // Reasons named in Decision.Reason and in the metrics.
@@ -123,6 +126,7 @@ const (
 	ReasonRemembered = "remembered" // rejected recently, answered locally until its Retry-After
 	ReasonFallback   = "fallback"   // the local limiter rejected while Redis is slow or down
 	ReasonCanceled   = "canceled"   // the request's context ended before a decision
+	ReasonWindow     = "window"     // the user's sliding window (reservation script) is full
 )
 
 // leased dimensions, in the order they are taken.
@@ -134,7 +138,7 @@ const (
 	nLeased
 )
 
-var dimNames = [...]string{DimGlobal, DimCampaign, DimActivity, DimChannel, DimIP, DimUser, "none"}
+var dimNames = [...]string{DimGlobal, DimCampaign, DimActivity, DimChannel, DimIP, DimUser, DimNone}
 
 const (
 	dIP   = 4
@@ -142,13 +146,14 @@ const (
 	dNone = 6
 )
 
-var reasonNames = [...]string{ReasonRate, ReasonRemembered, ReasonFallback, ReasonCanceled}
+var reasonNames = [...]string{ReasonRate, ReasonRemembered, ReasonFallback, ReasonCanceled, ReasonWindow}
 
 const (
 	rRate = iota
 	rRemembered
 	rFallback
 	rCanceled
+	rWindow
 )
 
 // Decision is the answer for one Request. When Allowed is false, Dimension names the dimension
@@ -241,9 +246,11 @@ type Limiter struct {
 
 	// metric children resolved once, so a decision allocates nothing for metrics
 	passC       [dNone + 1]prometheus.Counter
-	rejectC     [dNone + 1][len(reasonNames)]prometheus.Counter
+	rejectC     [dNone + 1][len(reasonNames)]prometheus.Counter // nil: a pair outside rejectLabels
+	rejectVec   *prometheus.CounterVec
 	retryH      prometheus.Histogram
 	degradedG   prometheus.Gauge
+	healthyG    prometheus.Gauge
 	slowC       prometheus.Counter
 	callsLease  prometheus.Counter
 	callsBucket prometheus.Counter
@@ -306,8 +313,10 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		suffix:          nsSuffix(opts.Namespace),
 		instancesKey:    "sk:instances" + nsSuffix(opts.Namespace),
 		wake:            make(chan struct{}, 1),
+		rejectVec:       m.reject,
 		retryH:          m.retryAfter,
 		degradedG:       m.degraded,
+		healthyG:        m.healthy,
 		slowC:           m.slowCalls,
 		callsLease:      m.redisCalls.WithLabelValues("lease"),
 		callsBucket:     m.redisCalls.WithLabelValues("bucket"),
@@ -324,9 +333,11 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		l.local[d] = newCowMap[*localBucket](opts.MaxKeys)
 	}
 	for d, dn := range dimNames {
-		l.passC[d] = m.pass.WithLabelValues(dn)
+		if d != dNone {
+			l.passC[d] = m.pass.WithLabelValues(dn)
+		}
 		for r, rn := range reasonNames {
-			l.rejectC[d][r] = m.reject.WithLabelValues(dn, rn)
+			l.rejectC[d][r] = m.rejectCounter(dn, rn)
 		}
 	}
 	l.degradedG.Set(0)
@@ -481,10 +492,7 @@ func (l *Limiter) reject(d, reason int, retry time.Duration) Decision {
 	if reason != rCanceled && retry < time.Millisecond {
 		retry = time.Millisecond
 	}
-	l.rejectC[d][reason].Inc()
-	if retry > 0 {
-		l.retryH.Observe(float64(retry) / float64(time.Millisecond))
-	}
+	l.countReject(d, reason, retry)
 	dim := ""
 	if d != dNone {
 		dim = dimNames[d]

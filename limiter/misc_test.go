@@ -75,7 +75,7 @@ func TestMetricsCountDecisions(t *testing.T) {
 			t.Errorf("%v = %v, want %v", c.give, got, c.want)
 		}
 	}
-	if n, err := testutil.GatherAndCount(reg, "rate_limiter_retry_after_ms"); err != nil || n != 1 {
+	if n, err := testutil.GatherAndCount(reg, "seckill_rate_limiter_retry_after_seconds"); err != nil || n != 1 {
 		t.Errorf("retry-after histogram: %d series, %v", n, err)
 	}
 }
@@ -169,5 +169,56 @@ func TestKeyNames(t *testing.T) {
 		if ip := l.ipKey("10.0.0.1"); len(ip) < 10 || ip[:6] != "sk:{ip" || (tt.ns != "" && ip[len(ip)-5:] != ":"+tt.ns) {
 			t.Errorf("ip key %q", ip)
 		}
+	}
+}
+
+// TestMetricsPreCreatedAndScriptDecisions: every series of the closed label sets exists at 0
+// before the first event, and the decisions the reservation script reports are counted under
+// the user and IP dimensions with their Retry-After.
+func TestMetricsPreCreatedAndScriptDecisions(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	for _, c := range []struct {
+		give prometheus.Collector
+		want int
+	}{
+		{m.pass, len(passDims)}, {m.reject, len(rejectLabels)}, {m.redisCalls, len(redisOps)},
+		{m.transitions, len(modes)}, {m.leaseTokens, len(leaseOps)},
+	} {
+		if got := testutil.CollectAndCount(c.give); got != c.want {
+			t.Errorf("%d series before any event, want %d", got, c.want)
+		}
+	}
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	l := New(rdb, Options{}, m, slog.New(slog.DiscardHandler))
+	l.ScriptAdmitted(true, true)
+	l.ScriptAdmitted(true, false)
+	l.ScriptRejected(DimUser, ReasonWindow, 2*time.Second)
+	l.ScriptRejected(DimIP, ReasonRate, time.Second)
+	for _, c := range []struct {
+		give prometheus.Collector
+		want float64
+	}{
+		{m.pass.WithLabelValues(DimUser), 2},
+		{m.pass.WithLabelValues(DimIP), 1},
+		{m.reject.WithLabelValues(DimUser, ReasonWindow), 1},
+		{m.reject.WithLabelValues(DimIP, ReasonRate), 1},
+	} {
+		if got := testutil.ToFloat64(c.give); got != c.want {
+			t.Errorf("%v = %v, want %v", c.give, got, c.want)
+		}
+	}
+	if got := testutil.CollectAndCount(m.reject); got != len(rejectLabels) {
+		t.Errorf("script rejections created %d series, want the %d of the closed set", got, len(rejectLabels))
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.retryAfter)
+	mfs, err := reg.Gather()
+	if err != nil || len(mfs) != 1 {
+		t.Fatalf("retry-after histogram: %v, %v", mfs, err)
+	}
+	if h := mfs[0].GetMetric()[0].GetHistogram(); h.GetSampleCount() != 2 || h.GetSampleSum() != 3 {
+		t.Errorf("retry-after histogram: count %d sum %v, want 2 and 3 seconds", h.GetSampleCount(), h.GetSampleSum())
 	}
 }

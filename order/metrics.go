@@ -4,7 +4,9 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the order pipeline's Prometheus series. Build one per process with
 // NewMetrics and share it between the relay, writer, compensator and reconciler. Labels
-// are activity ids and reasons, never user ids. A nil *Metrics is not allowed.
+// are activity ids and closed sets of reasons, never user ids; every series of a closed set
+// exists at 0 from NewMetrics on, so dashboards and alerts never read "No data". A nil
+// *Metrics is not allowed.
 type Metrics struct {
 	JournalLag        *prometheus.GaugeVec   // activity: units taken but not yet relayed
 	InFlight          *prometheus.GaugeVec   // activity: units relayed but neither confirmed nor failed
@@ -27,50 +29,71 @@ type Metrics struct {
 	ReconcileFails    prometheus.Counter     // reconciliation rounds that failed for an activity
 }
 
-// NewMetrics registers the order metrics with reg.
+// Label values of the closed sets, created at 0 by NewMetrics.
+var (
+	relayErrorOps     = []string{"discover", "claim", "read", "publish", "ack"}
+	writerRetryCauses = []string{"lock", "mysql", "redis", "panic", "other"}
+	deadLetterCauses  = []string{"bad_journal_entry", "bad_message", "seq_conflict", "insert", "max_attempts", "other"}
+	repairKinds       = []string{"confirm"}
+)
+
+// NewMetrics builds the order metrics, creates every series of the closed label sets at 0
+// and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		JournalLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_journal_lag_units",
+		JournalLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_journal_lag_units",
 			Help: "Units reserved in Redis but not yet handed to the queue."}, []string{"activity"}),
-		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_in_flight_units",
+		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_in_flight_units",
 			Help: "Units handed to the queue but not yet confirmed or failed."}, []string{"activity"}),
-		RelaySent: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_relay_sent_total",
+		RelaySent: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_relay_sent_total",
 			Help: "Journal entries confirmed sent to the queue (resends included)."}),
-		RelayAcked: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_relay_acked_total",
+		RelayAcked: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_relay_acked_total",
 			Help: "Journal entries acknowledged after their send."}),
-		RelayClaimed: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_relay_claimed_total",
+		RelayClaimed: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_relay_claimed_total",
 			Help: "Journal entries claimed from a relay that left them pending."}),
-		RelayErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_relay_errors_total",
-			Help: "Relay errors by operation."}, []string{"op"}),
-		WriterCommits: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_writer_commits_total",
+		RelayErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_relay_errors_total",
+			Help: "Relay errors by operation (discover, claim, read, publish, ack)."}, []string{"op"}),
+		WriterCommits: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_commits_total",
 			Help: "Orders committed to MySQL and confirmed in Redis."}),
-		WriterBatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_writer_batches_total",
+		WriterBatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_batches_total",
 			Help: "Batches written to MySQL."}),
-		WriterRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_writer_retries_total",
-			Help: "Writer batches handed back for redelivery or retried in process, by reason."}, []string{"reason"}),
-		WriterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_writer_errors_total",
+		WriterRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_writer_retries_total",
+			Help: "Writer batches handed back for redelivery or retried in process, by reason (lock, mysql, redis, panic, other)."}, []string{"reason"}),
+		WriterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_writer_errors_total",
 			Help: "Failed writes, by what the error means: poison rows are dead-lettered, every other class waits and retries."}, []string{"class"}),
-		WriterFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "order_writer_consecutive_failures",
+		WriterFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_order_writer_consecutive_failures",
 			Help: "Writes that failed in a row since the last successful one (0 when healthy)."}),
-		WriterLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "order_writer_last_success_timestamp_seconds",
+		WriterLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_order_writer_last_success_timestamp_seconds",
 			Help: "Unix time of the writer's last successful write (0 before the first)."}),
-		WriterUndone: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_writer_undone_total",
+		WriterUndone: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_undone_total",
 			Help: "Orders the writer removed because their reservation was failed for good before the confirm."}),
-		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_dead_letters_total",
-			Help: "Messages that can never become orders, by reason."}, []string{"reason"}),
-		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_compensations_total",
+		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_dead_letters_total",
+			Help: "Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, insert, max_attempts, other)."}, []string{"reason"}),
+		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_compensations_total",
 			Help: "Reservations failed for good whose stock went back to Redis."}),
-		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_reconcile_drift_units",
+		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_reconcile_drift_units",
 			Help: "stock - redisRemaining - ordersInDb - journalPending - inFlight; 0 when all agree."}, []string{"activity"}),
-		Orphans: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "order_reconcile_orphans",
+		Orphans: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_reconcile_orphan_reservations",
 			Help: "PENDING reservations older than the orphan bound that could not be repaired."}, []string{"activity"}),
-		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "order_reconcile_repairs_total",
-			Help: "Repairs made by reconciliation, by kind."}, []string{"kind"}),
-		ReconcileFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "order_reconcile_failures_total",
+		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_reconcile_repairs_total",
+			Help: "Repairs made by reconciliation, by kind (confirm)."}, []string{"kind"}),
+		ReconcileFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_reconcile_failures_total",
 			Help: "Reconciliation rounds that failed for an activity."}),
 	}
 	for _, c := range errClasses {
 		m.WriterErrors.WithLabelValues(string(c))
+	}
+	for _, v := range relayErrorOps {
+		m.RelayErrors.WithLabelValues(v)
+	}
+	for _, v := range writerRetryCauses {
+		m.WriterRetries.WithLabelValues(v)
+	}
+	for _, v := range deadLetterCauses {
+		m.DeadLetters.WithLabelValues(v)
+	}
+	for _, v := range repairKinds {
+		m.Repairs.WithLabelValues(v)
 	}
 	reg.MustRegister(m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
 		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.DeadLetters, m.Compensations, m.Drift,

@@ -228,7 +228,7 @@ step_counts() {
   local u=${TARGETS[0]} act="count-$RUN"
   redis_calls_by_cmd >"$OUT/redis-before.txt"
   mysql_status >"$OUT/mysql-before.txt"
-  curl -fs "$u/metrics" | grep -E '^(redis_calls_total|rate_limiter_redis_calls_total|order_writer_batches_total|order_writer_commits_total|order_relay_sent_total)' >"$OUT/metrics-before.txt" || true
+  curl -fs "$u/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-before.txt" || true
   # the rush itself, without the load tool's own MySQL/Redis checks (they would be counted)
   "$BIN/seckill-load" --target "$u" --activity "$act" --create --admin-token $ADMIN_TOKEN \
     --stock "$STOCK" --per-user-limit 1 --users "$USERS" --connections "$CONNS" --poll -1s \
@@ -237,7 +237,7 @@ step_counts() {
   sleep 3 # let the writer drain the orders
   redis_calls_by_cmd >"$OUT/redis-mid.txt"
   mysql_status >"$OUT/mysql-mid.txt"
-  curl -fs "$u/metrics" | grep -E '^(redis_calls_total|rate_limiter_redis_calls_total|order_writer_batches_total|order_writer_commits_total|order_relay_sent_total)' >"$OUT/metrics-mid.txt" || true
+  curl -fs "$u/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-mid.txt" || true
   # after sell-out: wrk with a new user every request, $WRK_SECONDS seconds, all 410 SOLD_OUT
   cat >"$OUT/soldout.lua" <<'LUA'
 local n = 0
@@ -251,7 +251,7 @@ LUA
   wrk -t2 -c"$CONNS" -d"${WRK_SECONDS}s" --latency -s "$OUT/soldout.lua" "$u/api/v1/activities/$act/reservations" | tee "$OUT/soldout-wrk.txt"
   redis_calls_by_cmd >"$OUT/redis-after.txt"
   mysql_status >"$OUT/mysql-after.txt"
-  curl -fs "$u/metrics" | grep -E '^(redis_calls_total|rate_limiter_redis_calls_total|order_writer_batches_total|order_writer_commits_total|order_relay_sent_total)' >"$OUT/metrics-after.txt" || true
+  curl -fs "$u/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-after.txt" || true
   curl -s -X POST -H "X-User-Id: probe-$RUN" "$u/api/v1/activities/$act/reservations" | tee "$OUT/soldout-probe.txt"
   echo
   local req
