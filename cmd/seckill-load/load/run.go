@@ -111,6 +111,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer checks.close()
+	if err := r.checkReady(ctx); err != nil {
+		return nil, err
+	}
 	if cfg.Create {
 		if err := r.createActivity(ctx); err != nil {
 			return nil, err
