@@ -37,9 +37,9 @@ type testApp struct {
 	*App
 	base      string // storefront
 	adminBase string // admin listener: /admin/v1 and /metrics
-	cfgPath string
-	cancel  context.CancelFunc
-	done    chan error
+	cfgPath   string
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 func discardLog() *slog.Logger {
