@@ -1,6 +1,6 @@
 package app
 
-// Fault drills (SPEC section 8, items 6 and 9): a process of the service killed mid-rush
+// Fault drills (docs/API.md acceptance items 6 and 9): a process of the service killed mid-rush
 // (writer, relay, a whole instance) and a backing service made slow or unreachable (Redis
 // latency, Redis down, RocketMQ down, MariaDB down). Each drill ends with the exact order
 // count in MySQL, every reservation the client saw accepted present as an order, and

@@ -34,7 +34,7 @@ const (
 	notAdmittedRetry = 30 * time.Second
 )
 
-// api serves the HTTP interface of SPEC section 4.
+// api serves the HTTP interface of docs/API.md section 4.
 type api struct {
 	cfg        *config.Reloader[Snapshot]
 	inv        *inventory.Store
