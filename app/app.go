@@ -541,6 +541,9 @@ func (a *App) Close() {
 	if a.adminLn != nil {
 		a.adminLn.Close()
 	}
+	if a.conns != nil {
+		a.conns.wait()
+	}
 	if a.rdb != nil {
 		a.rdb.Close()
 	}

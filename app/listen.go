@@ -60,6 +60,7 @@ type connLimiter struct {
 	mu        sync.Mutex
 	conns     map[net.Conn]connInfo
 	rejecting chan struct{}
+	wg        sync.WaitGroup // the goroutines answering 503
 }
 
 type connInfo struct {
@@ -136,7 +137,9 @@ func (l *connLimiter) reject(c net.Conn) {
 		c.Close()
 		return
 	}
+	l.wg.Add(1)
 	go func() {
+		defer l.wg.Done()
 		defer func() { <-l.rejecting }()
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(time.Second))
@@ -150,6 +153,9 @@ func (l *connLimiter) reject(c net.Conn) {
 }
 
 const overCapBody = `{"code":"UNAVAILABLE","message":"too many connections, retry shortly","retryAfterSeconds":1}`
+
+// wait blocks until every 503 answer under way is written (each takes at most a second).
+func (l *connLimiter) wait() { l.wg.Wait() }
 
 // limitListener is a net.Listener whose connections are admitted by a connLimiter.
 type limitListener struct {
