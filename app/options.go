@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	mysqldrv "github.com/go-sql-driver/mysql"
 )
 
 // Options configure the process. They are read once at start (flags, or the same-named
@@ -83,15 +86,24 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 		{flag: "max-conns", env: "SECKILL_MAX_CONNS", def: "4096", usage: "most open storefront connections; past it idle ones are closed, then new ones get 503 (0 = no cap)",
 			set: func(o *Options, v string) error { return parseInt(v, 0, &o.MaxConns) }},
 		{flag: "redis-addr", env: "SECKILL_REDIS_ADDR", shown: "embedded", usage: "Redis host:port; a comma-separated list is a Redis Cluster; empty = embedded",
-			set: str(func(o *Options) *string { return &o.RedisAddr })},
+			set: func(o *Options, v string) error { o.RedisAddr = v; return checkAddrList(v, false) }},
 		{flag: "mysql-dsn", env: "SECKILL_MYSQL_DSN", shown: "embedded SQLite", usage: "MySQL DSN, e.g. user:pass@tcp(127.0.0.1:3306)/seckill; empty = embedded SQLite",
-			set: str(func(o *Options) *string { return &o.MySQLDSN })},
-		{flag: "rocketmq-namesrv", env: "SECKILL_ROCKETMQ_NAMESRV", shown: "in-process queue", usage: "RocketMQ name servers, ip:port[,ip:port]; empty = in-process queue",
-			set: str(func(o *Options) *string { return &o.RocketMQNamesrv })},
+			set: func(o *Options, v string) error {
+				o.MySQLDSN = v
+				if v == "" {
+					return nil
+				}
+				if _, err := mysqldrv.ParseDSN(v); err != nil {
+					return fmt.Errorf("want a MySQL DSN like user:pass@tcp(host:3306)/db (%v)", err)
+				}
+				return nil
+			}},
+		{flag: "rocketmq-namesrv", env: "SECKILL_ROCKETMQ_NAMESRV", shown: "in-process queue", usage: "RocketMQ name servers, ip:port[,ip:port] (IP addresses: the client takes no host names); empty = in-process queue",
+			set: func(o *Options, v string) error { o.RocketMQNamesrv = v; return checkAddrList(v, true) }},
 		{flag: "rocketmq-topic", env: "SECKILL_ROCKETMQ_TOPIC", def: "seckill-reservations", usage: "RocketMQ topic of reservations",
 			set: func(o *Options, v string) error { o.RocketMQTopic = v; return nonEmpty(v) }},
 		{flag: "nacos-addr", env: "SECKILL_NACOS_ADDR", shown: "the YAML file", usage: "Nacos host:port (gRPC on port+1000); empty = the YAML file",
-			set: str(func(o *Options) *string { return &o.NacosAddr })},
+			set: func(o *Options, v string) error { o.NacosAddr = v; return checkAddrList(v, false) }},
 		{flag: "nacos-data-id", env: "SECKILL_NACOS_DATA_ID", def: "seckill.yaml", usage: "Nacos data id of the configuration",
 			set: func(o *Options, v string) error { o.NacosDataID = v; return nonEmpty(v) }},
 		{flag: "nacos-group", env: "SECKILL_NACOS_GROUP", def: "SECKILL", usage: "Nacos group of the configuration",
@@ -299,6 +311,29 @@ func checkAddr(v string, allowEmpty bool) error {
 	}
 	if err != nil {
 		return errors.New("want host:port or :port")
+	}
+	return nil
+}
+
+// checkAddrList accepts "" or a comma-separated list of host:port with a port in 1..65535;
+// ipOnly wants IP addresses as hosts.
+func checkAddrList(v string, ipOnly bool) error {
+	if v == "" {
+		return nil
+	}
+	want := "want host:port[,host:port]"
+	if ipOnly {
+		want = "want ip:port[,ip:port]"
+	}
+	for _, a := range strings.Split(v, ",") {
+		host, port, err := net.SplitHostPort(a)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || p < 1 || p > 65535 || host == "" {
+			return errors.New(want)
+		}
+		if _, err := netip.ParseAddr(host); ipOnly && err != nil {
+			return errors.New(want)
+		}
 	}
 	return nil
 }
