@@ -1,6 +1,7 @@
 # seckill: the README's commands.
 #   make run            start the service in embedded mode (no setup needed)
-#   make test           start the real test servers, then run every test with -race
+#   make test           start the real test servers, then run every test with -race, then
+#                       validate docker/ and deploy/kubernetes/ (deploy/validate, offline)
 #   make services-up    start Redis, Redis Cluster, MariaDB, RocketMQ, Nacos (scripts/services.sh)
 #   make services-down  stop them again
 #   make bench          hot-path benchmarks
@@ -15,8 +16,11 @@ PKGS      ?= ./...
 
 .PHONY: test run services-up services-down services-status bench lint
 
+# deploy/validate is a module of its own (compose and Kubernetes libraries stay out of the
+# service's module): it checks docker/ and deploy/kubernetes/ offline.
 test: services-up
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	cd deploy/validate && $(GO) test -count=1 ./...
 
 run:
 	$(GO) run ./cmd/seckill
@@ -38,3 +42,4 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ':!:third_party/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd deploy/validate && $(GO) vet ./...

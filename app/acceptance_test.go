@@ -336,7 +336,7 @@ func userStatements(t *testing.T) (selects, updates, others int64) {
 
 func scrapeSum(t *testing.T, ta *testApp, metric string) float64 {
 	t.Helper()
-	resp, err := http.Get(ta.base + "/metrics")
+	resp, err := http.Get(ta.adminBase + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestAPIErrorModel(t *testing.T) {
 		{"unknown reservation", "GET", "/api/v1/reservations/" + open + ".0.0.999999", user, "", 404, CodeNotFound},
 		{"malformed reservation id", "GET", "/api/v1/reservations/x{y}", user, "", 404, CodeNotFound},
 		{"admin without token", "POST", "/admin/v1/activities", nil, "{}", 401, CodeUnauthenticated},
-		{"admin bad body", "POST", "/admin/v1/activities", map[string]string{"Authorization": "Bearer test-admin-token"}, `{"activityId":"x","stock":-1,"perUserLimit":1}`, 400, CodeBadRequest},
+		{"admin bad body", "POST", "/admin/v1/activities", map[string]string{"Authorization": "Bearer " + testAdminToken}, `{"activityId":"x","stock":-1,"perUserLimit":1}`, 400, CodeBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -54,12 +55,21 @@ type App struct {
 	rec      *order.Reconciler
 	registry *config.NacosRegistry
 	api      *api
-	server   *http.Server
+	server   *http.Server // storefront: API and health
 	listener net.Listener
+	conns    *connLimiter // nil when MaxConns is 0
+	adminSrv *http.Server // /admin/v1 and /metrics
+	adminLn  net.Listener
+
+	tokenGenerated bool // the admin token was generated here (printed in the banner)
 
 	embedded []string
 	tmpDirs  []string
 }
+
+// drainTimeout is how long Run lets in-flight requests finish at shutdown. Deployments give
+// the process longer than this to stop (deploy/kubernetes: terminationGracePeriodSeconds 30).
+const drainTimeout = 10 * time.Second
 
 // queue is what the app needs of the reservation queue: RocketMQ or in-process.
 type queue interface {
@@ -79,15 +89,14 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.DataDir == "" {
 		// Stable across restarts, so the last good Nacos snapshot is found again.
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		opts.DataDir = filepath.Join(base, "seckill")
+		opts.DataDir = DefaultDataDir(os.Getenv)
 		a.opts.DataDir = opts.DataDir
 	}
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := a.resolveConfigFile(); err != nil {
+		return nil, err
 	}
 	if err := a.openRedis(ctx); err != nil {
 		a.Close()
@@ -102,10 +111,17 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	opts = a.opts
-	if opts.AdminToken == "" && opts.NacosAddr == "" && opts.RedisAddr == "" {
-		b := make([]byte, 12)
-		rand.Read(b)
+	if opts.AdminToken == "" && opts.embedded() {
+		b := make([]byte, minProductionAdminToken)
+		if _, err := rand.Read(b); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("admin token: %w", err)
+		}
 		a.opts.AdminToken = hex.EncodeToString(b)
+		a.tokenGenerated = true
+	}
+	if a.opts.AdminToken == "" {
+		log.Warn("admin API refuses every request: no admin token set (SECKILL_ADMIN_TOKEN)")
 	}
 
 	a.cfgM = config.NewMetrics(a.reg)
@@ -134,7 +150,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 
 	om := order.NewMetrics(a.reg)
 	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: inventory.Namespaced(opts.Namespace, inventory.JournalsKey)}, om, log.With("part", "relay"))
-	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: opts.WriterRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer"))
+	writerRate := opts.WriterRate
+	if writerRate == 0 {
+		writerRate = -1 // no cap
+	}
+	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: writerRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer"))
 	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: inventory.Namespaced(opts.Namespace, inventory.ActivitiesKey)}, om, log.With("part", "reconciler"))
 
 	a.api = &api{
@@ -142,20 +162,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
 		log: log.With("part", "http"), now: time.Now,
 	}
-	a.server = &http.Server{
-		Handler:           a.api.router(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
-	if opts.has("api") {
-		a.listener, err = net.Listen("tcp", opts.HTTPAddr)
-		if err != nil {
-			a.Close()
-			return nil, fmt.Errorf("listen %s: %w", opts.HTTPAddr, err)
-		}
+	if err := a.listen(); err != nil {
+		a.Close()
+		return nil, err
 	}
 	if len(a.embedded) > 0 {
 		log.Info("embedded stand-ins in use", "parts", strings.Join(a.embedded, ","))
@@ -163,12 +172,79 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	return a, nil
 }
 
-// Addr is the address the HTTP server listens on ("" when the api role is off).
+// listen opens the storefront listener (api role only), capped at MaxConns, and the admin
+// listener (when AdminAddr is set).
+func (a *App) listen() error {
+	a.server = newServer(a.api.router(), writeTimeout)
+	if a.opts.has("api") {
+		ln, err := net.Listen("tcp", a.opts.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", a.opts.HTTPAddr, err)
+		}
+		a.listener = ln
+		if a.opts.MaxConns > 0 {
+			a.conns = newConnLimiter(a.opts.MaxConns)
+			a.server.ConnState = a.conns.ConnState
+			a.listener = &limitListener{Listener: ln, lim: a.conns}
+		}
+	}
+	if a.opts.AdminAddr != "" {
+		a.adminSrv = newServer(a.api.adminRouter(), adminWriteTimeout)
+		ln, err := net.Listen("tcp", a.opts.AdminAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s (admin): %w", a.opts.AdminAddr, err)
+		}
+		a.adminLn = ln
+	}
+	return nil
+}
+
+// resolveConfigFile picks the watched configuration file when Nacos is not used. A default
+// path that does not exist (the binary run outside the repository) falls back to the
+// compiled-in default, copied once to the data dir so it can be edited there; a path given
+// explicitly must exist.
+func (a *App) resolveConfigFile() error {
+	if a.opts.NacosAddr != "" {
+		a.log.Info("configuration from Nacos, no file watched", "addr", a.opts.NacosAddr, "dataId", a.opts.NacosDataID, "group", a.opts.NacosGroup)
+		return nil
+	}
+	_, err := os.Stat(a.opts.ConfigFile)
+	switch {
+	case err == nil:
+	case !errors.Is(err, fs.ErrNotExist) || a.opts.ConfigFileSet:
+		return fmt.Errorf("config file: %w", err)
+	default:
+		p := filepath.Join(a.opts.DataDir, "seckill.yaml")
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			if err := os.WriteFile(p, config.DefaultYAML(), 0o644); err != nil {
+				return fmt.Errorf("config file: %w", err)
+			}
+			a.log.Info("config file not found, wrote the compiled-in default", "missing", a.opts.ConfigFile, "path", p)
+		}
+		a.opts.ConfigFile = p
+	}
+	abs, err := filepath.Abs(a.opts.ConfigFile)
+	if err == nil {
+		a.opts.ConfigFile = abs
+	}
+	a.log.Info("watching configuration file", "path", a.opts.ConfigFile)
+	return nil
+}
+
+// Addr is the address the storefront HTTP server listens on ("" when the api role is off).
 func (a *App) Addr() string {
 	if a.listener == nil {
 		return ""
 	}
 	return a.listener.Addr().String()
+}
+
+// AdminAddr is the address of the admin listener ("" when there is none).
+func (a *App) AdminAddr() string {
+	if a.adminLn == nil {
+		return ""
+	}
+	return a.adminLn.Addr().String()
 }
 
 // AdminToken is the admin API's bearer token (generated in embedded mode when none is set).
@@ -305,15 +381,21 @@ func (a *App) Run(ctx context.Context) error {
 	if a.opts.Demo {
 		start("demo", a.loadDemo)
 	}
-	if a.listener != nil {
+	serve := func(name string, srv *http.Server, ln net.Listener) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.log.Info("serving HTTP", "addr", a.listener.Addr().String())
-			if err := a.server.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("http: %w", err)
+			a.log.Info("serving HTTP", "listener", name, "addr", ln.Addr().String())
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("http %s: %w", name, err)
 			}
 		}()
+	}
+	if a.listener != nil {
+		serve("storefront", a.server, a.listener)
+	}
+	if a.adminLn != nil {
+		serve("admin", a.adminSrv, a.adminLn)
 	}
 
 	var runErr error
@@ -321,10 +403,13 @@ func (a *App) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	case runErr = <-errc:
 	}
-	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	sctx, scancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer scancel()
 	if a.listener != nil {
 		_ = a.server.Shutdown(sctx)
+	}
+	if a.adminLn != nil {
+		_ = a.adminSrv.Shutdown(sctx)
 	}
 	cancel()
 	wg.Wait()
@@ -417,17 +502,31 @@ func (a *App) loadDemo(ctx context.Context) error {
 	if err := a.api.admin.saveActivity(ctx, got); err != nil {
 		return fmt.Errorf("demo activity: %w", err)
 	}
-	base := "http://" + displayAddr(a.Addr())
-	fmt.Fprintf(os.Stderr, `
-seckill is running (embedded: %s). Try it:
-  curl -s %[2]s/api/v1/activities/demo
-  curl -s -X POST -H 'X-User-Id: alice' -H 'Idempotency-Key: k1' %[2]s/api/v1/activities/demo/reservations
-  curl -s -H 'X-User-Id: alice' %[2]s/api/v1/reservations/<reservationId>
-  curl -s -H 'Authorization: Bearer %[3]s' %[2]s/admin/v1/activities/demo/reconciliation
-Edit %[4]s to change limits, kill switches and canary ratios live.
-
-`, strings.Join(a.embedded, ", "), base, a.opts.AdminToken, a.opts.ConfigFile)
+	fmt.Fprint(os.Stderr, a.banner())
 	return nil
+}
+
+// banner tells how to try the demo. It shows the admin token only when it was generated here.
+func (a *App) banner() string {
+	var b strings.Builder
+	base := "http://" + displayAddr(a.Addr())
+	fmt.Fprintf(&b, "\nseckill is running (embedded: %s). Try it:\n", strings.Join(a.embedded, ", "))
+	fmt.Fprintf(&b, "  curl -s %s/api/v1/activities/demo\n", base)
+	fmt.Fprintf(&b, "  curl -s -X POST -H 'X-User-Id: alice' -H 'Idempotency-Key: k1' %s/api/v1/activities/demo/reservations\n", base)
+	fmt.Fprintf(&b, "  curl -s -H 'X-User-Id: alice' %s/api/v1/reservations/<reservationId>\n", base)
+	if a.adminLn != nil {
+		tok := "$SECKILL_ADMIN_TOKEN"
+		if a.tokenGenerated {
+			tok = a.opts.AdminToken
+			fmt.Fprintf(&b, "Admin token (generated, changes at each start): %s\n", tok)
+		}
+		fmt.Fprintf(&b, "  curl -s -H 'Authorization: Bearer %s' http://%s/admin/v1/activities/demo/reconciliation\n", tok, displayAddr(a.AdminAddr()))
+	}
+	if a.opts.NacosAddr == "" {
+		fmt.Fprintf(&b, "Edit %s to change limits, kill switches and canary ratios live.\n", a.opts.ConfigFile)
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // Close releases every connection and embedded server. Call it after Run returned.
@@ -440,6 +539,12 @@ func (a *App) Close() {
 	}
 	if a.listener != nil {
 		a.listener.Close()
+	}
+	if a.adminLn != nil {
+		a.adminLn.Close()
+	}
+	if a.conns != nil {
+		a.conns.wait()
 	}
 	if a.rdb != nil {
 		a.rdb.Close()

@@ -30,12 +30,16 @@ limits:
   userWindow: {window: 60s, max: 1000}
 `
 
+// testAdminToken is the admin token of test instances (32 bytes, the production minimum).
+const testAdminToken = "test-admin-token-0123456789abcde"
+
 type testApp struct {
 	*App
-	base    string
-	cfgPath string
-	cancel  context.CancelFunc
-	done    chan error
+	base      string // storefront
+	adminBase string // admin listener: /admin/v1 and /metrics
+	cfgPath   string
+	cancel    context.CancelFunc
+	done      chan error
 }
 
 func discardLog() *slog.Logger {
@@ -59,6 +63,9 @@ func startApp(t *testing.T, opts Options, yaml string) *testApp {
 	if opts.HTTPAddr == "" {
 		opts.HTTPAddr = "127.0.0.1:0"
 	}
+	if opts.AdminAddr == "" {
+		opts.AdminAddr = "127.0.0.1:0"
+	}
 	if opts.InstanceID == "" {
 		opts.InstanceID = fmt.Sprintf("%s-%d", sanitize(t.Name()), time.Now().UnixNano())
 	}
@@ -79,7 +86,7 @@ func startApp(t *testing.T, opts Options, yaml string) *testApp {
 		opts.WriterRate = 20000
 	}
 	if opts.AdminToken == "" {
-		opts.AdminToken = "test-admin-token"
+		opts.AdminToken = testAdminToken
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := New(ctx, opts, discardLog())
@@ -87,7 +94,7 @@ func startApp(t *testing.T, opts Options, yaml string) *testApp {
 		cancel()
 		t.Fatalf("new app: %v", err)
 	}
-	ta := &testApp{App: a, base: "http://" + a.Addr(), cfgPath: opts.ConfigFile, cancel: cancel, done: make(chan error, 1)}
+	ta := &testApp{App: a, base: "http://" + a.Addr(), adminBase: "http://" + a.AdminAddr(), cfgPath: opts.ConfigFile, cancel: cancel, done: make(chan error, 1)}
 	go func() { ta.done <- a.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -149,7 +156,11 @@ func (ta *testApp) do(t testing.TB, method, path string, headers map[string]stri
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequest(method, ta.base+path, rd)
+	base := ta.base
+	if strings.HasPrefix(path, "/admin/") || path == "/metrics" {
+		base = ta.adminBase
+	}
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +183,7 @@ func (ta *testApp) do(t testing.TB, method, path string, headers map[string]stri
 }
 
 func (ta *testApp) admin(t testing.TB, method, path, body string) answer {
-	return ta.do(t, method, path, map[string]string{"Authorization": "Bearer test-admin-token"}, body)
+	return ta.do(t, method, path, map[string]string{"Authorization": "Bearer " + testAdminToken}, body)
 }
 
 func (ta *testApp) createActivity(t testing.TB, id string, stock, perUser, shards int, opens time.Time) {

@@ -99,9 +99,9 @@ func benchApp(b *testing.B, real bool) (*App, string) {
 	}
 	ns := fmt.Sprintf("bench%d", time.Now().UnixNano())
 	opts := Options{
-		HTTPAddr: "127.0.0.1:0", ConfigFile: cfg, InstanceID: ns, Namespace: ns,
+		HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", ConfigFile: cfg, InstanceID: ns, Namespace: ns,
 		DataDir: filepath.Join(dir, "data"), Roles: "api,relay,writer,reconciler",
-		MySQLPool: 8, WriterRate: 20000, AdminToken: "test-admin-token",
+		MySQLPool: 8, WriterRate: 20000, AdminToken: testAdminToken,
 	}
 	if real {
 		testsvc.Need(b, "redis", testsvc.RedisAddr)
@@ -143,12 +143,13 @@ func benchApp(b *testing.B, real bool) (*App, string) {
 	return a, base
 }
 
-func benchCreate(b *testing.B, c *http.Client, base, id string, stock, shards int) {
+func benchCreate(b *testing.B, c *http.Client, a *App, id string, stock, shards int) {
 	b.Helper()
+	base := "http://" + a.AdminAddr()
 	body := fmt.Sprintf(`{"activityId":%q,"stock":%d,"perUserLimit":1,"shards":%d,"opensAt":%q}`,
 		id, stock, shards, time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano))
 	req, _ := http.NewRequest(http.MethodPost, base+"/admin/v1/activities", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer test-admin-token")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	req.Header.Set("Content-Type", "application/json")
 	if code, err := benchDo(c, req); err != nil || code != http.StatusCreated {
 		b.Fatalf("create %s: %d %v", id, code, err)
@@ -209,7 +210,7 @@ func BenchmarkHTTPReserve(b *testing.B) {
 		client := benchClient()
 		const shards = 16
 		id := fmt.Sprintf("bench-res-%d", time.Now().UnixNano()%1_000_000_000_000)
-		benchCreate(b, client, base, id, 10_000_000, shards)
+		benchCreate(b, client, a, id, 10_000_000, shards)
 		if real {
 			b.Cleanup(func() { benchCleanup(a, id, shards) })
 		}
@@ -241,7 +242,7 @@ func BenchmarkHTTPSoldOut(b *testing.B) {
 		client := benchClient()
 		const shards = 1
 		id := fmt.Sprintf("bench-so-%d", time.Now().UnixNano()%1_000_000_000_000)
-		benchCreate(b, client, base, id, 1, shards)
+		benchCreate(b, client, a, id, 1, shards)
 		if real {
 			b.Cleanup(func() { benchCleanup(a, id, shards) })
 		}
@@ -318,11 +319,11 @@ func BenchmarkHTTPBareReserveScript(b *testing.B) {
 
 func benchBare(b *testing.B, withLimiter bool) {
 	benchVariants(b, func(b *testing.B, real bool) {
-		a, base := benchApp(b, real)
+		a, _ := benchApp(b, real)
 		client := benchClient()
 		const shards = 16
 		id := fmt.Sprintf("bench-bare-%d", time.Now().UnixNano()%1_000_000_000_000)
-		benchCreate(b, client, base, id, 10_000_000, shards)
+		benchCreate(b, client, a, id, 10_000_000, shards)
 		if real {
 			b.Cleanup(func() { benchCleanup(a, id, shards) })
 		}

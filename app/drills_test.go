@@ -1,6 +1,6 @@
 package app
 
-// Fault drills (SPEC section 8, items 6 and 9): a process of the service killed mid-rush
+// Fault drills (docs/API.md acceptance items 6 and 9): a process of the service killed mid-rush
 // (writer, relay, a whole instance) and a backing service made slow or unreachable (Redis
 // latency, Redis down, RocketMQ down, MariaDB down). Each drill ends with the exact order
 // count in MySQL, every reservation the client saw accepted present as an order, and
@@ -98,6 +98,7 @@ type proc struct {
 	cmd     *exec.Cmd
 	logPath string
 	base    string // "http://127.0.0.1:port" when the api role runs
+	admin   string // "http://127.0.0.1:port" of the admin listener
 	done    chan struct{}
 }
 
@@ -136,13 +137,17 @@ func spawn(t *testing.T, name string, opts Options) *proc {
 			env = append(env, k+"="+v)
 		}
 	}
+	if opts.AdminAddr == "" {
+		opts.AdminAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
 	set("SECKILL_HTTP_ADDR", opts.HTTPAddr)
+	set("SECKILL_ADMIN_ADDR", opts.AdminAddr)
 	set("SECKILL_REDIS_ADDR", opts.RedisAddr)
 	set("SECKILL_MYSQL_DSN", opts.MySQLDSN)
 	set("SECKILL_ROCKETMQ_NAMESRV", opts.RocketMQNamesrv)
 	set("SECKILL_ROCKETMQ_TOPIC", opts.RocketMQTopic)
 	set("SECKILL_CONFIG_FILE", opts.ConfigFile)
-	set("SECKILL_ADMIN_TOKEN", "test-admin-token")
+	set("SECKILL_ADMIN_TOKEN", testAdminToken)
 	set("SECKILL_INSTANCE_ID", opts.InstanceID)
 	set("SECKILL_DATA_DIR", filepath.Join(dir, "data"))
 	set("SECKILL_ROLES", opts.Roles)
@@ -154,7 +159,7 @@ func spawn(t *testing.T, name string, opts Options) *proc {
 	}
 	set("SECKILL_DEMO", "false")
 
-	p := &proc{name: name, logPath: filepath.Join(dir, name+".log"), done: make(chan struct{})}
+	p := &proc{name: name, logPath: filepath.Join(dir, name+".log"), admin: "http://" + opts.AdminAddr, done: make(chan struct{})}
 	logf, err := os.Create(p.logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +219,7 @@ func (p *proc) kill() {
 }
 
 // app is a handle for the harness's request helpers (do, admin, reserve) on the process.
-func (p *proc) app() *testApp { return &testApp{base: p.base} }
+func (p *proc) app() *testApp { return &testApp{base: p.base, adminBase: p.admin} }
 
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
@@ -454,7 +459,7 @@ func pendingJournal(ctx context.Context, rdb redis.UniversalClient, namespace st
 	return sum, nil
 }
 
-// metric reads one unlabelled sample of the instance's /metrics.
+// metric reads one unlabelled sample of the instance's /metrics (base: its admin listener).
 func metric(t *testing.T, base, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(base + "/metrics")
@@ -713,7 +718,7 @@ func TestDrillRedisLatency(t *testing.T) {
 	ta, p := redisProxyApp(t)
 	id := uniq(t, "rlat")
 	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
-	if d := metric(t, ta.base, "seckill_rate_limiter_degraded"); d != 0 {
+	if d := metric(t, ta.adminBase, "seckill_rate_limiter_degraded"); d != 0 {
 		t.Fatalf("seckill_rate_limiter_degraded %v before the drill", d)
 	}
 	accepted := map[string]string{}
@@ -724,7 +729,7 @@ func TestDrillRedisLatency(t *testing.T) {
 	// One request at a time, so the bound counts requests, not concurrency.
 	const bound = 40 // fallback.slowCallsToDegrade is 20; each request makes at least one slow call
 	calls := 0
-	for metric(t, ta.base, "seckill_rate_limiter_degraded") != 1 {
+	for metric(t, ta.adminBase, "seckill_rate_limiter_degraded") != 1 {
 		if calls == bound {
 			t.Fatalf("not degraded after %d requests with 100 ms Redis latency", calls)
 		}
@@ -742,13 +747,13 @@ func TestDrillRedisLatency(t *testing.T) {
 	if got := slowRes.snapshot()["202"]; got != 200 {
 		t.Fatalf("under latency %d of 200 users accepted, want all", got)
 	}
-	if d := metric(t, ta.base, "seckill_rate_limiter_degraded"); d != 1 {
+	if d := metric(t, ta.adminBase, "seckill_rate_limiter_degraded"); d != 1 {
 		t.Fatalf("seckill_rate_limiter_degraded %v while Redis is still slow", d)
 	}
 
 	p.SetLatency(0)
 	recovered := waitUntil(t, 30*time.Second, "seckill_rate_limiter_degraded back to 0", func() bool {
-		return metric(t, ta.base, "seckill_rate_limiter_degraded") == 0
+		return metric(t, ta.adminBase, "seckill_rate_limiter_degraded") == 0
 	})
 	t.Logf("recovered %v after the latency was removed", recovered.Round(10*time.Millisecond))
 

@@ -8,7 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// Error codes of the JSON error model (SPEC section 4).
+// Error codes of the JSON error model (docs/API.md section 4).
 const (
 	CodeBadRequest       = "BAD_REQUEST"
 	CodeTooLarge         = "PAYLOAD_TOO_LARGE"

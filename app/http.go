@@ -34,7 +34,7 @@ const (
 	notAdmittedRetry = 30 * time.Second
 )
 
-// api serves the HTTP interface of SPEC section 4.
+// api serves the HTTP interface of docs/API.md section 4.
 type api struct {
 	cfg        *config.Reloader[Snapshot]
 	inv        *inventory.Store
@@ -49,7 +49,21 @@ type api struct {
 	now        func() time.Time
 }
 
+// router serves the storefront port: the API and health only (/admin/v1 and /metrics are on
+// the admin listener, see adminRouter).
 func (a *api) router() *gin.Engine {
+	r := a.engine()
+	v1 := r.Group("/api/v1")
+	v1.GET("/activities/:id", a.getActivity)
+	v1.POST("/activities/:id/tokens", a.postToken)
+	v1.POST("/activities/:id/reservations", a.postReservation)
+	v1.GET("/reservations/:rid", a.getReservation)
+	a.health(r)
+	return r
+}
+
+// engine is a Gin engine with the error model for unknown routes and methods.
+func (a *api) engine() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
@@ -58,22 +72,24 @@ func (a *api) router() *gin.Engine {
 	r.NoMethod(func(c *gin.Context) {
 		writeError(c, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method not allowed on this route"))
 	})
+	return r
+}
 
-	v1 := r.Group("/api/v1")
-	v1.GET("/activities/:id", a.getActivity)
-	v1.POST("/activities/:id/tokens", a.postToken)
-	v1.POST("/activities/:id/reservations", a.postReservation)
-	v1.GET("/reservations/:rid", a.getReservation)
-
+// adminRouter serves the admin port: /admin/v1, /metrics and health.
+func (a *api) adminRouter() *gin.Engine {
+	r := a.engine()
 	adm := r.Group("/admin/v1", a.requireAdmin)
 	adm.POST("/activities", a.postActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
 	adm.GET("/config", a.getConfig)
-
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
+	a.health(r)
+	return r
+}
+
+func (a *api) health(r *gin.Engine) {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", a.readyz)
-	return r
 }
 
 // observe records the latency of every request by route and outcome.

@@ -207,20 +207,20 @@ func TestMetricsFollowTheNamingGuide(t *testing.T) {
 // Redis is back.
 func TestMetricsDegradedWhileRedisDown(t *testing.T) {
 	ta, p := redisProxyApp(t)
-	if d := metric(t, ta.base, "seckill_rate_limiter_degraded"); d != 0 {
+	if d := metric(t, ta.adminBase, "seckill_rate_limiter_degraded"); d != 0 {
 		t.Fatalf("degraded %v with Redis up", d)
 	}
 	if err := p.Disable(); err != nil {
 		t.Fatal(err)
 	}
 	took := waitUntil(t, 5*time.Second, "seckill_rate_limiter_degraded 1 with Redis down", func() bool {
-		return metric(t, ta.base, "seckill_rate_limiter_degraded") == 1
+		return metric(t, ta.adminBase, "seckill_rate_limiter_degraded") == 1
 	})
 	t.Logf("degraded %v after Redis went away, without traffic", took.Round(10*time.Millisecond))
 	if err := p.Enable(); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "seckill_rate_limiter_degraded back to 0", func() bool {
-		return metric(t, ta.base, "seckill_rate_limiter_degraded") == 0
+		return metric(t, ta.adminBase, "seckill_rate_limiter_degraded") == 0
 	})
 }

@@ -1,4 +1,4 @@
-// Package config owns the hot-reloadable configuration of seckill (SPEC section 6): the
+// Package config owns the hot-reloadable configuration of seckill (docs/API.md section 6): the
 // schema, strict decoding with defaults in one place, whole-document validation, the single
 // reload path (Reloader) and the sources that feed it (a watched file, Nacos, and the local
 // snapshot of the last good Nacos content), plus the Nacos naming registration used to count
@@ -74,7 +74,7 @@ type Window struct {
 	Max    int      `yaml:"max" json:"max"`
 }
 
-// Limits holds the default thresholds of every rate-limit dimension (SPEC section 3 step 5).
+// Limits holds the default thresholds of every rate-limit dimension (docs/API.md section 3 step 5).
 type Limits struct {
 	Global     Limit            `yaml:"global" json:"global"`
 	Campaign   Limit            `yaml:"campaign" json:"campaign"` // default for each campaign
@@ -118,7 +118,7 @@ const (
 	AuthJWT    = "jwt"    // identity from a verified bearer JWT
 )
 
-// Auth configures request identity (SPEC section 4). It never holds a secret: the HS256
+// Auth configures request identity (docs/API.md section 4). It never holds a secret: the HS256
 // secret is read from the environment variable JWTHS256SecretEnv names, the RS256 public key
 // from JWTRS256PublicKeyFile. In jwt mode exactly one of the two is set.
 type Auth struct {
@@ -158,7 +158,7 @@ type Config struct {
 	adminAllow   []netip.Prefix
 }
 
-// Default returns a new Config holding SPEC section 6's defaults: the only place defaults live.
+// Default returns a new Config holding docs/API.md section 6's defaults: the only place defaults live.
 // Its version is the version of an empty document.
 func Default() *Config {
 	c := &Config{

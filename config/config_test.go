@@ -31,7 +31,7 @@ func TestDefaultValid(t *testing.T) {
 	}
 }
 
-// The embedded default must match SPEC section 6 and the defaults.
+// The embedded default must match docs/API.md section 6 and the defaults.
 func TestEmbeddedDefaultFile(t *testing.T) {
 	data, err := os.ReadFile("seckill.yaml")
 	if err != nil {

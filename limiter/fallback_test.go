@@ -303,7 +303,7 @@ func TestFallbackConfigChangeClamps(t *testing.T) {
 	}
 }
 
-// TestDegradeUnderConcurrentLoad is the drill of SPEC acceptance 9: 100 ms of latency with 32
+// TestDegradeUnderConcurrentLoad is the drill of docs/API.md acceptance item 9: 100 ms of latency with 32
 // callers at once. The limiter degrades after at most SlowCallsToDegrade completed slow calls
 // plus the calls already in flight, then makes no Redis call on the request path.
 func TestDegradeUnderConcurrentLoad(t *testing.T) {

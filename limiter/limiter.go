@@ -1,4 +1,4 @@
-// Package limiter decides the rate limits of SPEC section 3 step 5 for every dimension at once,
+// Package limiter decides the rate limits of docs/API.md section 3 step 5 for every dimension at once,
 // all or nothing: global, per campaign, per activity, per channel and per IP, plus a local
 // memory of users and IPs that were just rejected. The per-user token bucket and sliding window
 // run in the reservation script (lua/lib_bucket.lua, lua/lib_window.lua); RedisBucket and
@@ -66,7 +66,7 @@ func (l Limit) div(n int) Limit {
 }
 
 // Fallback is the policy while Redis is slow or down, as values from the configuration
-// snapshot. Zero fields take the defaults of SPEC section 6: RedisSlow 20 ms,
+// snapshot. Zero fields take the defaults of docs/API.md section 6: RedisSlow 20 ms,
 // SlowCallsToDegrade 20, ProbeEvery 1 s. A Global with Rate 0 leaves the global dimension
 // unlimited while degraded.
 type Fallback struct {

@@ -27,7 +27,7 @@ WRK_SECONDS=${WRK_SECONDS:-10}
 USERS=${USERS:-10000}
 STOCK=${STOCK:-1000}
 BASE_PORT=${BASE_PORT:-18100}
-ADMIN_TOKEN=bench-admin-token
+ADMIN_TOKEN=bench-admin-token-0123456789abcdef0123 # at least 32 bytes outside embedded mode
 
 PIDS=()
 cleanup() {
@@ -177,16 +177,18 @@ start_instances() {
   local n=$1 tag=$2 i
   write_cfg
   TARGETS=()
+  ADMINS=()
   for ((i = 0; i < n; i++)); do
     local port=$((BASE_PORT + i))
     SECKILL_REDIS_ADDR=$REDIS_ADDR SECKILL_MYSQL_DSN=$MYSQL_DSN SECKILL_ROCKETMQ_NAMESRV=$NAMESRV \
       SECKILL_ROCKETMQ_TOPIC="bench-$RUN-$tag" SECKILL_NAMESPACE="bench$RUN$tag" \
-      SECKILL_ADMIN_TOKEN=$ADMIN_TOKEN SECKILL_HTTP_ADDR=127.0.0.1:$port \
+      SECKILL_ADMIN_TOKEN=$ADMIN_TOKEN SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_ADMIN_ADDR=127.0.0.1:$((port + 50)) \
       SECKILL_CONFIG_FILE=$OUT/seckill.yaml SECKILL_INSTANCE_ID="bench-$RUN-$tag-$i" \
       SECKILL_DATA_DIR="$OUT/data-$tag-$i" \
       "$BIN/seckill" >"$OUT/seckill-$tag-$i.log" 2>&1 &
     PIDS+=($!)
     TARGETS+=("http://127.0.0.1:$port")
+    ADMINS+=("http://127.0.0.1:$((port + 50))")
   done
   for t in "${TARGETS[@]}"; do wait_http "$t/readyz"; done
 }
@@ -197,7 +199,7 @@ rush() {
   shift 2
   local targ=() t
   for t in "${TARGETS[@]}"; do targ+=(--target "$t"); done
-  "$BIN/seckill-load" "${targ[@]}" --activity "$act" --create --admin-token $ADMIN_TOKEN \
+  "$BIN/seckill-load" "${targ[@]}" --admin "${ADMINS[0]}" --activity "$act" --create --admin-token $ADMIN_TOKEN \
     --stock "$STOCK" --per-user-limit 1 --users "$USERS" --connections "$CONNS" \
     --duration 60s --max-requests 200000 --progress 0 \
     --mysql-dsn "$MYSQL_DSN" --redis-addr "$REDIS_ADDR" --json "$OUT/rush-$tag.json" "$@" \
@@ -225,19 +227,19 @@ diff_kv() { # before after: "name value" lines -> deltas
 step_counts() {
   say "counts: Redis commands and MySQL statements around one rush and a sold-out phase"
   start_instances 1 c1
-  local u=${TARGETS[0]} act="count-$RUN"
+  local u=${TARGETS[0]} adm=${ADMINS[0]} act="count-$RUN"
   redis_calls_by_cmd >"$OUT/redis-before.txt"
   mysql_status >"$OUT/mysql-before.txt"
-  curl -fs "$u/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-before.txt" || true
+  curl -fs "$adm/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-before.txt" || true
   # the rush itself, without the load tool's own MySQL/Redis checks (they would be counted)
-  "$BIN/seckill-load" --target "$u" --activity "$act" --create --admin-token $ADMIN_TOKEN \
+  "$BIN/seckill-load" --target "$u" --admin "$adm" --activity "$act" --create --admin-token $ADMIN_TOKEN \
     --stock "$STOCK" --per-user-limit 1 --users "$USERS" --connections "$CONNS" --poll -1s \
     --duration 60s --max-requests 200000 --progress 0 --drain-timeout 0s --json "$OUT/counts-rush.json" \
     | tee "$OUT/counts-rush.txt" | grep -E '^(requests|throughput|  [0-9])' || true
   sleep 3 # let the writer drain the orders
   redis_calls_by_cmd >"$OUT/redis-mid.txt"
   mysql_status >"$OUT/mysql-mid.txt"
-  curl -fs "$u/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-mid.txt" || true
+  curl -fs "$adm/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-mid.txt" || true
   # after sell-out: wrk with a new user every request, $WRK_SECONDS seconds, all 410 SOLD_OUT
   cat >"$OUT/soldout.lua" <<'LUA'
 local n = 0
@@ -251,7 +253,7 @@ LUA
   wrk -t2 -c"$CONNS" -d"${WRK_SECONDS}s" --latency -s "$OUT/soldout.lua" "$u/api/v1/activities/$act/reservations" | tee "$OUT/soldout-wrk.txt"
   redis_calls_by_cmd >"$OUT/redis-after.txt"
   mysql_status >"$OUT/mysql-after.txt"
-  curl -fs "$u/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-after.txt" || true
+  curl -fs "$adm/metrics" | grep -E '^(seckill_redis_script_calls_total|seckill_rate_limiter_redis_calls_total|seckill_order_writer_batches_total|seckill_order_writer_commits_total|seckill_order_relay_sent_total)' >"$OUT/metrics-after.txt" || true
   curl -s -X POST -H "X-User-Id: probe-$RUN" "$u/api/v1/activities/$act/reservations" | tee "$OUT/soldout-probe.txt"
   echo
   local req

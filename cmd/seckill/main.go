@@ -1,11 +1,18 @@
 // Command seckill runs the flash-sale service. With no flags it starts in embedded mode
 // (in-process Redis, SQLite, queue and the YAML config file); with the SECKILL_* environment
-// or flags for real Redis, MySQL, RocketMQ and Nacos it runs in production mode.
+// or flags for real Redis, MySQL, RocketMQ and Nacos it runs in production mode. --help lists
+// every flag with its variable and default.
+//
+// Exit status: 0 after a clean shutdown or --help, 2 for a flag or variable that does not
+// parse, 1 for any other failure.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -15,24 +22,36 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "seckill:", err)
-		os.Exit(1)
-	}
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
-func run() error {
-	opts, err := app.ParseOptions(os.Args[1:], os.Getenv)
-	if err != nil {
-		return err
+// run is the whole command; it returns the exit status.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	opts, err := app.ParseOptions(args, getenv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if err != nil {
+		fmt.Fprintln(stderr, "seckill:", err)
+		var ue *app.UsageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "seckill: see --help")
+			return 2
+		}
+		return 1
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, opts, log)
 	if err != nil {
-		return err
+		fmt.Fprintln(stderr, "seckill:", err)
+		return 1
 	}
 	defer a.Close()
-	return a.Run(ctx)
+	if err := a.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "seckill:", err)
+		return 1
+	}
+	return 0
 }

@@ -36,7 +36,11 @@ func (r *runner) createActivity(ctx context.Context) error {
 	body, _ := json.Marshal(def)
 	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodPost, cfg.Targets[0]+"/admin/v1/activities", bytes.NewReader(body))
+	admin := cfg.AdminURL
+	if admin == "" {
+		admin = cfg.Targets[0]
+	}
+	req, err := http.NewRequestWithContext(cctx, http.MethodPost, admin+"/admin/v1/activities", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -66,6 +70,32 @@ func (r *runner) createActivity(ctx context.Context) error {
 			if !sleepCtx(ctx, 50*time.Millisecond) {
 				return ctx.Err()
 			}
+		}
+	}
+	return nil
+}
+
+// checkReady asks every target for /readyz once, so a run against a dead port or an instance
+// without configuration stops at once with a clear reason instead of reporting a rush of
+// transport errors.
+func (r *runner) checkReady(ctx context.Context) error {
+	for _, t := range r.cfg.Targets {
+		cctx, cancel := context.WithTimeout(ctx, min(r.cfg.Timeout, 5*time.Second))
+		req, err := http.NewRequestWithContext(cctx, http.MethodGet, t+"/readyz", nil)
+		if err != nil {
+			cancel()
+			return err
+		}
+		resp, err := r.client.Do(req)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("target %s is not answering (GET /readyz: %v); is the service running there?", t, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("target %s is not ready: GET /readyz answered %s %s", t, resp.Status, bytes.TrimSpace(b))
 		}
 	}
 	return nil

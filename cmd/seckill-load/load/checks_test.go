@@ -2,6 +2,7 @@ package load
 
 import (
 	"database/sql"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -233,7 +234,9 @@ func TestRefusedConnectionsAreNotUnresolved(t *testing.T) {
 	srv := newFake(1, 1).serve(t)
 	url := srv.URL
 	srv.Close() // nothing listens there any more
-	rep := run(t, Config{Targets: []string{url}, Users: 3, Connections: 3, Retry: false, PollEvery: -1})
+	// The readiness check before the rush would stop the run (TestDeadOrUnreadyTargetStopsTheRun):
+	// answer it here, so the rush itself meets the refused connections.
+	rep := run(t, Config{Targets: []string{url}, Users: 3, Connections: 3, Retry: false, PollEvery: -1, Transport: readyThen{http.DefaultTransport}})
 	if rep.OutcomeCount(0, "refused") != 3 || rep.Reservations.UnresolvedAttempts != 0 {
 		t.Fatalf("outcomes %+v, unresolved %d; want 3 refused, 0 unresolved", rep.Outcomes, rep.Reservations.UnresolvedAttempts)
 	}

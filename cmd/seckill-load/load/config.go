@@ -1,6 +1,6 @@
 // Package load is the seckill load tool: it plays a flash crowd of distinct users against one or
 // more seckill instances over HTTP, with the retry behaviour of real clients and of bots, and
-// then checks the invariants it can check on its own (SPEC sections 7 and 8): no unit sold over
+// then checks the invariants it can check on its own (docs/API.md, "Invariants"): no unit sold over
 // the stock, no user over the per-user limit, no reservation twice, every accepted reservation
 // an order in MySQL, the remaining stock never negative.
 //
@@ -77,9 +77,12 @@ type Config struct {
 	// opening at now + OpensIn and closing at now + ClosesIn (0 = no close).
 	Create     bool
 	AdminToken string
-	Shards     int
-	OpensIn    time.Duration
-	ClosesIn   time.Duration
+	// AdminURL is the base URL of the admin listener that --create posts to ("" = the first
+	// target, for a server that serves both on one port).
+	AdminURL string
+	Shards   int
+	OpensIn  time.Duration
+	ClosesIn time.Duration
 
 	// MySQLDSN (or an open OrdersDB) enables the order checks on table orders; RedisAddr (or
 	// Redis) the stock shard checks. A comma-separated RedisAddr means a cluster.
@@ -145,6 +148,11 @@ func (c *Config) Validate() error {
 	for _, t := range c.Targets {
 		if err := checkTarget(t, c.AllowRemote); err != nil {
 			return err
+		}
+	}
+	if c.Create && c.AdminURL != "" {
+		if err := checkTarget(c.AdminURL, c.AllowRemote); err != nil {
+			return fmt.Errorf("admin: %w", err)
 		}
 	}
 	if !validActivity(c.Activity) {
@@ -255,6 +263,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.PerUserLimit, "per-user-limit", 0, "the per-user limit, for the checks (0 = read from MySQL/Redis if given)")
 	fs.BoolVar(&c.Create, "create", false, "create the activity first through the admin API")
 	fs.StringVar(&c.AdminToken, "admin-token", "", "admin bearer token for --create (default $SECKILL_ADMIN_TOKEN)")
+	fs.StringVar(&c.AdminURL, "admin", "http://127.0.0.1:9090", "base URL of the service's admin listener (SECKILL_ADMIN_ADDR), for --create")
 	fs.IntVar(&c.Shards, "shards", 16, "stock shards of a created activity")
 	fs.DurationVar(&c.OpensIn, "opens-in", 0, "a created activity opens this long after now (may be negative)")
 	fs.DurationVar(&c.ClosesIn, "closes-in", 0, "a created activity closes this long after now (0 = never)")
@@ -271,6 +280,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
 	c.Targets = targets
+	c.AdminURL = strings.TrimRight(c.AdminURL, "/")
 	if c.AdminToken == "" {
 		c.AdminToken = os.Getenv("SECKILL_ADMIN_TOKEN")
 	}

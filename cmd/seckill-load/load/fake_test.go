@@ -62,6 +62,7 @@ func newFake(stock int64, limit int) *fake {
 func (f *fake) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/activities/{id}/reservations", f.reserve)
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]any{"ready": true}) })
 	mux.HandleFunc("GET /api/v1/activities/{id}", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		rem := f.stock

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sort"
@@ -55,6 +56,8 @@ const (
 //	orders                     {checked, count, units, compensations} (MySQL, when given)
 //	checks[]                   {name, status: PASS|FAIL|SKIP, detail}
 //	passed                     false when any check failed
+//	warnings[]                 what the run did not measure (most requests rate-limited,
+//	                           most requests without an answer)
 type Report struct {
 	RunID           string                    `json:"runId"`
 	Activity        string                    `json:"activityId"`
@@ -72,6 +75,9 @@ type Report struct {
 	Orders          OrdersReport              `json:"orders"`
 	Checks          []Check                   `json:"checks"`
 	Passed          bool                      `json:"passed"`
+	// Warnings say what the run did not measure, e.g. that most requests were rate-limited;
+	// they do not fail the run.
+	Warnings []string `json:"warnings"`
 
 	// knownRIDs are the distinct reservation ids the service gave, for the order checks.
 	knownRIDs []string
@@ -199,6 +205,38 @@ func (r *Report) finish() {
 			r.Passed = false
 		}
 	}
+	r.Warnings = r.warnings()
+}
+
+// mostly is the share of requests past which a kind of answer dominates what a run measured.
+const mostly = 0.5
+
+// warnings names kinds of answer that made up most of the requests.
+func (r *Report) warnings() []string {
+	var total, limited, transport int64
+	for _, o := range r.Outcomes {
+		total += o.Count
+		switch {
+		case o.Status == http.StatusTooManyRequests:
+			limited += o.Count
+		case o.Status == 0:
+			transport += o.Count
+		}
+	}
+	w := []string{}
+	if total == 0 {
+		return w
+	}
+	if float64(limited) > mostly*float64(total) {
+		w = append(w, fmt.Sprintf("%.0f%% of requests (%d of %d) were rate-limited (429): this run measured the limiter, "+
+			"not the reservation path; for a load test run the service with config/loadtest.yaml (or raise limits.ip, limits.user) "+
+			"or spread users over more client addresses", 100*float64(limited)/float64(total), limited, total))
+	}
+	if float64(transport) > mostly*float64(total) {
+		w = append(w, fmt.Sprintf("%.0f%% of requests (%d of %d) got no HTTP answer (timeouts, refused or reset connections)",
+			100*float64(transport)/float64(total), transport, total))
+	}
+	return w
 }
 
 func summarize(h *Histogram) LatencySummary {
@@ -354,6 +392,12 @@ func (r *Report) WriteText(w io.Writer) {
 			}
 		}
 		verdict = "FAIL: " + strings.Join(failed, ", ")
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "\nWARNING: %s\n", warn)
+	}
+	if len(r.Warnings) > 0 && r.Passed {
+		verdict += " (but read the WARNING above: the run may not have measured what you meant)"
 	}
 	fmt.Fprintf(w, "\n%s\n", verdict)
 }

@@ -111,6 +111,9 @@ func (r *runner) run(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	defer checks.close()
+	if err := r.checkReady(ctx); err != nil {
+		return nil, err
+	}
 	if cfg.Create {
 		if err := r.createActivity(ctx); err != nil {
 			return nil, err
@@ -299,7 +302,7 @@ type result struct {
 	retryAfter    time.Duration
 	hasRetryAfter bool // the answer said when to retry, in the header or the body
 	// retryAfterBoth tells the answer carried both the Retry-After header and
-	// retryAfterSeconds in the body, as SPEC section 4 requires of every 429 and 503.
+	// retryAfterSeconds in the body, as docs/API.md section 4 requires of every 429 and 503.
 	retryAfterBoth bool
 	latency        time.Duration
 }

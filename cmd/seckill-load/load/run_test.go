@@ -324,6 +324,7 @@ func TestCreatePostsTheActivity(t *testing.T) {
 	var auth string
 	mux := http.NewServeMux()
 	mux.Handle("/api/", f.handler())
+	mux.Handle("/readyz", f.handler())
 	mux.HandleFunc("POST /admin/v1/activities", func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -348,6 +349,10 @@ func TestCreatePostsTheActivity(t *testing.T) {
 
 	// A refused creation stops the run before the rush.
 	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/readyz" {
+			writeJSON(w, 200, map[string]any{"ready": true})
+			return
+		}
 		writeJSON(w, 401, map[string]string{"code": "UNAUTHENTICATED"})
 	}))
 	t.Cleanup(bad.Close)

@@ -1,0 +1,183 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// TestParseOptions covers every option with a good and a bad value, through the environment
+// and through the flag.
+func TestParseOptions(t *testing.T) {
+	longToken := strings.Repeat("t", 32)
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string // substring of the error; "" = no error
+		check   func(o Options) bool
+	}{
+		{name: "defaults", check: func(o Options) bool {
+			return o.HTTPAddr == ":8080" && o.AdminAddr == "127.0.0.1:9090" && o.MaxConns == 4096 && o.RocketMQTopic == "seckill-reservations" &&
+				o.NacosDataID == "seckill.yaml" && o.NacosGroup == "SECKILL" && o.ConfigFile == "config/seckill.yaml" && !o.ConfigFileSet &&
+				o.Roles == "api,relay,writer,reconciler" && o.MySQLPool == 8 && o.WriterRate == 5000 && o.RelayClaimIdle == 30*time.Second &&
+				o.Demo && o.DataDir == "/home/u/.local/state/seckill" && o.InstanceID != ""
+		}},
+		{name: "http-addr env", env: map[string]string{"SECKILL_HTTP_ADDR": "127.0.0.1:81"}, check: func(o Options) bool { return o.HTTPAddr == "127.0.0.1:81" }},
+		{name: "http-addr bad", env: map[string]string{"SECKILL_HTTP_ADDR": "8080"}, wantErr: `SECKILL_HTTP_ADDR="8080": want host:port or :port`},
+		{name: "http-addr bad port", args: []string{"--http-addr=:99999"}, wantErr: `invalid value ":99999" for flag -http-addr: want host:port or :port`},
+		{name: "admin-addr flag", args: []string{"--admin-addr", "127.0.0.1:0"}, check: func(o Options) bool { return o.AdminAddr == "127.0.0.1:0" }},
+		{name: "admin-addr off", args: []string{"--admin-addr="}, check: func(o Options) bool { return o.AdminAddr == "" }},
+		{name: "admin-addr bad", env: map[string]string{"SECKILL_ADMIN_ADDR": "localhost"}, wantErr: `SECKILL_ADMIN_ADDR="localhost": want host:port`},
+		{name: "max-conns", env: map[string]string{"SECKILL_MAX_CONNS": "0"}, check: func(o Options) bool { return o.MaxConns == 0 }},
+		{name: "max-conns bad", env: map[string]string{"SECKILL_MAX_CONNS": "-1"}, wantErr: `SECKILL_MAX_CONNS="-1": want an integer >= 0`},
+		{name: "redis-addr", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b:2"}, check: func(o Options) bool { return o.RedisAddr == "a:1,b:2" && !o.Demo }},
+		{name: "redis-addr bad", env: map[string]string{"SECKILL_REDIS_ADDR": "localhost"}, wantErr: `SECKILL_REDIS_ADDR="localhost": want host:port[,host:port]`},
+		{name: "redis-addr bad in list", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b"}, wantErr: `want host:port`},
+		{name: "mysql-dsn bad", env: map[string]string{"SECKILL_MYSQL_DSN": "mysql://u@h/db"}, wantErr: `SECKILL_MYSQL_DSN="mysql://u@h/db": want a MySQL DSN`},
+		{name: "mysql-dsn", args: []string{"--mysql-dsn", "u:p@tcp(h:3306)/d"}, check: func(o Options) bool { return o.MySQLDSN == "u:p@tcp(h:3306)/d" && !o.Demo }},
+		{name: "rocketmq-namesrv", env: map[string]string{"SECKILL_ROCKETMQ_NAMESRV": "127.0.0.1:9876"}, check: func(o Options) bool { return o.RocketMQNamesrv == "127.0.0.1:9876" }},
+		{name: "rocketmq-namesrv host name", env: map[string]string{"SECKILL_ROCKETMQ_NAMESRV": "namesrv:9876"}, wantErr: `SECKILL_ROCKETMQ_NAMESRV="namesrv:9876": want ip:port`},
+		{name: "rocketmq-topic", args: []string{"--rocketmq-topic=t1"}, check: func(o Options) bool { return o.RocketMQTopic == "t1" }},
+		{name: "rocketmq-topic empty", args: []string{"--rocketmq-topic", " "}, wantErr: `want a non-empty value`},
+		{name: "nacos-addr", env: map[string]string{"SECKILL_NACOS_ADDR": "127.0.0.1:8848"}, check: func(o Options) bool { return o.NacosAddr == "127.0.0.1:8848" }},
+		{name: "nacos-addr bad", args: []string{"--nacos-addr=nacos"}, wantErr: `invalid value "nacos" for flag -nacos-addr: want host:port`},
+		{name: "nacos-data-id", env: map[string]string{"SECKILL_NACOS_DATA_ID": "x.yaml"}, check: func(o Options) bool { return o.NacosDataID == "x.yaml" }},
+		{name: "nacos-data-id empty", args: []string{"--nacos-data-id="}, wantErr: `flag -nacos-data-id: want a non-empty value`},
+		{name: "nacos-group", args: []string{"--nacos-group=G"}, check: func(o Options) bool { return o.NacosGroup == "G" }},
+		{name: "nacos-group empty", args: []string{"--nacos-group="}, wantErr: `want a non-empty value`},
+		{name: "config-file", env: map[string]string{"SECKILL_CONFIG_FILE": "/etc/s.yaml"}, check: func(o Options) bool { return o.ConfigFile == "/etc/s.yaml" && o.ConfigFileSet }},
+		{name: "config-file flag", args: []string{"--config-file=a.yaml"}, check: func(o Options) bool { return o.ConfigFile == "a.yaml" && o.ConfigFileSet }},
+		{name: "config-file empty", args: []string{"--config-file="}, wantErr: `want a non-empty value`},
+		{name: "admin-token embedded short ok", env: map[string]string{"SECKILL_ADMIN_TOKEN": "short"}, check: func(o Options) bool { return o.AdminToken == "short" }},
+		{name: "admin-token production long", env: map[string]string{"SECKILL_REDIS_ADDR": "r:6379", "SECKILL_ADMIN_TOKEN": longToken}, check: func(o Options) bool { return o.AdminToken == longToken }},
+		{name: "admin-token production short", env: map[string]string{"SECKILL_REDIS_ADDR": "r:6379", "SECKILL_ADMIN_TOKEN": "change-me"}, wantErr: `9 bytes, want at least 32`},
+		{name: "admin-token nacos short", env: map[string]string{"SECKILL_NACOS_ADDR": "n:8848"}, args: []string{"--admin-token=" + longToken[:31]}, wantErr: `31 bytes, want at least 32`},
+		{name: "instance-id", env: map[string]string{"SECKILL_INSTANCE_ID": "i-1"}, check: func(o Options) bool { return o.InstanceID == "i-1" }},
+		{name: "instance-id empty", args: []string{"--instance-id="}, wantErr: `want a non-empty value`},
+		{name: "data-dir", env: map[string]string{"SECKILL_DATA_DIR": "/var/lib/seckill"}, check: func(o Options) bool { return o.DataDir == "/var/lib/seckill" }},
+		{name: "data-dir xdg", env: map[string]string{"XDG_STATE_HOME": "/x/state"}, check: func(o Options) bool { return o.DataDir == "/x/state/seckill" }},
+		{name: "data-dir empty", args: []string{"--data-dir="}, wantErr: `want a non-empty value`},
+		{name: "roles", env: map[string]string{"SECKILL_ROLES": "relay,writer"}, check: func(o Options) bool { return o.Roles == "relay,writer" && !o.has("api") }},
+		{name: "roles bad", env: map[string]string{"SECKILL_ROLES": "api,cook"}, wantErr: `SECKILL_ROLES="api,cook": unknown role "cook"`},
+		{name: "mysql-pool", args: []string{"--mysql-pool=3"}, check: func(o Options) bool { return o.MySQLPool == 3 }},
+		{name: "mysql-pool bad", env: map[string]string{"SECKILL_MYSQL_POOL": "abc"}, wantErr: `SECKILL_MYSQL_POOL="abc": want an integer >= 1`},
+		{name: "mysql-pool zero", env: map[string]string{"SECKILL_MYSQL_POOL": "0"}, wantErr: `SECKILL_MYSQL_POOL="0": want an integer >= 1`},
+		{name: "writer-rate", env: map[string]string{"SECKILL_WRITER_RATE": "0"}, check: func(o Options) bool { return o.WriterRate == 0 }},
+		{name: "writer-rate bad", env: map[string]string{"SECKILL_WRITER_RATE": "fast"}, wantErr: `SECKILL_WRITER_RATE="fast": want an integer >= 0`},
+		{name: "writer-rate flag bad", args: []string{"--writer-rate=-5"}, wantErr: `invalid value "-5" for flag -writer-rate: want an integer >= 0`},
+		{name: "relay-claim-idle", env: map[string]string{"SECKILL_RELAY_CLAIM_IDLE": "5s"}, check: func(o Options) bool { return o.RelayClaimIdle == 5*time.Second }},
+		{name: "relay-claim-idle bad", env: map[string]string{"SECKILL_RELAY_CLAIM_IDLE": "soon"}, wantErr: `SECKILL_RELAY_CLAIM_IDLE="soon": want a duration > 0`},
+		{name: "relay-claim-idle zero", args: []string{"--relay-claim-idle=0s"}, wantErr: `want a duration > 0`},
+		{name: "namespace", env: map[string]string{"SECKILL_NAMESPACE": "blue_1"}, check: func(o Options) bool { return o.Namespace == "blue_1" }},
+		{name: "namespace bad", env: map[string]string{"SECKILL_NAMESPACE": "a:b"}, wantErr: `SECKILL_NAMESPACE="a:b": want letters`},
+		{name: "demo off", env: map[string]string{"SECKILL_DEMO": "false"}, check: func(o Options) bool { return !o.Demo }},
+		{name: "demo flag", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1"}, args: []string{"--demo"}, check: func(o Options) bool { return o.Demo }},
+		{name: "demo flag false", args: []string{"--demo=false"}, check: func(o Options) bool { return !o.Demo }},
+		{name: "demo bad", env: map[string]string{"SECKILL_DEMO": "maybe"}, wantErr: `SECKILL_DEMO="maybe": want true or false`},
+		{name: "bad env refused even with the flag", env: map[string]string{"SECKILL_MYSQL_POOL": "abc"}, args: []string{"--mysql-pool=2"}, wantErr: `SECKILL_MYSQL_POOL="abc"`},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: `flag provided but not defined: -nope`},
+		{name: "stray argument", args: []string{"serve"}, wantErr: `unexpected arguments`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"HOME": "/home/u"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			var out bytes.Buffer
+			o, err := ParseOptions(tt.args, envOf(env), &out)
+			if tt.wantErr != "" {
+				var ue *UsageError
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.As(err, &ue) {
+					t.Fatalf("got error %v, want a UsageError containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if !tt.check(o) {
+				t.Fatalf("options not as expected: %+v", o)
+			}
+		})
+	}
+}
+
+// TestEveryOptionIsTested keeps TestParseOptions in step with the option list: each flag
+// appears in it with a good and a bad value (bools and free strings: good only).
+func TestEveryOptionIsTested(t *testing.T) {
+	src, err := os.ReadFile("options_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range optionSpecs(func(string) string { return "" }) {
+		if !bytes.Contains(src, []byte(`"`+s.flag)) && !bytes.Contains(src, []byte(`"--`+s.flag)) {
+			t.Errorf("option --%s has no case in TestParseOptions", s.flag)
+		}
+	}
+}
+
+func TestHelpListsEveryFlagWithVariableAndDefault(t *testing.T) {
+	var out bytes.Buffer
+	_, err := ParseOptions([]string{"--help"}, envOf(map[string]string{"HOME": "/home/u"}), &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("got %v, want flag.ErrHelp", err)
+	}
+	for _, s := range optionSpecs(func(string) string { return "" }) {
+		want := "--" + s.flag + "  (" + s.env + ", default " + s.defaultText() + ")"
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	if !strings.Contains(out.String(), "~/.local/state/seckill") {
+		t.Errorf("help does not name the data dir default:\n%s", out.String())
+	}
+}
+
+// TestReadmeFlagTable keeps the README's flag table identical to the option list.
+func TestReadmeFlagTable(t *testing.T) {
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- flags:begin -->\n", "<!-- flags:end -->"
+	s := string(raw)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q ... %q section", begin, end)
+	}
+	if got, want := s[i+len(begin):j], FlagTable(); got != want {
+		t.Fatalf("README flag table is stale; replace it with:\n%s", want)
+	}
+}
+
+func TestDefaultDataDirIsNotTheTestCache(t *testing.T) {
+	tests := []struct {
+		give map[string]string
+		want string
+	}{
+		{map[string]string{"HOME": "/h"}, "/h/.local/state/seckill"},
+		{map[string]string{"HOME": "/h", "XDG_STATE_HOME": "/s"}, "/s/seckill"},
+		{map[string]string{"HOME": "/h", "XDG_STATE_HOME": "relative"}, "/h/.local/state/seckill"},
+		{map[string]string{}, filepath.Join(os.TempDir(), "seckill-state")},
+	}
+	for _, tt := range tests {
+		got := DefaultDataDir(envOf(tt.give))
+		if got != tt.want {
+			t.Errorf("DefaultDataDir(%v) = %q, want %q", tt.give, got, tt.want)
+		}
+		if strings.Contains(got, ".cache") {
+			t.Errorf("%q shares the test-server cache", got)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package validate
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+)
+
+const dockerDir = "../../docker"
+
+func loadCompose(t *testing.T) *types.Project {
+	t.Helper()
+	dir, err := filepath.Abs(dockerDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	details := types.ConfigDetails{
+		WorkingDir:  dir,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, "compose.yaml")}},
+		Environment: types.Mapping{"SECKILL_ADMIN_TOKEN": strings.Repeat("a", 64)},
+	}
+	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName("seckill", true)
+	})
+	if err != nil {
+		t.Fatalf("docker/compose.yaml: %v", err)
+	}
+	return p
+}
+
+// TestComposeFile loads docker/compose.yaml with the compose-spec loader (schema validation
+// included) and checks the start-up order, restarts and the data volume.
+func TestComposeFile(t *testing.T) {
+	p := loadCompose(t)
+	svc, ok := p.Services["seckill"]
+	if !ok {
+		t.Fatal("no seckill service")
+	}
+	if svc.Restart != "on-failure" {
+		t.Errorf("seckill restart %q, want on-failure", svc.Restart)
+	}
+	if svc.HealthCheck == nil || len(svc.HealthCheck.Test) == 0 {
+		t.Errorf("seckill has no health check")
+	}
+	for _, dep := range []string{"redis", "mysql", "nacos", "broker"} {
+		d, ok := svc.DependsOn[dep]
+		if !ok {
+			t.Errorf("seckill does not depend on %s", dep)
+			continue
+		}
+		if d.Condition != types.ServiceConditionHealthy {
+			t.Errorf("seckill depends on %s with %q, want %s", dep, d.Condition, types.ServiceConditionHealthy)
+		}
+	}
+	// Every dependency with condition service_healthy has a health check, or compose waits forever.
+	for name, s := range p.Services {
+		for dep, d := range s.DependsOn {
+			if d.Condition != types.ServiceConditionHealthy {
+				continue
+			}
+			if h := p.Services[dep].HealthCheck; h == nil || len(h.Test) == 0 || h.Disable {
+				t.Errorf("%s waits for %s to be healthy, but %s has no health check", name, dep, dep)
+			}
+		}
+	}
+	if b := p.Services["broker"]; b.DependsOn["namesrv"].Condition != types.ServiceConditionHealthy {
+		t.Errorf("broker does not wait for a healthy name server")
+	}
+
+	env := func(k string) string {
+		v := svc.Environment[k]
+		if v == nil {
+			return ""
+		}
+		return *v
+	}
+	dataDir := env("SECKILL_DATA_DIR")
+	if dataDir == "" {
+		t.Fatalf("seckill has no SECKILL_DATA_DIR")
+	}
+	onVolume := false
+	for _, v := range svc.Volumes {
+		if v.Type == types.VolumeTypeVolume && v.Target == dataDir {
+			if _, ok := p.Volumes[v.Source]; ok {
+				onVolume = true
+			}
+		}
+	}
+	if !onVolume {
+		t.Errorf("SECKILL_DATA_DIR %s is not on a named volume", dataDir)
+	}
+	if len(env("SECKILL_ADMIN_TOKEN")) < 32 {
+		t.Errorf("admin token from the environment not passed through")
+	}
+	// The admin port is published on the host's loopback only.
+	for _, port := range svc.Ports {
+		if port.Target == 9090 && port.HostIP != "127.0.0.1" {
+			t.Errorf("admin port published on %q, want 127.0.0.1", port.HostIP)
+		}
+	}
+}
+
+// TestDockerfileRuntimeStageCopiesOnlyBinaryAndYAML: no Go sources in the image.
+func TestDockerfileRuntimeStageCopiesOnlyBinaryAndYAML(t *testing.T) {
+	f, err := os.Open(filepath.Join(dockerDir, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var stage int
+	var copies [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		switch strings.ToUpper(fields[0]) {
+		case "FROM":
+			stage++
+			copies = nil
+		case "COPY", "ADD":
+			copies = append(copies, fields[1:])
+		}
+	}
+	if stage < 2 || len(copies) == 0 {
+		t.Fatalf("want a multi-stage Dockerfile whose last stage copies files, got %d stages", stage)
+	}
+	for _, c := range copies {
+		if strings.HasPrefix(c[0], "--from=") {
+			continue
+		}
+		for _, src := range c[:len(c)-1] {
+			if !strings.HasSuffix(src, ".yaml") {
+				t.Errorf("runtime stage copies %q from the build context: only YAML configs belong in the image", src)
+			}
+		}
+	}
+}

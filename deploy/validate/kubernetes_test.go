@@ -1,0 +1,296 @@
+package validate
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+const k8sDir = "../kubernetes"
+
+// drainSeconds is how long the service lets in-flight requests finish on SIGTERM (app.drainTimeout).
+const drainSeconds = 10
+
+// kustomization is the part of a kustomize Kustomization this base uses, decoded strictly.
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Labels     []struct {
+		Pairs map[string]string `json:"pairs"`
+	} `json:"labels"`
+}
+
+// manifests are every document of deploy/kubernetes, decoded strictly into its API type.
+type manifests struct {
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	configMaps  map[string]*corev1.ConfigMap
+	secrets     map[string]*corev1.Secret
+	pdbs        map[string]*policyv1.PodDisruptionBudget
+	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
+}
+
+var docSep = regexp.MustCompile(`(?m)^---\s*$`)
+
+func decodeStrict[T any](t *testing.T, where string, doc []byte) *T {
+	t.Helper()
+	v := new(T)
+	if err := yaml.UnmarshalStrict(doc, v); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	return v
+}
+
+func loadManifests(t *testing.T) manifests {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := decodeStrict[kustomization](t, "kustomization.yaml", raw)
+	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
+		t.Fatalf("kustomization.yaml: %s %s", k.APIVersion, k.Kind)
+	}
+	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" && !slices.Contains(k.Resources, b) {
+			t.Errorf("%s is not listed in kustomization.yaml", b)
+		}
+	}
+	m := manifests{
+		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
+		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
+		pdbs: map[string]*policyv1.PodDisruptionBudget{}, hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
+	}
+	for _, res := range k.Resources {
+		raw, err := os.ReadFile(filepath.Join(k8sDir, res))
+		if err != nil {
+			t.Fatalf("kustomization resource: %v", err)
+		}
+		for i, doc := range docSep.Split(string(raw), -1) {
+			if strings.TrimSpace(stripComments(doc)) == "" {
+				continue
+			}
+			where := fmt.Sprintf("%s document %d", res, i+1)
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			switch gvk := tm.APIVersion + " " + tm.Kind; gvk {
+			case "apps/v1 Deployment":
+				d := decodeStrict[appsv1.Deployment](t, where, []byte(doc))
+				m.deployments[d.Name] = d
+			case "v1 Service":
+				s := decodeStrict[corev1.Service](t, where, []byte(doc))
+				m.services[s.Name] = s
+			case "v1 ConfigMap":
+				c := decodeStrict[corev1.ConfigMap](t, where, []byte(doc))
+				m.configMaps[c.Name] = c
+			case "v1 Secret":
+				s := decodeStrict[corev1.Secret](t, where, []byte(doc))
+				m.secrets[s.Name] = s
+			case "policy/v1 PodDisruptionBudget":
+				p := decodeStrict[policyv1.PodDisruptionBudget](t, where, []byte(doc))
+				m.pdbs[p.Name] = p
+			case "autoscaling/v2 HorizontalPodAutoscaler":
+				h := decodeStrict[autoscalingv2.HorizontalPodAutoscaler](t, where, []byte(doc))
+				m.hpas[h.Name] = h
+			default:
+				t.Fatalf("%s: unexpected kind %q", where, gvk)
+			}
+		}
+	}
+	return m
+}
+
+func stripComments(doc string) string {
+	var b bytes.Buffer
+	for _, l := range strings.Split(doc, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestStrictDecodingRefusesUnknownFields: the decoder used below does fail on a typo.
+func TestStrictDecodingRefusesUnknownFields(t *testing.T) {
+	doc := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replica: 2\n")
+	if err := yaml.UnmarshalStrict(doc, new(appsv1.Deployment)); err == nil || !strings.Contains(err.Error(), "replica") {
+		t.Fatalf("unknown field accepted: %v", err)
+	}
+}
+
+func env(c corev1.Container, m manifests, name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef != nil {
+			if cm := m.configMaps[from.ConfigMapRef.Name]; cm != nil {
+				if v, ok := cm.Data[name]; ok {
+					return v, true
+				}
+			}
+		}
+		if from.SecretRef != nil {
+			if s := m.secrets[from.SecretRef.Name]; s != nil {
+				if v, ok := s.StringData[name]; ok {
+					return v, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+func portNamed(c corev1.Container, name string) bool {
+	for _, p := range c.Ports {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func TestKubernetesManifests(t *testing.T) {
+	m := loadManifests(t)
+	api, workers := m.deployments["seckill-api"], m.deployments["seckill-workers"]
+	if api == nil || workers == nil {
+		t.Fatalf("want Deployments seckill-api and seckill-workers, have %v", keys(m.deployments))
+	}
+	for _, d := range []*appsv1.Deployment{api, workers} {
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("%s: selector does not match its pod labels (%v)", d.Name, err)
+		}
+		if g := d.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g <= drainSeconds {
+			t.Errorf("%s: terminationGracePeriodSeconds %v, want more than the %d s drain", d.Name, g, drainSeconds)
+		}
+		if len(d.Spec.Template.Spec.Containers) != 1 {
+			t.Fatalf("%s: want one container", d.Name)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		for _, from := range c.EnvFrom {
+			if from.ConfigMapRef != nil && m.configMaps[from.ConfigMapRef.Name] == nil {
+				t.Errorf("%s: envFrom ConfigMap %s does not exist", d.Name, from.ConfigMapRef.Name)
+			}
+			if from.SecretRef != nil && m.secrets[from.SecretRef.Name] == nil {
+				t.Errorf("%s: envFrom Secret %s does not exist", d.Name, from.SecretRef.Name)
+			}
+		}
+		if _, ok := env(c, m, "SECKILL_ADMIN_TOKEN"); !ok {
+			t.Errorf("%s: no admin token from the Secret", d.Name)
+		}
+		if tok, _ := env(c, m, "SECKILL_ADMIN_TOKEN"); len(tok) < 32 {
+			t.Errorf("%s: admin token shorter than 32 bytes would stop the start", d.Name)
+		}
+		for _, k := range []string{"SECKILL_REDIS_ADDR", "SECKILL_MYSQL_DSN", "SECKILL_ROCKETMQ_NAMESRV", "SECKILL_NACOS_ADDR", "SECKILL_DATA_DIR"} {
+			if _, ok := env(c, m, k); !ok {
+				t.Errorf("%s: %s not set", d.Name, k)
+			}
+		}
+		if dir, _ := env(c, m, "SECKILL_DATA_DIR"); !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.MountPath == dir }) {
+			t.Errorf("%s: data dir %s is not a mounted volume (the root file system is read-only)", d.Name, dir)
+		}
+		for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+			if p == nil || p.HTTPGet == nil || !portNamed(c, p.HTTPGet.Port.String()) {
+				t.Errorf("%s: probe missing or on an unnamed port: %+v", d.Name, p)
+			}
+		}
+		if c.Resources.Requests.Cpu().IsZero() {
+			t.Errorf("%s: no CPU request (the HPA needs one)", d.Name)
+		}
+	}
+	c := api.Spec.Template.Spec.Containers[0]
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
+		t.Errorf("api readiness probe %+v, want GET /readyz", p)
+	}
+	if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
+		t.Errorf("api liveness probe %+v, want GET /healthz", p)
+	}
+	if roles, _ := env(c, m, "SECKILL_ROLES"); roles != "api" {
+		t.Errorf("api pods run roles %q, want api", roles)
+	}
+	if roles, _ := env(workers.Spec.Template.Spec.Containers[0], m, "SECKILL_ROLES"); strings.Contains(roles, "api") ||
+		!strings.Contains(roles, "relay") || !strings.Contains(roles, "writer") || !strings.Contains(roles, "reconciler") {
+		t.Errorf("worker pods run roles %q, want relay, writer and reconciler without api", roles)
+	}
+	if g, pre := *api.Spec.Template.Spec.TerminationGracePeriodSeconds, c.Lifecycle; pre != nil && pre.PreStop != nil && pre.PreStop.Exec != nil {
+		pause := 0
+		fmt.Sscanf(strings.Join(pre.PreStop.Exec.Command, " "), "sleep %d", &pause)
+		if int64(pause+drainSeconds) >= g {
+			t.Errorf("api: preStop %d s + drain %d s do not fit the %d s grace period", pause, drainSeconds, g)
+		}
+	}
+
+	svc := m.services["seckill"]
+	if svc == nil {
+		t.Fatalf("no Service seckill")
+	}
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(api.Spec.Template.Labels)) ||
+		labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(workers.Spec.Template.Labels)) {
+		t.Errorf("Service selects %v: want the api pods only", svc.Spec.Selector)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.TargetPort.String() != "http" || !portNamed(c, "http") {
+			t.Errorf("Service port %s targets %s: want the storefront port only (admin stays private)", p.Name, p.TargetPort.String())
+		}
+	}
+
+	pdb := m.pdbs["seckill-api"]
+	if pdb == nil {
+		t.Fatalf("no PodDisruptionBudget for the api pods")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || !sel.Matches(labels.Set(api.Spec.Template.Labels)) || pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil {
+		t.Errorf("PodDisruptionBudget does not cover the api pods: %+v (%v)", pdb.Spec, err)
+	}
+
+	hpa := m.hpas["seckill-api"]
+	if hpa == nil {
+		t.Fatalf("no HorizontalPodAutoscaler for the api pods")
+	}
+	ref := hpa.Spec.ScaleTargetRef
+	if ref.Kind != "Deployment" || ref.Name != api.Name || ref.APIVersion != "apps/v1" {
+		t.Errorf("HPA scales %+v, want the api Deployment", ref)
+	}
+	cpu := slices.ContainsFunc(hpa.Spec.Metrics, func(ms autoscalingv2.MetricSpec) bool {
+		return ms.Type == autoscalingv2.ResourceMetricSourceType && ms.Resource != nil && ms.Resource.Name == corev1.ResourceCPU &&
+			ms.Resource.Target.AverageUtilization != nil
+	})
+	if !cpu || hpa.Spec.MinReplicas == nil || *hpa.Spec.MinReplicas < 2 || hpa.Spec.MaxReplicas < *hpa.Spec.MinReplicas {
+		t.Errorf("HPA: want CPU utilisation, at least 2 replicas: %+v", hpa.Spec)
+	}
+	if pdb.Spec.MinAvailable != nil && hpa.Spec.MinReplicas != nil && pdb.Spec.MinAvailable.IntValue() >= int(*hpa.Spec.MinReplicas) {
+		t.Errorf("PDB minAvailable %v blocks every drain at the HPA's %d minimum replicas", pdb.Spec.MinAvailable, *hpa.Spec.MinReplicas)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	slices.Sort(k)
+	return k
+}
