@@ -226,18 +226,27 @@ func (e *ValidationError) Error() string {
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
+// errEmpty refuses a document with no content: a truncated file or a console publish of
+// nothing must not reset every key (kill switches included) to its default.
+var errEmpty = fmt.Errorf("%w: the document is empty (an empty edit would reset every key to its default)", ErrInvalid)
+
 // Decode parses data strictly (unknown keys, duplicate keys, wrong types and several
 // documents are errors wrapping ErrSyntax), starting from Default(): an absent key keeps its
-// default, an empty document is all defaults. A map given in the document (limits.channels,
+// default. An empty, whitespace-only or comment-only document is refused (ErrInvalid). A map given in the document (limits.channels,
 // activities, campaigns) replaces the default map as a whole. Decode then validates the
 // whole document (errors wrap ErrInvalid and name each offending field) and returns an
 // immutable Config whose Version is a hash of data.
 func Decode(data []byte) (*Config, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errEmpty
+	}
 	c := Default()
 	c.Limits.Channels = nil // nil after decoding = key absent = keep the default set
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(c); errors.Is(err, io.EOF) {
+		return nil, errEmpty // only comments
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrSyntax, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	var extra yaml.Node

@@ -19,12 +19,15 @@ func TestDefaultValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
-	d, err := Decode(nil)
+	// A document that sets one key to its default value decodes to Default() (the empty
+	// document is refused: see TestBadFixtures).
+	d, err := Decode([]byte("killSwitch: false"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.index(nil)
 	if !reflect.DeepEqual(c, d) {
-		t.Fatalf("empty document != Default():\n%+v\n%+v", d, c)
+		t.Fatalf("default-valued document != Default():\n%+v\n%+v", d, c)
 	}
 	if got, want := c.Limits.UserWindow.Window.D(), time.Minute; got != want {
 		t.Fatalf("userWindow.window = %v, want %v", got, want)
@@ -108,6 +111,9 @@ func TestBadFixtures(t *testing.T) {
 		{"slow_zero", "fallback.redisSlowMs: 0 must be >= 1", ErrInvalid},
 		{"channel_name", `limits.channels.we b: id "we b"`, ErrInvalid},
 		{"top_list", "cannot unmarshal !!seq into config.Config", ErrSyntax},
+		{"empty", "the document is empty", ErrInvalid},
+		{"whitespace", "the document is empty", ErrInvalid},
+		{"comment_only", "the document is empty", ErrInvalid},
 	}
 	files, _ := filepath.Glob("testdata/bad/*.yaml")
 	if len(files) != len(tests) {

@@ -67,9 +67,9 @@ const startupFastPoll = 6 * time.Second
 //
 // Content missing on the server (never published, or deleted) never replaces what has been
 // offered: the current configuration stays. If nothing has been offered yet, the local
-// snapshot is offered if there is one ("cache"), else an empty document, i.e. the defaults
-// (Source "nacos"), so a fresh deployment without a published config becomes ready on the
-// defaults.
+// snapshot is offered if there is one ("cache"), else an empty document, which the Reloader
+// refuses: a fresh deployment without a published config stays not ready (fails closed)
+// instead of running on the defaults.
 type NacosSource struct {
 	Addr              string        // "host:port" of the Nacos HTTP port; gRPC is port+1000
 	DataID            string        // default DefaultDataID
@@ -253,7 +253,7 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (re
 	data := []byte(content)
 	if len(bytes.TrimSpace(data)) == 0 {
 		if !w.offered && !w.offerSnapshot() {
-			w.log.Warn("config: no content in nacos and no local snapshot, starting on defaults")
+			w.log.Warn("config: no content in nacos and no local snapshot: not ready until a configuration is published")
 			w.offered = true
 			w.offer(Payload{Data: nil, Source: SourceNacos, Seq: seq})
 			return true, true

@@ -41,8 +41,11 @@ type Status struct {
 	AppliedAt   time.Time `json:"appliedAt"`
 	LastError   string    `json:"lastError"` // why the latest refused payload was refused; "" if none yet
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
-	Config      *Config   `json:"config"` // the active Config; nil before the first good load
-	Ready       bool      `json:"ready"`  // a good payload has been applied
+	// LastErrorSuperseded is true when a payload processed after the last refused one was
+	// good (applied, or the same content as the running configuration): the error is history.
+	LastErrorSuperseded bool    `json:"lastErrorSuperseded"`
+	Config              *Config `json:"config"` // the active Config; nil before the first good load
+	Ready               bool    `json:"ready"`  // a good payload has been applied
 }
 
 // Metrics are the config package's Prometheus metrics.
@@ -204,9 +207,11 @@ func (r *Reloader[T]) apply(p Payload) {
 	cfg, err := Decode(p.Data)
 	if err == nil && old.Ready && cfg.Version() == old.Version {
 		r.m.lastSuccessful.Set(1) // e.g. a refused edit reverted to the active content
+		st := *old
+		st.LastErrorSuperseded = st.LastError != ""
+		r.status.Store(&st)
 		if old.Source != p.Source {
 			// Same content from another source (e.g. Nacos confirming the cached snapshot).
-			st := *old
 			st.Source = p.Source
 			r.status.Store(&st)
 			r.setInfo(st.Source, st.Version)
@@ -222,6 +227,7 @@ func (r *Reloader[T]) apply(p Payload) {
 		st := *old
 		st.LastError = err.Error()
 		st.LastErrorAt = time.Now()
+		st.LastErrorSuperseded = false
 		r.status.Store(&st)
 		r.m.lastSuccessful.Set(0)
 		r.m.failures.Inc()
@@ -232,7 +238,8 @@ func (r *Reloader[T]) apply(p Payload) {
 	now := time.Now()
 	r.cur.Store(snap)
 	st := &Status{Source: p.Source, Version: cfg.Version(), AppliedAt: now,
-		LastError: old.LastError, LastErrorAt: old.LastErrorAt, Config: cfg, Ready: true}
+		LastError: old.LastError, LastErrorAt: old.LastErrorAt, LastErrorSuperseded: old.LastError != "",
+		Config: cfg, Ready: true}
 	r.status.Store(st)
 	r.m.lastSuccessful.Set(1)
 	r.m.lastSuccessTime.Set(float64(now.UnixNano()) / 1e9)

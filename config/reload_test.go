@@ -142,12 +142,72 @@ func TestReloaderBuildErrorRefuses(t *testing.T) {
 		}
 		return buildSnap(c, Meta{})
 	}, m)
-	r.Offer(Payload{Data: nil, Source: SourceFile, Seq: 1})
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 1})
 	<-r.Ready()
 	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 2})
 	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
 	if r.Current().cfg.KillSwitch || !strings.Contains(r.Status().LastError, "cannot build") {
 		t.Fatalf("status %+v", r.Status())
+	}
+}
+
+// An empty or whitespace-only payload (a truncated file, a console publish of nothing) is
+// refused like any other invalid edit: it must not reset a kill switch to its default.
+func TestReloaderRefusesEmptyPayload(t *testing.T) {
+	m := NewMetrics(nil)
+	r := startReloader(t, buildSnap, m)
+	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 1})
+	<-r.Ready()
+	for i, give := range []string{"", " \n\t\n", "# nothing but a comment\n"} {
+		r.Offer(Payload{Data: []byte(give), Source: SourceFile, Seq: uint64(2 + i)})
+		waitFor(t, time.Second, "refusal", func() bool { return testutil.ToFloat64(m.failures) == float64(i+1) })
+		if !r.Current().cfg.KillSwitch {
+			t.Fatalf("payload %q lifted the kill switch", give)
+		}
+		if st := r.Status(); !strings.Contains(st.LastError, "the document is empty") {
+			t.Fatalf("payload %q: status %+v", give, st)
+		}
+	}
+}
+
+// Nothing offered but an empty payload (e.g. the data id missing in Nacos and no local
+// snapshot): the reloader stays not ready instead of running on the defaults.
+func TestReloaderEmptyFirstPayloadNotReady(t *testing.T) {
+	r := startReloader(t, buildSnap, nil)
+	r.Offer(Payload{Data: nil, Source: SourceNacos, Seq: 1})
+	waitFor(t, time.Second, "refusal", func() bool { return r.Status().LastError != "" })
+	if st := r.Status(); st.Ready || r.Current() != nil {
+		t.Fatalf("ready on an empty document: %+v", st)
+	}
+}
+
+// The status says when the last error happened and whether a later payload superseded it.
+func TestReloaderLastErrorSuperseded(t *testing.T) {
+	m := NewMetrics(nil)
+	r := startReloader(t, buildSnap, m)
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 1})
+	<-r.Ready()
+	if st := r.Status(); st.LastError != "" || !st.LastErrorAt.IsZero() || st.LastErrorSuperseded {
+		t.Fatalf("fresh status %+v", st)
+	}
+	before := time.Now()
+	r.Offer(Payload{Data: []byte("limits: {user: {rate: -1}}"), Source: SourceFile, Seq: 2})
+	waitFor(t, time.Second, "refusal", func() bool { return r.Status().LastError != "" })
+	st := r.Status()
+	if st.LastErrorAt.Before(before) || st.LastErrorSuperseded {
+		t.Fatalf("after the refusal: %+v", st)
+	}
+	// The refused edit reverted to the running content: the error is history.
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 3})
+	waitFor(t, time.Second, "revert", func() bool { return r.Status().LastErrorSuperseded })
+	// Refused again, then a new config applied after it.
+	r.Offer(Payload{Data: []byte("limits: {user: {rate: -2}}"), Source: SourceFile, Seq: 4})
+	waitFor(t, time.Second, "second refusal", func() bool { return !r.Status().LastErrorSuperseded })
+	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 5})
+	waitFor(t, time.Second, "applied", func() bool { return r.Status().LastErrorSuperseded })
+	st = r.Status()
+	if !st.AppliedAt.After(st.LastErrorAt) || !strings.Contains(st.LastError, "rate: -2") {
+		t.Fatalf("after a later good edit: %+v", st)
 	}
 }
 
