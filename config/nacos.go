@@ -60,10 +60,10 @@ const startupFastPoll = 6 * time.Second
 // PollEvery. All fetches go through a limiter below the library's per-key query limit
 // (5 per second).
 //
-// After each fetched content that decodes and validates, the content is written atomically
-// to LocalSnapshotPath. When Nacos cannot be reached at start, that snapshot is offered with
-// Source "cache" and Nacos keeps being tried in the background; without a snapshot nothing is
-// offered, so the service stays not ready.
+// Each fetched content the Reloader built and applied (never a refused one) is written
+// atomically to LocalSnapshotPath. When Nacos cannot be reached at start, that snapshot is
+// offered with Source "cache" and Nacos keeps being tried in the background; without a
+// snapshot nothing is offered, so the service stays not ready.
 //
 // Content missing on the server (never published, or deleted) never replaces what has been
 // offered: the current configuration stays. If nothing has been offered yet, the local
@@ -119,6 +119,12 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 	w := nacosWorker{src: &src, log: log, offer: offer,
 		// Below the library's 5 qps per key, which its own change queries also use.
 		lim: rate.NewLimiter(rate.Limit(3), 3)}
+	if src.LocalSnapshotPath != "" {
+		w.saver = newSnapshotSaver(src.LocalSnapshotPath, src.Metrics, log)
+		var saving sync.WaitGroup
+		saving.Go(func() { w.saver.run(ctx) })
+		defer saving.Wait()
+	}
 	get := func() (string, error) {
 		return client.GetConfig(vo.ConfigParam{DataId: src.DataID, Group: src.Group})
 	}
@@ -221,6 +227,7 @@ type nacosWorker struct {
 	log     *slog.Logger
 	offer   func(Payload)
 	lim     *rate.Limiter
+	saver   *snapshotSaver
 	seq     uint64
 	last    []byte // last content offered from Nacos
 	offered bool   // anything (nacos or cache) offered
@@ -265,15 +272,11 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (re
 	}
 	w.last = data
 	w.offered = true
-	w.offer(Payload{Data: data, Source: SourceNacos, Seq: seq})
-	if w.src.LocalSnapshotPath != "" {
-		if _, err := Decode(data); err == nil {
-			if err := writeFileAtomic(w.src.LocalSnapshotPath, data); err != nil {
-				w.src.Metrics.sourceError(SourceCache)
-				w.log.Warn("config: writing the local snapshot failed", "path", w.src.LocalSnapshotPath, "err", err)
-			}
-		}
+	p := Payload{Data: data, Source: SourceNacos, Seq: seq}
+	if w.saver != nil {
+		p.Applied = func() { w.saver.save(data) }
 	}
+	w.offer(p)
 	return true, true
 }
 

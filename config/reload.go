@@ -25,6 +25,10 @@ type Payload struct {
 	// fetches the content, and the Reloader drops a payload whose Seq is lower than that of
 	// a payload it already processed from the same source.
 	Seq uint64
+	// Applied, if not nil, is called on the reload goroutine once this payload's content is
+	// the running configuration (built and stored, or identical to the running one), never
+	// for a refused payload. It must return at once.
+	Applied func()
 }
 
 // Meta describes the payload a snapshot is being built from.
@@ -207,6 +211,9 @@ func (r *Reloader[T]) apply(p Payload) {
 	cfg, err := Decode(p.Data)
 	if err == nil && old.Ready && cfg.Version() == old.Version {
 		r.m.lastSuccessful.Set(1) // e.g. a refused edit reverted to the active content
+		if p.Applied != nil {
+			p.Applied()
+		}
 		st := *old
 		st.LastErrorSuperseded = st.LastError != ""
 		r.status.Store(&st)
@@ -245,6 +252,9 @@ func (r *Reloader[T]) apply(p Payload) {
 	r.m.lastSuccessTime.Set(float64(now.UnixNano()) / 1e9)
 	r.setInfo(st.Source, st.Version)
 	r.readyOnce.Do(func() { close(r.ready) })
+	if p.Applied != nil {
+		p.Applied()
+	}
 	r.log.Info("config: applied", "source", p.Source, "version", st.Version, "previous", old.Version)
 }
 
