@@ -232,11 +232,15 @@ var errEmpty = fmt.Errorf("%w: the document is empty (an empty edit would reset 
 
 // Decode parses data strictly (unknown keys, duplicate keys, wrong types and several
 // documents are errors wrapping ErrSyntax), starting from Default(): an absent key keeps its
-// default. An empty, whitespace-only or comment-only document is refused (ErrInvalid). A map given in the document (limits.channels,
+// default. An empty, whitespace-only or comment-only document, or one over MaxDocumentBytes,
+// is refused (ErrInvalid). A map given in the document (limits.channels,
 // activities, campaigns) replaces the default map as a whole. Decode then validates the
 // whole document (errors wrap ErrInvalid and name each offending field) and returns an
 // immutable Config whose Version is a hash of data.
 func Decode(data []byte) (*Config, error) {
+	if len(data) > MaxDocumentBytes {
+		return nil, fmt.Errorf("%w: the document has %d bytes, over the limit of %d", ErrInvalid, len(data), MaxDocumentBytes)
+	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errEmpty
 	}
@@ -384,6 +388,9 @@ func (c *Config) Validate() error {
 	}
 	return &ValidationError{Problems: v.problems}
 }
+
+// MaxDocumentBytes is the size limit of a configuration document.
+const MaxDocumentBytes = 256 << 10
 
 // MaxShards is the largest stock shard count an activity may have.
 const MaxShards = 1024

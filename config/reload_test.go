@@ -211,6 +211,46 @@ func TestReloaderLastErrorSuperseded(t *testing.T) {
 	}
 }
 
+// A build step that never returns (e.g. a read that blocks on a FIFO) is abandoned after the
+// reloader's timeout: a later good edit such as a kill switch is still applied.
+func TestReloaderStuckBuildDoesNotBlockLaterEdits(t *testing.T) {
+	m := NewMetrics(nil)
+	release := make(chan struct{})
+	defer close(release)
+	r := NewReloader(func(c *Config, meta Meta) (*snap, error) {
+		if c.Limits.User.Rate == 3 {
+			<-release // stuck until the test ends
+		}
+		return buildSnap(c, meta)
+	}, m, nil)
+	r.timeout = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceNacos, Seq: 1})
+	<-r.Ready()
+	r.Offer(Payload{Data: []byte("limits: {user: {rate: 3, burst: 3}}"), Source: SourceNacos, Seq: 2})
+	time.Sleep(20 * time.Millisecond) // the stuck build has started
+	start := time.Now()
+	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceNacos, Seq: 3})
+	waitFor(t, 2*time.Second, "kill switch applied behind a stuck build", func() bool { return r.Current().cfg.KillSwitch })
+	t.Logf("kill switch applied %v after the edit", time.Since(start))
+	if st := r.Status(); !strings.Contains(st.LastError, "took longer than 200ms") || testutil.ToFloat64(m.failures) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// A document over MaxDocumentBytes is refused before it is parsed.
+func TestDecodeRefusesHugeDocument(t *testing.T) {
+	doc := "killSwitch: false\n" + strings.Repeat("# padding padding padding padding padding padding\n", MaxDocumentBytes/50+1)
+	_, err := Decode([]byte(doc))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestReloaderDropsOlderSeq(t *testing.T) {
 	m := NewMetrics(nil)
 	r := startReloader(t, buildSnap, m)
