@@ -89,6 +89,10 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	keys, err := loadAuthKeys(opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := a.openRedis(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -109,7 +113,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	}
 
 	a.cfgM = config.NewMetrics(a.reg)
-	a.cfg = config.NewReloader(buildSnapshot, a.cfgM, log.With("part", "config"))
+	a.cfg = config.NewReloader(keys.buildSnapshot, a.cfgM, log.With("part", "config"))
 
 	var healthy func() int
 	if opts.NacosAddr != "" {
@@ -122,7 +126,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		healthy = a.registry.Healthy
 	}
 
-	var err error
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace}, inventory.NewMetrics(a.reg), log.With("part", "inventory"))
 	if err != nil {
 		a.Close()

@@ -32,6 +32,11 @@ type Options struct {
 	// RelayClaimIdle (SECKILL_RELAY_CLAIM_IDLE) is how long a journal entry read by a relay that
 	// died stays pending before another relay claims it (zero: the relay's default, 30 s).
 	RelayClaimIdle time.Duration
+	// JWTHS256Secret (SECKILL_JWT_HS256_SECRET, environment only: a flag would show in ps) and
+	// JWTRS256PublicKeyFile (SECKILL_JWT_RS256_PUBLIC_KEY_FILE) are the key material of auth
+	// mode jwt, fixed at start-up; at most one is set.
+	JWTHS256Secret        string
+	JWTRS256PublicKeyFile string
 }
 
 // ParseOptions reads flags from args, each defaulting to its environment variable.
@@ -62,6 +67,8 @@ func ParseOptions(args []string, getenv func(string) string) (Options, error) {
 	fs.Float64Var(&o.WriterRate, "writer-rate", envFloat(env("SECKILL_WRITER_RATE", "5000")), "orders per second the writer may commit")
 	fs.StringVar(&o.Namespace, "namespace", env("SECKILL_NAMESPACE", ""), "namespace of the instance-wide Redis keys (journal and activity lists, events) when deployments share one Redis")
 	fs.DurationVar(&o.RelayClaimIdle, "relay-claim-idle", envDuration(env("SECKILL_RELAY_CLAIM_IDLE", "0s")), "how long a journal entry left pending by a dead relay waits before another relay claims it (0 = 30s)")
+	fs.StringVar(&o.JWTRS256PublicKeyFile, "jwt-rs256-public-key-file", env("SECKILL_JWT_RS256_PUBLIC_KEY_FILE", ""), "PEM file of the RS256 public key verifying JWTs (auth mode jwt)")
+	o.JWTHS256Secret = getenv("SECKILL_JWT_HS256_SECRET")
 	demo := env("SECKILL_DEMO", "")
 	fs.BoolVar(&o.Demo, "demo", demo == "1" || demo == "true", "load the demo activity at start")
 	if err := fs.Parse(args); err != nil {

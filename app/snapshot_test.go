@@ -2,7 +2,15 @@ package app
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/seckill/seckill/config"
 )
 
 // GET /admin/v1/config says when the last refusal happened and whether a later edit
@@ -30,5 +38,113 @@ func TestAdminConfigLastErrorAt(t *testing.T) {
 	st := ta.cfg.Status()
 	if st.Config == nil || !st.Config.KillSwitch || st.LastErrorSuperseded {
 		t.Fatalf("an empty edit changed the running config: %+v", st)
+	}
+}
+
+// A config edit cannot make the service read a file or an environment variable: the JWT key
+// material is given at start-up only. The edits go through the watched file.
+func TestConfigEditCannotChooseKeyMaterial(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ta := startApp(t, Options{}, testConfig)
+	lastError := func(auth string) string {
+		t.Helper()
+		ta.setConfig(t, testConfig+"auth: "+auth+"\n")
+		st := ta.cfg.Status()
+		if st.LastErrorSuperseded || st.Config.Auth.Mode == config.AuthJWT {
+			t.Fatalf("edit %s applied: %+v", auth, st)
+		}
+		return st.LastError
+	}
+
+	// PATH is a known string: a secret read from it makes every forged token valid.
+	if e := lastError("{mode: jwt, jwtHS256SecretEnv: PATH}"); !strings.Contains(e, "start-up") {
+		t.Fatalf("lastError %q does not point to the start-up option", e)
+	}
+	// Whether a path exists must not show in lastError.
+	exists := lastError("{mode: jwt, jwtRS256PublicKeyFile: /etc/hostname}")
+	missing := lastError("{mode: jwt, jwtRS256PublicKeyFile: /nonexistent/key.pem}")
+	if strings.ReplaceAll(exists, "/etc/hostname", "P") != strings.ReplaceAll(missing, "/nonexistent/key.pem", "P") ||
+		strings.Contains(exists, "/etc/hostname") {
+		t.Fatalf("lastError differs by file existence:\n%q\n%q", exists, missing)
+	}
+	// A FIFO is refused at once, and a kill switch right after it is applied.
+	start := time.Now()
+	lastError("{mode: jwt, jwtRS256PublicKeyFile: " + fifo + "}")
+	ta.setConfig(t, testConfig+"killSwitch: true\n")
+	if !ta.cfg.Status().Config.KillSwitch || time.Since(start) > 2*time.Second {
+		t.Fatalf("kill switch behind a FIFO edit: %v, %+v", time.Since(start), ta.cfg.Status())
+	}
+	// jwt mode without a key given at start-up is refused.
+	if e := lastError("{mode: jwt}"); !strings.Contains(e, "start-up") {
+		t.Fatalf("jwt without a start-up key: %q", e)
+	}
+}
+
+// The HS256 secret given at start-up verifies tokens once an edit selects jwt mode.
+func TestJWTKeyFromStartup(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	ta := startApp(t, Options{JWTHS256Secret: secret}, testConfig)
+	ta.setConfig(t, testConfig+"auth: {mode: jwt}\n")
+	if st := ta.cfg.Status(); st.Config.Auth.Mode != config.AuthJWT {
+		t.Fatalf("jwt edit refused: %+v", st)
+	}
+	snap := ta.cfg.Current()
+	tok := signHS(t, secret, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Minute).Unix()})
+	if sub, ok := snap.auth.verify(tok); !ok || sub != "alice" {
+		t.Fatalf("verify = %q, %v", sub, ok)
+	}
+}
+
+func signHS(t *testing.T, secret string, claims jwt.MapClaims) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The start-up key material is read once, bounded, and checked.
+func TestLoadAuthKeys(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notPEM := filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(notPEM, []byte("not a key"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("s", 32)
+	tests := []struct {
+		give Options
+		want string // "" = no error
+	}{
+		{Options{}, ""},
+		{Options{JWTHS256Secret: long}, ""},
+		{Options{JWTHS256Secret: "short"}, "at least 32 bytes"},
+		{Options{JWTHS256Secret: long, JWTRS256PublicKeyFile: notPEM}, "not both"},
+		{Options{JWTRS256PublicKeyFile: fifo}, "not a regular file"},
+		{Options{JWTRS256PublicKeyFile: "/dev/zero"}, "not a regular file"},
+		{Options{JWTRS256PublicKeyFile: notPEM}, "PEM"},
+	}
+	for _, tt := range tests {
+		_, err := loadAuthKeys(tt.give)
+		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("loadAuthKeys(%+v) = %v, want %q", tt.give, err, tt.want)
+		}
+	}
+	o, err := ParseOptions([]string{"--jwt-rs256-public-key-file", "/k.pem"}, func(k string) string {
+		if k == "SECKILL_JWT_HS256_SECRET" {
+			return "from-env"
+		}
+		return ""
+	})
+	if err != nil || o.JWTRS256PublicKeyFile != "/k.pem" || o.JWTHS256Secret != "from-env" {
+		t.Fatalf("ParseOptions = %+v, %v", o, err)
 	}
 }

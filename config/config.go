@@ -118,16 +118,20 @@ const (
 	AuthJWT    = "jwt"    // identity from a verified bearer JWT
 )
 
-// Auth configures request identity (SPEC section 4). It never holds a secret: the HS256
-// secret is read from the environment variable JWTHS256SecretEnv names, the RS256 public key
-// from JWTRS256PublicKeyFile. In jwt mode exactly one of the two is set.
+// Auth configures request identity (SPEC section 4). It never names key material: the JWT
+// secret or public key is given at start-up (SECKILL_JWT_HS256_SECRET or
+// --jwt-rs256-public-key-file), so that an edit cannot make the service read a file or an
+// environment variable of its choosing.
 type Auth struct {
-	Mode                  string   `yaml:"mode" json:"mode"`
-	JWTHS256SecretEnv     string   `yaml:"jwtHS256SecretEnv,omitempty" json:"jwtHS256SecretEnv,omitempty"`
-	JWTRS256PublicKeyFile string   `yaml:"jwtRS256PublicKeyFile,omitempty" json:"jwtRS256PublicKeyFile,omitempty"`
-	Issuer                string   `yaml:"issuer,omitempty" json:"issuer,omitempty"`     // required iss when set
-	Audience              string   `yaml:"audience,omitempty" json:"audience,omitempty"` // required aud when set
-	Leeway                Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf
+	Mode     string   `yaml:"mode" json:"mode"`
+	Issuer   string   `yaml:"issuer,omitempty" json:"issuer,omitempty"`     // required iss when set
+	Audience string   `yaml:"audience,omitempty" json:"audience,omitempty"` // required aud when set
+	Leeway   Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf
+
+	// JWTHS256SecretEnv and JWTRS256PublicKeyFile were live keys naming key material; they
+	// are refused with a pointer to the start-up options.
+	JWTHS256SecretEnv     string `yaml:"jwtHS256SecretEnv,omitempty" json:"-"`
+	JWTRS256PublicKeyFile string `yaml:"jwtRS256PublicKeyFile,omitempty" json:"-"`
 }
 
 // Admin configures the admin API. The admin token is not here: it comes from the environment.
@@ -370,13 +374,14 @@ func (c *Config) Validate() error {
 	}
 	v.prefixes("trustedProxies", c.TrustedProxies)
 	v.prefixes("admin.allowFrom", c.Admin.AllowFrom)
+	if c.Auth.JWTHS256SecretEnv != "" {
+		v.addf("auth.jwtHS256SecretEnv", "not a live key: give the HS256 secret at start-up (SECKILL_JWT_HS256_SECRET)")
+	}
+	if c.Auth.JWTRS256PublicKeyFile != "" {
+		v.addf("auth.jwtRS256PublicKeyFile", "not a live key: give the RS256 public key file at start-up (--jwt-rs256-public-key-file)")
+	}
 	switch c.Auth.Mode {
-	case AuthHeader:
-	case AuthJWT:
-		hs, rs := c.Auth.JWTHS256SecretEnv != "", c.Auth.JWTRS256PublicKeyFile != ""
-		if hs == rs {
-			v.addf("auth", "mode jwt needs exactly one of jwtHS256SecretEnv and jwtRS256PublicKeyFile")
-		}
+	case AuthHeader, AuthJWT:
 	default:
 		v.addf("auth.mode", "%q is not one of header, jwt", c.Auth.Mode)
 	}
