@@ -3,6 +3,8 @@ package app
 import (
 	"crypto/rsa"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -26,6 +28,8 @@ type authenticator struct {
 	hsSecret []byte
 	rsKey    *rsa.PublicKey
 	parser   *jwt.Parser
+	leeway   time.Duration
+	maxAge   time.Duration // bound of exp - now and now - iat (each plus leeway)
 }
 
 // authKeys is the JWT key material, fixed at start-up: a configuration edit chooses the mode
@@ -73,7 +77,8 @@ func (k authKeys) buildSnapshot(cfg *config.Config, meta config.Meta) (*Snapshot
 	if cfg.Auth.Mode != config.AuthJWT {
 		return s, nil
 	}
-	opts := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Auth.Leeway.D())}
+	s.auth.leeway, s.auth.maxAge = cfg.Auth.Leeway.D(), cfg.Auth.MaxTokenAge.D()
+	opts := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(s.auth.leeway)}
 	switch {
 	case k.hsSecret != nil:
 		s.auth.hsSecret = k.hsSecret
@@ -104,6 +109,15 @@ func (a *authenticator) verify(token string) (string, bool) {
 		return a.hsSecret, nil
 	})
 	if err != nil || !config.ValidUserID(claims.Subject) {
+		return "", false
+	}
+	// exp is required and iat, when present, is not in the future (the parser checked both):
+	// bound the token's life, so a token minted for 100 years is refused.
+	now := time.Now()
+	if claims.ExpiresAt.After(now.Add(a.maxAge + a.leeway)) {
+		return "", false
+	}
+	if claims.IssuedAt != nil && claims.IssuedAt.Before(now.Add(-a.maxAge-a.leeway)) {
 		return "", false
 	}
 	return claims.Subject, true
@@ -139,4 +153,15 @@ func (s *Snapshot) limiterRequest(activityID, campaignID, channel, ip, userHash 
 		}
 	}
 	return r
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer scheme, whose name
+// is case-insensitive (RFC 9110 section 11.1).
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
 }

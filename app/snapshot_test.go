@@ -148,3 +148,98 @@ func TestLoadAuthKeys(t *testing.T) {
 		t.Fatalf("ParseOptions = %+v, %v", o, err)
 	}
 }
+
+// The JWT verifier refuses what issue 14 found accepted: a future iat, an exp far out, a
+// missing iss/aud when configured, and a sub that is not a clean NFC string.
+func TestJWTVerifierRefusals(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	cfg, err := config.Decode([]byte("auth: {mode: jwt, issuer: shop, audience: seckill, leeway: 5s, maxTokenAge: 1h}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := authKeys{hsSecret: []byte(secret)}.buildSnapshot(cfg, config.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	good := func() jwt.MapClaims {
+		return jwt.MapClaims{"sub": "alice", "iss": "shop", "aud": "seckill",
+			"iat": now.Add(-time.Minute).Unix(), "exp": now.Add(10 * time.Minute).Unix()}
+	}
+	with := func(k string, v any) jwt.MapClaims {
+		c := good()
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+		return c
+	}
+	tests := []struct {
+		name    string
+		give    jwt.MapClaims
+		wantSub string // "" = refused
+	}{
+		{"good", good(), "alice"},
+		{"no iat", with("iat", nil), "alice"},
+		{"iat within leeway", with("iat", now.Add(3*time.Second).Unix()), "alice"},
+		{"unicode NFC", with("sub", "用户-é"), "用户-é"},
+		{"iat in the future", with("iat", now.Add(time.Hour).Unix()), ""},
+		{"exp 100 years out", with("exp", now.AddDate(100, 0, 0).Unix()), ""},
+		{"exp beyond maxTokenAge", with("exp", now.Add(2*time.Hour).Unix()), ""},
+		{"iat older than maxTokenAge", with("iat", now.Add(-2*time.Hour).Unix()), ""},
+		{"no exp", with("exp", nil), ""},
+		{"no iss", with("iss", nil), ""},
+		{"wrong iss", with("iss", "other"), ""},
+		{"no aud", with("aud", nil), ""},
+		{"wrong aud", with("aud", "other"), ""},
+		{"sub with U+202E", with("sub", "ali\u202ece"), ""},
+		{"sub with U+200B", with("sub", "alice\u200b"), ""},
+		{"sub with U+FEFF", with("sub", "\ufeffalice"), ""},
+		{"sub not NFC", with("sub", "e\u0301"), ""},
+		{"sub leading space", with("sub", " alice"), ""},
+		{"sub trailing space", with("sub", "alice "), ""},
+		{"sub empty", with("sub", ""), ""},
+	}
+	for _, tt := range tests {
+		sub, ok := snap.auth.verify(signHS(t, secret, tt.give))
+		if sub != tt.wantSub || ok != (tt.wantSub != "") {
+			t.Errorf("%s: verify = %q, %v; want %q", tt.name, sub, ok, tt.wantSub)
+		}
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	tests := []struct {
+		give, want string
+		ok         bool
+	}{
+		{"Bearer abc", "abc", true},
+		{"bearer abc", "abc", true},
+		{"BEARER abc", "abc", true},
+		{"Bearer  abc", "abc", true},
+		{"Bearer", "", false},
+		{"Bearer ", "", false},
+		{"Bearerabc", "", false},
+		{"Basic abc", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := bearerToken(tt.give); got != tt.want || ok != tt.ok {
+			t.Errorf("bearerToken(%q) = %q, %v; want %q, %v", tt.give, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// The storefront takes the scheme in any case (RFC 9110 section 11.1).
+func TestLowerCaseBearerAccepted(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	ta := startApp(t, Options{JWTHS256Secret: secret}, testConfig+"auth: {mode: jwt}\n")
+	tok := signHS(t, secret, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Minute).Unix()})
+	for _, scheme := range []string{"Bearer", "bearer"} {
+		a := ta.do(t, "GET", "/api/v1/reservations/r-unknown", map[string]string{"Authorization": scheme + " " + tok}, "")
+		if a.status != 404 {
+			t.Errorf("scheme %q: %d %v, want 404 (authenticated, no such reservation)", scheme, a.status, a.body)
+		}
+	}
+}

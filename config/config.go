@@ -23,8 +23,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
 	"gopkg.in/yaml.v3"
 )
 
@@ -126,7 +128,10 @@ type Auth struct {
 	Mode     string   `yaml:"mode" json:"mode"`
 	Issuer   string   `yaml:"issuer,omitempty" json:"issuer,omitempty"`     // required iss when set
 	Audience string   `yaml:"audience,omitempty" json:"audience,omitempty"` // required aud when set
-	Leeway   Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf
+	Leeway   Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf/iat, 0..5m
+	// MaxTokenAge bounds a token's life: its exp may be at most MaxTokenAge ahead, its iat
+	// (when present) at most MaxTokenAge behind (each plus Leeway). 1s..720h, default 24h.
+	MaxTokenAge Duration `yaml:"maxTokenAge" json:"maxTokenAge"`
 
 	// JWTHS256SecretEnv and JWTRS256PublicKeyFile were live keys naming key material; they
 	// are refused with a pointer to the start-up options.
@@ -187,7 +192,7 @@ func Default() *Config {
 		Activities:     map[string]Activity{},
 		Campaigns:      map[string]Campaign{},
 		Blacklist:      Blacklist{Users: []string{}, IPs: []string{}},
-		Auth:           Auth{Mode: AuthHeader},
+		Auth:           Auth{Mode: AuthHeader, MaxTokenAge: Duration(24 * time.Hour)},
 		TrustedProxies: []string{},
 		Admin:          Admin{AllowFrom: []string{}},
 	}
@@ -364,7 +369,7 @@ func (c *Config) Validate() error {
 	}
 	for i, u := range c.Blacklist.Users {
 		if !ValidUserID(u) {
-			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to 128 bytes of printable UTF-8", u)
+			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to 128 bytes of printable UTF-8 (NFC, no format characters, no leading or trailing space)", u)
 		}
 	}
 	for i, s := range c.Blacklist.IPs {
@@ -385,14 +390,23 @@ func (c *Config) Validate() error {
 	default:
 		v.addf("auth.mode", "%q is not one of header, jwt", c.Auth.Mode)
 	}
-	if c.Auth.Leeway < 0 {
-		v.addf("auth.leeway", "%s must be >= 0", c.Auth.Leeway)
+	if c.Auth.Leeway < 0 || c.Auth.Leeway.D() > MaxLeeway {
+		v.addf("auth.leeway", "%s not in 0s..%s", c.Auth.Leeway, MaxLeeway)
+	}
+	if c.Auth.MaxTokenAge.D() < time.Second || c.Auth.MaxTokenAge.D() > MaxTokenAge {
+		v.addf("auth.maxTokenAge", "%s not in 1s..%s", c.Auth.MaxTokenAge, MaxTokenAge)
 	}
 	if len(v.problems) == 0 {
 		return nil
 	}
 	return &ValidationError{Problems: v.problems}
 }
+
+// Bounds of the JWT time checks.
+const (
+	MaxLeeway   = 5 * time.Minute
+	MaxTokenAge = 30 * 24 * time.Hour
+)
 
 // MaxDocumentBytes is the size limit of a configuration document.
 const MaxDocumentBytes = 256 << 10
@@ -472,17 +486,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// ValidUserID reports whether u is a valid user id: 1 to 128 bytes of printable UTF-8.
+// ValidUserID reports whether u is a valid user id: 1 to 128 bytes of printable UTF-8 in
+// Unicode normal form C, without format characters (such as U+202E or U+200B, which make two
+// ids look alike) and without leading or trailing spaces.
 func ValidUserID(u string) bool {
-	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) {
+	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) || u[0] == ' ' || u[len(u)-1] == ' ' {
 		return false
 	}
 	for _, r := range u {
-		if !isPrint(r) {
+		if !isPrint(r) || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 	}
-	return true
+	return norm.NFC.IsNormalString(u)
 }
 
 func isPrint(r rune) bool { return r >= 0x20 && r != 0x7f && !(r >= 0x80 && r < 0xa0) }

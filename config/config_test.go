@@ -107,6 +107,8 @@ func TestBadFixtures(t *testing.T) {
 		{"duplicate_key", `mapping key "killSwitch" already defined`, ErrSyntax},
 		{"auth_mode", `auth.mode: "oauth" is not one of header, jwt`, ErrInvalid},
 		{"jwt_both", "auth.jwtHS256SecretEnv: not a live key", ErrInvalid},
+		{"leeway_big", "auth.leeway: 1h0m0s not in 0s..5m0s", ErrInvalid},
+		{"token_age_big", "auth.maxTokenAge: 876000h0m0s not in 1s..720h0m0s", ErrInvalid},
 		{"jwt_secret_env", "auth.jwtHS256SecretEnv: not a live key: give the HS256 secret at start-up", ErrInvalid},
 		{"jwt_key_file", "auth.jwtRS256PublicKeyFile: not a live key: give the RS256 public key file at start-up", ErrInvalid},
 		{"rate_inf", "limits.global.rate: +Inf is not a finite number", ErrInvalid},
@@ -353,5 +355,34 @@ func TestNullsReadAsEmpty(t *testing.T) {
 	c.index([]byte("x"))
 	if !reflect.DeepEqual(c, d) {
 		t.Fatalf("nulls differ from defaults:\n%+v\n%+v", c, d)
+	}
+}
+
+func TestValidUserID(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{"alice", true},
+		{"用户-1", true},
+		{"é", true},
+		{"a b", true},
+		{strings.Repeat("x", 128), true},
+		{"", false},
+		{strings.Repeat("x", 129), false},
+		{"e\u0301", false},     // not NFC
+		{"ali\u202ece", false}, // right-to-left override
+		{"alice\u200b", false}, // zero width space
+		{"\ufeffalice", false}, // byte order mark
+		{" alice", false},
+		{"alice ", false},
+		{"a\tb", false},
+		{"a\x7fb", false},
+		{"\xff", false},
+	}
+	for _, tt := range tests {
+		if got := ValidUserID(tt.give); got != tt.want {
+			t.Errorf("ValidUserID(%q) = %v, want %v", tt.give, got, tt.want)
+		}
 	}
 }
