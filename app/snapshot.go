@@ -73,6 +73,9 @@ func loadAuthKeys(o Options) (authKeys, error) {
 // buildSnapshot is the config.Reloader's build step: everything that can fail fails here,
 // so a bad edit is refused as a whole. It does no I/O.
 func (k authKeys) buildSnapshot(cfg *config.Config, meta config.Meta) (*Snapshot, error) {
+	if err := cfg.AuthChosen(); err != nil {
+		return nil, err
+	}
 	s := &Snapshot{Cfg: cfg, Meta: meta, auth: authenticator{mode: cfg.Auth.Mode}}
 	if cfg.Auth.Mode != config.AuthJWT {
 		return s, nil

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,7 +53,7 @@ func TestConfigEditCannotChooseKeyMaterial(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig)
 	lastError := func(auth string) string {
 		t.Helper()
-		ta.setConfig(t, testConfig+"auth: "+auth+"\n")
+		ta.setConfig(t, withAuth(auth))
 		st := ta.cfg.Status()
 		if st.LastErrorSuperseded || st.Config.Auth.Mode == config.AuthJWT {
 			t.Fatalf("edit %s applied: %+v", auth, st)
@@ -88,7 +89,7 @@ func TestConfigEditCannotChooseKeyMaterial(t *testing.T) {
 func TestJWTKeyFromStartup(t *testing.T) {
 	const secret = "0123456789abcdef0123456789abcdef"
 	ta := startApp(t, Options{JWTHS256Secret: secret}, testConfig)
-	ta.setConfig(t, testConfig+"auth: {mode: jwt}\n")
+	ta.setConfig(t, withAuth("{mode: jwt}"))
 	if st := ta.cfg.Status(); st.Config.Auth.Mode != config.AuthJWT {
 		t.Fatalf("jwt edit refused: %+v", st)
 	}
@@ -234,7 +235,7 @@ func TestBearerToken(t *testing.T) {
 // The storefront takes the scheme in any case (RFC 9110 section 11.1).
 func TestLowerCaseBearerAccepted(t *testing.T) {
 	const secret = "0123456789abcdef0123456789abcdef"
-	ta := startApp(t, Options{JWTHS256Secret: secret}, testConfig+"auth: {mode: jwt}\n")
+	ta := startApp(t, Options{JWTHS256Secret: secret}, withAuth("{mode: jwt}"))
 	tok := signHS(t, secret, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Minute).Unix()})
 	for _, scheme := range []string{"Bearer", "bearer"} {
 		a := ta.do(t, "GET", "/api/v1/reservations/r-unknown", map[string]string{"Authorization": scheme + " " + tok}, "")
@@ -242,4 +243,67 @@ func TestLowerCaseBearerAccepted(t *testing.T) {
 			t.Errorf("scheme %q: %d %v, want 404 (authenticated, no such reservation)", scheme, a.status, a.body)
 		}
 	}
+}
+
+// Header mode believes X-User-Id as sent, so it must be chosen explicitly, with the
+// statement that a gateway authenticates users and overwrites the header. A configuration
+// that chooses no mode is refused: the instance stays not ready rather than trusting the
+// header by default.
+func TestHeaderModeMustBeExplicit(t *testing.T) {
+	build := authKeys{}.buildSnapshot
+	tests := []struct {
+		give string
+		want string // "" = built
+	}{
+		{"auth: {mode: header, trustedGateway: true}", ""},
+		{"killSwitch: false", "auth.mode is not set"},
+		{"auth: {leeway: 1s}", "auth.mode is not set"},
+		{"auth: {mode: header}", "auth.trustedGateway"},
+		{"auth: {mode: header, trustedGateway: false}", "auth.trustedGateway"},
+	}
+	for _, tt := range tests {
+		cfg, err := config.Decode([]byte(tt.give))
+		if err == nil {
+			_, err = build(cfg, config.Meta{})
+		}
+		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err = %v, want %q", tt.give, err, tt.want)
+		}
+	}
+}
+
+// A fresh instance whose configuration names no identity mode is not ready (503).
+func TestNoAuthModeNotReady(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seckill.yaml")
+	if err := os.WriteFile(path, []byte("killSwitch: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{ConfigFile: path, HTTPAddr: "127.0.0.1:0", DataDir: filepath.Join(dir, "data"),
+		Roles: "api", MySQLPool: 1, WriterRate: 1, InstanceID: "noauth", AdminToken: "test-admin-token"}
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := New(ctx, opts, discardLog())
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done; a.Close() }()
+	ta := &testApp{App: a, base: "http://" + a.Addr()}
+	deadline := time.Now().Add(5 * time.Second)
+	for ta.cfg.Status().LastError == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := ta.cfg.Status(); st.Ready || !strings.Contains(st.LastError, "auth.mode is not set") {
+		t.Fatalf("status %+v", st)
+	}
+	if r := ta.do(t, "GET", "/readyz", nil, ""); r.status != 503 {
+		t.Fatalf("readyz %d %v", r.status, r.body)
+	}
+}
+
+// withAuth is testConfig with its auth line replaced.
+func withAuth(auth string) string {
+	return strings.Replace(testConfig, "auth: {mode: header, trustedGateway: true}", "auth: "+auth, 1)
 }

@@ -114,9 +114,10 @@ type Blacklist struct {
 	IPs   []string `yaml:"ips" json:"ips"`
 }
 
-// Auth modes.
+// Auth modes. There is no default: a configuration that sets none is valid as a document,
+// but the service refuses to run on it (see AuthChosen).
 const (
-	AuthHeader = "header" // identity from X-User-Id
+	AuthHeader = "header" // identity from X-User-Id, believed as sent (needs TrustedGateway)
 	AuthJWT    = "jwt"    // identity from a verified bearer JWT
 )
 
@@ -125,7 +126,11 @@ const (
 // --jwt-rs256-public-key-file), so that an edit cannot make the service read a file or an
 // environment variable of its choosing.
 type Auth struct {
-	Mode     string   `yaml:"mode" json:"mode"`
+	Mode string `yaml:"mode" json:"mode"` // AuthHeader or AuthJWT; "" = not chosen
+	// TrustedGateway states that a gateway in front of the service authenticates every
+	// request and overwrites X-User-Id: header mode requires it, jwt mode refuses it.
+	TrustedGateway bool `yaml:"trustedGateway,omitempty" json:"trustedGateway"`
+
 	Issuer   string   `yaml:"issuer,omitempty" json:"issuer,omitempty"`     // required iss when set
 	Audience string   `yaml:"audience,omitempty" json:"audience,omitempty"` // required aud when set
 	Leeway   Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf/iat, 0..5m
@@ -192,7 +197,7 @@ func Default() *Config {
 		Activities:     map[string]Activity{},
 		Campaigns:      map[string]Campaign{},
 		Blacklist:      Blacklist{Users: []string{}, IPs: []string{}},
-		Auth:           Auth{Mode: AuthHeader, MaxTokenAge: Duration(24 * time.Hour)},
+		Auth:           Auth{MaxTokenAge: Duration(24 * time.Hour)},
 		TrustedProxies: []string{},
 		Admin:          Admin{AllowFrom: []string{}},
 	}
@@ -386,7 +391,16 @@ func (c *Config) Validate() error {
 		v.addf("auth.jwtRS256PublicKeyFile", "not a live key: give the RS256 public key file at start-up (--jwt-rs256-public-key-file)")
 	}
 	switch c.Auth.Mode {
-	case AuthHeader, AuthJWT:
+	case "":
+	case AuthHeader:
+		if !c.Auth.TrustedGateway {
+			v.addf("auth.trustedGateway", "header mode believes X-User-Id as sent: set trustedGateway: true "+
+				"to state that a gateway authenticates every request and overwrites the header, or use mode jwt")
+		}
+	case AuthJWT:
+		if c.Auth.TrustedGateway {
+			v.addf("auth.trustedGateway", "only meaningful with mode header")
+		}
 	default:
 		v.addf("auth.mode", "%q is not one of header, jwt", c.Auth.Mode)
 	}
@@ -505,6 +519,19 @@ func isPrint(r rune) bool { return r >= 0x20 && r != 0x7f && !(r >= 0x80 && r < 
 
 // ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
 func ValidActivityID(id string) bool { return idRE.MatchString(id) }
+
+// ErrNoAuthMode is returned by AuthChosen for a configuration that sets no auth.mode.
+var ErrNoAuthMode = errors.New("auth.mode is not set: choose jwt, or header with auth.trustedGateway: true " +
+	"(a gateway authenticates users and overwrites X-User-Id); the service does not trust X-User-Id by default")
+
+// AuthChosen returns ErrNoAuthMode unless c chooses an identity mode. The service refuses to
+// run on a configuration without one, rather than fall back to trusting X-User-Id.
+func (c *Config) AuthChosen() error {
+	if c.Auth.Mode == "" {
+		return ErrNoAuthMode
+	}
+	return nil
+}
 
 // ActivityLimit returns the effective limit of activity id: its override or limits.activity.
 func (c *Config) ActivityLimit(id string) Limit {

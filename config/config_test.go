@@ -107,6 +107,8 @@ func TestBadFixtures(t *testing.T) {
 		{"duplicate_key", `mapping key "killSwitch" already defined`, ErrSyntax},
 		{"auth_mode", `auth.mode: "oauth" is not one of header, jwt`, ErrInvalid},
 		{"jwt_both", "auth.jwtHS256SecretEnv: not a live key", ErrInvalid},
+		{"header_no_gateway", "auth.trustedGateway: header mode believes X-User-Id as sent", ErrInvalid},
+		{"jwt_gateway", "auth.trustedGateway: only meaningful with mode header", ErrInvalid},
 		{"leeway_big", "auth.leeway: 1h0m0s not in 0s..5m0s", ErrInvalid},
 		{"token_age_big", "auth.maxTokenAge: 876000h0m0s not in 1s..720h0m0s", ErrInvalid},
 		{"jwt_secret_env", "auth.jwtHS256SecretEnv: not a live key: give the HS256 secret at start-up", ErrInvalid},

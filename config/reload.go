@@ -300,6 +300,14 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) {
 		p.Applied()
 	}
 	r.log.Info("config: applied", "source", p.Source, "version", st.Version, "previous", old.Version)
+	if old.Config == nil || old.Config.Auth.Mode != res.cfg.Auth.Mode {
+		switch res.cfg.Auth.Mode {
+		case AuthHeader:
+			r.log.Warn("config: identity from X-User-Id (auth mode header): the configuration states that a gateway authenticates every request and overwrites the header; any client reaching this port directly can claim any user")
+		case AuthJWT:
+			r.log.Info("config: identity from bearer JWTs (auth mode jwt)")
+		}
+	}
 }
 
 func (r *Reloader[T]) setInfo(source, version string) {
