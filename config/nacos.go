@@ -285,7 +285,7 @@ func (w *nacosWorker) offerSnapshot() bool {
 	if w.offered || w.src.LocalSnapshotPath == "" {
 		return false
 	}
-	data, err := os.ReadFile(w.src.LocalSnapshotPath)
+	data, err := ReadRegularFile(w.src.LocalSnapshotPath, MaxDocumentBytes)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("config: reading the local snapshot failed", "path", w.src.LocalSnapshotPath, "err", err)

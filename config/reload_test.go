@@ -1,9 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,4 +368,41 @@ config_reload_failures_total 1
 	if r.Status().Ready {
 		t.Fatal(fmt.Sprint("ready after a bad first payload: ", r.Status()))
 	}
+}
+
+// The identity mode is logged when it takes effect: at start-up and on a change.
+func TestReloaderLogsIdentityMode(t *testing.T) {
+	var buf logBuffer
+	r := NewReloader(buildSnap, nil, slog.New(slog.NewTextHandler(&buf, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	r.Offer(Payload{Data: []byte("auth: {mode: header, trustedGateway: true}"), Source: SourceFile, Seq: 1})
+	<-r.Ready()
+	waitFor(t, time.Second, "header mode logged", func() bool {
+		return strings.Contains(buf.String(), "level=WARN msg=\"config: identity from X-User-Id")
+	})
+	r.Offer(Payload{Data: []byte("auth: {mode: jwt}"), Source: SourceFile, Seq: 2})
+	waitFor(t, time.Second, "jwt mode logged", func() bool {
+		return strings.Contains(buf.String(), "identity from bearer JWTs")
+	})
+}
+
+// logBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
