@@ -198,12 +198,13 @@ func (a *api) getConfig(c *gin.Context) {
 	if !st.AppliedAt.IsZero() {
 		applied = millis(st.AppliedAt)
 	}
-	var lastErr any
+	var lastErr, lastErrAt any
 	if st.LastError != "" {
-		lastErr = st.LastError
+		lastErr, lastErrAt = st.LastError, millis(st.LastErrorAt)
 	}
 	c.JSON(http.StatusOK, gin.H{
 		"source": st.Source, "version": st.Version, "appliedAt": applied,
-		"lastError": lastErr, "config": st.Config,
+		"lastError": lastErr, "lastErrorAt": lastErrAt, "lastErrorSuperseded": st.LastErrorSuperseded,
+		"config": st.Config,
 	})
 }

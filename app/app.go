@@ -98,6 +98,10 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	if err := a.resolveConfigFile(); err != nil {
 		return nil, err
 	}
+	keys, err := loadAuthKeys(opts)
+	if err != nil {
+		return nil, err
+	}
 	if err := a.openRedis(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -125,7 +129,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	}
 
 	a.cfgM = config.NewMetrics(a.reg)
-	a.cfg = config.NewReloader(buildSnapshot, a.cfgM, log.With("part", "config"))
+	a.cfg = config.NewReloader(keys.buildSnapshot, a.cfgM, log.With("part", "config"))
 
 	var healthy func() int
 	if opts.NacosAddr != "" {
@@ -138,7 +142,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		healthy = a.registry.Healthy
 	}
 
-	var err error
 	invM := inventory.NewMetrics(a.reg)
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace}, invM, log.With("part", "inventory"))
 	if err != nil {

@@ -20,7 +20,9 @@ import (
 )
 
 // testConfig is a configuration generous enough that only what a test sets limits anything.
+// Its identity mode is header (the tests play the gateway).
 const testConfig = `
+auth: {mode: header, trustedGateway: true}
 limits:
   global:   {rate: 1000000, burst: 1000000}
   campaign: {rate: 1000000, burst: 1000000}

@@ -154,8 +154,8 @@ func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
 func identity(c *gin.Context, s *Snapshot) (string, *apiError) {
 	if s.auth.mode == config.AuthJWT {
 		h := c.GetHeader("Authorization")
-		tok, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || tok == "" {
+		tok, ok := bearerToken(h)
+		if !ok {
 			return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "a bearer token is required")
 		}
 		sub, ok := s.auth.verify(tok)

@@ -48,6 +48,11 @@ type Options struct {
 	// RelayClaimIdle (SECKILL_RELAY_CLAIM_IDLE) is how long a journal entry read by a relay that
 	// died stays pending before another relay claims it (zero: the relay's default, 30 s).
 	RelayClaimIdle time.Duration
+	// JWTHS256Secret (SECKILL_JWT_HS256_SECRET, environment only: a flag would show in ps) and
+	// JWTRS256PublicKeyFile (SECKILL_JWT_RS256_PUBLIC_KEY_FILE) are the key material of auth
+	// mode jwt, fixed at start-up; at most one is set.
+	JWTHS256Secret        string
+	JWTRS256PublicKeyFile string
 }
 
 // minProductionAdminToken is the shortest admin token accepted outside embedded mode, in bytes.
@@ -144,6 +149,8 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 				}
 				return nil
 			}},
+		{flag: "jwt-rs256-public-key-file", env: "SECKILL_JWT_RS256_PUBLIC_KEY_FILE", usage: "PEM file of the RS256 public key verifying JWTs (auth mode jwt), read once at start; the HS256 secret comes from SECKILL_JWT_HS256_SECRET (environment only, at least 32 bytes)",
+			set: str(func(o *Options) *string { return &o.JWTRS256PublicKeyFile })},
 		{flag: "demo", env: "SECKILL_DEMO", shown: "on in embedded mode", isBool: true, usage: "load the demo activity at start (true or false)",
 			set: func(o *Options, v string) error {
 				b, err := strconv.ParseBool(v)
@@ -218,6 +225,7 @@ func ParseOptions(args []string, getenv func(string) string, out io.Writer) (Opt
 	if o.RedisAddr == "" && o.MySQLDSN == "" && !demoEnv && !given["demo"] {
 		o.Demo = true
 	}
+	o.JWTHS256Secret = getenv("SECKILL_JWT_HS256_SECRET")
 	_, cfgEnv := lookup(getenv, "SECKILL_CONFIG_FILE")
 	o.ConfigFileSet = cfgEnv || given["config-file"]
 	if err := o.checkAdminToken(); err != nil {

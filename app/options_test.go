@@ -47,6 +47,9 @@ func TestParseOptions(t *testing.T) {
 		{name: "mysql-dsn", args: []string{"--mysql-dsn", "u:p@tcp(h:3306)/d"}, check: func(o Options) bool { return o.MySQLDSN == "u:p@tcp(h:3306)/d" && !o.Demo }},
 		{name: "rocketmq-namesrv", env: map[string]string{"SECKILL_ROCKETMQ_NAMESRV": "127.0.0.1:9876"}, check: func(o Options) bool { return o.RocketMQNamesrv == "127.0.0.1:9876" }},
 		{name: "rocketmq-namesrv host name", env: map[string]string{"SECKILL_ROCKETMQ_NAMESRV": "namesrv:9876"}, wantErr: `SECKILL_ROCKETMQ_NAMESRV="namesrv:9876": want ip:port`},
+		{name: "jwt-rs256-public-key-file", env: map[string]string{"SECKILL_JWT_RS256_PUBLIC_KEY_FILE": "/k.pem", "SECKILL_JWT_HS256_SECRET": "s"}, check: func(o Options) bool {
+			return o.JWTRS256PublicKeyFile == "/k.pem" && o.JWTHS256Secret == "s"
+		}},
 		{name: "rocketmq-topic", args: []string{"--rocketmq-topic=t1"}, check: func(o Options) bool { return o.RocketMQTopic == "t1" }},
 		{name: "rocketmq-topic empty", args: []string{"--rocketmq-topic", " "}, wantErr: `want a non-empty value`},
 		{name: "nacos-addr", env: map[string]string{"SECKILL_NACOS_ADDR": "127.0.0.1:8848"}, check: func(o Options) bool { return o.NacosAddr == "127.0.0.1:8848" }},

@@ -3,7 +3,8 @@ package app
 import (
 	"crypto/rsa"
 	"fmt"
-	"os"
+	"strings"
+	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -27,37 +28,69 @@ type authenticator struct {
 	hsSecret []byte
 	rsKey    *rsa.PublicKey
 	parser   *jwt.Parser
+	leeway   time.Duration
+	maxAge   time.Duration // bound of exp - now and now - iat (each plus leeway)
 }
 
-// buildSnapshot is the config.Reloader's build step: everything that can fail (reading the
-// JWT secret or key) fails here, so a bad edit is refused as a whole.
-func buildSnapshot(cfg *config.Config, meta config.Meta) (*Snapshot, error) {
+// authKeys is the JWT key material, fixed at start-up: a configuration edit chooses the mode
+// but can never name a file or an environment variable to read.
+type authKeys struct {
+	hsSecret []byte
+	rsKey    *rsa.PublicKey
+}
+
+// Bounds of the start-up key material.
+const (
+	minHS256SecretBytes = 32 // RFC 7518 section 3.2: a key of at least the hash size
+	maxKeyFileBytes     = 64 << 10
+)
+
+// loadAuthKeys reads the key material named by the start-up options.
+func loadAuthKeys(o Options) (authKeys, error) {
+	var k authKeys
+	switch {
+	case o.JWTHS256Secret != "" && o.JWTRS256PublicKeyFile != "":
+		return k, fmt.Errorf("auth: give one of SECKILL_JWT_HS256_SECRET and --jwt-rs256-public-key-file, not both")
+	case o.JWTHS256Secret != "":
+		if len(o.JWTHS256Secret) < minHS256SecretBytes {
+			return k, fmt.Errorf("auth: SECKILL_JWT_HS256_SECRET must hold at least %d bytes", minHS256SecretBytes)
+		}
+		k.hsSecret = []byte(o.JWTHS256Secret)
+	case o.JWTRS256PublicKeyFile != "":
+		pem, err := config.ReadRegularFile(o.JWTRS256PublicKeyFile, maxKeyFileBytes)
+		if err != nil {
+			return k, fmt.Errorf("auth: jwt-rs256-public-key-file: %w", err)
+		}
+		key, err := jwt.ParseRSAPublicKeyFromPEM(pem)
+		if err != nil {
+			return k, fmt.Errorf("auth: jwt-rs256-public-key-file %s: %w", o.JWTRS256PublicKeyFile, err)
+		}
+		k.rsKey = key
+	}
+	return k, nil
+}
+
+// buildSnapshot is the config.Reloader's build step: everything that can fail fails here,
+// so a bad edit is refused as a whole. It does no I/O.
+func (k authKeys) buildSnapshot(cfg *config.Config, meta config.Meta) (*Snapshot, error) {
+	if err := cfg.AuthChosen(); err != nil {
+		return nil, err
+	}
 	s := &Snapshot{Cfg: cfg, Meta: meta, auth: authenticator{mode: cfg.Auth.Mode}}
 	if cfg.Auth.Mode != config.AuthJWT {
 		return s, nil
 	}
-	opts := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Auth.Leeway.D())}
+	s.auth.leeway, s.auth.maxAge = cfg.Auth.Leeway.D(), cfg.Auth.MaxTokenAge.D()
+	opts := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(s.auth.leeway)}
 	switch {
-	case cfg.Auth.JWTHS256SecretEnv != "":
-		secret := os.Getenv(cfg.Auth.JWTHS256SecretEnv)
-		if len(secret) < 16 {
-			return nil, fmt.Errorf("auth: environment variable %s must hold an HS256 secret of at least 16 bytes", cfg.Auth.JWTHS256SecretEnv)
-		}
-		s.auth.hsSecret = []byte(secret)
+	case k.hsSecret != nil:
+		s.auth.hsSecret = k.hsSecret
 		opts = append(opts, jwt.WithValidMethods([]string{"HS256"}))
-	case cfg.Auth.JWTRS256PublicKeyFile != "":
-		pem, err := os.ReadFile(cfg.Auth.JWTRS256PublicKeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("auth: %w", err)
-		}
-		key, err := jwt.ParseRSAPublicKeyFromPEM(pem)
-		if err != nil {
-			return nil, fmt.Errorf("auth: %s: %w", cfg.Auth.JWTRS256PublicKeyFile, err)
-		}
-		s.auth.rsKey = key
+	case k.rsKey != nil:
+		s.auth.rsKey = k.rsKey
 		opts = append(opts, jwt.WithValidMethods([]string{"RS256"}))
 	default:
-		return nil, fmt.Errorf("auth: jwt mode needs jwtHS256SecretEnv or jwtRS256PublicKeyFile")
+		return nil, fmt.Errorf("auth: mode jwt needs a key given at start-up (SECKILL_JWT_HS256_SECRET or --jwt-rs256-public-key-file)")
 	}
 	if cfg.Auth.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Auth.Issuer))
@@ -79,6 +112,15 @@ func (a *authenticator) verify(token string) (string, bool) {
 		return a.hsSecret, nil
 	})
 	if err != nil || !config.ValidUserID(claims.Subject) {
+		return "", false
+	}
+	// exp is required and iat, when present, is not in the future (the parser checked both):
+	// bound the token's life, so a token minted for 100 years is refused.
+	now := time.Now()
+	if claims.ExpiresAt.After(now.Add(a.maxAge + a.leeway)) {
+		return "", false
+	}
+	if claims.IssuedAt != nil && claims.IssuedAt.Before(now.Add(-a.maxAge-a.leeway)) {
 		return "", false
 	}
 	return claims.Subject, true
@@ -114,4 +156,15 @@ func (s *Snapshot) limiterRequest(activityID, campaignID, channel, ip, userHash 
 		}
 	}
 	return r
+}
+
+// bearerToken returns the token of an Authorization header of the Bearer scheme, whose name
+// is case-insensitive (RFC 9110 section 11.1).
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
 }

@@ -23,8 +23,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
 	"gopkg.in/yaml.v3"
 )
 
@@ -112,22 +114,34 @@ type Blacklist struct {
 	IPs   []string `yaml:"ips" json:"ips"`
 }
 
-// Auth modes.
+// Auth modes. There is no default: a configuration that sets none is valid as a document,
+// but the service refuses to run on it (see AuthChosen).
 const (
-	AuthHeader = "header" // identity from X-User-Id
+	AuthHeader = "header" // identity from X-User-Id, believed as sent (needs TrustedGateway)
 	AuthJWT    = "jwt"    // identity from a verified bearer JWT
 )
 
-// Auth configures request identity (docs/API.md section 4). It never holds a secret: the HS256
-// secret is read from the environment variable JWTHS256SecretEnv names, the RS256 public key
-// from JWTRS256PublicKeyFile. In jwt mode exactly one of the two is set.
+// Auth configures request identity (docs/API.md section 4). It never names key material: the JWT
+// secret or public key is given at start-up (SECKILL_JWT_HS256_SECRET or
+// --jwt-rs256-public-key-file), so that an edit cannot make the service read a file or an
+// environment variable of its choosing.
 type Auth struct {
-	Mode                  string   `yaml:"mode" json:"mode"`
-	JWTHS256SecretEnv     string   `yaml:"jwtHS256SecretEnv,omitempty" json:"jwtHS256SecretEnv,omitempty"`
-	JWTRS256PublicKeyFile string   `yaml:"jwtRS256PublicKeyFile,omitempty" json:"jwtRS256PublicKeyFile,omitempty"`
-	Issuer                string   `yaml:"issuer,omitempty" json:"issuer,omitempty"`     // required iss when set
-	Audience              string   `yaml:"audience,omitempty" json:"audience,omitempty"` // required aud when set
-	Leeway                Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf
+	Mode string `yaml:"mode" json:"mode"` // AuthHeader or AuthJWT; "" = not chosen
+	// TrustedGateway states that a gateway in front of the service authenticates every
+	// request and overwrites X-User-Id: header mode requires it, jwt mode refuses it.
+	TrustedGateway bool `yaml:"trustedGateway,omitempty" json:"trustedGateway"`
+
+	Issuer   string   `yaml:"issuer,omitempty" json:"issuer,omitempty"`     // required iss when set
+	Audience string   `yaml:"audience,omitempty" json:"audience,omitempty"` // required aud when set
+	Leeway   Duration `yaml:"leeway" json:"leeway"`                         // clock skew allowed on exp/nbf/iat, 0..5m
+	// MaxTokenAge bounds a token's life: its exp may be at most MaxTokenAge ahead, its iat
+	// (when present) at most MaxTokenAge behind (each plus Leeway). 1s..720h, default 24h.
+	MaxTokenAge Duration `yaml:"maxTokenAge" json:"maxTokenAge"`
+
+	// JWTHS256SecretEnv and JWTRS256PublicKeyFile were live keys naming key material; they
+	// are refused with a pointer to the start-up options.
+	JWTHS256SecretEnv     string `yaml:"jwtHS256SecretEnv,omitempty" json:"-"`
+	JWTRS256PublicKeyFile string `yaml:"jwtRS256PublicKeyFile,omitempty" json:"-"`
 }
 
 // Admin configures the admin API. The admin token is not here: it comes from the environment.
@@ -183,7 +197,7 @@ func Default() *Config {
 		Activities:     map[string]Activity{},
 		Campaigns:      map[string]Campaign{},
 		Blacklist:      Blacklist{Users: []string{}, IPs: []string{}},
-		Auth:           Auth{Mode: AuthHeader},
+		Auth:           Auth{MaxTokenAge: Duration(24 * time.Hour)},
 		TrustedProxies: []string{},
 		Admin:          Admin{AllowFrom: []string{}},
 	}
@@ -226,18 +240,31 @@ func (e *ValidationError) Error() string {
 // Is makes errors.Is(err, ErrInvalid) true.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 
+// errEmpty refuses a document with no content: a truncated file or a console publish of
+// nothing must not reset every key (kill switches included) to its default.
+var errEmpty = fmt.Errorf("%w: the document is empty (an empty edit would reset every key to its default)", ErrInvalid)
+
 // Decode parses data strictly (unknown keys, duplicate keys, wrong types and several
 // documents are errors wrapping ErrSyntax), starting from Default(): an absent key keeps its
-// default, an empty document is all defaults. A map given in the document (limits.channels,
+// default. An empty, whitespace-only or comment-only document, or one over MaxDocumentBytes,
+// is refused (ErrInvalid). A map given in the document (limits.channels,
 // activities, campaigns) replaces the default map as a whole. Decode then validates the
 // whole document (errors wrap ErrInvalid and name each offending field) and returns an
 // immutable Config whose Version is a hash of data.
 func Decode(data []byte) (*Config, error) {
+	if len(data) > MaxDocumentBytes {
+		return nil, fmt.Errorf("%w: the document has %d bytes, over the limit of %d", ErrInvalid, len(data), MaxDocumentBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errEmpty
+	}
 	c := Default()
 	c.Limits.Channels = nil // nil after decoding = key absent = keep the default set
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(c); errors.Is(err, io.EOF) {
+		return nil, errEmpty // only comments
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrSyntax, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	var extra yaml.Node
@@ -347,7 +374,7 @@ func (c *Config) Validate() error {
 	}
 	for i, u := range c.Blacklist.Users {
 		if !ValidUserID(u) {
-			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to 128 bytes of printable UTF-8", u)
+			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to 128 bytes of printable UTF-8 (NFC, no format characters, no leading or trailing space)", u)
 		}
 	}
 	for i, s := range c.Blacklist.IPs {
@@ -357,24 +384,46 @@ func (c *Config) Validate() error {
 	}
 	v.prefixes("trustedProxies", c.TrustedProxies)
 	v.prefixes("admin.allowFrom", c.Admin.AllowFrom)
+	if c.Auth.JWTHS256SecretEnv != "" {
+		v.addf("auth.jwtHS256SecretEnv", "not a live key: give the HS256 secret at start-up (SECKILL_JWT_HS256_SECRET)")
+	}
+	if c.Auth.JWTRS256PublicKeyFile != "" {
+		v.addf("auth.jwtRS256PublicKeyFile", "not a live key: give the RS256 public key file at start-up (--jwt-rs256-public-key-file)")
+	}
 	switch c.Auth.Mode {
+	case "":
 	case AuthHeader:
+		if !c.Auth.TrustedGateway {
+			v.addf("auth.trustedGateway", "header mode believes X-User-Id as sent: set trustedGateway: true "+
+				"to state that a gateway authenticates every request and overwrites the header, or use mode jwt")
+		}
 	case AuthJWT:
-		hs, rs := c.Auth.JWTHS256SecretEnv != "", c.Auth.JWTRS256PublicKeyFile != ""
-		if hs == rs {
-			v.addf("auth", "mode jwt needs exactly one of jwtHS256SecretEnv and jwtRS256PublicKeyFile")
+		if c.Auth.TrustedGateway {
+			v.addf("auth.trustedGateway", "only meaningful with mode header")
 		}
 	default:
 		v.addf("auth.mode", "%q is not one of header, jwt", c.Auth.Mode)
 	}
-	if c.Auth.Leeway < 0 {
-		v.addf("auth.leeway", "%s must be >= 0", c.Auth.Leeway)
+	if c.Auth.Leeway < 0 || c.Auth.Leeway.D() > MaxLeeway {
+		v.addf("auth.leeway", "%s not in 0s..%s", c.Auth.Leeway, MaxLeeway)
+	}
+	if c.Auth.MaxTokenAge.D() < time.Second || c.Auth.MaxTokenAge.D() > MaxTokenAge {
+		v.addf("auth.maxTokenAge", "%s not in 1s..%s", c.Auth.MaxTokenAge, MaxTokenAge)
 	}
 	if len(v.problems) == 0 {
 		return nil
 	}
 	return &ValidationError{Problems: v.problems}
 }
+
+// Bounds of the JWT time checks.
+const (
+	MaxLeeway   = 5 * time.Minute
+	MaxTokenAge = 30 * 24 * time.Hour
+)
+
+// MaxDocumentBytes is the size limit of a configuration document.
+const MaxDocumentBytes = 256 << 10
 
 // MaxShards is the largest stock shard count an activity may have.
 const MaxShards = 1024
@@ -451,23 +500,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// ValidUserID reports whether u is a valid user id: 1 to 128 bytes of printable UTF-8.
+// ValidUserID reports whether u is a valid user id: 1 to 128 bytes of printable UTF-8 in
+// Unicode normal form C, without format characters (such as U+202E or U+200B, which make two
+// ids look alike) and without leading or trailing spaces.
 func ValidUserID(u string) bool {
-	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) {
+	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) || u[0] == ' ' || u[len(u)-1] == ' ' {
 		return false
 	}
 	for _, r := range u {
-		if !isPrint(r) {
+		if !isPrint(r) || unicode.Is(unicode.Cf, r) {
 			return false
 		}
 	}
-	return true
+	return norm.NFC.IsNormalString(u)
 }
 
 func isPrint(r rune) bool { return r >= 0x20 && r != 0x7f && !(r >= 0x80 && r < 0xa0) }
 
 // ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
 func ValidActivityID(id string) bool { return idRE.MatchString(id) }
+
+// ErrNoAuthMode is returned by AuthChosen for a configuration that sets no auth.mode.
+var ErrNoAuthMode = errors.New("auth.mode is not set: choose jwt, or header with auth.trustedGateway: true " +
+	"(a gateway authenticates users and overwrites X-User-Id); the service does not trust X-User-Id by default")
+
+// AuthChosen returns ErrNoAuthMode unless c chooses an identity mode. The service refuses to
+// run on a configuration without one, rather than fall back to trusting X-User-Id.
+func (c *Config) AuthChosen() error {
+	if c.Auth.Mode == "" {
+		return ErrNoAuthMode
+	}
+	return nil
+}
 
 // ActivityLimit returns the effective limit of activity id: its override or limits.activity.
 func (c *Config) ActivityLimit(id string) Limit {

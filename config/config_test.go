@@ -19,12 +19,15 @@ func TestDefaultValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
-	d, err := Decode(nil)
+	// A document that sets one key to its default value decodes to Default() (the empty
+	// document is refused: see TestBadFixtures).
+	d, err := Decode([]byte("killSwitch: false"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.index(nil)
 	if !reflect.DeepEqual(c, d) {
-		t.Fatalf("empty document != Default():\n%+v\n%+v", d, c)
+		t.Fatalf("default-valued document != Default():\n%+v\n%+v", d, c)
 	}
 	if got, want := c.Limits.UserWindow.Window.D(), time.Minute; got != want {
 		t.Fatalf("userWindow.window = %v, want %v", got, want)
@@ -103,11 +106,20 @@ func TestBadFixtures(t *testing.T) {
 		{"two_docs", "want exactly one YAML document", ErrSyntax},
 		{"duplicate_key", `mapping key "killSwitch" already defined`, ErrSyntax},
 		{"auth_mode", `auth.mode: "oauth" is not one of header, jwt`, ErrInvalid},
-		{"jwt_both", "auth: mode jwt needs exactly one of", ErrInvalid},
+		{"jwt_both", "auth.jwtHS256SecretEnv: not a live key", ErrInvalid},
+		{"header_no_gateway", "auth.trustedGateway: header mode believes X-User-Id as sent", ErrInvalid},
+		{"jwt_gateway", "auth.trustedGateway: only meaningful with mode header", ErrInvalid},
+		{"leeway_big", "auth.leeway: 1h0m0s not in 0s..5m0s", ErrInvalid},
+		{"token_age_big", "auth.maxTokenAge: 876000h0m0s not in 1s..720h0m0s", ErrInvalid},
+		{"jwt_secret_env", "auth.jwtHS256SecretEnv: not a live key: give the HS256 secret at start-up", ErrInvalid},
+		{"jwt_key_file", "auth.jwtRS256PublicKeyFile: not a live key: give the RS256 public key file at start-up", ErrInvalid},
 		{"rate_inf", "limits.global.rate: +Inf is not a finite number", ErrInvalid},
 		{"slow_zero", "fallback.redisSlowMs: 0 must be >= 1", ErrInvalid},
 		{"channel_name", `limits.channels.we b: id "we b"`, ErrInvalid},
 		{"top_list", "cannot unmarshal !!seq into config.Config", ErrSyntax},
+		{"empty", "the document is empty", ErrInvalid},
+		{"whitespace", "the document is empty", ErrInvalid},
+		{"comment_only", "the document is empty", ErrInvalid},
 	}
 	files, _ := filepath.Glob("testdata/bad/*.yaml")
 	if len(files) != len(tests) {
@@ -345,5 +357,34 @@ func TestNullsReadAsEmpty(t *testing.T) {
 	c.index([]byte("x"))
 	if !reflect.DeepEqual(c, d) {
 		t.Fatalf("nulls differ from defaults:\n%+v\n%+v", c, d)
+	}
+}
+
+func TestValidUserID(t *testing.T) {
+	tests := []struct {
+		give string
+		want bool
+	}{
+		{"alice", true},
+		{"用户-1", true},
+		{"é", true},
+		{"a b", true},
+		{strings.Repeat("x", 128), true},
+		{"", false},
+		{strings.Repeat("x", 129), false},
+		{"e\u0301", false},     // not NFC
+		{"ali\u202ece", false}, // right-to-left override
+		{"alice\u200b", false}, // zero width space
+		{"\ufeffalice", false}, // byte order mark
+		{" alice", false},
+		{"alice ", false},
+		{"a\tb", false},
+		{"a\x7fb", false},
+		{"\xff", false},
+	}
+	for _, tt := range tests {
+		if got := ValidUserID(tt.give); got != tt.want {
+			t.Errorf("ValidUserID(%q) = %v, want %v", tt.give, got, tt.want)
+		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -25,7 +27,7 @@ type FileSource struct {
 	Metrics *Metrics     // nil: not counted
 }
 
-// Run reads the file, offers it, and then offers it again after each change until ctx is
+// Run reads the file (a regular file of at most MaxDocumentBytes), offers it, and then offers it again after each change until ctx is
 // done (it then returns nil). A missing or unreadable file at start is an error; later read
 // errors (e.g. the file briefly missing during a rename) are logged and the next change is
 // awaited. offer must not block for long.
@@ -47,7 +49,7 @@ func (s *FileSource) Run(ctx context.Context, offer func(Payload)) error {
 	if err := w.Add(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("config: file source: watch %s: %w", filepath.Dir(path), err)
 	}
-	data, err := os.ReadFile(path)
+	data, err := ReadRegularFile(path, MaxDocumentBytes)
 	if err != nil {
 		return fmt.Errorf("config: file source: %w", err)
 	}
@@ -78,7 +80,7 @@ func (s *FileSource) Run(ctx context.Context, offer func(Payload)) error {
 			// Overflow may have dropped events: re-read to be safe.
 			debounce.Reset(FileDebounce)
 		case <-debounce.C:
-			data, err := os.ReadFile(path)
+			data, err := ReadRegularFile(path, MaxDocumentBytes)
 			if err != nil {
 				s.Metrics.sourceError(SourceFile)
 				log.Warn("config: file read failed, keeping the current configuration", "path", path, "err", err)
@@ -92,4 +94,33 @@ func (s *FileSource) Run(ctx context.Context, offer func(Payload)) error {
 			offer(Payload{Data: data, Source: SourceFile, Seq: seq})
 		}
 	}
+}
+
+// ReadRegularFile reads the regular file at path, refusing anything else (a FIFO, whose
+// read would block; a device such as /dev/zero, whose read never ends) and any file over max
+// bytes. Opening never blocks.
+func ReadRegularFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s: %d bytes, over the limit of %d", path, fi.Size(), max)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: over the limit of %d bytes", path, max)
+	}
+	return data, nil
 }

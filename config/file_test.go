@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -97,4 +98,35 @@ func TestFileSourceMissingAtStart(t *testing.T) {
 	if err == nil {
 		t.Fatal("missing file accepted")
 	}
+}
+
+// The watched path replaced by something that is not a regular file (a FIFO, whose read would
+// block the source forever; a link to /dev/zero, whose read never ends) or by a huge file is
+// skipped with a log line: a later good edit is still picked up.
+func TestFileSourceRefusesNonRegularAndHugeFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seckill.yaml")
+	if err := os.WriteFile(path, []byte("killSwitch: false"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startFileSource(t, path)
+	replace := func(make func(tmp string) error) {
+		t.Helper()
+		tmp := filepath.Join(dir, ".next")
+		os.Remove(tmp)
+		if err := make(tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4 * FileDebounce)
+	}
+	replace(func(tmp string) error { return syscall.Mkfifo(tmp, 0o644) })
+	replace(func(tmp string) error { return os.Symlink("/dev/zero", tmp) })
+	replace(func(tmp string) error {
+		return os.WriteFile(tmp, make([]byte, MaxDocumentBytes+1), 0o644)
+	})
+	replace(func(tmp string) error { return os.WriteFile(tmp, []byte("killSwitch: true"), 0o644) })
+	waitFor(t, 2*time.Second, "good edit after the bad files", func() bool { return r.Current().cfg.KillSwitch })
 }

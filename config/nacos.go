@@ -60,16 +60,16 @@ const startupFastPoll = 6 * time.Second
 // PollEvery. All fetches go through a limiter below the library's per-key query limit
 // (5 per second).
 //
-// After each fetched content that decodes and validates, the content is written atomically
-// to LocalSnapshotPath. When Nacos cannot be reached at start, that snapshot is offered with
-// Source "cache" and Nacos keeps being tried in the background; without a snapshot nothing is
-// offered, so the service stays not ready.
+// Each fetched content the Reloader built and applied (never a refused one) is written
+// atomically to LocalSnapshotPath. When Nacos cannot be reached at start, that snapshot is
+// offered with Source "cache" and Nacos keeps being tried in the background; without a
+// snapshot nothing is offered, so the service stays not ready.
 //
 // Content missing on the server (never published, or deleted) never replaces what has been
 // offered: the current configuration stays. If nothing has been offered yet, the local
-// snapshot is offered if there is one ("cache"), else an empty document, i.e. the defaults
-// (Source "nacos"), so a fresh deployment without a published config becomes ready on the
-// defaults.
+// snapshot is offered if there is one ("cache"), else an empty document, which the Reloader
+// refuses: a fresh deployment without a published config stays not ready (fails closed)
+// instead of running on the defaults.
 type NacosSource struct {
 	Addr              string        // "host:port" of the Nacos HTTP port; gRPC is port+1000
 	DataID            string        // default DefaultDataID
@@ -119,6 +119,12 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 	w := nacosWorker{src: &src, log: log, offer: offer,
 		// Below the library's 5 qps per key, which its own change queries also use.
 		lim: rate.NewLimiter(rate.Limit(3), 3)}
+	if src.LocalSnapshotPath != "" {
+		w.saver = newSnapshotSaver(src.LocalSnapshotPath, src.Metrics, log)
+		var saving sync.WaitGroup
+		saving.Go(func() { w.saver.run(ctx) })
+		defer saving.Wait()
+	}
 	get := func() (string, error) {
 		return client.GetConfig(vo.ConfigParam{DataId: src.DataID, Group: src.Group})
 	}
@@ -221,6 +227,7 @@ type nacosWorker struct {
 	log     *slog.Logger
 	offer   func(Payload)
 	lim     *rate.Limiter
+	saver   *snapshotSaver
 	seq     uint64
 	last    []byte // last content offered from Nacos
 	offered bool   // anything (nacos or cache) offered
@@ -253,7 +260,7 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (re
 	data := []byte(content)
 	if len(bytes.TrimSpace(data)) == 0 {
 		if !w.offered && !w.offerSnapshot() {
-			w.log.Warn("config: no content in nacos and no local snapshot, starting on defaults")
+			w.log.Warn("config: no content in nacos and no local snapshot: not ready until a configuration is published")
 			w.offered = true
 			w.offer(Payload{Data: nil, Source: SourceNacos, Seq: seq})
 			return true, true
@@ -265,15 +272,11 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (re
 	}
 	w.last = data
 	w.offered = true
-	w.offer(Payload{Data: data, Source: SourceNacos, Seq: seq})
-	if w.src.LocalSnapshotPath != "" {
-		if _, err := Decode(data); err == nil {
-			if err := writeFileAtomic(w.src.LocalSnapshotPath, data); err != nil {
-				w.src.Metrics.sourceError(SourceCache)
-				w.log.Warn("config: writing the local snapshot failed", "path", w.src.LocalSnapshotPath, "err", err)
-			}
-		}
+	p := Payload{Data: data, Source: SourceNacos, Seq: seq}
+	if w.saver != nil {
+		p.Applied = func() { w.saver.save(data) }
 	}
+	w.offer(p)
 	return true, true
 }
 
@@ -282,7 +285,7 @@ func (w *nacosWorker) offerSnapshot() bool {
 	if w.offered || w.src.LocalSnapshotPath == "" {
 		return false
 	}
-	data, err := os.ReadFile(w.src.LocalSnapshotPath)
+	data, err := ReadRegularFile(w.src.LocalSnapshotPath, MaxDocumentBytes)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("config: reading the local snapshot failed", "path", w.src.LocalSnapshotPath, "err", err)

@@ -150,19 +150,24 @@ func TestNacosEditsAndInvalidEdits(t *testing.T) {
 	waitFor(t, time.Second, "good edit after refusals", func() bool { return r.Current().userRate == 3 })
 }
 
-func TestNacosMissingContentStartsOnDefaults(t *testing.T) {
+// A data id missing in Nacos, with no local snapshot: not ready (fails closed), never the
+// defaults; the first publish makes it ready.
+func TestNacosMissingContentFailsClosedOnServer(t *testing.T) {
 	addr := testsvc.Nacos(t)
 	id := uniqueDataID(t)
 	r := startNacosPair(t, &NacosSource{Addr: addr, DataID: id})
-	waitReady(t, r, 10*time.Second)
-	if st := r.Status(); st.Source != SourceNacos || st.Version != Default().Version() {
-		t.Fatalf("status %+v, want the defaults from nacos", st)
+	waitFor(t, 10*time.Second, "refusal of the missing content", func() bool { return r.Status().LastError != "" })
+	if st := r.Status(); st.Ready || r.Current() != nil {
+		t.Fatalf("status %+v, want not ready", st)
 	}
 	doc := "killSwitch: true\n"
 	publish(t, addr, id, doc)
 	// Just after start the library may not have subscribed yet (its listen loop starts
 	// within 5 s); the poll bounds that to PollEvery.
-	waitFor(t, DefaultPollEvery+time.Second, "first publish", func() bool { return r.Current().cfg.KillSwitch })
+	waitFor(t, DefaultPollEvery+time.Second, "first publish", func() bool {
+		c := r.Current()
+		return c != nil && c.cfg.KillSwitch
+	})
 }
 
 func TestNacosUnreachableStart(t *testing.T) {

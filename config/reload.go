@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,10 @@ type Payload struct {
 	// fetches the content, and the Reloader drops a payload whose Seq is lower than that of
 	// a payload it already processed from the same source.
 	Seq uint64
+	// Applied, if not nil, is called on the reload goroutine once this payload's content is
+	// the running configuration (built and stored, or identical to the running one), never
+	// for a refused payload. It must return at once.
+	Applied func()
 }
 
 // Meta describes the payload a snapshot is being built from.
@@ -41,8 +46,11 @@ type Status struct {
 	AppliedAt   time.Time `json:"appliedAt"`
 	LastError   string    `json:"lastError"` // why the latest refused payload was refused; "" if none yet
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
-	Config      *Config   `json:"config"` // the active Config; nil before the first good load
-	Ready       bool      `json:"ready"`  // a good payload has been applied
+	// LastErrorSuperseded is true when a payload processed after the last refused one was
+	// good (applied, or the same content as the running configuration): the error is history.
+	LastErrorSuperseded bool    `json:"lastErrorSuperseded"`
+	Config              *Config `json:"config"` // the active Config; nil before the first good load
+	Ready               bool    `json:"ready"`  // a good payload has been applied
 }
 
 // Metrics are the config package's Prometheus metrics, all named seckill_config_* except
@@ -133,9 +141,13 @@ func (m *Metrics) sourceError(source string) {
 	}
 }
 
+// DefaultBuildTimeout bounds decoding, validating and building one payload.
+const DefaultBuildTimeout = 5 * time.Second
+
 // Reloader is the single reload path: sources Offer raw payloads, one goroutine (Run)
-// decodes, validates and builds them into a *T, and stores it once behind an atomic
-// pointer. Readers call Current once per request and use only that snapshot. All methods
+// decodes, validates and builds each into a *T (on a goroutine of its own, abandoned after
+// DefaultBuildTimeout so that nothing an edit contains can stall the reload path), and
+// stores it once behind an atomic pointer. Readers call Current once per request and use only that snapshot. All methods
 // are safe for concurrent use.
 type Reloader[T any] struct {
 	build func(*Config, Meta) (*T, error)
@@ -154,10 +166,12 @@ type Reloader[T any] struct {
 
 	// Touched only by the Run goroutine.
 	lastSeq map[string]uint64
+	timeout time.Duration
 }
 
 // NewReloader returns a Reloader that turns each good payload into a *T with build.
-// build must not block for long and must not modify the Config. A nil m or log is allowed.
+// build must not block for long, must not modify the Config, and may be called while an
+// earlier call that overran the timeout is still running. A nil m or log is allowed.
 func NewReloader[T any](build func(*Config, Meta) (*T, error), m *Metrics, log *slog.Logger) *Reloader[T] {
 	if m == nil {
 		m = NewMetrics(nil)
@@ -172,6 +186,7 @@ func NewReloader[T any](build func(*Config, Meta) (*T, error), m *Metrics, log *
 		wake:    make(chan struct{}, 1),
 		ready:   make(chan struct{}),
 		lastSeq: map[string]uint64{},
+		timeout: DefaultBuildTimeout,
 	}
 	r.status.Store(&Status{})
 	return r
@@ -208,7 +223,7 @@ func (r *Reloader[T]) Run(ctx context.Context) error {
 		r.pending = nil
 		r.mu.Unlock()
 		if p != nil {
-			r.apply(*p)
+			r.process(ctx, *p)
 		}
 	}
 }
@@ -222,8 +237,46 @@ func (r *Reloader[T]) Status() Status { return *r.status.Load() }
 // Ready returns a channel closed once the first good payload has been applied.
 func (r *Reloader[T]) Ready() <-chan struct{} { return r.ready }
 
-// apply runs on the Run goroutine only.
-func (r *Reloader[T]) apply(p Payload) {
+// prepared is the outcome of decoding and building one payload.
+type prepared[T any] struct {
+	cfg  *Config
+	snap *T
+	same bool // the content is the running configuration's: nothing was built
+	err  error
+}
+
+// prepare decodes and builds p on a goroutine of its own and waits at most r.timeout for
+// it, so that a build that hangs cannot stop later payloads (a kill switch) from being
+// applied: the hung build is abandoned (its goroutine ends when build returns, if ever) and
+// the payload refused. It returns nil when ctx is done first.
+func (r *Reloader[T]) prepare(ctx context.Context, p Payload, old *Status) *prepared[T] {
+	done := make(chan prepared[T], 1)
+	go func() {
+		var res prepared[T]
+		res.cfg, res.err = Decode(p.Data)
+		switch {
+		case res.err != nil:
+		case old.Ready && res.cfg.Version() == old.Version:
+			res.same = true
+		default:
+			res.snap, res.err = r.build(res.cfg, Meta{Source: p.Source, Version: res.cfg.Version(), Seq: p.Seq})
+		}
+		done <- res
+	}()
+	t := time.NewTimer(r.timeout)
+	defer t.Stop()
+	select {
+	case res := <-done:
+		return &res
+	case <-t.C:
+		return &prepared[T]{err: fmt.Errorf("config: decoding and building the payload took longer than %v: refused", r.timeout)}
+	case <-ctx.Done():
+		return nil
+	}
+}
+
+// process runs on the Run goroutine only.
+func (r *Reloader[T]) process(ctx context.Context, p Payload) {
 	if last, ok := r.lastSeq[p.Source]; ok && p.Seq < last {
 		r.m.stale.Inc()
 		r.log.Debug("config: stale payload dropped", "source", p.Source, "seq", p.Seq, "last_seq", last)
@@ -231,44 +284,60 @@ func (r *Reloader[T]) apply(p Payload) {
 	}
 	r.lastSeq[p.Source] = p.Seq
 	old := r.status.Load()
-	cfg, err := Decode(p.Data)
-	if err == nil && old.Ready && cfg.Version() == old.Version {
+	res := r.prepare(ctx, p, old)
+	if res == nil {
+		return
+	}
+	if res.same {
 		r.m.lastSuccessful.Set(1) // e.g. a refused edit reverted to the active content
+		st := *old
+		st.LastErrorSuperseded = st.LastError != ""
 		if old.Source != p.Source {
 			// Same content from another source (e.g. Nacos confirming the cached snapshot).
-			st := *old
 			st.Source = p.Source
-			r.status.Store(&st)
 			r.setInfo(st.Source, st.Version)
 			r.log.Info("config: source changed, content unchanged", "source", p.Source, "version", st.Version)
 		}
+		r.status.Store(&st)
+		if p.Applied != nil {
+			p.Applied()
+		}
 		return
 	}
-	var snap *T
-	if err == nil {
-		snap, err = r.build(cfg, Meta{Source: p.Source, Version: cfg.Version(), Seq: p.Seq})
-	}
-	if err != nil {
+	if res.err != nil {
 		st := *old
-		st.LastError = err.Error()
+		st.LastError = res.err.Error()
 		st.LastErrorAt = time.Now()
+		st.LastErrorSuperseded = false
 		r.status.Store(&st)
 		r.m.lastSuccessful.Set(0)
 		r.m.failures.Inc()
 		r.log.Error("config: payload refused, keeping the current configuration",
-			"source", p.Source, "seq", p.Seq, "current_version", old.Version, "err", err)
+			"source", p.Source, "seq", p.Seq, "current_version", old.Version, "err", res.err)
 		return
 	}
 	now := time.Now()
-	r.cur.Store(snap)
-	st := &Status{Source: p.Source, Version: cfg.Version(), AppliedAt: now,
-		LastError: old.LastError, LastErrorAt: old.LastErrorAt, Config: cfg, Ready: true}
+	r.cur.Store(res.snap)
+	st := &Status{Source: p.Source, Version: res.cfg.Version(), AppliedAt: now,
+		LastError: old.LastError, LastErrorAt: old.LastErrorAt, LastErrorSuperseded: old.LastError != "",
+		Config: res.cfg, Ready: true}
 	r.status.Store(st)
 	r.m.lastSuccessful.Set(1)
 	r.m.lastSuccessTime.Set(float64(now.UnixNano()) / 1e9)
 	r.setInfo(st.Source, st.Version)
 	r.readyOnce.Do(func() { close(r.ready) })
+	if p.Applied != nil {
+		p.Applied()
+	}
 	r.log.Info("config: applied", "source", p.Source, "version", st.Version, "previous", old.Version)
+	if old.Config == nil || old.Config.Auth.Mode != res.cfg.Auth.Mode {
+		switch res.cfg.Auth.Mode {
+		case AuthHeader:
+			r.log.Warn("config: identity from X-User-Id (auth mode header): the configuration states that a gateway authenticates every request and overwrites the header; any client reaching this port directly can claim any user")
+		case AuthJWT:
+			r.log.Info("config: identity from bearer JWTs (auth mode jwt)")
+		}
+	}
 }
 
 func (r *Reloader[T]) setInfo(source, version string) {

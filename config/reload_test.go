@@ -1,9 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -142,12 +144,112 @@ func TestReloaderBuildErrorRefuses(t *testing.T) {
 		}
 		return buildSnap(c, Meta{})
 	}, m)
-	r.Offer(Payload{Data: nil, Source: SourceFile, Seq: 1})
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 1})
 	<-r.Ready()
 	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 2})
 	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
 	if r.Current().cfg.KillSwitch || !strings.Contains(r.Status().LastError, "cannot build") {
 		t.Fatalf("status %+v", r.Status())
+	}
+}
+
+// An empty or whitespace-only payload (a truncated file, a console publish of nothing) is
+// refused like any other invalid edit: it must not reset a kill switch to its default.
+func TestReloaderRefusesEmptyPayload(t *testing.T) {
+	m := NewMetrics(nil)
+	r := startReloader(t, buildSnap, m)
+	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 1})
+	<-r.Ready()
+	for i, give := range []string{"", " \n\t\n", "# nothing but a comment\n"} {
+		r.Offer(Payload{Data: []byte(give), Source: SourceFile, Seq: uint64(2 + i)})
+		waitFor(t, time.Second, "refusal", func() bool { return testutil.ToFloat64(m.failures) == float64(i+1) })
+		if !r.Current().cfg.KillSwitch {
+			t.Fatalf("payload %q lifted the kill switch", give)
+		}
+		if st := r.Status(); !strings.Contains(st.LastError, "the document is empty") {
+			t.Fatalf("payload %q: status %+v", give, st)
+		}
+	}
+}
+
+// Nothing offered but an empty payload (e.g. the data id missing in Nacos and no local
+// snapshot): the reloader stays not ready instead of running on the defaults.
+func TestReloaderEmptyFirstPayloadNotReady(t *testing.T) {
+	r := startReloader(t, buildSnap, nil)
+	r.Offer(Payload{Data: nil, Source: SourceNacos, Seq: 1})
+	waitFor(t, time.Second, "refusal", func() bool { return r.Status().LastError != "" })
+	if st := r.Status(); st.Ready || r.Current() != nil {
+		t.Fatalf("ready on an empty document: %+v", st)
+	}
+}
+
+// The status says when the last error happened and whether a later payload superseded it.
+func TestReloaderLastErrorSuperseded(t *testing.T) {
+	m := NewMetrics(nil)
+	r := startReloader(t, buildSnap, m)
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 1})
+	<-r.Ready()
+	if st := r.Status(); st.LastError != "" || !st.LastErrorAt.IsZero() || st.LastErrorSuperseded {
+		t.Fatalf("fresh status %+v", st)
+	}
+	before := time.Now()
+	r.Offer(Payload{Data: []byte("limits: {user: {rate: -1}}"), Source: SourceFile, Seq: 2})
+	waitFor(t, time.Second, "refusal", func() bool { return r.Status().LastError != "" })
+	st := r.Status()
+	if st.LastErrorAt.Before(before) || st.LastErrorSuperseded {
+		t.Fatalf("after the refusal: %+v", st)
+	}
+	// The refused edit reverted to the running content: the error is history.
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 3})
+	waitFor(t, time.Second, "revert", func() bool { return r.Status().LastErrorSuperseded })
+	// Refused again, then a new config applied after it.
+	r.Offer(Payload{Data: []byte("limits: {user: {rate: -2}}"), Source: SourceFile, Seq: 4})
+	waitFor(t, time.Second, "second refusal", func() bool { return !r.Status().LastErrorSuperseded })
+	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 5})
+	waitFor(t, time.Second, "applied", func() bool { return r.Status().LastErrorSuperseded })
+	st = r.Status()
+	if !st.AppliedAt.After(st.LastErrorAt) || !strings.Contains(st.LastError, "rate: -2") {
+		t.Fatalf("after a later good edit: %+v", st)
+	}
+}
+
+// A build step that never returns (e.g. a read that blocks on a FIFO) is abandoned after the
+// reloader's timeout: a later good edit such as a kill switch is still applied.
+func TestReloaderStuckBuildDoesNotBlockLaterEdits(t *testing.T) {
+	m := NewMetrics(nil)
+	release := make(chan struct{})
+	defer close(release)
+	r := NewReloader(func(c *Config, meta Meta) (*snap, error) {
+		if c.Limits.User.Rate == 3 {
+			<-release // stuck until the test ends
+		}
+		return buildSnap(c, meta)
+	}, m, nil)
+	r.timeout = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceNacos, Seq: 1})
+	<-r.Ready()
+	r.Offer(Payload{Data: []byte("limits: {user: {rate: 3, burst: 3}}"), Source: SourceNacos, Seq: 2})
+	time.Sleep(20 * time.Millisecond) // the stuck build has started
+	start := time.Now()
+	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceNacos, Seq: 3})
+	waitFor(t, 2*time.Second, "kill switch applied behind a stuck build", func() bool { return r.Current().cfg.KillSwitch })
+	t.Logf("kill switch applied %v after the edit", time.Since(start))
+	if st := r.Status(); !strings.Contains(st.LastError, "took longer than 200ms") || testutil.ToFloat64(m.failures) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+// A document over MaxDocumentBytes is refused before it is parsed.
+func TestDecodeRefusesHugeDocument(t *testing.T) {
+	doc := "killSwitch: false\n" + strings.Repeat("# padding padding padding padding padding padding\n", MaxDocumentBytes/50+1)
+	_, err := Decode([]byte(doc))
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "over the limit") {
+		t.Fatalf("err = %v", err)
 	}
 }
 
@@ -266,4 +368,41 @@ seckill_config_reload_failures_total 1
 	if r.Status().Ready {
 		t.Fatal(fmt.Sprint("ready after a bad first payload: ", r.Status()))
 	}
+}
+
+// The identity mode is logged when it takes effect: at start-up and on a change.
+func TestReloaderLogsIdentityMode(t *testing.T) {
+	var buf logBuffer
+	r := NewReloader(buildSnap, nil, slog.New(slog.NewTextHandler(&buf, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	r.Offer(Payload{Data: []byte("auth: {mode: header, trustedGateway: true}"), Source: SourceFile, Seq: 1})
+	<-r.Ready()
+	waitFor(t, time.Second, "header mode logged", func() bool {
+		return strings.Contains(buf.String(), "level=WARN msg=\"config: identity from X-User-Id")
+	})
+	r.Offer(Payload{Data: []byte("auth: {mode: jwt}"), Source: SourceFile, Seq: 2})
+	waitFor(t, time.Second, "jwt mode logged", func() bool {
+		return strings.Contains(buf.String(), "identity from bearer JWTs")
+	})
+}
+
+// logBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

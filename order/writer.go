@@ -568,7 +568,15 @@ type poisoned struct {
 func insertOrders(tx *gorm.DB, rows []Message) error {
 	var b strings.Builder
 	args := make([]any, 0, 5*len(rows))
-	b.WriteString("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq, status) " +
+	// SQLite (the embedded mode) has no ON DUPLICATE KEY: INSERT OR IGNORE skips the same
+	// duplicates there.
+	sqlite := tx.Dialector.Name() == "sqlite"
+	if sqlite {
+		b.WriteString("INSERT OR IGNORE")
+	} else {
+		b.WriteString("INSERT")
+	}
+	b.WriteString(" INTO orders (reservation_id, activity_id, user_id, quantity, seq, status) " +
 		"SELECT t.r, t.a, t.u, t.q, t.s, 'CONFIRMED' FROM (")
 	for i, m := range rows {
 		if i == 0 {
@@ -578,8 +586,10 @@ func insertOrders(tx *gorm.DB, rows []Message) error {
 		}
 		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq)
 	}
-	b.WriteString(") t WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r) " +
-		"ON DUPLICATE KEY UPDATE id = id")
+	b.WriteString(") t WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r)")
+	if !sqlite {
+		b.WriteString(" ON DUPLICATE KEY UPDATE id = id")
+	}
 	return tx.Exec(b.String(), args...).Error
 }
 

@@ -162,6 +162,7 @@ step_mysql() {
 # ---- the service in production mode ---------------------------------------------------------
 write_cfg() {
   cat >"$OUT/seckill.yaml" <<'YAML'
+auth: {mode: header, trustedGateway: true}
 limits:
   global:   {rate: 1000000, burst: 1000000}
   campaign: {rate: 1000000, burst: 1000000}
