@@ -28,6 +28,9 @@ limits:
   user:     {rate: 1000, burst: 1000}
   ip:       {rate: 1000000, burst: 1000000}
   userWindow: {window: 60s, max: 1000}
+  tokens:   {rate: 1000000, burst: 1000000}
+  tokensPerUser: 1000
+  reads:    {rate: 1000000, burst: 1000000}
 `
 
 type testApp struct {
@@ -48,6 +51,15 @@ func discardLog() *slog.Logger {
 // startApp runs an instance with the given options on a free port and a config file of its
 // own, and stops it when the test ends.
 func startApp(t *testing.T, opts Options, yaml string) *testApp {
+	t.Helper()
+	ta := startAppUnready(t, opts, yaml)
+	ta.waitReady(t)
+	return ta
+}
+
+// startAppUnready is startApp without waiting for /readyz: the instance serves HTTP at once,
+// with or without a configuration.
+func startAppUnready(t *testing.T, opts Options, yaml string) *testApp {
 	t.Helper()
 	dir := t.TempDir()
 	if opts.ConfigFile == "" {
@@ -98,7 +110,6 @@ func startApp(t *testing.T, opts Options, yaml string) *testApp {
 		}
 		a.Close()
 	})
-	ta.waitReady(t)
 	return ta
 }
 
