@@ -50,7 +50,7 @@ func discardLog() *slog.Logger {
 
 // startApp runs an instance with the given options on a free port and a config file of its
 // own, and stops it when the test ends.
-func startApp(t *testing.T, opts Options, yaml string) *testApp {
+func startApp(t testing.TB, opts Options, yaml string) *testApp {
 	t.Helper()
 	ta := startAppUnready(t, opts, yaml)
 	ta.waitReady(t)
@@ -59,7 +59,7 @@ func startApp(t *testing.T, opts Options, yaml string) *testApp {
 
 // startAppUnready is startApp without waiting for /readyz: the instance serves HTTP at once,
 // with or without a configuration.
-func startAppUnready(t *testing.T, opts Options, yaml string) *testApp {
+func startAppUnready(t testing.TB, opts Options, yaml string) *testApp {
 	t.Helper()
 	dir := t.TempDir()
 	if opts.ConfigFile == "" {
@@ -113,7 +113,7 @@ func startAppUnready(t *testing.T, opts Options, yaml string) *testApp {
 	return ta
 }
 
-func (ta *testApp) waitReady(t *testing.T) {
+func (ta *testApp) waitReady(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -210,7 +210,7 @@ func uniq(t testing.TB, prefix string) string {
 
 // realOptions points an instance at the real Redis and MariaDB of the test services, with
 // the in-process queue (the RocketMQ path has tests of its own in order and acceptance).
-func realOptions(t *testing.T) Options {
+func realOptions(t testing.TB) Options {
 	testsvc.Redis(t)
 	testsvc.MySQL(t)
 	return Options{RedisAddr: testsvc.RedisAddr, MySQLDSN: testsvc.MySQLDSN}
