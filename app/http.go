@@ -528,8 +528,9 @@ func (a *api) postReservation(c *gin.Context) {
 	}
 	if v.SoldOut {
 		// A retry of a reservation that took one of the last units (after an
-		// OUTCOME_UNKNOWN, say) must still find it: a keyed request costs one hash read.
-		if idem != "" && a.replay(c, id, user, idem) {
+		// OUTCOME_UNKNOWN, say) must still find it: a keyed request costs one hash read,
+		// within the client's read budget (past it, the answer is the plain 410).
+		if idem != "" && a.readBudget(c, snap, user) == nil && a.replay(c, id, user, idem) {
 			return
 		}
 		writeError(c, newError(http.StatusGone, CodeSoldOut, "sold out"))
