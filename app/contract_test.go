@@ -371,6 +371,12 @@ func TestAPITokenAdmission(t *testing.T) {
 		t.Fatalf("unknown activity: %d %v", a.status, a.body)
 	}
 
+	later := uniq(t, "toklater")
+	ta.createActivity(t, later, 10, 1, 1, time.Now().Add(time.Hour))
+	if a := ta.do(t, "POST", "/api/v1/activities/"+later+"/tokens", map[string]string{"X-User-Id": "early"}, ""); a.status != http.StatusTooEarly || a.body["opensAt"] == nil {
+		t.Fatalf("token an hour before the opening: %d %v", a.status, a.body)
+	}
+
 	ta.setConfig(t, cfg+"blacklist: {users: [bad-minter], ips: []}\n")
 	if a := post("bad-minter"); a.status != http.StatusForbidden {
 		t.Fatalf("blacklisted user: %d %v", a.status, a.body)
