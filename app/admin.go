@@ -68,6 +68,16 @@ type activityBody struct {
 // maxStock bounds one activity's stock; far above any real sale, far below overflow.
 const maxStock = 1_000_000_000
 
+// activityOpensGiven reports whether a well-formed activity body sets opensAt.
+func activityOpensGiven(raw []byte) bool {
+	var b struct {
+		OpensAt string `json:"opensAt"`
+	}
+	_ = json.Unmarshal(raw, &b)
+	return b.OpensAt != ""
+}
+
+// parseActivity decodes and checks an activity definition; a missing opensAt means now.
 func parseActivity(raw []byte, now time.Time) (inventory.Activity, *apiError) {
 	var b activityBody
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -143,6 +153,22 @@ func (a *api) postActivity(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
+	if !activityOpensGiven(raw) {
+		// "Open now" of a retried request is not a new definition: the existing activity's
+		// opening stands, so an identical retry without opensAt is answered 200.
+		v, ok, err := a.inv.Lookup(c.Request.Context(), act.ID)
+		if err != nil {
+			writeError(c, a.storeError(err))
+			return
+		}
+		if ok {
+			act.OpensAt = v.OpensAt
+			if !act.ClosesAt.IsZero() && !act.ClosesAt.After(act.OpensAt) {
+				writeError(c, newError(http.StatusConflict, CodeConflict, "a different activity exists under this id"))
+				return
+			}
+		}
+	}
 	got, created, err := a.inv.Create(c.Request.Context(), act)
 	if errors.Is(err, inventory.ErrConflict) {
 		writeError(c, newError(http.StatusConflict, CodeConflict, "a different activity exists under this id"))
@@ -175,7 +201,7 @@ func (a *api) getReconciliation(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
-	if _, e := a.lookup(c.Request.Context(), id); e != nil {
+	if _, e := a.lookup(c, a.cfg.Current(), id); e != nil {
 		writeError(c, e)
 		return
 	}

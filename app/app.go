@@ -160,11 +160,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: writerRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer"))
 	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: inventory.Namespaced(opts.Namespace, inventory.ActivitiesKey)}, om, log.With("part", "reconciler"))
 
-	a.api = &api{
+	a.api = newAPI(api{
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
 		log: log.With("part", "http"), now: time.Now,
-	}
+	})
 	if err := a.listen(); err != nil {
 		a.Close()
 		return nil, err

@@ -30,6 +30,9 @@ limits:
   user:     {rate: 1000, burst: 1000}
   ip:       {rate: 1000000, burst: 1000000}
   userWindow: {window: 60s, max: 1000}
+  tokens:   {rate: 1000000, burst: 1000000}
+  tokensPerUser: 1000
+  reads:    {rate: 1000000, burst: 1000000}
 `
 
 // testAdminToken is the admin token of test instances (32 bytes, the production minimum).
@@ -53,7 +56,16 @@ func discardLog() *slog.Logger {
 
 // startApp runs an instance with the given options on a free port and a config file of its
 // own, and stops it when the test ends.
-func startApp(t *testing.T, opts Options, yaml string) *testApp {
+func startApp(t testing.TB, opts Options, yaml string) *testApp {
+	t.Helper()
+	ta := startAppUnready(t, opts, yaml)
+	ta.waitReady(t)
+	return ta
+}
+
+// startAppUnready is startApp without waiting for /readyz: the instance serves HTTP at once,
+// with or without a configuration.
+func startAppUnready(t testing.TB, opts Options, yaml string) *testApp {
 	t.Helper()
 	dir := t.TempDir()
 	if opts.ConfigFile == "" {
@@ -107,11 +119,10 @@ func startApp(t *testing.T, opts Options, yaml string) *testApp {
 		}
 		a.Close()
 	})
-	ta.waitReady(t)
 	return ta
 }
 
-func (ta *testApp) waitReady(t *testing.T) {
+func (ta *testApp) waitReady(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -212,7 +223,7 @@ func uniq(t testing.TB, prefix string) string {
 
 // realOptions points an instance at the real Redis and MariaDB of the test services, with
 // the in-process queue (the RocketMQ path has tests of its own in order and acceptance).
-func realOptions(t *testing.T) Options {
+func realOptions(t testing.TB) Options {
 	testsvc.Redis(t)
 	testsvc.MySQL(t)
 	return Options{RedisAddr: testsvc.RedisAddr, MySQLDSN: testsvc.MySQLDSN}

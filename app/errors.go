@@ -1,11 +1,17 @@
 package app
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
 )
 
 // Error codes of the JSON error model (docs/API.md section 4).
@@ -26,7 +32,10 @@ const (
 	CodeNotAdmitted      = "NOT_ADMITTED"
 	CodeDisabled         = "DISABLED"
 	CodeUnavailable      = "UNAVAILABLE"
-	CodeInternal         = "INTERNAL"
+	// CodeOutcomeUnknown is a 503 whose reservation may have been made (the script may have
+	// run after the request gave up): retry with the idempotencyKey of the answer.
+	CodeOutcomeUnknown = "OUTCOME_UNKNOWN"
+	CodeInternal       = "INTERNAL"
 )
 
 // apiError is an answer of the JSON error model: {"code","message"} plus named fields.
@@ -61,6 +70,24 @@ func badRequest(msg string) *apiError { return newError(http.StatusBadRequest, C
 
 func unavailable(msg string) *apiError {
 	return newError(http.StatusServiceUnavailable, CodeUnavailable, msg).after(time.Second)
+}
+
+// neverSent reports whether a failed Redis call surely did not run its command: the
+// connection could not be made, no pooled connection was free, the client was closed, or
+// Redis answered with an error (the script ran to no effect or not at all). Anything else (a
+// timeout or a connection lost after the command was written, a context ending mid-call)
+// may have run it.
+func neverSent(err error) bool {
+	if errors.Is(err, inventory.ErrBusy) || errors.Is(err, inventory.ErrNotFound) || errors.Is(err, inventory.ErrInvalid) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed) || errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var rerr redis.Error
+	return errors.As(err, &rerr)
 }
 
 // retrySeconds rounds a wait up to whole seconds, at least 1, as Retry-After needs.

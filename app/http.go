@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,13 +50,42 @@ type api struct {
 	gatherer   prometheus.Gatherer
 	log        *slog.Logger
 	now        func() time.Time
+
+	// unknown remembers activity ids Redis did not know, for unknownTTL each, bounded.
+	unknown *lru[struct{}]
+	// local holds the per-instance budgets of reads and token requests.
+	local *localLimits
+	// ready caches the Redis probe of /readyz.
+	ready *readyProbe
+}
+
+const (
+	// unknownTTL is how long an activity id Redis did not know answers 404 without asking
+	// again; well under the 1 s in which a new activity must be visible everywhere.
+	unknownTTL = 500 * time.Millisecond
+	// maxUnknown bounds the remembered unknown ids; the oldest is forgotten first.
+	maxUnknown = 10000
+	// maxLocalKeys bounds the per-IP and per-user local buckets.
+	maxLocalKeys = 100000
+	// readyProbeEvery is the longest /readyz goes without pinging Redis again.
+	readyProbeEvery = 250 * time.Millisecond
+	ctxSnapshot     = "seckill.snapshot"
+)
+
+// newAPI returns an api with its caches and probes built.
+func newAPI(a api) *api {
+	a.unknown = newLRU[struct{}](maxUnknown)
+	a.local = newLocalLimits(maxLocalKeys)
+	rdb := a.rdb
+	a.ready = &readyProbe{period: readyProbeEvery, ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
+	return &a
 }
 
 // router serves the storefront port: the API and health only (/admin/v1 and /metrics are on
 // the admin listener, see adminRouter).
 func (a *api) router() *gin.Engine {
 	r := a.engine()
-	v1 := r.Group("/api/v1")
+	v1 := r.Group("/api/v1", a.requireSnapshot)
 	v1.GET("/activities/:id", a.getActivity)
 	v1.POST("/activities/:id/tokens", a.postToken)
 	v1.POST("/activities/:id/reservations", a.postReservation)
@@ -121,7 +153,8 @@ func (a *api) recover(c *gin.Context) {
 }
 
 // clientIP is the connection's address, or the first untrusted address of X-Forwarded-For
-// (read right to left) when the connection comes from a trusted proxy.
+// (every line of it, in order, read right to left) when the connection comes from a trusted
+// proxy. Zones are stripped: fe80::1%eth0 and fe80::1 are one client.
 func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
 	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
 	if err != nil {
@@ -131,23 +164,44 @@ func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
 	if err != nil {
 		return netip.Addr{}
 	}
-	addr = addr.Unmap()
+	addr = addr.Unmap().WithZone("")
 	if !cfg.TrustedProxy(addr) {
 		return addr
 	}
-	hops := strings.Split(c.GetHeader("X-Forwarded-For"), ",")
+	// A proxy may append its own line rather than extend the first: the client's forged
+	// value is then the first line and the proxy's view the last.
+	hops := strings.Split(strings.Join(c.Request.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {
 			return addr
 		}
-		h = h.Unmap()
+		h = h.Unmap().WithZone("")
 		if !cfg.TrustedProxy(h) {
 			return h
 		}
 		addr = h
 	}
 	return addr
+}
+
+// requireSnapshot answers 503 UNAVAILABLE while no configuration is loaded, and hands the
+// snapshot to the handler: a request loads it once.
+func (a *api) requireSnapshot(c *gin.Context) {
+	snap := a.cfg.Current()
+	if snap == nil {
+		writeError(c, newError(http.StatusServiceUnavailable, CodeUnavailable, "no configuration loaded yet").after(time.Second))
+		return
+	}
+	c.Set(ctxSnapshot, snap)
+	c.Next()
+}
+
+// snapshot is the request's configuration, set by requireSnapshot.
+func snapshot(c *gin.Context) *Snapshot {
+	v, _ := c.Get(ctxSnapshot)
+	s, _ := v.(*Snapshot)
+	return s
 }
 
 // identity returns the user of a storefront request.
@@ -171,6 +225,10 @@ func identity(c *gin.Context, s *Snapshot) (string, *apiError) {
 	if !config.ValidUserID(u) {
 		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id must be 1 to 128 bytes of printable UTF-8")
 	}
+	// MySQL's PAD SPACE collations make "alice" and "alice " one user: refuse the ambiguity.
+	if strings.TrimFunc(u, unicode.IsSpace) != u {
+		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id must not begin or end with whitespace")
+	}
 	return u, nil
 }
 
@@ -184,28 +242,74 @@ func activityID(c *gin.Context) (string, *apiError) {
 }
 
 // lookup finds an activity in the local snapshot, or once in Redis for one this instance has
-// not seen yet.
-func (a *api) lookup(ctx context.Context, id string) (inventory.ActivityView, *apiError) {
+// not seen yet. An id Redis did not know is remembered for unknownTTL, and the Redis read of
+// an unknown id takes a token of the client's read budget first: a flood of random ids is
+// refused locally, not passed to Redis.
+func (a *api) lookup(c *gin.Context, snap *Snapshot, id string) (inventory.ActivityView, *apiError) {
 	if v, ok := a.inv.Activity(id); ok {
 		return v, nil
 	}
-	v, ok, err := a.inv.Lookup(ctx, id)
+	now := a.now()
+	if _, ok := a.unknown.get(id, now); ok {
+		return inventory.ActivityView{}, newError(http.StatusNotFound, CodeNotFound, "no such activity")
+	}
+	if snap != nil {
+		if e := a.readBudget(c, snap, ""); e != nil {
+			return inventory.ActivityView{}, e
+		}
+	}
+	v, ok, err := a.inv.Lookup(c.Request.Context(), id)
 	if err != nil {
 		return v, a.storeError(err)
 	}
 	if !ok {
+		a.unknown.put(id, struct{}{}, now.Add(unknownTTL))
 		return v, newError(http.StatusNotFound, CodeNotFound, "no such activity")
 	}
 	return v, nil
 }
 
-// storeError maps an error of Redis to 503 UNAVAILABLE: fail closed, never fall back to MySQL.
+// readBudget takes one token of the read budget (limits.reads) of the client's IP (prefix)
+// and, when known, of the user: 429 RATE_LIMITED when either is empty.
+func (a *api) readBudget(c *gin.Context, snap *Snapshot, user string) *apiError {
+	l := snap.Cfg.Limits.Reads
+	now := a.now()
+	if k := limitKey(clientIP(c, snap.Cfg), snap.Cfg.Limits.IPv6Prefix); k != "" {
+		if ok, wait := a.local.allow("r|ip|"+k, l, now); !ok {
+			return newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).with("dimension", "ip")
+		}
+	}
+	if user != "" {
+		if ok, wait := a.local.allow("r|u|"+inventory.UserHash(user), l, now); !ok {
+			return newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).with("dimension", "user")
+		}
+	}
+	return nil
+}
+
+// storeError maps an error of Redis whose request surely made no reservation to 503
+// UNAVAILABLE: fail closed, never fall back to MySQL.
 func (a *api) storeError(err error) *apiError {
 	if errors.Is(err, context.Canceled) {
 		return unavailable("request cancelled")
 	}
 	a.log.Debug("redis call failed", "err", err)
 	return unavailable("stock service unavailable, retry shortly")
+}
+
+// reserveError maps an error of the reservation to 503: UNAVAILABLE when the reservation
+// surely did not happen (Redis refused the connection, no pooled connection was free, Redis
+// answered with an error, the activity was busy), OUTCOME_UNKNOWN when the script may have
+// run (a timeout or a dropped connection after the command was written): the client retries
+// with the idempotency key, which returns the reservation if it was made.
+func (a *api) reserveError(err error, key string) *apiError {
+	if neverSent(err) {
+		return a.storeError(err)
+	}
+	a.log.Debug("reservation outcome unknown", "err", err)
+	return newError(http.StatusServiceUnavailable, CodeOutcomeUnknown,
+		"the reservation may or may not have been made: retry with the same Idempotency-Key").
+		after(time.Second).with("idempotencyKey", key)
 }
 
 func millis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
@@ -216,8 +320,8 @@ func (a *api) getActivity(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
-	snap := a.cfg.Current()
-	v, e := a.lookup(c.Request.Context(), id)
+	snap := snapshot(c)
+	v, e := a.lookup(c, snap, id)
 	if e != nil {
 		writeError(c, e)
 		return
@@ -249,23 +353,85 @@ func (a *api) getActivity(c *gin.Context) {
 	c.JSON(http.StatusOK, body)
 }
 
+// tokenCountKey counts the grab tokens a user minted for an activity within one token
+// lifetime. Only the activity id (validated) and the user's hash reach the key.
+func tokenCountKey(activityID, userHash string) string {
+	return "sk:{" + activityID + "}:tokn:" + userHash
+}
+
+// postToken issues a grab token after the admission layers that fit it: kill switch,
+// activity state, blacklist, canary, the per-IP token budget (limits.tokens, local) and the
+// per-user cap (limits.tokensPerUser per token lifetime, in Redis, across instances).
 func (a *api) postToken(c *gin.Context) {
 	id, e := activityID(c)
 	if e != nil {
 		writeError(c, e)
 		return
 	}
-	snap := a.cfg.Current()
+	snap := snapshot(c)
+	cfg := snap.Cfg
 	user, e := identity(c, snap)
 	if e != nil {
 		writeError(c, e)
 		return
 	}
-	if _, e := a.lookup(c.Request.Context(), id); e != nil {
+	v, e := a.lookup(c, snap, id)
+	if e != nil {
 		writeError(c, e)
 		return
 	}
-	tok, exp, err := a.inv.IssueToken(c.Request.Context(), id, user, tokenTTL)
+	if cfg.KillSwitch || cfg.ActivityKilled(id) {
+		writeError(c, newError(http.StatusServiceUnavailable, CodeDisabled, "reservations are disabled").after(5*time.Second))
+		return
+	}
+	now := a.now()
+	// A token lives tokenTTL: one taken earlier than that before the opening is useless.
+	if now.Add(tokenTTL).Before(v.OpensAt) {
+		writeError(c, newError(http.StatusTooEarly, CodeNotOpen, "the activity is not open yet").with("opensAt", millis(v.OpensAt)))
+		return
+	}
+	if !v.ClosesAt.IsZero() && !now.Before(v.ClosesAt) {
+		writeError(c, newError(http.StatusGone, CodeClosed, "the activity is closed"))
+		return
+	}
+	if v.SoldOut {
+		writeError(c, newError(http.StatusGone, CodeSoldOut, "sold out"))
+		return
+	}
+	ip := clientIP(c, cfg)
+	if cfg.BlockedUser(user) || (ip.IsValid() && cfg.BlockedAddr(ip)) {
+		writeError(c, newError(http.StatusForbidden, CodeForbidden, "forbidden"))
+		return
+	}
+	if !cfg.CanaryAdmits(id, user) {
+		writeError(c, newError(http.StatusTooManyRequests, CodeNotAdmitted, "not admitted to this sale yet").after(notAdmittedRetry))
+		return
+	}
+	if k := limitKey(ip, cfg.Limits.IPv6Prefix); k != "" {
+		if ok, wait := a.local.allow("t|ip|"+k, cfg.Limits.Tokens, now); !ok {
+			writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).with("dimension", "ip"))
+			return
+		}
+	}
+	ctx := c.Request.Context()
+	ck := tokenCountKey(id, inventory.UserHash(user))
+	var n *redis.IntCmd
+	var ttl *redis.DurationCmd
+	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.Incr(ctx, ck)
+		p.ExpireNX(ctx, ck, tokenTTL)
+		ttl = p.PTTL(ctx, ck)
+		return nil
+	})
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return
+	}
+	if n.Val() > int64(cfg.Limits.TokensPerUser) {
+		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many grab tokens").after(ttl.Val()).with("dimension", "user"))
+		return
+	}
+	tok, exp, err := a.inv.IssueToken(ctx, id, user, tokenTTL)
 	if err != nil {
 		writeError(c, a.storeError(err))
 		return
@@ -336,7 +502,7 @@ func (a *api) postReservation(c *gin.Context) {
 		writeError(c, badRequest("X-Channel must match [A-Za-z0-9_-]{1,64}"))
 		return
 	}
-	snap := a.cfg.Current()
+	snap := snapshot(c)
 	user, e := identity(c, snap)
 	if e != nil {
 		writeError(c, e)
@@ -345,7 +511,7 @@ func (a *api) postReservation(c *gin.Context) {
 	cfg := snap.Cfg
 
 	// 2. Unknown activity.
-	v, e := a.lookup(c.Request.Context(), id)
+	v, e := a.lookup(c, snap, id)
 	if e != nil {
 		writeError(c, e)
 		return
@@ -375,6 +541,12 @@ func (a *api) postReservation(c *gin.Context) {
 		return
 	}
 	if v.SoldOut {
+		// A retry of a reservation that took one of the last units (after an
+		// OUTCOME_UNKNOWN, say) must still find it: a keyed request costs one hash read,
+		// within the client's read budget (past it, the answer is the plain 410).
+		if idem != "" && a.readBudget(c, snap, user) == nil && a.replay(c, id, user, idem) {
+			return
+		}
 		writeError(c, newError(http.StatusGone, CodeSoldOut, "sold out"))
 		return
 	}
@@ -391,10 +563,7 @@ func (a *api) postReservation(c *gin.Context) {
 	}
 	// 7. Rate limits, all dimensions at once.
 	uh := inventory.UserHash(user)
-	ipStr := ""
-	if ip.IsValid() {
-		ipStr = ip.String()
-	}
+	ipStr := limitKey(ip, cfg.Limits.IPv6Prefix)
 	lreq := snap.limiterRequest(id, v.CampaignID, channel, ipStr, uh)
 	// On a single Redis node the reservation script takes the per-IP token in its own round
 	// trip, so an admitted request costs exactly one Redis call.
@@ -409,8 +578,13 @@ func (a *api) postReservation(c *gin.Context) {
 		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(dec.RetryAfter).with("dimension", dec.Dimension))
 		return
 	}
-	// 8. Grab token.
+	// 8. Grab token. A replayed key is answered before the one-time token is spent, so a
+	// safe retry (with the already used token) returns the reservation.
 	if v.RequireToken {
+		if idem != "" && a.replay(c, id, user, idem) {
+			a.lim.Refund(dec)
+			return
+		}
 		ok := false
 		if body.Token != "" {
 			ok, err = a.inv.ConsumeToken(c.Request.Context(), id, user, body.Token)
@@ -427,9 +601,15 @@ func (a *api) postReservation(c *gin.Context) {
 		}
 	}
 	// 9. Reserve: idempotency, per-user limits and stock in one script on the user's shard.
+	// A request without a key gets one, so that a reservation whose answer is lost can be
+	// found again by retrying with it.
+	key := idem
+	if key == "" {
+		key = newIdempotencyKey()
+	}
 	start := time.Now()
 	rreq := inventory.ReserveRequest{
-		ActivityID: id, UserID: user, IdempotencyKey: idem, Quantity: qty,
+		ActivityID: id, UserID: user, IdempotencyKey: key, Quantity: qty,
 		UserRate:  inventory.Limit{Rate: cfg.Limits.User.Rate, Burst: cfg.Limits.User.Burst},
 		Window:    cfg.Limits.UserWindow.Window.D(),
 		WindowMax: cfg.Limits.UserWindow.Max,
@@ -442,7 +622,7 @@ func (a *api) postReservation(c *gin.Context) {
 	a.lim.ObserveRedis(time.Since(start), err)
 	if err != nil {
 		a.lim.Refund(dec)
-		writeError(c, a.storeError(err))
+		writeError(c, a.reserveError(err, key))
 		return
 	}
 	switch res.Code {
@@ -451,8 +631,8 @@ func (a *api) postReservation(c *gin.Context) {
 		c.JSON(http.StatusAccepted, gin.H{"reservationId": res.ReservationID, "activityId": id, "status": "PENDING"})
 		return
 	case inventory.Replayed:
-		c.Set(ctxOutcome, "REPLAYED")
-		c.JSON(http.StatusOK, gin.H{"reservationId": res.ReservationID, "activityId": id, "status": "PENDING"})
+		a.lim.Refund(dec)
+		a.answerReplay(c, id, res.ReservationID)
 		return
 	}
 	a.lim.Refund(dec)
@@ -481,8 +661,49 @@ func (a *api) postReservation(c *gin.Context) {
 	}
 }
 
+// newIdempotencyKey is a server-generated idempotency key: 128 random bits.
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "srv-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// replay answers the reservation the user's idempotency key is bound to, if any, and reports
+// whether it answered (a Redis error is answered 503 UNAVAILABLE: the read changed nothing).
+func (a *api) replay(c *gin.Context, id, user, key string) bool {
+	rid, ok, err := a.inv.Replay(c.Request.Context(), id, user, key)
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return true
+	}
+	if !ok {
+		return false
+	}
+	a.answerReplay(c, id, rid)
+	return true
+}
+
+// answerReplay answers 200 with a replayed reservation and its current status.
+func (a *api) answerReplay(c *gin.Context, id, rid string) {
+	status := "PENDING"
+	r, err := a.inv.Reservation(c.Request.Context(), rid)
+	switch {
+	case err == nil && r.Status != "":
+		status = r.Status
+	case err != nil && !errors.Is(err, inventory.ErrNotFound):
+		writeError(c, a.storeError(err))
+		return
+	}
+	body := gin.H{"reservationId": rid, "activityId": id, "status": status}
+	if r.OrderID != "" {
+		body["orderId"] = r.OrderID
+	}
+	c.Set(ctxOutcome, "REPLAYED")
+	c.JSON(http.StatusOK, body)
+}
+
 func (a *api) getReservation(c *gin.Context) {
-	snap := a.cfg.Current()
+	snap := snapshot(c)
 	user, e := identity(c, snap)
 	if e != nil {
 		writeError(c, e)
@@ -491,6 +712,10 @@ func (a *api) getReservation(c *gin.Context) {
 	rid := c.Param("rid")
 	if _, _, ok := inventory.ParseReservationID(rid); !ok {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such reservation"))
+		return
+	}
+	if e := a.readBudget(c, snap, user); e != nil {
+		writeError(c, e)
 		return
 	}
 	r, err := a.inv.Reservation(c.Request.Context(), rid)
@@ -510,16 +735,18 @@ func (a *api) getReservation(c *gin.Context) {
 	c.JSON(http.StatusOK, body)
 }
 
+// readyz answers from the configuration state and a cached Redis probe (at most one PING
+// per readyProbeEvery, however many ask).
 func (a *api) readyz(c *gin.Context) {
 	st := a.cfg.Status()
 	if !st.Ready {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"ready": false, "reason": "no configuration loaded", "configSource": st.Source})
+		writeError(c, newError(http.StatusServiceUnavailable, CodeUnavailable, "no configuration loaded").
+			with("ready", false).with("reason", "no configuration loaded").with("configSource", st.Source))
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 500*time.Millisecond)
-	defer cancel()
-	if err := a.rdb.Ping(ctx).Err(); err != nil {
-		c.JSON(http.StatusServiceUnavailable, gin.H{"ready": false, "reason": "redis unreachable", "configSource": st.Source})
+	if err := a.ready.check(time.Now()); err != nil {
+		writeError(c, newError(http.StatusServiceUnavailable, CodeUnavailable, "redis unreachable").
+			with("ready", false).with("reason", "redis unreachable").with("configSource", st.Source))
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"ready": true, "configSource": st.Source, "configVersion": st.Version})

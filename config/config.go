@@ -85,6 +85,17 @@ type Limits struct {
 	IP         Limit            `yaml:"ip" json:"ip"`
 	UserWindow Window           `yaml:"userWindow" json:"userWindow"`
 	Channels   map[string]Limit `yaml:"channels" json:"channels"` // given = replaces the default set
+	// Tokens is the budget of grab-token requests per client IP (prefix), local to each
+	// instance; TokensPerUser caps the grab tokens one user may mint per activity within a
+	// token's lifetime (5 minutes), across instances.
+	Tokens        Limit `yaml:"tokens" json:"tokens"`
+	TokensPerUser int   `yaml:"tokensPerUser" json:"tokensPerUser"`
+	// Reads is the budget of reads that may cost a Redis call (a reservation, an activity
+	// this instance does not know), per client IP (prefix) and per user, local to each instance.
+	Reads Limit `yaml:"reads" json:"reads"`
+	// IPv6Prefix is how many leading bits of an IPv6 address name one client for the per-IP
+	// limits (a subscriber usually holds a whole /64); 1..128.
+	IPv6Prefix int `yaml:"ipv6Prefix" json:"ipv6Prefix"`
 }
 
 // Fallback configures the local limiter used while Redis is slow or down.
@@ -187,6 +198,10 @@ func Default() *Config {
 				"web": {Rate: 20000, Burst: 40000},
 				"app": {Rate: 30000, Burst: 60000},
 			},
+			Tokens:        Limit{Rate: 5, Burst: 10},
+			TokensPerUser: 5,
+			Reads:         Limit{Rate: 50, Burst: 100},
+			IPv6Prefix:    64,
 		},
 		Fallback: Fallback{
 			RedisSlowMs:        20,
@@ -334,6 +349,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Limits.UserWindow.Max < 0 {
 		v.addf("limits.userWindow.max", "%d must be >= 0", c.Limits.UserWindow.Max)
+	}
+	v.limit("limits.tokens", c.Limits.Tokens)
+	v.limit("limits.reads", c.Limits.Reads)
+	if c.Limits.TokensPerUser < 1 || c.Limits.TokensPerUser > 1000 {
+		v.addf("limits.tokensPerUser", "%d not in 1..1000", c.Limits.TokensPerUser)
+	}
+	if c.Limits.IPv6Prefix < 1 || c.Limits.IPv6Prefix > 128 {
+		v.addf("limits.ipv6Prefix", "%d not in 1..128", c.Limits.IPv6Prefix)
 	}
 	for _, name := range sortedKeys(c.Limits.Channels) {
 		p := "limits.channels." + name
