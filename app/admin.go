@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -39,7 +38,7 @@ func (s *adminStore) saveActivity(ctx context.Context, a inventory.Activity) err
 }
 
 func (a *api) requireAdmin(c *gin.Context) {
-	tok, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	tok, ok := bearerToken(c.GetHeader("Authorization"))
 	if !ok || a.adminToken == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.adminToken)) != 1 {
 		writeError(c, newError(http.StatusUnauthorized, CodeUnauthenticated, "admin bearer token required"))
 		return

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -229,5 +230,32 @@ func TestOneRedisCallPerAdmittedRequest(t *testing.T) {
 	a := ta.reserve(t, id2, "ipu-2", "")
 	if a.status != 429 || a.body["code"] != CodeRateLimited || a.body["dimension"] != "ip" || a.header.Get("Retry-After") == "" {
 		t.Fatalf("third user of one IP: %d %v", a.status, a.body)
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	sick := errors.New("3 writes failed in a row")
+	tests := []struct {
+		name       string
+		cfg        bool
+		redis      error
+		writer     error
+		servesAPI  bool
+		want       bool
+		wantReason string
+	}{
+		{name: "all well", cfg: true, servesAPI: true, want: true},
+		{name: "no config", cfg: false, servesAPI: true, wantReason: "no configuration loaded"},
+		{name: "redis down", cfg: true, redis: sick, servesAPI: true, wantReason: "redis unreachable"},
+		{name: "writer-only process, MySQL sick", cfg: true, writer: sick, wantReason: "order writer failing"},
+		{name: "api process keeps taking reservations while MySQL is sick", cfg: true, writer: sick, servesAPI: true, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason := readiness(tt.cfg, tt.redis, tt.writer, tt.servesAPI)
+			if got != tt.want || reason != tt.wantReason {
+				t.Fatalf("readiness = %v %q, want %v %q", got, reason, tt.want, tt.wantReason)
+			}
+		})
 	}
 }

@@ -163,8 +163,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a.api = newAPI(api{
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
-		log: log.With("part", "http"), now: time.Now,
+		log: log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
 	})
+	if opts.has("writer") {
+		a.api.writerHealthy = a.writer.Healthy
+	}
 	if err := a.listen(); err != nil {
 		a.Close()
 		return nil, err

@@ -57,6 +57,10 @@ type api struct {
 	local *localLimits
 	// ready caches the Redis probe of /readyz.
 	ready *readyProbe
+	// writerHealthy reports the order writer's health when this process runs the writer role
+	// (nil otherwise); servesAPI is whether it runs the api role. See readiness.
+	writerHealthy func() error
+	servesAPI     bool
 }
 
 const (
@@ -739,15 +743,42 @@ func (a *api) getReservation(c *gin.Context) {
 // per readyProbeEvery, however many ask).
 func (a *api) readyz(c *gin.Context) {
 	st := a.cfg.Status()
-	if !st.Ready {
-		writeError(c, newError(http.StatusServiceUnavailable, CodeUnavailable, "no configuration loaded").
-			with("ready", false).with("reason", "no configuration loaded").with("configSource", st.Source))
+	var redisErr, writerErr error
+	if st.Ready {
+		redisErr = a.ready.check(time.Now())
+	}
+	if a.writerHealthy != nil {
+		writerErr = a.writerHealthy()
+	}
+	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
+	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
+	if writerErr != nil {
+		body["writer"] = writerErr.Error()
+	}
+	if !ok {
+		e := newError(http.StatusServiceUnavailable, CodeUnavailable, reason).with("ready", false).
+			with("reason", reason).with("configSource", st.Source)
+		if writerErr != nil {
+			e = e.with("writer", writerErr.Error())
+		}
+		writeError(c, e)
 		return
 	}
-	if err := a.ready.check(time.Now()); err != nil {
-		writeError(c, newError(http.StatusServiceUnavailable, CodeUnavailable, "redis unreachable").
-			with("ready", false).with("reason", "redis unreachable").with("configSource", st.Source))
-		return
+	c.JSON(http.StatusOK, body)
+}
+
+// readiness decides /readyz. A configuration and a reachable Redis are always needed. A sick
+// order writer (MySQL failing) makes a writer-only process not ready, so an orchestrator sees
+// it; a process that also serves the api stays ready, because reservations go on while MySQL
+// is down (they wait in the journal), and the writer's state is reported in the body.
+func readiness(configReady bool, redisErr, writerErr error, servesAPI bool) (bool, string) {
+	switch {
+	case !configReady:
+		return false, "no configuration loaded"
+	case redisErr != nil:
+		return false, "redis unreachable"
+	case writerErr != nil && !servesAPI:
+		return false, "order writer failing"
 	}
-	c.JSON(http.StatusOK, gin.H{"ready": true, "configSource": st.Source, "configVersion": st.Version})
+	return true, ""
 }

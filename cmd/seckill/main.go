@@ -18,7 +18,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/app"
+	"github.com/seckill/seckill/order"
 )
 
 func main() {
@@ -41,6 +44,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		return 1
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// go-redis logs through a package-level logger of its own; route it through ours (JSON,
+	// repeats rate-limited) before the first client is built.
+	redis.SetLogger(order.NewRedisLogger(log))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, opts, log)
