@@ -20,6 +20,9 @@ type Options struct {
 	NacosAddr       string // SECKILL_NACOS_ADDR: "" the watched YAML file
 	NacosDataID     string // SECKILL_NACOS_DATA_ID
 	NacosGroup      string // SECKILL_NACOS_GROUP
+	NacosNamespace  string // SECKILL_NACOS_NAMESPACE: namespace id; "" public
+	NacosUsername   string // SECKILL_NACOS_USERNAME: "" when the server runs without auth
+	NacosPassword   string // SECKILL_NACOS_PASSWORD
 	ConfigFile      string // SECKILL_CONFIG_FILE
 	AdminToken      string // SECKILL_ADMIN_TOKEN
 	InstanceID      string // SECKILL_INSTANCE_ID
@@ -53,6 +56,9 @@ func ParseOptions(args []string, getenv func(string) string) (Options, error) {
 	fs.StringVar(&o.NacosAddr, "nacos-addr", env("SECKILL_NACOS_ADDR", ""), "Nacos server host:port; empty = the YAML file")
 	fs.StringVar(&o.NacosDataID, "nacos-data-id", env("SECKILL_NACOS_DATA_ID", "seckill.yaml"), "Nacos data id")
 	fs.StringVar(&o.NacosGroup, "nacos-group", env("SECKILL_NACOS_GROUP", "SECKILL"), "Nacos group")
+	fs.StringVar(&o.NacosNamespace, "nacos-namespace", env("SECKILL_NACOS_NAMESPACE", ""), "Nacos namespace id; empty = public")
+	fs.StringVar(&o.NacosUsername, "nacos-username", env("SECKILL_NACOS_USERNAME", ""), "Nacos user when the server runs with auth")
+	fs.StringVar(&o.NacosPassword, "nacos-password", env("SECKILL_NACOS_PASSWORD", ""), "password of the Nacos user (prefer the environment variable)")
 	fs.StringVar(&o.ConfigFile, "config-file", env("SECKILL_CONFIG_FILE", "config/seckill.yaml"), "YAML configuration file (when Nacos is not used)")
 	fs.StringVar(&o.AdminToken, "admin-token", env("SECKILL_ADMIN_TOKEN", ""), "bearer token of the admin API (embedded mode: generated when empty)")
 	fs.StringVar(&o.InstanceID, "instance-id", env("SECKILL_INSTANCE_ID", fmt.Sprintf("%s-%d", host, os.Getpid())), "instance id")
