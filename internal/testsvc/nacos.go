@@ -180,6 +180,23 @@ func (n *NacosAPI) Delete(t testing.TB, namespace, dataID, group string) {
 	}
 }
 
+// CreateNamespace creates a namespace (id and name id) so that the console lists it, and
+// deletes it when the test ends. Configs and instances need no namespace created first.
+func (n *NacosAPI) CreateNamespace(t testing.TB, id string) {
+	t.Helper()
+	status, body, err := n.authed(http.MethodPost, "/nacos/v3/admin/core/namespace", nil,
+		url.Values{"namespaceId": {id}, "namespaceName": {id}, "namespaceDesc": {"seckill test " + t.Name()}})
+	if err != nil || status != http.StatusOK || !strings.Contains(body, `"data":true`) {
+		t.Fatalf("nacos create namespace %s: HTTP %d %s %v", id, status, body, err)
+	}
+	t.Cleanup(func() {
+		if status, body, err := n.authed(http.MethodDelete, "/nacos/v3/admin/core/namespace",
+			url.Values{"namespaceId": {id}}, nil); err != nil || status != http.StatusOK {
+			t.Logf("nacos delete namespace %s: HTTP %d %s %v", id, status, body, err)
+		}
+	})
+}
+
 // NacosInstance is one instance of a service as the naming Open API lists it.
 type NacosInstance struct {
 	IP       string            `json:"ip"`
