@@ -600,8 +600,13 @@ nacos_start() {
 
 nacos_up() {
 	if [ "$NACOS_STARTED" = 0 ] && nacos_ready; then
-		nacos_writable || die "Nacos on 127.0.0.1:8848 answers but $NACOS_USER cannot log in with the test password and publish"
-		pid_alive "$NACOS/nacos.pid" NacosLauncher || log "note: 127.0.0.1:8848 answers but was not started by this script; reusing it"
+		if pid_alive "$NACOS/nacos.pid" NacosLauncher; then
+			nacos_admin_init # idempotent; finishes an earlier `up` that was interrupted before it
+		else
+			log "note: 127.0.0.1:8848 answers but was not started by this script; reusing it"
+		fi
+		wait_for 10 "nacos publish" nacos_writable ||
+			die "Nacos on 127.0.0.1:8848 answers but $NACOS_USER cannot log in with the test password and publish"
 		return 0
 	fi
 	wait_for 120 "nacos readiness" nacos_ready || {
