@@ -543,6 +543,9 @@ nacos_prepare() {
 		nacos.core.auth.server.identity.key=seckill-local
 		nacos.core.auth.server.identity.value=seckill-local-identity
 		spring.sql.init.platform=
+		# Derby's login timeout is the pool's connection timeout, 3 s by default: a first start
+		# on two busy cores can take longer to create the schema and then fails.
+		db.pool.config.connectionTimeout=60000
 		nacos.istio.mcp.server.enabled=false
 		nacos.k8s.sync.enabled=false
 		nacos.ai.mcp.registry.enabled=false
