@@ -133,9 +133,15 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 
 	var healthy func() int
 	if opts.NacosAddr != "" {
+		// A wrong password is a start-up error, not a service that never gets ready.
+		if err := config.CheckNacosLogin(ctx, opts.NacosAddr, opts.NacosUsername, opts.NacosPassword, opts.NacosNamespace); err != nil {
+			a.Close()
+			return nil, err
+		}
 		host, port := splitHostPort(opts.HTTPAddr)
 		a.registry = &config.NacosRegistry{
 			Addr: opts.NacosAddr, ServiceName: "seckill", Group: opts.NacosGroup,
+			Namespace: opts.NacosNamespace, Username: opts.NacosUsername, Password: opts.NacosPassword,
 			IP: host, Port: uint64(port), InstanceID: opts.InstanceID,
 			CacheDir: filepath.Join(opts.DataDir, "nacos-naming"), Log: log.With("part", "registry"), Metrics: a.cfgM,
 		}
@@ -444,6 +450,7 @@ func (a *App) runSource(ctx context.Context) error {
 	if a.opts.NacosAddr != "" {
 		src := &config.NacosSource{
 			Addr: a.opts.NacosAddr, DataID: a.opts.NacosDataID, Group: a.opts.NacosGroup,
+			Namespace: a.opts.NacosNamespace, Username: a.opts.NacosUsername, Password: a.opts.NacosPassword,
 			CacheDir:          filepath.Join(a.opts.DataDir, "nacos"),
 			LocalSnapshotPath: filepath.Join(a.opts.DataDir, "config-snapshot.yaml"),
 			Log:               a.log.With("part", "nacos"), Metrics: a.cfgM,

@@ -1,44 +1,61 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-// publishNacos publishes content the way the Nacos console does (Open API v1, form-encoded).
-func publishNacos(t *testing.T, dataID, group, content string) {
-	t.Helper()
-	resp, err := http.PostForm("http://"+testsvc.NacosAddr+"/nacos/v1/cs/configs", url.Values{
-		"dataId": {dataID}, "group": {group}, "content": {content}, "type": {"yaml"},
-	})
-	if err != nil {
-		t.Fatalf("publish: %v", err)
+// nacosOptions points o at the shared Nacos test server (auth on) with the test
+// administrator's credentials.
+func nacosOptions(o Options, namespace, dataID, group string) Options {
+	o.NacosAddr = testsvc.NacosAddr
+	o.NacosUsername, o.NacosPassword = testsvc.NacosUsername, testsvc.NacosPassword
+	o.NacosNamespace, o.NacosDataID, o.NacosGroup = namespace, dataID, group
+	return o
+}
+
+// A wrong Nacos password stops the start with an error that says so, instead of an instance
+// that never gets ready.
+func TestNacosWrongPasswordIsAStartError(t *testing.T) {
+	testsvc.NacosAdmin(t)
+	o := nacosOptions(realOptions(t), "", uniq(t, "seckill")+".yaml", "SECKILL_TEST")
+	o.NacosPassword = "not-the-password"
+	o.ConfigFile = "/nonexistent"
+	o.DataDir = t.TempDir()
+	a, err := New(context.Background(), o, discardLog())
+	if err == nil {
+		a.Close()
+		t.Fatal("New succeeded with a wrong Nacos password")
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("publish: HTTP %d", resp.StatusCode)
+	if !errors.Is(err, config.ErrNacosLogin) || !strings.Contains(err.Error(), "SECKILL_NACOS_PASSWORD") {
+		t.Fatalf("New: %v, want the Nacos login refusal naming SECKILL_NACOS_PASSWORD", err)
 	}
+	t.Logf("start-up error: %v", err)
 }
 
 // Acceptance 8, end to end: the kill switch and the canary edited in Nacos take effect in
 // three instances; an invalid edit is refused everywhere and the old configuration stays.
 // (config's TestPropagation measures p50/p99 over 50 edits with one SDK client per process.)
 func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
-	testsvc.Nacos(t)
+	nacos := testsvc.NacosAdmin(t)
 	dataID := uniq(t, "seckill") + ".yaml"
 	group := "SECKILL_TEST"
+	nacosNS := uniq(t, "ns") // a Nacos namespace of its own (SECKILL_NACOS_NAMESPACE)
+	publishNacos := func(t *testing.T, dataID, group, content string) {
+		t.Helper()
+		nacos.Publish(t, nacosNS, dataID, group, content)
+	}
 	publishNacos(t, dataID, group, testConfig)
-	base := realOptions(t)
-	base.NacosAddr = testsvc.NacosAddr
-	base.NacosDataID = dataID
-	base.NacosGroup = group
+	base := nacosOptions(realOptions(t), nacosNS, dataID, group)
 	base.Namespace = uniq(t, "nacos")
 	var apps []*testApp
 	for i := 0; i < 3; i++ {

@@ -32,6 +32,9 @@ type Options struct {
 	NacosAddr       string // SECKILL_NACOS_ADDR: "" the watched YAML file
 	NacosDataID     string // SECKILL_NACOS_DATA_ID
 	NacosGroup      string // SECKILL_NACOS_GROUP
+	NacosNamespace  string // SECKILL_NACOS_NAMESPACE: namespace id; "" public
+	NacosUsername   string // SECKILL_NACOS_USERNAME: "" when the server runs without auth
+	NacosPassword   string // SECKILL_NACOS_PASSWORD
 	ConfigFile      string // SECKILL_CONFIG_FILE
 	// ConfigFileSet is true when ConfigFile was given (flag or variable); a default path that
 	// does not exist then falls back to the compiled-in configuration.
@@ -113,6 +116,10 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 			set: func(o *Options, v string) error { o.NacosDataID = v; return nonEmpty(v) }},
 		{flag: "nacos-group", env: "SECKILL_NACOS_GROUP", def: "SECKILL", usage: "Nacos group of the configuration",
 			set: func(o *Options, v string) error { o.NacosGroup = v; return nonEmpty(v) }},
+		{flag: "nacos-namespace", env: "SECKILL_NACOS_NAMESPACE", shown: "public", usage: "Nacos namespace id of the configuration and the service registration; empty = public",
+			set: str(func(o *Options) *string { return &o.NacosNamespace })},
+		{flag: "nacos-username", env: "SECKILL_NACOS_USERNAME", usage: "Nacos user when the server runs with auth (its password comes from SECKILL_NACOS_PASSWORD, environment only); a refused login stops the start",
+			set: str(func(o *Options) *string { return &o.NacosUsername })},
 		{flag: "config-file", env: "SECKILL_CONFIG_FILE", def: "config/seckill.yaml", usage: "watched YAML configuration when Nacos is not used; if the default path is missing, the compiled-in default is copied to the data dir and watched there",
 			set: func(o *Options, v string) error { o.ConfigFile = v; return nonEmpty(v) }},
 		{flag: "admin-token", env: "SECKILL_ADMIN_TOKEN", shown: "generated in embedded mode", usage: "bearer token of /admin/v1; at least 32 bytes outside embedded mode; printed at start only when generated",
@@ -226,6 +233,7 @@ func ParseOptions(args []string, getenv func(string) string, out io.Writer) (Opt
 		o.Demo = true
 	}
 	o.JWTHS256Secret = getenv("SECKILL_JWT_HS256_SECRET")
+	o.NacosPassword = getenv("SECKILL_NACOS_PASSWORD")
 	_, cfgEnv := lookup(getenv, "SECKILL_CONFIG_FILE")
 	o.ConfigFileSet = cfgEnv || given["config-file"]
 	if err := o.checkAdminToken(); err != nil {

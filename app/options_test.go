@@ -50,6 +50,9 @@ func TestParseOptions(t *testing.T) {
 		{name: "jwt-rs256-public-key-file", env: map[string]string{"SECKILL_JWT_RS256_PUBLIC_KEY_FILE": "/k.pem", "SECKILL_JWT_HS256_SECRET": "s"}, check: func(o Options) bool {
 			return o.JWTRS256PublicKeyFile == "/k.pem" && o.JWTHS256Secret == "s"
 		}},
+		{name: "nacos auth", args: []string{"--nacos-namespace", "ns1", "--nacos-username", "ops"}, env: map[string]string{"SECKILL_NACOS_PASSWORD": "pw"}, check: func(o Options) bool {
+			return o.NacosNamespace == "ns1" && o.NacosUsername == "ops" && o.NacosPassword == "pw"
+		}},
 		{name: "rocketmq-topic", args: []string{"--rocketmq-topic=t1"}, check: func(o Options) bool { return o.RocketMQTopic == "t1" }},
 		{name: "rocketmq-topic empty", args: []string{"--rocketmq-topic", " "}, wantErr: `want a non-empty value`},
 		{name: "nacos-addr", env: map[string]string{"SECKILL_NACOS_ADDR": "127.0.0.1:8848"}, check: func(o Options) bool { return o.NacosAddr == "127.0.0.1:8848" }},

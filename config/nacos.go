@@ -3,10 +3,14 @@ package config
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,6 +79,8 @@ type NacosSource struct {
 	DataID            string        // default DefaultDataID
 	Group             string        // default DefaultGroup
 	Namespace         string        // namespace id; "" is the public namespace (not "public")
+	Username          string        // "" when the server runs without auth
+	Password          string        // Username's password
 	CacheDir          string        // the SDK's cache and log directory; default a temp dir
 	LocalSnapshotPath string        // last good content; "" disables the snapshot
 	PollEvery         time.Duration // default DefaultPollEvery
@@ -83,11 +89,15 @@ type NacosSource struct {
 }
 
 // Run starts the config client and offers content until ctx is done; it returns nil then.
-// It returns an error only when the client cannot be created (e.g. a malformed Addr).
+// It returns an error only when the server refuses the credentials (see CheckNacosLogin) or
+// the client cannot be created (e.g. a malformed Addr).
 func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 	src := *s
 	src.defaults()
 	log := src.Log.With("component", "config", "source", "nacos", "data_id", src.DataID, "group", src.Group)
+	if err := CheckNacosLogin(ctx, src.Addr, src.Username, src.Password, src.Namespace); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	lockNacosClients()
 	client, err := clients.NewConfigClient(vo.NacosClientParam{
 		ClientConfig:  src.clientConfig(),
@@ -196,6 +206,8 @@ func (s *NacosSource) defaults() {
 func (s *NacosSource) clientConfig() *constant.ClientConfig {
 	return &constant.ClientConfig{
 		NamespaceId:         s.Namespace, // "" for public: "public" breaks push (INFRA.md §4.5)
+		Username:            s.Username,
+		Password:            s.Password,
 		TimeoutMs:           3000,
 		CacheDir:            filepath.Join(s.CacheDir, "cache"),
 		LogDir:              filepath.Join(s.CacheDir, "log"),
@@ -326,4 +338,151 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// ErrNacosLogin is wrapped by the error CheckNacosLogin returns when the server answers and
+// refuses the credentials (or requires credentials and none were given).
+var ErrNacosLogin = errors.New("nacos refused the login")
+
+// nacosHTTP is the client of the few Open API calls made outside the SDK.
+var nacosHTTP = &http.Client{Timeout: 3 * time.Second}
+
+// CheckNacosLogin asks the Nacos server at addr, once, whether it accepts the credentials,
+// so that a wrong password is a start-up error rather than a service that never becomes
+// ready. With a username it logs in (POST /nacos/v1/auth/users/login, as the SDK does);
+// without one it reads a config and fails if the server demands a login. It returns nil when
+// the server accepts, and also when it cannot be reached or answers 502-504 (the sources keep
+// retrying then and the service may start from its local snapshot). Nacos 3.1 answers a wrong
+// password with HTTP 500; 2.x with 403.
+func CheckNacosLogin(ctx context.Context, addr, username, password, namespace string) error {
+	if username == "" {
+		q := url.Values{"dataId": {"seckill-login-probe"}, "group": {DefaultGroup}}
+		if namespace != "" {
+			q.Set("tenant", namespace)
+		}
+		status, body, err := nacosDo(ctx, http.MethodGet, "http://"+addr+"/nacos/v1/cs/configs?"+q.Encode(), nil)
+		if err != nil || status != http.StatusForbidden && status != http.StatusUnauthorized {
+			return nil
+		}
+		return fmt.Errorf("%w: nacos at %s requires a login: set SECKILL_NACOS_USERNAME and SECKILL_NACOS_PASSWORD (HTTP %d: %s)",
+			ErrNacosLogin, addr, status, nacosMessage(body))
+	}
+	_, _, err := nacosLoginOnce(ctx, addr, username, password)
+	var refused *loginRefusedError
+	if errors.As(err, &refused) {
+		return fmt.Errorf("%w: nacos at %s refused user %q: wrong SECKILL_NACOS_USERNAME or SECKILL_NACOS_PASSWORD? (HTTP %d: %s)",
+			ErrNacosLogin, addr, username, refused.status, nacosMessage(refused.body))
+	}
+	return nil
+}
+
+// nacosMessage returns the "message" of a JSON error body, or the body, at most 200 bytes.
+func nacosMessage(body string) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal([]byte(body), &e) == nil && e.Message != "" {
+		body = e.Message
+	}
+	if len(body) > 200 {
+		body = body[:200] + "..."
+	}
+	return body
+}
+
+// loginRefusedError is a login the server answered with a refusal.
+type loginRefusedError struct {
+	status int
+	body   string
+}
+
+func (e *loginRefusedError) Error() string {
+	return fmt.Sprintf("nacos login refused: HTTP %d %s", e.status, e.body)
+}
+
+// nacosLoginOnce logs in and returns the access token and its lifetime.
+func nacosLoginOnce(ctx context.Context, addr, username, password string) (string, time.Duration, error) {
+	form := url.Values{"username": {username}, "password": {password}}
+	status, body, err := nacosDo(ctx, http.MethodPost, "http://"+addr+"/nacos/v1/auth/users/login", form)
+	if err != nil {
+		return "", 0, err
+	}
+	switch {
+	case status == http.StatusOK:
+	case status >= 502 && status <= 504:
+		return "", 0, fmt.Errorf("nacos login: HTTP %d", status)
+	default:
+		return "", 0, &loginRefusedError{status: status, body: body}
+	}
+	var out struct {
+		AccessToken string `json:"accessToken"`
+		TokenTTL    int64  `json:"tokenTtl"`
+	}
+	if err := json.Unmarshal([]byte(body), &out); err != nil || out.AccessToken == "" {
+		return "", 0, fmt.Errorf("nacos login: no access token in %q", body)
+	}
+	return out.AccessToken, time.Duration(out.TokenTTL) * time.Second, nil
+}
+
+// nacosDo sends one request and returns the status and the (trimmed, bounded) body.
+func nacosDo(ctx context.Context, method, u string, form url.Values) (int, string, error) {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return 0, "", err
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := nacosHTTP.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return 0, "", err
+	}
+	return resp.StatusCode, strings.TrimSpace(string(b)), nil
+}
+
+// nacosToken keeps an access token for the Open API calls made outside the SDK, logging in
+// again when it is within a fifth of its lifetime of expiring or after the server refused it.
+type nacosToken struct {
+	addr, username, password string
+
+	mu      sync.Mutex // guards the fields below
+	token   string
+	renewAt time.Time
+}
+
+// get returns a valid token, or "" without a username (auth off).
+func (t *nacosToken) get(ctx context.Context) (string, error) {
+	if t.username == "" {
+		return "", nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.token != "" && time.Now().Before(t.renewAt) {
+		return t.token, nil
+	}
+	tok, ttl, err := nacosLoginOnce(ctx, t.addr, t.username, t.password)
+	if err != nil {
+		return "", err
+	}
+	if ttl <= 0 {
+		ttl = 5 * time.Minute
+	}
+	t.token, t.renewAt = tok, time.Now().Add(ttl*4/5)
+	return tok, nil
+}
+
+// forget drops the token after the server refused it.
+func (t *nacosToken) forget() {
+	t.mu.Lock()
+	t.token = ""
+	t.mu.Unlock()
 }

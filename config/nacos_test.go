@@ -4,10 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +40,7 @@ func TestMain(m *testing.M) {
 	go func() { io.Copy(io.Discard, os.Stdin); cancel() }()
 	go r.Run(ctx)
 	src := &NacosSource{Addr: os.Getenv("CHILD_ADDR"), DataID: os.Getenv("CHILD_DATA_ID"),
-		CacheDir: os.Getenv("CHILD_CACHE_DIR")}
+		CacheDir: os.Getenv("CHILD_CACHE_DIR"), Username: testsvc.NacosUsername, Password: testsvc.NacosPassword}
 	if err := src.Run(ctx, r.Offer); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -49,19 +48,27 @@ func TestMain(m *testing.M) {
 	os.Exit(0)
 }
 
-// publish stores content under dataID the way the console does (Open API).
+// nacosAPIs holds one logged-in Open API client per server address.
+var nacosAPIs sync.Map
+
+// api returns the Open API client of the server at addr, logged in as the test
+// administrator (the shared server and the private ones share its password).
+func api(addr string) *testsvc.NacosAPI {
+	a, _ := nacosAPIs.LoadOrStore(addr, &testsvc.NacosAPI{Addr: addr,
+		Username: testsvc.NacosUsername, Password: testsvc.NacosPassword})
+	return a.(*testsvc.NacosAPI)
+}
+
+// publish stores content under dataID in the public namespace the way the console does.
 func publish(t testing.TB, addr, dataID, content string) {
 	t.Helper()
-	resp, err := http.PostForm("http://"+addr+"/nacos/v1/cs/configs", url.Values{
-		"dataId": {dataID}, "group": {DefaultGroup}, "content": {content}, "type": {"yaml"}})
-	if err != nil {
-		t.Fatalf("publish: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "true" {
-		t.Fatalf("publish: %s %s", resp.Status, body)
-	}
+	api(addr).Publish(t, "", dataID, DefaultGroup, content)
+}
+
+// authed sets the test administrator's credentials on src (the test servers run with auth).
+func authed(src *NacosSource) *NacosSource {
+	src.Username, src.Password = testsvc.NacosUsername, testsvc.NacosPassword
+	return src
 }
 
 func uniqueDataID(t testing.TB) string {
@@ -100,10 +107,13 @@ func waitReady[T any](t *testing.T, r *Reloader[T], d time.Duration) {
 func TestNacosEditsAndInvalidEdits(t *testing.T) {
 	addr := testsvc.Nacos(t)
 	id := uniqueDataID(t)
+	// A namespace of its own (SECKILL_NACOS_NAMESPACE): the server needs no prior creation.
+	ns := fmt.Sprintf("seckill-test-%d", time.Now().UnixNano())
+	pub := func(t *testing.T, content string) { api(addr).Publish(t, ns, id, DefaultGroup, content) }
 	good := "limits: {user: {rate: 1, burst: 1}}\n"
-	publish(t, addr, id, good)
+	pub(t, good)
 	snapPath := filepath.Join(t.TempDir(), "snap", "seckill.yaml")
-	r := startNacosPair(t, &NacosSource{Addr: addr, DataID: id, LocalSnapshotPath: snapPath})
+	r := startNacosPair(t, authed(&NacosSource{Addr: addr, DataID: id, Namespace: ns, LocalSnapshotPath: snapPath}))
 	waitReady(t, r, 10*time.Second)
 	if st := r.Status(); st.Source != SourceNacos || st.Version != versionOf(t, good) {
 		t.Fatalf("status %+v", st)
@@ -116,7 +126,7 @@ func TestNacosEditsAndInvalidEdits(t *testing.T) {
 	// A good edit is in force within 1 s.
 	good2 := "limits: {user: {rate: 2, burst: 2}}\n"
 	start := time.Now()
-	publish(t, addr, id, good2)
+	pub(t, good2)
 	waitFor(t, time.Second, "edit applied", func() bool { return r.Status().Version == versionOf(t, good2) })
 	t.Logf("edit applied in %v", time.Since(start))
 	kept := r.Current()
@@ -134,7 +144,7 @@ func TestNacosEditsAndInvalidEdits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			publish(t, addr, id, tt.give)
+			pub(t, tt.give)
 			waitFor(t, 2*time.Second, "refusal", func() bool { return strings.Contains(r.Status().LastError, tt.want) })
 			if r.Current() != kept || r.Status().Version != versionOf(t, good2) {
 				t.Fatalf("invalid edit changed the snapshot: %+v", r.Status())
@@ -146,7 +156,7 @@ func TestNacosEditsAndInvalidEdits(t *testing.T) {
 	}
 	// Back to a good one.
 	good3 := "limits: {user: {rate: 3, burst: 3}}\n"
-	publish(t, addr, id, good3)
+	pub(t, good3)
 	waitFor(t, time.Second, "good edit after refusals", func() bool { return r.Current().userRate == 3 })
 }
 
@@ -155,7 +165,7 @@ func TestNacosEditsAndInvalidEdits(t *testing.T) {
 func TestNacosMissingContentFailsClosedOnServer(t *testing.T) {
 	addr := testsvc.Nacos(t)
 	id := uniqueDataID(t)
-	r := startNacosPair(t, &NacosSource{Addr: addr, DataID: id})
+	r := startNacosPair(t, authed(&NacosSource{Addr: addr, DataID: id}))
 	waitFor(t, 10*time.Second, "refusal of the missing content", func() bool { return r.Status().LastError != "" })
 	if st := r.Status(); st.Ready || r.Current() != nil {
 		t.Fatalf("status %+v, want not ready", st)
@@ -180,7 +190,7 @@ func TestNacosUnreachableStart(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		r := startNacosPair(t, &NacosSource{Addr: wrongAddr, DataID: uniqueDataID(t), LocalSnapshotPath: snapPath})
+		r := startNacosPair(t, authed(&NacosSource{Addr: wrongAddr, DataID: uniqueDataID(t), LocalSnapshotPath: snapPath}))
 		waitReady(t, r, 15*time.Second)
 		t.Logf("ready from the cache after %v", time.Since(start))
 		if st := r.Status(); st.Source != SourceCache || st.Version != versionOf(t, doc) || r.Current().userRate != 7 {
@@ -188,8 +198,8 @@ func TestNacosUnreachableStart(t *testing.T) {
 		}
 	})
 	t.Run("without snapshot", func(t *testing.T) {
-		r := startNacosPair(t, &NacosSource{Addr: wrongAddr, DataID: uniqueDataID(t),
-			LocalSnapshotPath: filepath.Join(t.TempDir(), "none.yaml")})
+		r := startNacosPair(t, authed(&NacosSource{Addr: wrongAddr, DataID: uniqueDataID(t),
+			LocalSnapshotPath: filepath.Join(t.TempDir(), "none.yaml")}))
 		select {
 		case <-r.Ready():
 			t.Fatalf("ready without nacos and without a snapshot: %+v", r.Status())
@@ -272,8 +282,9 @@ func TestNacosRegistryHealthy(t *testing.T) {
 	service := fmt.Sprintf("seckill-test-%d", time.Now().UnixNano())
 	regs := make([]*NacosRegistry, 2)
 	for i := range regs {
-		regs[i] = &NacosRegistry{Addr: addr, ServiceName: service, IP: "127.0.0.1", Port: uint64(18080 + i),
-			InstanceID: fmt.Sprintf("i%d", i), CacheDir: t.TempDir(), RefreshEvery: 500 * time.Millisecond}
+		regs[i] = &NacosRegistry{Addr: addr, ServiceName: service, IP: "127.0.0.1", Port: uint64(28080 + i),
+			InstanceID: fmt.Sprintf("i%d", i), CacheDir: t.TempDir(), RefreshEvery: 500 * time.Millisecond,
+			Username: testsvc.NacosUsername, Password: testsvc.NacosPassword}
 		if got := regs[i].Healthy(); got != 1 {
 			t.Fatalf("Healthy before any count = %d, want 1", got)
 		}
@@ -293,6 +304,42 @@ func TestNacosRegistryHealthy(t *testing.T) {
 	regs[1].Close()
 	waitFor(t, 10*time.Second, "registry 0 sees 1", func() bool { return regs[0].Healthy() == 1 })
 	t.Logf("deregistration seen after %v", time.Since(start))
+}
+
+// A server with auth on refuses a wrong password, and no credentials at all, with an error
+// at start naming the cause; the right ones pass, and an unreachable server is no error (the
+// service may start from its snapshot and keeps trying).
+func TestNacosLoginAtStart(t *testing.T) {
+	addr := testsvc.Nacos(t)
+	ctx := context.Background()
+	if err := CheckNacosLogin(ctx, addr, testsvc.NacosUsername, testsvc.NacosPassword, ""); err != nil {
+		t.Fatalf("right password: %v", err)
+	}
+	for _, tt := range []struct{ name, user, pass, want string }{
+		{"wrong password", testsvc.NacosUsername, "not-" + testsvc.NacosPassword, "wrong SECKILL_NACOS_USERNAME or SECKILL_NACOS_PASSWORD"},
+		{"unknown user", "nobody-" + strconv.FormatInt(time.Now().UnixNano(), 36), "x", "wrong SECKILL_NACOS_USERNAME or SECKILL_NACOS_PASSWORD"},
+		{"no credentials", "", "", "requires a login: set SECKILL_NACOS_USERNAME and SECKILL_NACOS_PASSWORD"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckNacosLogin(ctx, addr, tt.user, tt.pass, "")
+			if !errors.Is(err, ErrNacosLogin) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("CheckNacosLogin = %v, want ErrNacosLogin with %q", err, tt.want)
+			}
+			// NacosSource.Run fails at once with the same error instead of never getting ready.
+			src := &NacosSource{Addr: addr, DataID: uniqueDataID(t), Username: tt.user, Password: tt.pass, CacheDir: t.TempDir()}
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			err = src.Run(rctx, func(p Payload) { t.Errorf("offered %+v", p) })
+			if !errors.Is(err, ErrNacosLogin) {
+				t.Fatalf("Run = %v after %v, want ErrNacosLogin", err, time.Since(start))
+			}
+			t.Logf("start-up error after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		})
+	}
+	if err := CheckNacosLogin(ctx, "127.0.0.1:1", testsvc.NacosUsername, "whatever", ""); err != nil {
+		t.Fatalf("unreachable server: %v, want nil", err)
+	}
 }
 
 // childEvent is one "applied" line of a child instance.

@@ -40,6 +40,8 @@ type NacosRegistry struct {
 	ServiceName  string // default DefaultServiceName
 	Group        string // default DefaultGroup
 	Namespace    string // namespace id; "" is public
+	Username     string // "" when the server runs without auth
+	Password     string // Username's password
 	IP           string // address other instances would reach this one at
 	Port         uint64
 	InstanceID   string        // stored in the instance metadata as "instanceId"
@@ -49,6 +51,7 @@ type NacosRegistry struct {
 	Metrics      *Metrics      // nil: not exported
 
 	healthy atomic.Int64 // 0 = never known
+	token   nacosToken   // for the Open API count; set by Run
 
 	mu      sync.Mutex // guards the fields below
 	stopc   chan struct{}
@@ -88,10 +91,13 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 	}
 	log = log.With("component", "config", "registry", r.ServiceName, "instance", r.InstanceID)
 	host, port := splitAddr(r.Addr)
+	r.token = nacosToken{addr: r.Addr, username: r.Username, password: r.Password}
 	lockNacosClients()
 	client, err := clients.NewNamingClient(vo.NacosClientParam{
 		ClientConfig: &constant.ClientConfig{
 			NamespaceId:         r.Namespace,
+			Username:            r.Username,
+			Password:            r.Password,
 			TimeoutMs:           3000,
 			CacheDir:            filepath.Join(r.CacheDir, "naming-cache"),
 			LogDir:              filepath.Join(r.CacheDir, "log"),
@@ -155,6 +161,14 @@ func (r *NacosRegistry) refresh(log *slog.Logger) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	tok, err := r.token.get(ctx)
+	if err != nil {
+		log.Debug("config: nacos login for the instance count failed, keeping the last", "err", err)
+		return
+	}
+	if tok != "" {
+		q.Set("accessToken", tok)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Addr+"/nacos/v1/ns/instance/list?"+q.Encode(), nil)
 	if err != nil {
 		log.Debug("config: nacos instance count failed, keeping the last", "err", err)
@@ -171,6 +185,9 @@ func (r *NacosRegistry) refresh(log *slog.Logger) {
 			Healthy *bool `json:"healthy"`
 			Enabled *bool `json:"enabled"`
 		} `json:"hosts"`
+	}
+	if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
+		r.token.forget()
 	}
 	if resp.StatusCode != http.StatusOK {
 		log.Debug("config: nacos instance count failed, keeping the last", "status", resp.StatusCode)

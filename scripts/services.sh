@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # scripts/services.sh up|down|status|restart|fetch   (fetch: fill the caches, start nothing)
+# scripts/services.sh nacos-server DIR PORT CONSOLE_PORT   (a private Nacos in the foreground)
 #
 # Starts, on loopback only, every real server the tests need:
 #   Redis 7 standalone   127.0.0.1:6379
 #   Redis Cluster        127.0.0.1:7001-7003 (3 masters, no replicas)
 #   MariaDB              127.0.0.1:3306  database seckill, user seckill/seckill
 #   RocketMQ 5.3.3       name server 127.0.0.1:9876, broker 127.0.0.1:10911
-#   Nacos (r-nacos)      HTTP 127.0.0.1:8848, gRPC 9848, console 10848
+#   Nacos 3.1 (Java)     HTTP 127.0.0.1:8848, gRPC 9848/9849, console 18080; auth on,
+#                        administrator nacos / seckill-nacos (its raft port 7848 listens on
+#                        all interfaces: JRaft's gRPC server takes no bind address)
+# It also installs Debian's chromium, which the console test drives.
 #
 # Runtime data and logs live in <repo>/.infra (git-ignored); downloads and builds are cached in
 # ${SECKILL_CACHE_DIR:-~/.cache/seckill}. Idempotent: a service that already answers is left
@@ -18,11 +22,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 INFRA="${SECKILL_INFRA_DIR:-$ROOT/.infra}"
 CACHE="${SECKILL_CACHE_DIR:-$HOME/.cache/seckill}"
 RMQ_VER="${SECKILL_ROCKETMQ_VERSION:-5.3.3}"
-RNACOS_VER="${SECKILL_RNACOS_VERSION:-0.8.8}"
+NACOS_VER="${SECKILL_NACOS_VERSION:-3.1.0-bugfix}"
 RMQ_CACHE="$CACHE/rocketmq-$RMQ_VER"
-RNACOS_BIN="$CACHE/rnacos/bin/rnacos"
+NACOS_CACHE="$CACHE/nacos-$NACOS_VER"
 CLUSTER_PORTS=(7001 7002 7003)
-export PATH="$HOME/.cargo/bin:$PATH:/usr/sbin:/sbin"
+export PATH="$PATH:/usr/sbin:/sbin"
 
 # ---------------------------------------------------------------------------- helpers
 
@@ -410,134 +414,213 @@ rocketmq_down() {
 	stop_pid "rocketmq name server" "$RMQ/namesrv.pid" NamesrvStartup
 }
 
-# ---------------------------------------------------------------------------- Nacos (r-nacos)
+# ---------------------------------------------------------------------------- Nacos (Java server)
+#
+# The Java Nacos 3.1 server, standalone, embedded Derby storage, auth on. The published jars
+# (a rebuild of the official sources; Alibaba publishes only the client) lack the official
+# bootstrap module, so scripts/nacos/NacosLauncher.java, compiled here with javac, starts the
+# server and the console the way the official "merged" deployment does.
 
-NACOS="$INFRA/rnacos"
+NACOS="$INFRA/nacos"
+NACOS_SRC="$ROOT/scripts/nacos/NacosLauncher.java"
+NACOS_CONSOLE_PORT=18080
+# The test administrator: the server creates no user by default; nacos_admin_init sets this
+# password for the built-in administrator "nacos" on the first start of an empty data dir.
+NACOS_USER=nacos
+NACOS_PASSWORD="${SECKILL_NACOS_ADMIN_PASSWORD:-seckill-nacos}"
+NACOS_TOKEN=""
+NACOS_STARTED=0
 
-RNACOS_BUILD_PID=""
-
-# rnacos_build_start: when the r-nacos binary is missing, starts `cargo install rnacos` in the
-# background (it takes the longest of all phases: ~28 min on 2 cores), so the other services
-# start meanwhile. rnacos_build_wait waits for it.
-rnacos_build_start() {
-	if [ -x "$RNACOS_BIN" ] || nacos_ready; then
+# nacos_jars: resolves nacos-server and nacos-console with Maven into the cache (without the
+# Istio and Kubernetes-sync modules, which a standalone server does not use).
+nacos_jars() {
+	if [ -f "$NACOS_CACHE/lib/.complete" ]; then
 		return 0
 	fi
-	# Another build of the same root may be running (e.g. from an interrupted call): wait for it
-	# in rnacos_build_wait instead of racing it.
-	if pgrep -f "cargo install rnacos.*--root $CACHE/rnacos" >/dev/null 2>&1; then
-		log "an rnacos build is already running (log: $CACHE/rnacos-build.log); will wait for it"
-		return 0
-	fi
-	command -v cargo >/dev/null 2>&1 || die "cargo is missing: the Nacos server r-nacos is built with cargo install rnacos"
-	need_pkgs cc gcc libc6-dev
-	mkdir -p "$CACHE"
-	log "building r-nacos $RNACOS_VER in the background with cargo install (cold cache: ~30 min on 2 cores; log $CACHE/rnacos-build.log)"
-	cargo install rnacos --version "$RNACOS_VER" --locked --root "$CACHE/rnacos" \
-		>"$CACHE/rnacos-build.log" 2>&1 </dev/null &
-	RNACOS_BUILD_PID=$!
+	log "assembling Nacos $NACOS_VER jars with Maven (cold cache: ~1 min)"
+	mkdir -p "$NACOS_CACHE"
+	local excl='<exclusions><exclusion><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-istio</artifactId></exclusion><exclusion><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-k8s-sync</artifactId></exclusion></exclusions>'
+	cat >"$NACOS_CACHE/pom.xml" <<-EOP
+		<project xmlns="http://maven.apache.org/POM/4.0.0">
+		  <modelVersion>4.0.0</modelVersion>
+		  <groupId>local.seckill</groupId><artifactId>nacos-runtime</artifactId><version>0</version>
+		  <packaging>pom</packaging>
+		  <dependencies>
+		    <dependency><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-server</artifactId><version>$NACOS_VER</version>$excl</dependency>
+		    <dependency><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-console</artifactId><version>$NACOS_VER</version>$excl</dependency>
+		  </dependencies>
+		</project>
+	EOP
+	rm -rf "$NACOS_CACHE/lib"
+	mvn -B -q -f "$NACOS_CACHE/pom.xml" -Dmaven.repo.local="$CACHE/m2" \
+		org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+		-DoutputDirectory="$NACOS_CACHE/lib" -DincludeScope=runtime >"$NACOS_CACHE/maven.log" 2>&1 ||
+		fail_with_log "Maven could not assemble Nacos $NACOS_VER" "$NACOS_CACHE/maven.log"
+	[ -f "$NACOS_CACHE/lib/nacos-console-$NACOS_VER.jar" ] && ls "$NACOS_CACHE"/lib/hessian-4.*.jar >/dev/null 2>&1 ||
+		fail_with_log "nacos-console-$NACOS_VER.jar or hessian 4 missing after Maven" "$NACOS_CACHE/maven.log"
+	touch "$NACOS_CACHE/lib/.complete"
 }
 
-rnacos_build_wait() {
-	if [ -x "$RNACOS_BIN" ]; then
+# nacos_launcher: compiles the launcher into the cache when its source changed.
+nacos_launcher() {
+	local classes="$NACOS_CACHE/classes"
+	if [ -f "$classes/NacosLauncher.class" ] && cmp -s "$NACOS_SRC" "$classes/NacosLauncher.java"; then
 		return 0
 	fi
-	if [ -n "$RNACOS_BUILD_PID" ]; then
-		log "waiting for the r-nacos build (pid $RNACOS_BUILD_PID)"
-		wait "$RNACOS_BUILD_PID" || fail_with_log "cargo install rnacos failed" "$CACHE/rnacos-build.log"
-	elif pgrep -f "cargo install rnacos.*--root $CACHE/rnacos" >/dev/null 2>&1; then
-		log "waiting for the running r-nacos build (log: $CACHE/rnacos-build.log)"
-		wait_for 3600 "rnacos build" test -x "$RNACOS_BIN" ||
-			fail_with_log "rnacos build did not finish in an hour" "$CACHE/rnacos-build.log"
-	else
-		rnacos_build_start
-		rnacos_build_wait
-		return
-	fi
-	[ -x "$RNACOS_BIN" ] || fail_with_log "no rnacos binary at $RNACOS_BIN after the build" "$CACHE/rnacos-build.log"
+	rm -rf "$classes"
+	mkdir -p "$classes"
+	javac -nowarn -d "$classes" -cp "$NACOS_CACHE/lib/*" "$NACOS_SRC" >"$NACOS_CACHE/javac.log" 2>&1 ||
+		fail_with_log "javac could not compile $NACOS_SRC" "$NACOS_CACHE/javac.log"
+	cp "$NACOS_SRC" "$classes/NacosLauncher.java"
+}
+
+# nacos_classpath: the launcher, then hessian 4 ahead of the hessian 3 that JRaft pulls in
+# (the other order fails at start with NoSuchMethodError SerializerFactory.getClassFactory).
+nacos_classpath() {
+	local h
+	h=$(ls "$NACOS_CACHE"/lib/hessian-4.*.jar | head -n1)
+	printf '%s' "$NACOS_CACHE/classes:$h:$NACOS_CACHE/lib/*"
 }
 
 nacos_ready() {
-	[ "$(curl -fsS -m 2 http://127.0.0.1:8848/nacos/v1/console/health/readiness 2>/dev/null)" = OK ]
+	curl -fsS -m 2 "http://127.0.0.1:$NACOS_CONSOLE_PORT/v3/console/health/readiness" 2>/dev/null | grep -q '"code":0' &&
+		curl -fsS -m 2 -o /dev/null http://127.0.0.1:8848/nacos/v3/admin/core/state && port_open 9848
 }
 
-# nacos_writable: true once a published config can be read back. Readiness "OK" is not enough:
-# - after a restart on data from an unclean stop, r-nacos never elects a raft leader and every
-#   publish fails with 500 "unknown the raft leader addr!";
-# - under CPU contention r-nacos 0.8.8 can panic at start (raftapply.rs, an actor used before
-#   its dependencies are injected); then publishes answer "true" but nothing is ever stored.
+# nacos_login: sets NACOS_TOKEN from the administrator's login.
+nacos_login() {
+	local out
+	out=$(curl -sS -m 3 -X POST http://127.0.0.1:8848/nacos/v1/auth/login \
+		--data-urlencode "username=$NACOS_USER" --data-urlencode "password=$NACOS_PASSWORD" 2>/dev/null) || return 1
+	NACOS_TOKEN=$(printf '%s' "$out" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')
+	[ -n "$NACOS_TOKEN" ]
+}
+
+# nacos_admin_init: on an empty data dir the server has no user; set the administrator's
+# password through the console's one-shot endpoint (409 once an administrator exists).
+nacos_admin_init() {
+	if curl -fsS -m 3 http://127.0.0.1:8848/nacos/v3/admin/core/state 2>/dev/null | grep -q '"auth_admin_request":"true"'; then
+		log "creating the Nacos administrator $NACOS_USER"
+		curl -sS -m 5 -X POST "http://127.0.0.1:$NACOS_CONSOLE_PORT/v3/auth/user/admin" \
+			--data-urlencode "password=$NACOS_PASSWORD" >"$NACOS/admin-init.log" 2>&1 || true
+	fi
+	# The user cache is refreshed in the background: the login works a few seconds later.
+	wait_for 30 "nacos login" nacos_login ||
+		fail_with_log "the Nacos administrator $NACOS_USER cannot log in with the test password (data dir from another password? remove $NACOS/home)" "$NACOS/admin-init.log" "$NACOS/nacos.out"
+}
+
+# nacos_writable: true once a published config can be read back (reads are served from a
+# cache refreshed ~100 ms after a publish, so poll).
 nacos_writable() {
+	nacos_login || return 1
 	local v="up-$$-$RANDOM-$SECONDS" i
-	[ "$(curl -sS -m 3 -X POST http://127.0.0.1:8848/nacos/v1/cs/configs \
+	[ "$(curl -sS -m 3 -X POST "http://127.0.0.1:8848/nacos/v1/cs/configs?accessToken=$NACOS_TOKEN" \
 		--data-urlencode dataId=services.probe --data-urlencode group=SECKILL_INFRA \
 		--data-urlencode type=text --data-urlencode "content=$v" 2>/dev/null)" = true ] || return 1
-	for i in $(seq 20); do
-		[ "$(curl -sS -m 2 'http://127.0.0.1:8848/nacos/v1/cs/configs?dataId=services.probe&group=SECKILL_INFRA' 2>/dev/null)" = "$v" ] && return 0
+	for i in $(seq 30); do
+		[ "$(curl -sS -m 2 "http://127.0.0.1:8848/nacos/v1/cs/configs?dataId=services.probe&group=SECKILL_INFRA&accessToken=$NACOS_TOKEN" 2>/dev/null)" = "$v" ] && return 0
 		sleep 0.1
 	done
 	return 1
 }
 
-# rnacos_start: starts r-nacos from its own directory (it reads ./.env there). SIGINT is reset to
-# its default action because background jobs of a script start with SIGINT ignored, and SIGINT
-# is r-nacos's graceful stop: a SIGTERM stop loses the raft membership on disk (0.8.8), after
-# which a restart never elects a leader and every publish fails.
-rnacos_start() {
-	: >"$NACOS/rnacos.out"
+# nacos_prepare DIR PORT CONSOLE_PORT: writes DIR/conf/application.properties and sets
+# NACOS_CMD to the java command of a standalone server with its data and logs under DIR/home,
+# HTTP on PORT (gRPC PORT+1000 and PORT+1001, raft PORT-1000) and the console on CONSOLE_PORT.
+nacos_prepare() {
+	local dir=$1 port=$2 console=$3
+	mkdir -p "$dir/conf" "$dir/home/logs"
+	# Local test values: the token key and the server identity only have to be set.
+	cat >"$dir/conf/application.properties" <<-EOF
+		server.address=127.0.0.1
+		nacos.inetutils.ip-address=127.0.0.1
+		nacos.core.auth.enabled=true
+		nacos.core.auth.admin.enabled=true
+		nacos.core.auth.console.enabled=true
+		nacos.core.auth.system.type=nacos
+		nacos.core.auth.plugin.nacos.token.secret.key=c2Vja2lsbC1sb2NhbC10ZXN0LXRva2VuLXNlY3JldC1rZXktMDEyMzQ1Njc4OQ==
+		nacos.core.auth.plugin.nacos.token.expire.seconds=18000
+		nacos.core.auth.server.identity.key=seckill-local
+		nacos.core.auth.server.identity.value=seckill-local-identity
+		spring.sql.init.platform=
+		# Derby's login timeout is the pool's connection timeout, 3 s by default: a first start
+		# on two busy cores can take longer to create the schema and then fails.
+		db.pool.config.connectionTimeout=60000
+		nacos.istio.mcp.server.enabled=false
+		nacos.k8s.sync.enabled=false
+		nacos.ai.mcp.registry.enabled=false
+		server.tomcat.accesslog.enabled=false
+		server.error.include-message=ALWAYS
+	EOF
+	# Lean flags for 2 cores: ~7 s to ready and ~500 MB resident on a quiet machine, against
+	# 9-13 s and 670-850 MB with the official -Xms512m G1 flags.
+	NACOS_CMD=(java -Xms64m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1
+		-Djava.net.preferIPv4Stack=true -Duser.home="$dir/home"
+		-Dnacos.standalone=true -Dnacos.deployment.type=merged -Dnacos.home="$dir/home"
+		-Dnacos.remote.grpc.listen.ip=127.0.0.1
+		-cp "$(nacos_classpath)" NacosLauncher
+		--spring.config.additional-location=file:"$dir/conf/" --nacos.server.main.port="$port"
+		--nacos.console.port="$console" --nacos.logs.path="$dir/home/logs")
+}
+
+# cmd_nacos_server DIR PORT CONSOLE_PORT: runs a private Nacos in the foreground (tests that
+# stop and restart a server of their own use it; the administrator's password is set by the
+# caller through the console, as nacos_admin_init does).
+cmd_nacos_server() {
+	[ $# = 3 ] || die "usage: $0 nacos-server DIR PORT CONSOLE_PORT"
+	nacos_jars
+	nacos_launcher
+	nacos_prepare "$1" "$2" "$3"
+	cd "$1"
+	exec "${NACOS_CMD[@]}"
+}
+
+# nacos_start: writes the configuration and launches the JVM without waiting for it, so it
+# boots while the other services start. nacos_up finishes the job.
+nacos_start() {
+	if nacos_ready; then
+		return 0
+	fi
+	if ! pid_alive "$NACOS/nacos.pid" NacosLauncher; then
+		local p
+		for p in 8848 9848 9849 "$NACOS_CONSOLE_PORT"; do
+			port_open "$p" && die "127.0.0.1:$p is taken by a process this script did not start (an r-nacos of an older version of this script? stop it first)"
+		done
+	fi
+	nacos_jars
+	nacos_launcher
+	pid_alive "$NACOS/nacos.pid" NacosLauncher && return 0 # still booting
+	mkdir -p "$NACOS"
+	: >"$NACOS/nacos.out"
+	NACOS_T0=$SECONDS
+	nacos_prepare "$NACOS" 8848 "$NACOS_CONSOLE_PORT"
 	(
-		cd "$NACOS"
-		set -a
-		# shellcheck disable=SC1091
-		. ./.env
-		set +a
-		start_bg "$NACOS/rnacos.pid" "$NACOS/rnacos.out" env --default-signal=INT "$RNACOS_BIN"
+		cd "$NACOS" # Tomcat and Derby write next to the working directory
+		start_bg "$NACOS/nacos.pid" "$NACOS/nacos.out" "${NACOS_CMD[@]}"
 	)
-	wait_for 60 "nacos readiness" nacos_ready ||
-		fail_with_log "r-nacos did not become ready in 60 s" "$NACOS/rnacos.out"
-	wait_for 10 "nacos grpc" port_open 9848 ||
-		fail_with_log "r-nacos does not listen on gRPC 9848" "$NACOS/rnacos.out"
+	NACOS_STARTED=1
 }
 
 nacos_up() {
-	if nacos_ready && nacos_writable; then
-		pid_alive "$NACOS/rnacos.pid" rnacos || log "note: 127.0.0.1:8848 answers but was not started by this script; reusing it"
+	if [ "$NACOS_STARTED" = 0 ] && nacos_ready; then
+		if pid_alive "$NACOS/nacos.pid" NacosLauncher; then
+			nacos_admin_init # idempotent; finishes an earlier `up` that was interrupted before it
+		else
+			log "note: 127.0.0.1:8848 answers but was not started by this script; reusing it"
+		fi
+		wait_for 10 "nacos publish" nacos_writable ||
+			die "Nacos on 127.0.0.1:8848 answers but $NACOS_USER cannot log in with the test password and publish"
 		return 0
 	fi
-	if pid_alive "$NACOS/rnacos.pid" rnacos; then
-		stop_pid "nacos (r-nacos, not accepting publishes)" "$NACOS/rnacos.pid" rnacos INT
-	fi
-	port_open 8848 && die "127.0.0.1:8848 is taken by something that is not a working Nacos"
-	rnacos_build_wait
-	mkdir -p "$NACOS/data"
-	cat >"$NACOS/.env" <<-EOF
-		RNACOS_HTTP_PORT=8848
-		RNACOS_GRPC_PORT=9848
-		RNACOS_HTTP_CONSOLE_PORT=10848
-		RNACOS_SDK_HOST=127.0.0.1
-		RNACOS_CONSOLE_HOST=127.0.0.1
-		RNACOS_DATA_DIR=$NACOS/data
-		RNACOS_ENABLE_OPEN_API_AUTH=false
-		RNACOS_RAFT_NODE_ADDR=127.0.0.1:9848
-		RUST_LOG=warn
-	EOF
-	rnacos_start
-	local t=$SECONDS attempt aside
-	for attempt in 1 2 3; do
-		if ! grep -q "panicked" "$NACOS/rnacos.out" && wait_for 20 "nacos publish" nacos_writable; then
-			break
-		fi
-		[ "$attempt" = 3 ] &&
-			fail_with_log "r-nacos answers readiness but does not store configs (3 attempts)" "$NACOS/rnacos.out"
-		# Test data only: keep the broken data aside and start on an empty data dir.
-		aside="$NACOS/data.broken-$(date +%Y%m%d%H%M%S)"
-		log "r-nacos does not store configs (attempt $attempt: $(grep -m1 -o 'panicked at [^ ]*' "$NACOS/rnacos.out" || echo 'no raft leader')); moving its data to $aside and starting it again"
-		cp "$NACOS/rnacos.out" "$aside.out" 2>/dev/null || true
-		stop_pid "nacos (r-nacos)" "$NACOS/rnacos.pid" rnacos INT
-		mv "$NACOS/data" "$aside"
-		mkdir -p "$NACOS/data"
-		rnacos_start
-	done
-	log "nacos (r-nacos) up on 127.0.0.1:8848 (gRPC 9848, console 10848); publishes accepted $((SECONDS - t))s after readiness"
+	wait_for 120 "nacos readiness" nacos_ready || {
+		pid_alive "$NACOS/nacos.pid" NacosLauncher || fail_with_log "the Nacos JVM exited during start-up" "$NACOS/nacos.out"
+		fail_with_log "Nacos did not become ready in 120 s" "$NACOS/nacos.out" "$NACOS/home/logs/nacos.log"
+	}
+	local ready=$((SECONDS - ${NACOS_T0:-$SECONDS}))
+	nacos_admin_init
+	wait_for 30 "nacos publish" nacos_writable ||
+		fail_with_log "Nacos is ready but does not store configs" "$NACOS/nacos.out" "$NACOS/home/logs/nacos.log"
+	log "nacos $NACOS_VER up on 127.0.0.1:8848 (gRPC 9848/9849, console http://127.0.0.1:$NACOS_CONSOLE_PORT/, user $NACOS_USER), ready ${ready}s after the JVM start"
 }
 
 # ---------------------------------------------------------------------------- commands
@@ -555,9 +638,12 @@ cmd_up() {
 	need_pkgs curl curl
 	need_pkgs pgrep procps
 	need_pkgs setsid util-linux
-	rnacos_build_start
+	need_pkgs javac openjdk-17-jdk-headless
+	need_pkgs chromium chromium
 	phase rocketmq-start
 	rocketmq_start
+	phase nacos-start
+	nacos_start
 	phase redis
 	redis_up
 	phase redis-cluster
@@ -576,7 +662,8 @@ cmd_down() {
 	# TERM every process of ours at once, then wait for all of them (the broker alone may take
 	# ~15 s to flush and stop); KILL whatever is left after 30 s.
 	local entries=(
-		"nacos (r-nacos)|$NACOS/rnacos.pid|rnacos|INT"
+		"nacos|$NACOS/nacos.pid|NacosLauncher|TERM"
+		"r-nacos (left by an older version of this script)|$INFRA/rnacos/rnacos.pid|rnacos|INT"
 		"rocketmq broker|$RMQ/broker.pid|BrokerStartup|TERM"
 		"rocketmq name server|$RMQ/namesrv.pid|NamesrvStartup|TERM"
 		"mariadb|$MY/mysqld.pid|mariadbd|TERM"
@@ -631,20 +718,22 @@ cmd_status() {
 	check "rocketmq br  127.0.0.1:10911" port_open 10911
 	check "nacos        127.0.0.1:8848" nacos_writable
 	check "nacos grpc   127.0.0.1:9848" port_open 9848
+	check "nacos console 127.0.0.1:$NACOS_CONSOLE_PORT" nacos_ready
 	return "$STATUS_RC"
 }
 
-# cmd_fetch: fills the caches (RocketMQ jars, r-nacos binary) without starting anything.
+# cmd_fetch: fills the caches (RocketMQ and Nacos jars, the Nacos launcher) without starting anything.
 cmd_fetch() {
 	local t0=$SECONDS
 	mkdir -p "$CACHE"
 	need_pkgs java openjdk-17-jdk-headless
 	need_pkgs mvn maven
-	rnacos_build_start
+	need_pkgs javac openjdk-17-jdk-headless
 	phase rocketmq-jars
 	rocketmq_jars
-	phase rnacos-build
-	rnacos_build_wait
+	phase nacos-jars
+	nacos_jars
+	nacos_launcher
 	phase done
 	log "caches ready in $((SECONDS - t0))s ($CACHE)"
 }
@@ -652,6 +741,10 @@ cmd_fetch() {
 case "${1:-}" in
 up) cmd_up ;;
 fetch) cmd_fetch ;;
+nacos-server)
+	shift
+	cmd_nacos_server "$@"
+	;;
 down) cmd_down ;;
 status) cmd_status ;;
 restart)
