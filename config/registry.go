@@ -51,7 +51,7 @@ type NacosRegistry struct {
 	Metrics      *Metrics      // nil: not exported
 
 	healthy atomic.Int64 // 0 = never known
-	token   nacosToken   // for the Open API count; set by Run
+	token   nacosToken   // for the Open API count; set by Run under mu, before it counts
 
 	mu      sync.Mutex // guards the fields below
 	stopc   chan struct{}
@@ -91,7 +91,6 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 	}
 	log = log.With("component", "config", "registry", r.ServiceName, "instance", r.InstanceID)
 	host, port := splitAddr(r.Addr)
-	r.token = nacosToken{addr: r.Addr, username: r.Username, password: r.Password}
 	lockNacosClients()
 	client, err := clients.NewNamingClient(vo.NacosClientParam{
 		ClientConfig: &constant.ClientConfig{
@@ -117,6 +116,7 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 		return nil
 	}
 	r.running, r.done = true, make(chan struct{})
+	r.token = nacosToken{addr: r.Addr, username: r.Username, password: r.Password}
 	r.mu.Unlock()
 	defer close(r.done)
 
