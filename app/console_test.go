@@ -231,7 +231,7 @@ type configStatus struct {
 func getConfigStatus(t *testing.T, base string) configStatus {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, base+"/admin/v1/config", nil)
-	req.Header.Set("Authorization", "Bearer test-admin-token")
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("config status: %v", err)
@@ -265,6 +265,7 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 	base.Roles = "api"
 	procs := make([]*proc, 3)
 	bases := make([]string, 3)
+	admins := make([]string, 3) // admin listeners: /admin/v1 and /metrics
 	ids := make([]string, 3)
 	for i := range procs {
 		o := base
@@ -272,13 +273,14 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 		ids[i] = o.InstanceID
 		procs[i] = spawn(t, fmt.Sprintf("seckill-%d", i), o)
 		bases[i] = procs[i].base
+		admins[i] = procs[i].admin
 	}
 	ready := time.Now()
 	procs[0].app().createActivity(t, activity, 1_000_000, 1000, 2, time.Now().Add(-time.Second))
 	if took := untilAll(bases, activity, time.Now(), 10*time.Second, func(s int, _ string) bool { return s == http.StatusAccepted }); slices.Contains(took, -1) {
 		t.Fatalf("the activity does not sell on every instance: %v", took)
 	}
-	version0 := getConfigStatus(t, bases[0]).Version
+	version0 := getConfigStatus(t, admins[0]).Version
 
 	c := newConsole(t)
 	c.login()
@@ -310,7 +312,7 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 	})
 	checkWithin(t, "kill switch released in the console", <-res, time.Second)
 	released := make([]string, 3)
-	for i, b := range bases {
+	for i, b := range admins {
 		released[i] = getConfigStatus(t, b).Version
 		if released[i] != version0 {
 			t.Errorf("instance %d runs version %s after the release, want the initial %s", i, released[i], version0)
@@ -320,7 +322,7 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 	// A bad edit: refused everywhere, the old configuration stays and sales go on.
 	c.edit("false", "maybe", func(time.Time) {})
 	deadline := time.Now().Add(10 * time.Second)
-	for i, b := range bases {
+	for i, b := range admins {
 		st := getConfigStatus(t, b)
 		for st.LastError == nil && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
@@ -337,8 +339,8 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 	c.screenshot("seckill-yaml-bad-edit")
 
 	// The service list: three instances with their metadata.
-	for i, b := range bases {
-		waitMetric(t, b, "config_healthy_instances", 3, 15*time.Second, fmt.Sprintf("instance %d counts 3 healthy", i))
+	for i, b := range admins {
+		waitMetric(t, b, "seckill_rate_limiter_healthy_instances", 3, 15*time.Second, fmt.Sprintf("instance %d counts 3 healthy", i))
 	}
 	c.do("open the service list", chromedp.Navigate("http://"+testsvc.NacosConsoleAddr+"/#/serviceManagement"))
 	svcRow := `//tr[.//*[text()="seckill"]]//a[text()="Details"]`
@@ -371,7 +373,7 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 	killed := time.Now()
 	procs[2].kill()
 	for i := range 2 {
-		waitMetric(t, bases[i], "config_healthy_instances", 2, 15*time.Second, fmt.Sprintf("instance %d counts 2 healthy", i))
+		waitMetric(t, admins[i], "seckill_rate_limiter_healthy_instances", 2, 15*time.Second, fmt.Sprintf("instance %d counts 2 healthy", i))
 	}
 	t.Logf("healthy count 2 on both survivors %v after the kill", time.Since(killed).Round(10*time.Millisecond))
 	deadline = time.Now().Add(15 * time.Second)
