@@ -58,6 +58,7 @@ func sumOf(t *testing.T, g prometheus.Gatherer, name string, want map[string]str
 // every later request is answered from the memory of that IP.
 func TestMetricsAddUpToHTTPOutcomes(t *testing.T) {
 	ta := startApp(t, realOptions(t), `
+auth: {mode: header, trustedGateway: true}
 limits:
   global:   {rate: 1000000, burst: 1000000}
   campaign: {rate: 1000000, burst: 1000000}
