@@ -110,18 +110,23 @@ func (r *Relay) Run(ctx context.Context) error {
 		if claim {
 			lastClaim = now
 		}
-		moved := 0
+		moved, failed := 0, false
 		for _, s := range r.streams {
 			if ctx.Err() != nil {
 				break
 			}
 			n, err := r.stream(ctx, s, claim)
 			if err != nil && ctx.Err() == nil {
+				failed = true
 				r.rl.Warn("stream", "relaying a journal failed", "stream", s, "err", err)
-			} else if err == nil {
-				r.rl.OK("stream", "relaying journals works again")
 			}
 			moved += n
+		}
+		// "works again" only after a whole round without a failure: with one journal failing
+		// (its cluster node down) and others fine, a per-journal OK would undo the suppression
+		// and log two lines every poll.
+		if !failed && ctx.Err() == nil {
+			r.rl.OK("stream", "relaying journals works again")
 		}
 		if moved == 0 {
 			r.sleep(ctx, r.opts.Poll)
@@ -153,7 +158,14 @@ func (r *Relay) discover(ctx context.Context) error {
 		if !r.groups[s] {
 			err := r.rdb.XGroupCreateMkStream(ctx, s, RelayGroup, "0").Err()
 			if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
-				return fmt.Errorf("create group on %s: %w", s, err)
+				if ctx.Err() != nil {
+					return err
+				}
+				// One journal that cannot take a group (its node down, a key of another type)
+				// must not stop the others: skip it this round, try again at the next discover.
+				r.m.RelayErrors.WithLabelValues("discover").Inc()
+				r.rl.Warn("group", "creating the relay group on a journal failed", "stream", s, "err", err)
+				continue
 			}
 			r.groups[s] = true
 		}
