@@ -11,6 +11,7 @@ type Metrics struct {
 	retryAfter  prometheus.Histogram
 	degraded    prometheus.Gauge
 	slowCalls   prometheus.Counter
+	slowChecks  *prometheus.CounterVec
 	redisCalls  *prometheus.CounterVec
 	transitions *prometheus.CounterVec
 	leaseTokens *prometheus.CounterVec
@@ -41,9 +42,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "redis_slow_call_total",
 			Help: "Redis calls (the limiter's and those reported by ObserveRedis) slower than fallback.redisSlowMs.",
 		}),
+		slowChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rate_limiter_slow_checks_total",
+			Help: "Suspicions of a slow Redis (slowCallsToDegrade net slow calls) checked by the prober against a local control, by result (confirmed: degraded; refuted: the process was short of CPU).",
+		}, []string{"result"}),
 		redisCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rate_limiter_redis_calls_total",
-			Help: "Redis calls made by the limiter, by operation (lease, bucket, refund, heartbeat, probe).",
+			Help: "Redis calls made by the limiter, by operation (lease, bucket, refund, heartbeat, probe, confirm).",
 		}, []string{"op"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rate_limiter_mode_changes_total",
@@ -55,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.pass, m.reject, m.retryAfter, m.degraded, m.slowCalls, m.redisCalls,
+		reg.MustRegister(m.pass, m.reject, m.retryAfter, m.degraded, m.slowCalls, m.slowChecks, m.redisCalls,
 			m.transitions, m.leaseTokens)
 	}
 	return m
