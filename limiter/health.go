@@ -56,7 +56,7 @@ type health struct {
 // a confirmation counts for confirmFresh.
 const (
 	confirmRounds = 3
-	roundGap      = 50 * time.Millisecond // between the starts of staggered rounds
+	roundGap      = 75 * time.Millisecond // between the starts of staggered rounds
 	confirmFresh  = time.Second
 )
 
