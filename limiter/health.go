@@ -40,11 +40,12 @@ const (
 //     again from 0.
 //
 // The prober recovers with the same measure: probePings consecutive fast rounds. Measured
-// (TestNoDegradeUnderCPUSaturation, a loaded 2-core machine, -race, the process on one P with
-// 4 goroutines spinning): thousands of client-side slow calls and dozens of suspicions in 15 s,
-// all refuted, no degrade; kernel-timed PINGs mostly under 5 ms with rare single rounds of
-// 20-45 ms (the shared machine starving Redis itself), which one fast round of the three
-// refutes; with 100 ms added each way by a proxy every round takes about 200 ms.
+// (TestNoDegradeUnderCPUSaturation, a loaded 2-core machine, -race, the process on one P with 4
+// goroutines spinning, 32 callers): in 60 s 17,860 client-side slow calls and 141 suspicions,
+// all refuted, no degrade; kernel-timed PINGs mostly under 5 ms with single rounds of 20-45 ms
+// (the shared machine starving Redis itself), which a fast round of the three refutes. With
+// 100 ms added each way by a proxy every round takes about 200 ms and the Limiter degrades
+// within 1 s of the latency starting (TestDegradeUnderConcurrentLoad: ~800 ms).
 type health struct {
 	score     atomic.Int64
 	degraded  atomic.Bool
@@ -97,7 +98,7 @@ func (l *Limiter) observe(d time.Duration, err error) {
 		l.slowC.Inc()
 		n := l.health.score.Add(1)
 		if n >= int64(fb.SlowCallsToDegrade) && l.health.confirmedRecently() {
-			l.degrade("redis slow", nil)
+			l.degrade("redis slow", errConfirmedSlow)
 			return
 		}
 		if n >= int64(suspectAt(fb)) && !l.health.degraded.Load() &&
@@ -113,6 +114,9 @@ func (l *Limiter) observe(d time.Duration, err error) {
 		}
 	}
 }
+
+// errConfirmedSlow explains a degrade decided by real traffic after the prober confirmed.
+var errConfirmedSlow = errors.New("slow calls reached slowCallsToDegrade within 1 s of PINGs confirming a slow Redis")
 
 func (l *Limiter) wakeRun() {
 	select {
@@ -197,12 +201,13 @@ func (l *Limiter) confirm(ctx context.Context) {
 }
 
 // round times one Redis PING and returns how much of its round trip Redis and the network to
-// it account for, or the PING's error. On the prober's own TCP connection (pinger) the reply is
-// timed by the kernel's receive timestamp, so the wait for a CPU after it arrived is not
-// counted, and that is the answer. Otherwise (cluster client, TLS, no kernel timestamp) the
-// PING is timed on the client and a local loopback round trip on e, run at the same time, is
-// subtracted: the control goes through the same loopback, netpoller and Go run queue, twice,
-// and never reaches Redis. A control that fails counts as 0, which only makes Redis look slower.
+// it account for, or the PING's error. On a pinger (the prober's own TCP connection to a
+// standalone Redis) the reply is timed by the kernel's receive timestamp, so the wait for a CPU
+// after it arrived is not counted; without one (TLS, not Linux) it is timed when read, as a
+// plain client would. With no pinger (cluster client) the client's PING is timed and a local
+// loopback round trip on e, run at the same time, is subtracted: the control goes through the
+// same loopback, netpoller and Go run queue, twice, and never reaches Redis. A control that
+// fails counts as 0, which only makes Redis look slower.
 func (l *Limiter) round(ctx context.Context, p *pinger, e *echo, fb Fallback, calls prometheus.Counter) (time.Duration, error) {
 	timeout := max(l.opts.CallTimeout, fb.RedisSlow)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -212,10 +217,8 @@ func (l *Limiter) round(ctx context.Context, p *pinger, e *echo, fb Fallback, ca
 		if err := p.connect(cctx); err != nil {
 			return 0, err
 		}
-		d, stamped, err := p.ping(time.Now().Add(timeout))
-		if err != nil || stamped {
-			return d, err
-		}
+		d, err := p.ping(time.Now().Add(timeout))
+		return d, err
 	}
 	var local time.Duration
 	var wg sync.WaitGroup
@@ -282,36 +285,34 @@ func (p *pinger) connect(ctx context.Context) error {
 
 // ping sends one PING on the connection and reads the reply line; on any error the connection
 // is dropped, to be dialled again by the next connect.
-func (p *pinger) ping(deadline time.Time) (time.Duration, bool, error) {
-	d, stamped, err := p.pingOnce(deadline)
+func (p *pinger) ping(deadline time.Time) (time.Duration, error) {
+	d, err := p.pingOnce(deadline)
 	if err != nil {
 		_ = p.c.Close()
 		p.c = nil
 	}
-	return d, stamped, err
+	return d, err
 }
 
 // pingOnce returns how long the reply took to reach this host: from just before the write to
 // the kernel's receive timestamp of the reply when the connection has one (see
 // kernelStamps), else to when this goroutine read it.
-func (p *pinger) pingOnce(deadline time.Time) (time.Duration, bool, error) {
+func (p *pinger) pingOnce(deadline time.Time) (time.Duration, error) {
 	if err := p.c.SetDeadline(deadline); err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	start := time.Now()
 	if _, err := io.WriteString(p.c, "PING\r\n"); err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	n := 0
 	var arrived time.Time
-	stamped := false
 	for {
 		m, at, err := readStamped(p.c, p.buf[n:])
 		if err != nil {
-			return 0, false, err
+			return 0, err
 		}
-		stamped = !at.IsZero()
-		if !stamped {
+		if at.IsZero() {
 			at = time.Now()
 		}
 		n += m
@@ -320,13 +321,13 @@ func (p *pinger) pingOnce(deadline time.Time) (time.Duration, bool, error) {
 			break
 		}
 		if n == len(p.buf) {
-			return 0, false, errBadPong
+			return 0, errBadPong
 		}
 	}
 	if p.buf[0] != '+' && p.buf[0] != '-' {
-		return 0, false, errBadPong
+		return 0, errBadPong
 	}
-	return max(0, arrived.Sub(start)), stamped, nil
+	return max(0, arrived.Sub(start)), nil
 }
 
 func (p *pinger) close() {
