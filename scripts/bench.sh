@@ -248,8 +248,8 @@ step_counts() {
   # after sell-out: wrk with a new user every request, $WRK_SECONDS seconds, all 410 SOLD_OUT
   cat >"$OUT/soldout.lua" <<'LUA'
 local n = 0
-local tid = 0
-setup = function(thread) tid = tid + 1; thread:set("tid", tid) end
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
 request = function()
   n = n + 1
   return wrk.format("POST", nil, {["X-User-Id"] = "late-" .. tid .. "-" .. n}, nil)
