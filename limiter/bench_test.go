@@ -31,11 +31,14 @@ func BenchmarkAllow(b *testing.B) {
 		ip       bool
 		remember bool
 		degraded bool
+		rejected bool // the activity budget is empty: every decision is a local 429
 	}{
 		{name: "leased-4-dims", req: leased},
 		{name: "leased-4-dims+ip", req: leased, ip: true},
 		{name: "remembered-user", req: leased, remember: true},
 		{name: "degraded-local", req: leased, ip: true, degraded: true},
+		{name: "leased-rejected", req: Request{Global: big, Activity: Limit{Rate: 0.001, Burst: 1},
+			ActivityID: "a429", UserHash: "00000000000000ff"}, rejected: true},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -55,6 +58,9 @@ func BenchmarkAllow(b *testing.B) {
 				l.degrade("benchmark", nil)
 			}
 			_, _ = l.Allow(context.Background(), r) // load scripts, first lease
+			if c.rejected {
+				_, _ = l.Allow(context.Background(), r) // Redis says empty: local from now on
+			}
 			var seq atomic.Int64
 			start := calls.n.Load()
 			b.ReportAllocs()
@@ -66,7 +72,7 @@ func BenchmarkAllow(b *testing.B) {
 					i++
 					r.IPAddr = benchIPs[i%len(benchIPs)]
 					d, err := l.Allow(context.Background(), r)
-					if err != nil || d.Allowed == c.remember {
+					if err != nil || d.Allowed == (c.remember || c.rejected) {
 						b.Errorf("unexpected decision %+v, %v", d, err)
 						return
 					}

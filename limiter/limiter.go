@@ -7,7 +7,8 @@
 // The shared budgets (global, campaign, activity, channel) are leased: each instance takes
 // tokens in batches from a Redis token bucket (lua/limiter_lease.lua) and spends them locally,
 // so they cost far less than one Redis call per request. The per-IP bucket is exact, one Redis
-// round trip (lua/limiter_bucket.lua). When Redis is slow or failing the Limiter degrades to
+// round trip (lua/limiter_bucket.lua). When Redis is slow (confirmed against a local control, so
+// that CPU starvation of this process is not taken for a slow Redis) or failing, the Limiter degrades to
 // in-process buckets (golang.org/x/time/rate) sized from the fallback budget divided by the
 // number of healthy instances, and one prober, run by Run, recovers when Redis answers fast.
 //
@@ -71,7 +72,7 @@ func (l Limit) div(n int) Limit {
 // unlimited while degraded.
 type Fallback struct {
 	RedisSlow          time.Duration // a Redis call slower than this is slow
-	SlowCallsToDegrade int           // net slow calls (slow minus fast, floor 0) that degrade
+	SlowCallsToDegrade int           // net slow calls (slow minus fast, floor 0) that trigger a check (see health)
 	ProbeEvery         time.Duration // how often the single prober tries Redis while degraded
 	Global             Limit         // the global budget of all instances together while degraded
 }
@@ -144,6 +145,12 @@ const (
 	dIP   = 4
 	dUser = 5
 	dNone = 6
+)
+
+// Results of a slowness check (health.confirm), indexes of Limiter.checkC.
+const (
+	checkConfirmed = iota
+	checkRefuted
 )
 
 var reasonNames = [...]string{ReasonRate, ReasonRemembered, ReasonFallback, ReasonCanceled, ReasonWindow}
@@ -245,28 +252,31 @@ type Limiter struct {
 	scriptNow    func() int64
 
 	// metric children resolved once, so a decision allocates nothing for metrics
-	passC       [dNone + 1]prometheus.Counter
-	rejectC     [dNone + 1][len(reasonNames)]prometheus.Counter // nil: a pair outside rejectLabels
-	rejectVec   *prometheus.CounterVec
-	retryH      prometheus.Histogram
-	degradedG   prometheus.Gauge
-	healthyG    prometheus.Gauge
-	slowC       prometheus.Counter
-	callsLease  prometheus.Counter
-	callsBucket prometheus.Counter
-	callsRefund prometheus.Counter
-	callsHB     prometheus.Counter
-	callsProbe  prometheus.Counter
-	toDegraded  prometheus.Counter
-	toRecovered prometheus.Counter
-	leased      prometheus.Counter
-	returned    prometheus.Counter
+	passC        [dNone + 1]prometheus.Counter
+	rejectC      [dNone + 1][len(reasonNames)]prometheus.Counter // nil: a pair outside rejectLabels
+	rejectVec    *prometheus.CounterVec
+	retryH       prometheus.Histogram
+	degradedG    prometheus.Gauge
+	healthyG     prometheus.Gauge
+	slowC        prometheus.Counter
+	callsLease   prometheus.Counter
+	callsBucket  prometheus.Counter
+	callsRefund  prometheus.Counter
+	callsHB      prometheus.Counter
+	callsProbe   prometheus.Counter
+	callsConfirm prometheus.Counter
+	checkC       [2]prometheus.Counter // checkConfirmed, checkRefuted
+	toDegraded   prometheus.Counter
+	toRecovered  prometheus.Counter
+	leased       prometheus.Counter
+	returned     prometheus.Counter
 
 	runMu   sync.Mutex
 	running bool
 	cancel  context.CancelFunc
 	done    chan struct{}
-	wake    chan struct{} // a degrade wakes Run's prober
+	wake    chan struct{} // a degrade or a suspicion of slowness wakes Run's prober
+	pingers []*pinger     // the prober's own connections (see pinger); used by Run only
 }
 
 // New builds a Limiter over rdb (standalone or cluster: every script touches one key). m may be
@@ -323,10 +333,13 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		callsRefund:     m.redisCalls.WithLabelValues("refund"),
 		callsHB:         m.redisCalls.WithLabelValues("heartbeat"),
 		callsProbe:      m.redisCalls.WithLabelValues("probe"),
-		toDegraded:      m.transitions.WithLabelValues("degraded"),
-		toRecovered:     m.transitions.WithLabelValues("recovered"),
-		leased:          m.leaseTokens.WithLabelValues("leased"),
-		returned:        m.leaseTokens.WithLabelValues("returned"),
+		callsConfirm:    m.redisCalls.WithLabelValues("confirm"),
+		checkC: [2]prometheus.Counter{m.slowChecks.WithLabelValues("confirmed"),
+			m.slowChecks.WithLabelValues("refuted")},
+		toDegraded:  m.transitions.WithLabelValues("degraded"),
+		toRecovered: m.transitions.WithLabelValues("recovered"),
+		leased:      m.leaseTokens.WithLabelValues("leased"),
+		returned:    m.leaseTokens.WithLabelValues("returned"),
 	}
 	for d := range nLeased {
 		l.pools[d] = newCowMap[*pool](opts.MaxKeys)

@@ -17,6 +17,7 @@ type Metrics struct {
 	degraded    prometheus.Gauge
 	healthy     prometheus.Gauge
 	slowCalls   prometheus.Counter
+	slowChecks  *prometheus.CounterVec
 	redisCalls  *prometheus.CounterVec
 	transitions *prometheus.CounterVec
 	leaseTokens *prometheus.CounterVec
@@ -78,9 +79,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "seckill_redis_slow_calls_total",
 			Help: "Redis calls (the limiter's and those reported by ObserveRedis) slower than fallback.redisSlowMs.",
 		}),
+		slowChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_rate_limiter_slow_checks_total",
+			Help: "Suspicions of a slow Redis (slowCallsToDegrade net slow calls) checked by the prober against a local control, by result (confirmed: degraded; refuted: the process was short of CPU).",
+		}, []string{"result"}),
 		redisCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_rate_limiter_redis_calls_total",
-			Help: "Redis calls made by the limiter, by operation (lease, bucket, refund, heartbeat, probe).",
+			Help: "Redis calls made by the limiter, by operation (lease, bucket, refund, heartbeat, probe, confirm).",
 		}, []string{"op"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_rate_limiter_mode_changes_total",
@@ -108,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	m.healthy.Set(1)
 	if reg != nil {
-		reg.MustRegister(m.pass, m.reject, m.retryAfter, m.degraded, m.healthy, m.slowCalls, m.redisCalls,
+		reg.MustRegister(m.pass, m.reject, m.retryAfter, m.degraded, m.healthy, m.slowCalls, m.slowChecks, m.redisCalls,
 			m.transitions, m.leaseTokens)
 	}
 	return m

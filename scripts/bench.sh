@@ -2,8 +2,13 @@
 # bench.sh: reproduces every figure of docs/BENCHMARKS.md on this machine, loopback only.
 #
 #   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, r-nacos (once)
-#   bash scripts/bench.sh [step...]      # steps: ceilings gin redis mysql rush counts scaling gotest
+#   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest
 #                                        # (default: all of them, in that order)
+#
+# "ratios" is the table of docs/BENCHMARKS.md section 0: the ceiling routes of internal/ginhello
+# (hello, one EVALSHA, the two-call design) and the service's 410, 429 and 202 paths (roles api,
+# then all roles in one process), one wrk run each, in one go, with the ratios, the Redis time
+# per reservation and the heap allocations per request.
 #
 # Every step prints the load average next to its figures (the machine is shared) and writes
 # its raw output under $BENCH_OUT (default /tmp/seckill-bench-<time>). Runs are bounded in
@@ -160,6 +165,7 @@ step_mysql() {
 }
 
 # ---- the service in production mode ---------------------------------------------------------
+# write_cfg: the generous limits; $EXTRA_CFG (YAML, top-level keys) is appended.
 write_cfg() {
   cat >"$OUT/seckill.yaml" <<'YAML'
 auth: {mode: header, trustedGateway: true}
@@ -171,6 +177,7 @@ limits:
   ip:       {rate: 1000000, burst: 1000000}
   userWindow: {window: 60s, max: 1000}
 YAML
+  printf '%s\n' "${EXTRA_CFG:-}" >>"$OUT/seckill.yaml"
 }
 
 # start_instances <n> <tag>: n processes sharing one Redis/MariaDB/RocketMQ, one namespace and topic
@@ -185,7 +192,7 @@ start_instances() {
       SECKILL_ROCKETMQ_TOPIC="bench-$RUN-$tag" SECKILL_NAMESPACE="bench$RUN$tag" \
       SECKILL_ADMIN_TOKEN=$ADMIN_TOKEN SECKILL_HTTP_ADDR=127.0.0.1:$port SECKILL_ADMIN_ADDR=127.0.0.1:$((port + 50)) \
       SECKILL_CONFIG_FILE=$OUT/seckill.yaml SECKILL_INSTANCE_ID="bench-$RUN-$tag-$i" \
-      SECKILL_DATA_DIR="$OUT/data-$tag-$i" \
+      SECKILL_DATA_DIR="$OUT/data-$tag-$i" SECKILL_ROLES="${ROLES:-api,relay,writer,reconciler}" \
       "$BIN/seckill" >"$OUT/seckill-$tag-$i.log" 2>&1 &
     PIDS+=($!)
     TARGETS+=("http://127.0.0.1:$port")
@@ -244,8 +251,8 @@ step_counts() {
   # after sell-out: wrk with a new user every request, $WRK_SECONDS seconds, all 410 SOLD_OUT
   cat >"$OUT/soldout.lua" <<'LUA'
 local n = 0
-local tid = 0
-setup = function(thread) tid = tid + 1; thread:set("tid", tid) end
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
 request = function()
   n = n + 1
   return wrk.format("POST", nil, {["X-User-Id"] = "late-" .. tid .. "-" .. n}, nil)
@@ -297,11 +304,127 @@ step_gotest() {
   go test -run XXX -bench 'HTTP' -benchtime 3s ./app/ 2>&1 | tee "$OUT/gotest-app.txt"
 }
 
+# ---- ratios: ceilings and the service's paths in one run (docs/BENCHMARKS.md section 0) ----
+# Every row is one wrk -t2 -c$CONNS -d${WRK_SECONDS}s run. POST rows send a new X-User-Id on every
+# request (newuser.lua). Heap allocations per request are server-side: the delta of
+# runtime.MemStats.Mallocs (ginhello /debug/mallocs, the service's go_memstats_mallocs_total) over
+# the run divided by its requests, background work of the process included. The Redis time per
+# reservation is the delta of INFO commandstats cmdstat_evalsha usec over the 202 run divided by
+# the 202s: every EVALSHA on the server counts (other clients' too, and with all roles the
+# relay's and writer's scripts), so it is an upper bound of the reservation script's own cost.
+ROWS=()
+row() { # label req/s reference-label allocs/req extra
+  ROWS+=("$1|$2|$3|$4|$5|$(cut -d' ' -f1 /proc/loadavg)")
+}
+wrk_run() { # label url [lua]: sets RPS REQS NON2XX
+  local label=$1 url=$2 lua=${3:-}
+  local args=(-t2 -c"$CONNS" -d"${WRK_SECONDS}s" --latency)
+  [ -n "$lua" ] && args+=(-s "$lua")
+  wrk "${args[@]}" "$url" >"$OUT/wrk-$label.txt" 2>&1
+  RPS=$(awk '/^Requests\/sec/ {print $2}' "$OUT/wrk-$label.txt")
+  REQS=$(grep -o '[0-9]* requests in' "$OUT/wrk-$label.txt" | awk '{print $1}')
+  NON2XX=$(awk '/Non-2xx or 3xx responses/ {print $NF}' "$OUT/wrk-$label.txt")
+  NON2XX=${NON2XX:-0}
+  printf '  %-28s %10s req/s  %9s requests  %9s non-2xx   [load %s]\n' "$label" "$RPS" "$REQS" "$NON2XX" \
+    "$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+per() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f", a / b; else print "-" }'; }
+create_activity() { # base id stock shards
+  curl -fs -X POST -H "Authorization: Bearer $ADMIN_TOKEN" -H 'Content-Type: application/json' \
+    -d "{\"activityId\":\"$2\",\"stock\":$3,\"perUserLimit\":1,\"shards\":$4}" "$1/admin/v1/activities" >/dev/null
+}
+svc_mallocs() { metric_sum "$1" go_memstats_mallocs_total; }
+
+step_ratios() {
+  # tid is a global: setup runs in the main Lua state and thread:set sets a global of the thread
+  # (a "local tid" would shadow it and give both threads the same users)
+  cat >"$OUT/newuser.lua" <<'LUA'
+local n = 0
+local run = os.time()
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
+request = function()
+  n = n + 1
+  return wrk.format("POST", nil, {["X-User-Id"] = "b" .. run .. "-" .. tid .. "-" .. n}, nil)
+end
+LUA
+  local nu=$OUT/newuser.lua gport=$((BASE_PORT + 91)) before after m0 m1
+  local g="http://127.0.0.1:$gport"
+  say "ratios: ceilings (internal/ginhello), wrk -t2 -c$CONNS -d${WRK_SECONDS}s"
+  "$BIN/ginhello" --addr 127.0.0.1:$gport --redis "$REDIS_ADDR" --ns "bench$RUN" 2>"$OUT/ginhello-ratios.log" &
+  PIDS+=($!)
+  wait_http "$g/hello"
+  m0=$(curl -fs "$g/debug/mallocs")
+  wrk_run hello "$g/hello"
+  m1=$(curl -fs "$g/debug/mallocs")
+  row "Gin hello-world" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" ""
+  before=$(cmdstat evalsha)
+  wrk_run one-evalsha "$g/one" "$nu"
+  after=$(cmdstat evalsha)
+  row "Gin + one EVALSHA (DECRBY + XADD)" "$RPS" one "" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
+    split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/call", (y[2] - x[2]) / n }')"
+  wrk_run two-call "$g/two" "$nu"
+  row "Gin + bucket script + stock script" "$RPS" one "" ""
+  cleanup
+
+  local a410="r410-$RUN" a429="r429-$RUN" tag
+  for tag in api all; do
+    if [ $tag = api ]; then export ROLES=api; else export ROLES=api,relay,writer,reconciler; fi
+    say "ratios: seckill, roles $ROLES"
+    EXTRA_CFG="activities: {$a429-$tag: {limits: {rate: 1, burst: 1}}}" start_instances 1 "q$tag"
+    local u=${TARGETS[0]} a202="r202-$RUN-$tag"
+    create_activity "$u" "$a410-$tag" 1 1
+    create_activity "$u" "$a429-$tag" 1000000 1
+    create_activity "$u" "$a202" 100000000 16
+    # sell the one unit of the 410 activity, then wait until the instance answers 410 itself
+    local i code
+    for i in $(seq 1 100); do
+      code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "X-User-Id: warm-$i" "$u/api/v1/activities/$a410-$tag/reservations")
+      [ "$code" = 410 ] && break
+      sleep 0.05
+    done
+    sleep 0.5
+    m0=$(svc_mallocs "$u")
+    wrk_run "410-$tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nu"
+    m1=$(svc_mallocs "$u")
+    row "seckill 410 sold out, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$NON2XX non-2xx of $REQS"
+    m0=$(svc_mallocs "$u")
+    wrk_run "429-$tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nu"
+    m1=$(svc_mallocs "$u")
+    row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$NON2XX non-2xx of $REQS"
+    m0=$(svc_mallocs "$u")
+    before=$(cmdstat evalsha)
+    wrk_run "202-$tag" "$u/api/v1/activities/$a202/reservations" "$nu"
+    after=$(cmdstat evalsha)
+    m1=$(svc_mallocs "$u")
+    row "seckill 202 admitted, roles $tag" "$RPS" one "$(per $((m1 - m0)) "$REQS")" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
+      split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/reservation, %.2f EVALSHA/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n }'), $NON2XX non-2xx"
+    echo "  limiter degrade events in this instance: $(grep -c 'degraded to local limiting' "$OUT/seckill-q$tag-0.log" || true)"
+    cleanup
+  done
+  unset ROLES
+
+  say "ratios: the table"
+  printf '%s\n' "${ROWS[@]}" | awk -F'|' '
+    { label[NR] = $1; rps[NR] = $2; ref[NR] = $3; alloc[NR] = $4; extra[NR] = $5; load[NR] = $6
+      if ($1 == "Gin hello-world") hello = $2
+      if ($1 ~ /one EVALSHA/) one = $2 }
+    END {
+      printf "| route | req/s | ratio | heap allocs/req | notes | load avg |\n|---|---|---|---|---|---|\n"
+      for (i = 1; i <= NR; i++) {
+        r = (ref[i] == "hello") ? (hello > 0 ? sprintf("%.2f of hello", rps[i] / hello) : "-") : (one > 0 ? sprintf("%.2f of one EVALSHA", rps[i] / one) : "-")
+        printf "| %s | %.0f | %s | %s | %s | %s |\n", label[i], rps[i], r, alloc[i] == "" ? "" : alloc[i], extra[i], load[i]
+      }
+    }' | tee "$OUT/ratios.md"
+  echo "allocations per request of the in-process benchmarks (client + server): bash scripts/bench.sh gotest"
+}
+
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(ceilings rush counts scaling gotest)
+[ ${#steps[@]} -eq 0 ] && steps=(ratios ceilings rush counts scaling gotest)
 build
 for s in "${steps[@]}"; do
   case $s in
+    ratios) step_ratios ;;
     ceilings) step_gin; step_redis; step_mysql ;;
     gin) step_gin ;;
     redis) step_redis ;;
