@@ -300,7 +300,8 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	return errors.Join(errs...)
 }
 
-// skipFailed drops reservations whose record is FAILED already.
+// skipFailed drops reservations whose record is FAILED already, after finishing their
+// compensation if an earlier attempt was cut short.
 func (w *Writer) skipFailed(ctx context.Context, batch []Message) ([]Message, error) {
 	pipe := w.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(batch))
@@ -314,6 +315,10 @@ func (w *Writer) skipFailed(ctx context.Context, batch []Message) ([]Message, er
 	out := batch[:0:0]
 	for i, m := range batch {
 		if cmds[i].Val() == "FAILED" {
+			// Finish a compensation that was cut short (the lock is held).
+			if err := w.comp.finishLocked(ctx, m); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		out = append(out, m)
