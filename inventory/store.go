@@ -187,6 +187,8 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	mv.calls = m.calls.WithLabelValues("inventory_transfer")
+	mv.secs = m.callSeconds.WithLabelValues("inventory_transfer")
 	s.mover = mv
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/lua"
@@ -22,8 +23,10 @@ import (
 // finds them and finishes the move; reconciliation counts them as remaining. Safe for
 // concurrent use.
 type Mover struct {
-	rdb redis.UniversalClient
-	sc  *redis.Script
+	rdb   redis.UniversalClient
+	sc    *redis.Script
+	calls prometheus.Counter  // may be nil
+	secs  prometheus.Observer // may be nil
 }
 
 // NewMover returns a mover on rdb.
@@ -45,7 +48,12 @@ const (
 )
 
 func (m *Mover) run(ctx context.Context, k ShardKeys, keys4 string, args ...any) ([]any, error) {
+	start := time.Now()
 	v, err := m.sc.Run(ctx, m.rdb, []string{k.Stock(), k.Drained(), keys4, k.Stats()}, args...).Result()
+	if m.calls != nil {
+		m.calls.Inc()
+		m.secs.Observe(time.Since(start).Seconds())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("inventory: transfer script: %w", err)
 	}
