@@ -289,7 +289,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 }
 
 // refill moves at least need units (when they exist) from other shards of the layout to
-// the home shard, each move a journalled transfer (debit the source, credit home, finish).
+// the home shard, giving up after Options.MaxOtherShards shards that had nothing, each move a journalled transfer (debit the source, credit home, finish).
 // It returns the units moved, or closed when a reshard closed a shard on the way. A move
 // is finished even when ctx is cancelled (the client hung up): units never wait in transit
 // for a request that is gone; a Redis error leaves them in transit for Recover.
@@ -306,7 +306,6 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 		if j == home || l.empty[j].Load() {
 			continue
 		}
-		tried++
 		id := "t" + s.opts.InstanceID + "." + strconv.FormatUint(s.nonce.Add(1), 36)
 		// Announce the units before the debit, so a request of this instance that finds the
 		// home shard empty meanwhile waits for them instead of answering SOLD_OUT.
@@ -324,6 +323,7 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 			l.empty[j].Store(true)
 		}
 		if units == 0 {
+			tried++ // only shards that had nothing count against MaxOtherShards
 			continue
 		}
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
