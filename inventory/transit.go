@@ -205,14 +205,9 @@ func (m *Mover) current(ctx context.Context, activity, id, userHash string) (str
 	return Shard(activity, int(e), int(h.Sum32()%uint32(n))).Loc(), nil
 }
 
-// InTransit lists the transit entries of one shard: id -> age.
-func (m *Mover) InTransit(ctx context.Context, k ShardKeys) (map[string]time.Duration, error) {
-	all, err := m.rdb.HGetAll(ctx, k.XOut()).Result()
-	if err != nil {
-		return nil, fmt.Errorf("inventory: read transit of %s: %w", k.Loc(), err)
-	}
+// transitAges parses the transit entries of one xout hash: id -> age.
+func transitAges(all map[string]string, now int64) map[string]time.Duration {
 	out := make(map[string]time.Duration, len(all))
-	now := time.Now().UnixMilli()
 	for id, v := range all {
 		ms := int64(0)
 		if i := strings.LastIndexByte(v, '|'); i >= 0 {
@@ -220,13 +215,14 @@ func (m *Mover) InTransit(ctx context.Context, k ShardKeys) (map[string]time.Dur
 		}
 		out[id] = time.Duration(now-ms) * time.Millisecond
 	}
-	return out, nil
+	return out
 }
 
 // Recover settles every transfer of the activity that has been in transit for at least
 // minAge, on every shard of every layout it ever had: the background half of a transfer
-// whose requester crashed, hung up or met a Redis error between debit and credit. It
-// returns the number of transfers settled and the first error.
+// whose requester crashed, hung up or met a Redis error between debit and credit, and of a
+// compensation cut short on a drained shard. One pipelined read per call when nothing is
+// in transit. It returns the number of transfers settled and the first error.
 func (s *Store) Recover(ctx context.Context, id string, minAge time.Duration) (int, error) {
 	spec, err := s.rdb.HGet(ctx, Meta(id), "layouts").Result()
 	if errors.Is(err, redis.Nil) {
@@ -235,33 +231,42 @@ func (s *Store) Recover(ctx context.Context, id string, minAge time.Duration) (i
 	if err != nil {
 		return 0, fmt.Errorf("inventory: read meta: %w", err)
 	}
-	settled := 0
-	var errs []error
+	var shards []ShardKeys
 	for _, p := range strings.Split(spec, ",") {
 		e, n, ok := parseTarget(strings.TrimSpace(p))
 		if !ok {
-			return settled, fmt.Errorf("inventory: meta layouts of %s: bad %q", id, p)
+			return 0, fmt.Errorf("inventory: meta layouts of %s: bad %q", id, p)
 		}
 		for i := 0; i < n; i++ {
-			k := Shard(id, e, i)
-			ids, err := s.mover.InTransit(ctx, k)
-			if err != nil {
-				return settled, err
+			shards = append(shards, Shard(id, e, i))
+		}
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(shards))
+	for i, k := range shards {
+		cmds[i] = pipe.HGetAll(ctx, k.XOut())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("inventory: read transit of %s: %w", id, err)
+	}
+	now := time.Now().UnixMilli()
+	settled := 0
+	var errs []error
+	for i, k := range shards {
+		ages := transitAges(cmds[i].Val(), now)
+		tids := make([]string, 0, len(ages))
+		for tid, age := range ages {
+			if age >= minAge {
+				tids = append(tids, tid)
 			}
-			tids := make([]string, 0, len(ids))
-			for tid, age := range ids {
-				if age >= minAge {
-					tids = append(tids, tid)
-				}
+		}
+		sort.Strings(tids)
+		for _, tid := range tids {
+			if err := s.mover.Settle(ctx, k, tid, ""); err != nil {
+				errs = append(errs, err)
+				continue
 			}
-			sort.Strings(tids)
-			for _, tid := range tids {
-				if err := s.mover.Settle(ctx, k, tid, ""); err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				settled++
-			}
+			settled++
 		}
 	}
 	return settled, errors.Join(errs...)
