@@ -136,7 +136,7 @@ func (s *sim) logf(format string, args ...any) {
 	line := fmt.Sprintf("%d: ", s.step) + fmt.Sprintf(format, args...)
 	s.fp.Write([]byte(strings.ReplaceAll(line, s.aid, "A") + "\n"))
 	s.trace = append(s.trace, line)
-	if len(s.trace) > 40 {
+	if len(s.trace) > 60 {
 		s.trace = s.trace[1:]
 	}
 }
@@ -568,6 +568,26 @@ func (s *sim) checkAlways() {
 	}
 	if v := s.remaining(); v < 0 {
 		s.violation("negative", "stock sums to %d", v)
+	}
+	// No unit lost or created, whatever is in flight: reconciliation's drift is exactly
+	// minus the units of orders committed in MySQL and not yet confirmed in Redis (a writer
+	// cut short between its insert and its confirm).
+	rep, err := s.rec.Report(s.ctx, s.aid)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	status := map[string]string{}
+	for _, e := range s.journal() {
+		status[e.msg.ReservationID] = e.status
+	}
+	var unconfirmed int64
+	for _, o := range orders {
+		if status[o.ReservationID] != "CONFIRMED" {
+			unconfirmed += int64(o.Quantity)
+		}
+	}
+	if rep.Drift+unconfirmed != 0 {
+		s.violation("drift", "reconciliation %+v with %d units of orders not confirmed yet", rep, unconfirmed)
 	}
 }
 
