@@ -201,7 +201,7 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 			break
 		}
 	}
-	for j := range batches {
+	for j := 0; j < to; j++ { // in shard order, so a run's calls come in a fixed order
 		if sealed, err := flush(j); err != nil || sealed {
 			return sealed, err
 		}
