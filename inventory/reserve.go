@@ -300,41 +300,46 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 		tries = l.shards - 1
 	}
 	start := int(s.nonce.Add(1) % uint64(l.shards))
-	tried := 0
-	for o := 0; o < l.shards && tried < tries && moved < need; o++ {
-		j := (start + o) % l.shards
-		if j == home || l.empty[j].Load() {
-			continue
+	tried, considered := 0, 0
+	// The empty marks are hints (a compensation may have given a marked shard units back
+	// since): when they rule out every other shard, a second pass ignores them.
+	for pass := 0; pass < 2 && considered == 0; pass++ {
+		for o := 0; o < l.shards && tried < tries && moved < need; o++ {
+			j := (start + o) % l.shards
+			if j == home || pass == 0 && l.empty[j].Load() {
+				continue
+			}
+			considered++
+			id := "t" + s.opts.InstanceID + "." + strconv.FormatUint(s.nonce.Add(1), 36)
+			// Announce the units before the debit, so a request of this instance that finds
+			// the home shard empty meanwhile waits for them instead of answering SOLD_OUT.
+			want := need - moved
+			l.inbound[home].Add(want)
+			units, left, shut, err := s.mover.debit(ctx, l.keys[j], hk, id, want)
+			l.inbound[home].Add(units - want)
+			if err != nil {
+				return moved, false, err
+			}
+			if shut {
+				return moved, true, nil
+			}
+			if left <= 0 {
+				l.empty[j].Store(true)
+			}
+			if units == 0 {
+				tried++ // only shards that had nothing count against MaxOtherShards
+				continue
+			}
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
+			err = s.mover.Settle(sctx, l.keys[j], id, "")
+			cancel()
+			l.inbound[home].Add(-units)
+			if err != nil {
+				return moved, false, err
+			}
+			l.empty[home].Store(false)
+			moved += units
 		}
-		id := "t" + s.opts.InstanceID + "." + strconv.FormatUint(s.nonce.Add(1), 36)
-		// Announce the units before the debit, so a request of this instance that finds the
-		// home shard empty meanwhile waits for them instead of answering SOLD_OUT.
-		want := need - moved
-		l.inbound[home].Add(want)
-		units, left, shut, err := s.mover.debit(ctx, l.keys[j], hk, id, want)
-		l.inbound[home].Add(units - want)
-		if err != nil {
-			return moved, false, err
-		}
-		if shut {
-			return moved, true, nil
-		}
-		if left <= 0 {
-			l.empty[j].Store(true)
-		}
-		if units == 0 {
-			tried++ // only shards that had nothing count against MaxOtherShards
-			continue
-		}
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
-		err = s.mover.Settle(sctx, l.keys[j], id, "")
-		cancel()
-		l.inbound[home].Add(-units)
-		if err != nil {
-			return moved, false, err
-		}
-		l.empty[home].Store(false)
-		moved += units
 	}
 	return moved, false, nil
 }
