@@ -379,8 +379,7 @@ func TestAcceptanceNothingReachesStoresAfterSellOut(t *testing.T) {
 	}
 	stockScripts := func() float64 {
 		return scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_reserve"}`) +
-			scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_take"}`) +
-			scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_hold"}`)
+			scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_transfer"}`)
 	}
 	s0, u0, o0 := userStatements(t)
 	if u0+o0 == 0 {

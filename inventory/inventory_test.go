@@ -199,7 +199,8 @@ func TestSameUserManyGoroutines(t *testing.T) {
 }
 
 // TestOtherShardsNeverExceedLimit: small stock on many shards, the same few users attack
-// from many goroutines while shards run dry; limit 1 across shards.
+// from many goroutines while shards run dry; limit 1. Units move to the users' home shard
+// (transfers); every reservation is taken there.
 func TestOtherShardsNeverExceedLimit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{MaxOtherShards: 8})
@@ -208,7 +209,7 @@ func TestOtherShardsNeverExceedLimit(t *testing.T) {
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		per := map[string]int{}
-		homes := map[string]bool{} // reservations taken off the user's home shard
+		off := 0 // reservations taken off the user's home shard
 		// 20 users who all live on shard 0 (2 units): 10 units must come from elsewhere.
 		var users []string
 		for i := 0; len(users) < 20; i++ {
@@ -230,52 +231,49 @@ func TestOtherShardsNeverExceedLimit(t *testing.T) {
 					k, _, _ := ParseReservationID(r.ReservationID)
 					mu.Lock()
 					per[user]++
-					homes[r.ReservationID] = k.Shard != HomeShard(UserHash(user), 8)
+					if k.Shard != 0 {
+						off++
+					}
 					mu.Unlock()
 				}
 			}()
 		}
 		wg.Wait()
-		total, other := 0, 0
+		total := 0
 		for u, n := range per {
 			if n > 1 {
 				t.Errorf("user %s holds %d units, limit 1", u, n)
 			}
 			total += n
 		}
-		for _, o := range homes {
-			if o {
-				other++
-			}
-		}
 		if total != 12 {
 			t.Fatalf("reserved %d, want 12", total)
 		}
-		if other != 10 {
-			t.Errorf("%d reservations on other shards, want 10", other)
+		if off != 0 {
+			t.Errorf("%d reservations off the home shard, want 0", off)
 		}
 		st := readState(t, rdb, a.ID)
 		if st.remaining != 0 || st.journal != 12 || st.taken != 12 || st.minStock < 0 {
 			t.Fatalf("state %+v", st)
 		}
-		// No user record above the limit, and no hold left behind.
+		// No user count above the limit, nothing left in transit.
 		for i := 0; i < 8; i++ {
 			k := Shard(a.ID, 0, i)
 			for u, v := range rdb.HGetAll(ctx, k.Users()).Val() {
-				if v != "1" {
+				if !strings.Contains(u, ":") && v != "1" {
 					t.Errorf("shard %d user %s holds %s", i, u, v)
 				}
 			}
-			if n := rdb.HLen(ctx, k.Holds()).Val(); n != 0 {
-				t.Errorf("shard %d: %d holds left", i, n)
+			if n := rdb.HLen(ctx, k.XOut()).Val(); n != 0 {
+				t.Errorf("shard %d: %d transfers left in transit", i, n)
 			}
 		}
 	})
 }
 
-// TestHomeEmptyUsesOtherShard: a user whose home shard is empty is served by another
-// shard; the record there points back home and the 409 carries that rid.
-func TestHomeEmptyUsesOtherShard(t *testing.T) {
+// TestHomeEmptyIsRefilled: a user whose home shard is empty is served on the home shard
+// after units moved there from another shard; the 409 and the replay carry that rid.
+func TestHomeEmptyIsRefilled(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 4, 1, 2))
@@ -289,12 +287,13 @@ func TestHomeEmptyUsesOtherShard(t *testing.T) {
 		if err != nil || r.Code != Reserved {
 			t.Fatalf("reserve = %+v, %v", r, err)
 		}
-		k, n, _ := ParseReservationID(r.ReservationID)
-		if k.Shard == home {
-			t.Fatalf("rid %s on the empty home shard", r.ReservationID)
+		k, _, _ := ParseReservationID(r.ReservationID)
+		if k.Shard != home {
+			t.Fatalf("rid %s off the home shard %d", r.ReservationID, home)
 		}
-		if h := rdb.HGet(ctx, k.Record(n), "home").Val(); h != fmt.Sprint(home) {
-			t.Fatalf("record home = %q, want %d", h, home)
+		other := Shard(a.ID, 0, 1-home)
+		if out, in := rdb.HGet(ctx, other.Stats(), "xout").Val(), rdb.HGet(ctx, k.Stats(), "xin").Val(); out != "1" || in != "1" {
+			t.Fatalf("transfer stats out %q in %q, want 1 and 1", out, in)
 		}
 		again, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
 		if err != nil || again.Code != AlreadyPurchased || again.ReservationID != r.ReservationID {
@@ -346,7 +345,7 @@ func TestIdempotencyReplay(t *testing.T) {
 			t.Fatalf("over limit = %+v, %v", over, err)
 		}
 		uh := UserHash("idem-user")
-		if rdb.HExists(ctx, Shard(a.ID, 0, HomeShard(uh, 2)).Idem(), idemField(uh, "key-3")).Val() {
+		if rdb.HExists(ctx, Shard(a.ID, 0, HomeShard(uh, 2)).Users(), idemField(uh, "key-3")).Val() {
 			t.Fatal("a rejected request bound its idempotency key")
 		}
 	})
@@ -430,7 +429,7 @@ func TestScriptChecksTimes(t *testing.T) {
 		a := mustCreate(t, s, Activity{ID: uniqueID(t), Stock: 3, PerUserLimit: 1, Shards: 1, OpensAt: opens})
 		e, _ := s.entryFor(ctx, a.ID)
 		req := ReserveRequest{ActivityID: a.ID, UserID: "early", Quantity: 1}
-		r, _, err := s.reserveOn(ctx, e, e.layout.Load(), &req, UserHash("early"), "")
+		r, _, err := s.reserveOn(ctx, e, e.layout.Load(), &req, UserHash("early"), "", true)
 		if err != nil || r.Code != NotOpen || !r.OpensAt.Equal(opens) {
 			t.Fatalf("script = %+v, %v; want NotOpen at %v", r, err, opens)
 		}
@@ -438,7 +437,7 @@ func TestScriptChecksTimes(t *testing.T) {
 		closed.def.OpensAt = time.Time{}
 		closed.def.ClosesAt = time.Now().Add(-time.Second)
 		closed.layout.Store(e.layout.Load())
-		r, _, err = s.reserveOn(ctx, closed, e.layout.Load(), &req, UserHash("early"), "")
+		r, _, err = s.reserveOn(ctx, closed, e.layout.Load(), &req, UserHash("early"), "", true)
 		if err != nil || r.Code != Closed {
 			t.Fatalf("script = %+v, %v; want Closed", r, err)
 		}
@@ -524,9 +523,9 @@ func TestTokensAreOneTime(t *testing.T) {
 	})
 }
 
-// TestIdempotencyKeyDuringHold: the same key from many goroutines while the home shard is
-// empty (holds in progress) makes exactly one reservation.
-func TestIdempotencyKeyDuringHold(t *testing.T) {
+// TestIdempotencyKeyWhileRefilling: the same key from many goroutines while the home shard
+// is empty (refills in progress) makes exactly one reservation.
+func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 10, 3, 2))
@@ -565,9 +564,10 @@ func TestIdempotencyKeyDuringHold(t *testing.T) {
 	})
 }
 
-// TestCrashAfterHoldLeavesUserBelowLimit: an instance that dies between the hold and the
-// take leaves the user's quota held (below the limit, never above) and loses no stock.
-func TestCrashAfterHoldLeavesUserBelowLimit(t *testing.T) {
+// TestCrashInTransitIsRecovered: an instance that dies between a transfer's debit and its
+// credit leaves the units in transit (counted by the stats, not lost); Recover credits them
+// once, and the user's quota was never touched.
+func TestCrashInTransitIsRecovered(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 6, 1, 3))
@@ -576,31 +576,30 @@ func TestCrashAfterHoldLeavesUserBelowLimit(t *testing.T) {
 		uh := UserHash(user)
 		home := HomeShard(uh, 3)
 		k := Shard(a.ID, 0, home)
+		src := Shard(a.ID, 0, (home+1)%3)
 		rdb.Set(ctx, k.Stock(), 0, 0) // 4 units left elsewhere
-		res, err := s.run(ctx, s.reserve,
-			[]string{k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Holds(),
-				k.Drained(), k.Bucket(uh), k.Window(uh), k.RecordPrefix()},
-			a.ID, user, uh, 1, 1, 0, 0, 0, 1, 0, 0, "", "n1", 1, 0, home, 1000, 1000, 60000)
-		if err != nil || code(res) != rcNeedOther {
-			t.Fatalf("hold = %v, %v", res, err)
+		units, _, closed, err := s.mover.debit(ctx, src, k, "crash-1", 1)
+		if err != nil || closed || units != 1 {
+			t.Fatalf("debit = %d, %v, %v", units, closed, err)
 		}
-		// The process dies here. The user is held at the limit without a unit.
-		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
-		if err != nil || r.Code != AlreadyPurchased || r.ReservationID != "" {
-			t.Fatalf("after crash = %+v, %v", r, err)
+		// The process dies here: one unit is in transit.
+		if st := readState(t, rdb, a.ID); st.remaining != 3 || st.taken != 0 {
+			t.Fatalf("state %+v, want 3 on the shards, none taken", st)
 		}
-		if st := readState(t, rdb, a.ID); st.remaining != 4 || st.taken != 0 {
-			t.Fatalf("state %+v, want 4 remaining, none taken", st)
-		}
-		// Releasing twice gives the quota back once.
-		for i, want := range []int64{1, 0} {
-			res, err := s.run(ctx, s.hold, []string{k.Holds(), k.Users(), k.Last(), k.Idem()}, "release", asString(res[1]), uh, "", "")
-			if err != nil || code(res) != want {
-				t.Fatalf("release %d = %v, %v", i, res, err)
+		for i, want := range []int{1, 0} {
+			n, err := s.Recover(ctx, a.ID, 0)
+			if err != nil || n != want {
+				t.Fatalf("recover %d = %d, %v; want %d", i, n, err, want)
 			}
 		}
+		if st := readState(t, rdb, a.ID); st.remaining != 4 {
+			t.Fatalf("state %+v, want the 4 units back on the shards", st)
+		}
+		if v := rdb.Get(ctx, k.Stock()).Val(); v != "1" {
+			t.Fatalf("home stock %q, want the unit credited there", v)
+		}
 		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1}); err != nil || r.Code != Reserved {
-			t.Fatalf("after release = %+v, %v", r, err)
+			t.Fatalf("after recovery = %+v, %v", r, err)
 		}
 	})
 }
@@ -771,8 +770,7 @@ func TestIPBucketInTheReservationScript(t *testing.T) {
 		}
 		var held int64
 		for i := 0; i < 2; i++ {
-			n, _ := rdb.HLen(ctx, Shard(a.ID, 0, i).Users()).Result()
-			held += n
+			held += buyers(t, rdb, Shard(a.ID, 0, i))
 		}
 		if held != 2 {
 			t.Fatalf("%d buyers recorded, want 2 (the IP rejection must take nothing)", held)

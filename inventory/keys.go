@@ -57,30 +57,43 @@ func Shard(activity string, epoch, shard int) ShardKeys {
 		tag: "sk:{" + activity + ":" + strconv.Itoa(epoch) + ":" + strconv.Itoa(shard) + "}:"}
 }
 
-func (k ShardKeys) Stock() string   { return k.tag + "stock" }
-func (k ShardKeys) Users() string   { return k.tag + "users" }
-func (k ShardKeys) Last() string    { return k.tag + "last" }
-func (k ShardKeys) Idem() string    { return k.tag + "idem" }
+// Stock is the shard's unit count; missing means closed (drained, or not sealed yet).
+func (k ShardKeys) Stock() string { return k.tag + "stock" }
+
+// Users is the hash of everything of the users whose home shard this is: "<uh>" units
+// held, "<uh>:s" the user's sequence (never lowered), "<uh>:l" the last reservation id,
+// "<uh>:i:<hash>" idempotency bindings, "<uh>:r:<rid>" refund markers.
+func (k ShardKeys) Users() string { return k.tag + "users" }
+
+// Last and Idem are hashes of an older protocol (now fields of Users); no script writes
+// them. They are named so that cleanup code can still remove them.
+func (k ShardKeys) Last() string { return k.tag + "last" }
+func (k ShardKeys) Idem() string { return k.tag + "idem" }
+
+// Seq is the shard's counter of reservation numbers (the n of a reservation id).
 func (k ShardKeys) Seq() string     { return k.tag + "seq" }
 func (k ShardKeys) Journal() string { return k.tag + "journal" }
 func (k ShardKeys) Stats() string   { return k.tag + "stats" }
 func (k ShardKeys) Credits() string { return k.tag + "credits" }
 
-// Holds is the hash of quota holds in progress on this (home) shard: hold id ->
-// "<userhash>|<units>|<expires unix ms>".
+// Holds is a hash of an older protocol (quota holds across shards); no script writes it.
 func (k ShardKeys) Holds() string { return k.tag + "holds" }
+
+// XOut is the hash of units in transit from this shard (inventory_transfer.lua debit,
+// order_fail.lua on a drained shard): id -> "<units>|<target epoch:shard or empty>|<ms>".
+func (k ShardKeys) XOut() string { return k.tag + "xout" }
+
+// XIn is the hash of transfers credited to this shard: id -> units (credit once per id).
+func (k ShardKeys) XIn() string { return k.tag + "xin" }
 
 // Drained is set when a reshard closed this shard: it keeps the units that were moved out,
 // so re-running the drain returns the same amount and the shard never reopens.
 func (k ShardKeys) Drained() string { return k.tag + "drained" }
 
-// CompCredits records, per reservation id, the units of failed reservations credited to this
-// shard because the shard that sold them had been drained by a reshard.
+// CompCredits and Refunds are keys of an older protocol (now XIn and refund markers in
+// Users); no script writes them.
 func (k ShardKeys) CompCredits() string { return k.tag + "compcredits" }
-
-// Refunds is the set of reservation ids whose units were given back to a user record on
-// this (home) shard; it makes compensation idempotent.
-func (k ShardKeys) Refunds() string { return k.tag + "refunds" }
+func (k ShardKeys) Refunds() string     { return k.tag + "refunds" }
 
 // Record is the reservation record of the shard's n-th reservation.
 func (k ShardKeys) Record(n int64) string { return k.tag + "r:" + strconv.FormatInt(n, 10) }

@@ -97,7 +97,7 @@ func (m *Metrics) countLimits(res []any, r *ReserveRequest, ipInScript bool) {
 		return time.Duration(n) * time.Millisecond
 	}
 	switch code(res) {
-	case rcReserved, rcAlready, rcEmpty, rcNeedOther:
+	case rcReserved, rcAlready, rcEmpty:
 		b.r.ScriptAdmitted(r.UserRate.Rate > 0 || (r.WindowMax > 0 && r.Window > 0), ipInScript)
 	case rcUserRate:
 		b.r.ScriptRejected("user", "rate", retry())

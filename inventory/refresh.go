@@ -24,7 +24,12 @@ func (s *Store) Run(ctx context.Context) error {
 	t := time.NewTicker(s.opts.RefreshEvery)
 	defer t.Stop()
 	failing := false
+	lastRecover := time.Now()
 	for {
+		if time.Since(lastRecover) >= recoverEvery {
+			lastRecover = time.Now()
+			s.recoverAll(ctx)
+		}
 		err := s.Refresh(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
@@ -39,6 +44,32 @@ func (s *Store) Run(ctx context.Context) error {
 			wg.Wait()
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// recoverEvery is how often Run settles transfers left in transit (by a crash, a hang-up
+// or a Redis error between a transfer's debit and its credit); only transfers in transit
+// for at least recoverAge are touched, so live requests finish their own.
+const (
+	recoverEvery = 2 * time.Second
+	recoverAge   = 2 * time.Second
+)
+
+func (s *Store) recoverAll(ctx context.Context) {
+	s.mu.RLock()
+	ids := make([]string, 0, len(s.acts))
+	for id := range s.acts {
+		ids = append(ids, id)
+	}
+	s.mu.RUnlock()
+	for _, id := range ids {
+		n, err := s.Recover(ctx, id, recoverAge)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("settling transfers in transit failed", "activity", id, "err", err)
+		}
+		if n > 0 {
+			s.log.Info("settled transfers left in transit", "activity", id, "transfers", n)
 		}
 	}
 }

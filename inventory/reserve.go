@@ -70,7 +70,7 @@ type ReserveResult struct {
 	OpensAt       time.Time     // NotOpen
 }
 
-// Script answers of inventory_reserve.lua and inventory_take.lua.
+// Script answers of inventory_reserve.lua.
 const (
 	rcReserved    = 1
 	rcReplayed    = 2
@@ -80,10 +80,8 @@ const (
 	rcUserRate    = 6
 	rcUserWindow  = 7
 	rcEmpty       = 8
-	rcIPRate      = 12
-	rcNeedOther   = 9
 	rcShardClosed = 10
-	rcPending     = 11
+	rcIPRate      = 12
 )
 
 // attempt is what one pass over a layout decided.
@@ -92,22 +90,32 @@ type attempt int
 const (
 	done     attempt = iota
 	relayout         // a shard was closed by a reshard: re-read meta and retry
-	pending          // the idempotency key is bound to a hold in progress: wait and retry
+	refilled         // units were moved to the home shard: run the reservation again
+	recheck          // nothing could be moved, but others may have refilled the home shard: run once more
+	pause            // units are being moved by this instance: wait a moment and run again
 )
 
-// busyWait bounds how long Reserve waits for a reshard or a pending hold before ErrBusy.
+// busyWait bounds how long Reserve waits for a reshard before ErrBusy.
 const busyWait = time.Second
 
-// idemField is the idem hash field of a user's idempotency key.
+// pauseWait bounds the one wait of a request for units on their way to its home shard.
+const pauseWait = 50 * time.Millisecond
+
+// maxRefills bounds the refills of the home shard within one Reserve; buyers on the same
+// home shard may take the units moved in before this request runs again.
+const maxRefills = 4
+
+// idemField is the users-hash field of a user's idempotency key.
 func idemField(uh, key string) string {
 	sum := sha1.Sum([]byte(key))
-	return uh + ":" + hex.EncodeToString(sum[:8])
+	return uh + ":i:" + hex.EncodeToString(sum[:8])
 }
 
 // Reserve takes r.Quantity units for the user, or says why not. A known sold-out,
 // not-yet-open or closed activity is answered from the local cache with no Redis call;
-// otherwise one script runs on the user's home shard, and only when that shard is empty
-// up to Options.MaxOtherShards other shards are tried (two more calls each way). An error
+// otherwise one script runs on the user's home shard. A reservation never spans two
+// shards: when the home shard has fewer units than asked, units are first moved to it from
+// other shards (a journalled transfer, see Mover) and the script runs again. An error
 // means Redis failed or the activity is unknown (ErrNotFound) or busy (ErrBusy); the caller
 // fails closed.
 func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, error) {
@@ -142,29 +150,54 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	// A reshard closes shards before the new layout opens: wait for it (normally a few ms),
 	// up to busyWait.
 	deadline := time.Now().Add(busyWait)
+	refills, paused := 0, false
 	for i := 0; ; i++ {
 		l := e.layout.Load()
-		res, next, err := s.reserveOn(ctx, e, l, &r, uh, idf)
+		res, next, err := s.reserveOn(ctx, e, l, &r, uh, idf, refills < maxRefills)
 		if err != nil || next == done {
 			return res, err
 		}
-		if next == relayout {
-			if _, _, err := s.lookup(ctx, r.ActivityID); err != nil {
-				return ReserveResult{}, err
+		switch next {
+		case refilled:
+			refills++
+			continue
+		case recheck:
+			refills = maxRefills
+			continue
+		case pause:
+			// Once, wait (without Redis calls, up to pauseWait) for the units this instance
+			// is moving to the home shard, then look again.
+			if paused {
+				return ReserveResult{Code: SoldOut}, nil
 			}
-			if e.layout.Load() != l {
-				continue
+			paused = true
+			until := time.Now().Add(pauseWait)
+			for l.inbound[HomeShard(uh, l.shards)].Load() > 0 && time.Now().Before(until) {
+				t := time.NewTimer(time.Millisecond)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ReserveResult{}, ctx.Err()
+				case <-t.C:
+				}
 			}
-			if !e.resharding.Load() {
-				// Closed shard, same epoch, no reshard recorded: the activity is not loaded
-				// (a Create that has not finished). Waiting will not help.
-				return ReserveResult{}, fmt.Errorf("%w: %s has a closed shard outside a reshard", ErrBusy, r.ActivityID)
-			}
+			continue
+		}
+		if _, _, err := s.lookup(ctx, r.ActivityID); err != nil {
+			return ReserveResult{}, err
+		}
+		if e.layout.Load() != l {
+			continue
+		}
+		if !e.resharding.Load() {
+			// Closed shard, same epoch, no reshard recorded: the activity is not loaded
+			// (a Create that has not finished). Waiting will not help.
+			return ReserveResult{}, fmt.Errorf("%w: %s has a closed shard outside a reshard", ErrBusy, r.ActivityID)
 		}
 		if time.Now().After(deadline) {
 			break
 		}
-		// Same layout (a reshard is still moving stock) or a pending hold: wait a little.
+		// Same layout: a reshard is still moving stock. Wait a little.
 		t := time.NewTimer(time.Duration(min(2*(i+1), 25)) * time.Millisecond)
 		select {
 		case <-ctx.Done():
@@ -176,19 +209,15 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	return ReserveResult{}, ErrBusy
 }
 
-func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string) (ReserveResult, attempt, error) {
+func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, mayRefill bool) (ReserveResult, attempt, error) {
 	home := HomeShard(uh, l.shards)
 	k := l.keys[home]
-	hold := 0
-	if s.opts.MaxOtherShards > 0 && l.otherNonEmpty(home) {
-		hold = 1
-	}
 	nonce := s.opts.InstanceID + ":" + strconv.FormatUint(s.nonce.Add(1), 36)
-	keys := []string{k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Holds(),
-		k.Drained(), k.Bucket(uh), k.Window(uh), k.RecordPrefix()}
+	keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(),
+		k.Bucket(uh), k.Window(uh), k.RecordPrefix()}
 	args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
-		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf, nonce, hold,
-		l.epoch, home, s.opts.RecordTTLAfterClose.Milliseconds(), recordTTLNoClose.Milliseconds(), holdTTL.Milliseconds()}
+		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf, nonce,
+		l.epoch, home, s.opts.RecordTTLAfterClose.Milliseconds(), recordTTLNoClose.Milliseconds()}
 	if r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP() {
 		keys = append(keys, r.IPKey)
 		args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))
@@ -228,89 +257,92 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	case rcIPRate:
 		return ReserveResult{Code: IPRateLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
 	case rcEmpty:
-		if num(1) <= 0 {
+		here := num(1)
+		if here <= 0 {
 			l.empty[home].Store(true)
-			if l.allEmpty() {
-				s.markSoldOut(ctx, e, "reserve")
+		}
+		if mayRefill && s.opts.MaxOtherShards >= 0 && l.shards > 1 {
+			moved, closed, err := s.refill(ctx, l, home, int64(r.Quantity)-here)
+			if err != nil {
+				return ReserveResult{}, done, err
 			}
+			if closed {
+				return ReserveResult{}, relayout, nil
+			}
+			if moved > 0 {
+				return ReserveResult{}, refilled, nil
+			}
+			return ReserveResult{}, recheck, nil
+		}
+		if l.inbound[home].Load() > 0 {
+			// Units debited by a refill of this instance are on their way; they may be
+			// for this shard.
+			return ReserveResult{}, pause, nil
+		}
+		if here <= 0 && l.allEmpty() {
+			s.markSoldOut(ctx, e, "reserve")
 		}
 		return ReserveResult{Code: SoldOut}, done, nil
-	case rcNeedOther:
-		if num(3) <= 0 {
-			l.empty[home].Store(true)
-		}
-		return s.takeOther(ctx, e, l, r, uh, idf, home, asString(arg(1)), num(2))
 	case rcShardClosed:
 		return ReserveResult{}, relayout, nil
-	case rcPending:
-		return ReserveResult{}, pending, nil
 	}
 	return ReserveResult{}, done, fmt.Errorf("inventory: reserve script: unexpected answer %v", res)
 }
 
-// takeOther takes the units on other shards while the home shard holds the user's quota,
-// then commits or releases the hold. When the outcome of a take is unknown (a Redis error)
-// the hold is kept: the user may end below the limit, never above it.
-func (s *Store) takeOther(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, home int, hid string, seq int64) (ReserveResult, attempt, error) {
+// refill moves at least need units (when they exist) from other shards of the layout to
+// the home shard, giving up after Options.MaxOtherShards shards that had nothing, each move a journalled transfer (debit the source, credit home, finish).
+// It returns the units moved, or closed when a reshard closed a shard on the way. A move
+// is finished even when ctx is cancelled (the client hung up): units never wait in transit
+// for a request that is gone; a Redis error leaves them in transit for Recover.
+func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (moved int64, closed bool, err error) {
 	hk := l.keys[home]
-	closed := false
-	tried := 0
+	tries := s.opts.MaxOtherShards
+	if tries == 0 || tries > l.shards-1 {
+		tries = l.shards - 1
+	}
 	start := int(s.nonce.Add(1) % uint64(l.shards))
-	for o := 0; o < l.shards && tried < s.opts.MaxOtherShards; o++ {
-		j := (start + o) % l.shards
-		if j == home || l.empty[j].Load() {
-			continue
-		}
-		tried++
-		k := l.keys[j]
-		res, err := s.run(ctx, s.take,
-			[]string{k.Stock(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()},
-			r.ActivityID, r.UserID, uh, r.Quantity, seq, home, l.epoch, j, unixMs(e.def.ClosesAt),
-			s.opts.RecordTTLAfterClose.Milliseconds(), recordTTLNoClose.Milliseconds())
-		if err != nil {
-			return ReserveResult{}, done, err
-		}
-		switch code(res) {
-		case rcReserved:
-			if len(res) > 2 {
-				if n, _ := asInt(res[2]); n <= 0 {
-					l.empty[j].Store(true)
-				}
+	tried, considered := 0, 0
+	// The empty marks are hints (a compensation may have given a marked shard units back
+	// since): when they rule out every other shard, a second pass ignores them.
+	for pass := 0; pass < 2 && considered == 0; pass++ {
+		for o := 0; o < l.shards && tried < tries && moved < need; o++ {
+			j := (start + o) % l.shards
+			if j == home || pass == 0 && l.empty[j].Load() {
+				continue
 			}
-			rid := asString(res[1])
-			if _, err := s.run(ctx, s.hold, []string{hk.Holds(), hk.Users(), hk.Last(), hk.Idem()},
-				"commit", hid, uh, rid, idf); err != nil {
-				// The unit is taken and journaled; only the 409/replay hints are missing.
-				s.log.Warn("hold commit failed", "activity", r.ActivityID, "rid", rid, "err", err)
+			considered++
+			id := "t" + s.opts.InstanceID + "." + strconv.FormatUint(s.nonce.Add(1), 36)
+			// Announce the units before the debit, so a request of this instance that finds
+			// the home shard empty meanwhile waits for them instead of answering SOLD_OUT.
+			want := need - moved
+			l.inbound[home].Add(want)
+			units, left, shut, err := s.mover.debit(ctx, l.keys[j], hk, id, want)
+			l.inbound[home].Add(units - want)
+			if err != nil {
+				return moved, false, err
 			}
-			e.issued.Inc()
-			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
-		case rcEmpty:
-			if len(res) > 1 {
-				if n, _ := asInt(res[1]); n <= 0 {
-					l.empty[j].Store(true)
-				}
+			if shut {
+				return moved, true, nil
 			}
-		case rcShardClosed:
-			closed = true
-		default:
-			return ReserveResult{}, done, fmt.Errorf("inventory: take script: unexpected answer %v", res)
+			if left <= 0 {
+				l.empty[j].Store(true)
+			}
+			if units == 0 {
+				tried++ // only shards that had nothing count against MaxOtherShards
+				continue
+			}
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
+			err = s.mover.Settle(sctx, l.keys[j], id, "")
+			cancel()
+			l.inbound[home].Add(-units)
+			if err != nil {
+				return moved, false, err
+			}
+			l.empty[home].Store(false)
+			moved += units
 		}
-		if closed {
-			break
-		}
 	}
-	if _, err := s.run(ctx, s.hold, []string{hk.Holds(), hk.Users(), hk.Last(), hk.Idem()},
-		"release", hid, uh, "", idf); err != nil {
-		return ReserveResult{}, done, err
-	}
-	if closed {
-		return ReserveResult{}, relayout, nil
-	}
-	if l.allEmpty() {
-		s.markSoldOut(ctx, e, "reserve")
-	}
-	return ReserveResult{Code: SoldOut}, done, nil
+	return moved, false, nil
 }
 
 func (l *layout) otherNonEmpty(home int) bool {

@@ -86,9 +86,9 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	}
 	// 1. Drain: every old shard closes and hands back what it had.
 	drained := make([]int64, from)
-	err := parallel(from, func(i int) error {
+	err := s.parallel(from, func(i int) error {
 		k := Shard(id, e, i)
-		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained()})
+		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats()})
 		if err != nil {
 			return err
 		}
@@ -106,19 +106,19 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		total += d
 	}
 	// 2. Credit: source i spreads its units over the new shards, remainder from shard i on.
-	err = parallel(from*to, func(x int) error {
+	err = s.parallel(from*to, func(x int) error {
 		i, j := x/to, x%to
 		k := Shard(id, e+1, j)
 		units := split(drained[i], to, ((j-i)%to+to)%to)
-		_, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits()}, "credit", i, units)
+		_, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "credit", i, units)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	// 3. Copy buyer records to their new home shards. A target already sealed means another
+	// 3. Copy buyer records (the users hashes) to their new home shards. A target already sealed means another
 	// run finished copying; the copy script refuses to write there.
-	err = parallel(from, func(i int) error {
+	err = s.parallel(from, func(i int) error {
 		_, err := s.copyShard(ctx, id, Shard(id, e, i), e+1, to)
 		return err
 	})
@@ -126,9 +126,9 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		return err
 	}
 	// 4. Seal the new shards: their stock keys appear.
-	err = parallel(to, func(j int) error {
+	err = s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
-		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits()}, "seal", from)
+		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "seal", from)
 		if err != nil {
 			return err
 		}
@@ -160,8 +160,10 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	return nil
 }
 
-// copyShard copies the users, last and idem hashes of one old shard to the new home shards
-// of its users. It reports true when a target was already sealed.
+// copyShard copies the users hash of one old shard (counts, sequences, last ids,
+// idempotency bindings, refund markers) to the new home shards of its users. The old shard
+// is drained, so nothing writes its users hash any more. It reports true when a target was
+// already sealed (another run finished copying).
 func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, to int) (bool, error) {
 	batches := make(map[int][]any)
 	flush := func(j int) (bool, error) {
@@ -171,40 +173,35 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 		}
 		batches[j] = b[:0]
 		k := Shard(id, epoch, j)
-		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users(), k.Last(), k.Idem()}, b...)
+		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users()}, b...)
 		if err != nil {
 			return false, err
 		}
 		return code(res) == 2, nil
 	}
-	for _, h := range []struct{ key, kind string }{{old.Users(), "u"}, {old.Last(), "l"}, {old.Idem(), "i"}} {
-		var cursor uint64
-		for {
-			kv, next, err := s.rdb.HScan(ctx, h.key, cursor, "*", 500).Result()
-			if err != nil {
-				return false, fmt.Errorf("inventory: scan %s: %w", h.key, err)
-			}
-			for i := 0; i+1 < len(kv); i += 2 {
-				f, v := kv[i], kv[i+1]
-				if strings.HasPrefix(v, "~") {
-					continue // a hold in progress binds no idempotency key yet
+	var cursor uint64
+	for {
+		kv, next, err := s.rdb.HScan(ctx, old.Users(), cursor, "*", 500).Result()
+		if err != nil {
+			return false, fmt.Errorf("inventory: scan %s: %w", old.Users(), err)
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			f, v := kv[i], kv[i+1]
+			uh, _, _ := strings.Cut(f, ":")
+			j := HomeShard(uh, to)
+			batches[j] = append(batches[j], f, v)
+			if len(batches[j]) >= 400 {
+				if sealed, err := flush(j); err != nil || sealed {
+					return sealed, err
 				}
-				uh, _, _ := strings.Cut(f, ":")
-				j := HomeShard(uh, to)
-				batches[j] = append(batches[j], h.kind, f, v)
-				if len(batches[j]) >= 300 {
-					if sealed, err := flush(j); err != nil || sealed {
-						return sealed, err
-					}
-				}
-			}
-			cursor = next
-			if cursor == 0 {
-				break
 			}
 		}
+		cursor = next
+		if cursor == 0 {
+			break
+		}
 	}
-	for j := range batches {
+	for j := 0; j < to; j++ { // in shard order, so a run's calls come in a fixed order
 		if sealed, err := flush(j); err != nil || sealed {
 			return sealed, err
 		}
@@ -212,15 +209,16 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 	return false, nil
 }
 
-// parallel runs f(0..n-1) on up to 16 goroutines and returns the first error.
-func parallel(n int, f func(i int) error) error {
+// parallel runs f(0..n-1) on up to Options.ReshardWorkers goroutines and returns the
+// first error.
+func (s *Store) parallel(n int, f func(i int) error) error {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		ferr error
 		next = make(chan int)
 	)
-	for w := 0; w < min(n, 16); w++ {
+	for w := 0; w < min(n, s.opts.ReshardWorkers); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

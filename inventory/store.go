@@ -63,9 +63,12 @@ type ActivityView struct {
 // Options tune a Store. Zero values take the defaults.
 type Options struct {
 	InstanceID          string        // default: random
-	MaxOtherShards      int           // other shards tried when the home shard is empty; default 3, <0 none
+	MaxOtherShards      int           // other shards a refill of the home shard tries; default 3, <0 none
 	RefreshEvery        time.Duration // remaining/sold-out/layout refresh period; default 250ms
 	RecordTTLAfterClose time.Duration // reservation records live until closesAt + this; default 24h
+	// ReshardWorkers is how many steps of a reshard run at once (default 16; 1 makes a
+	// reshard's Redis calls happen in a fixed order, as the simulation tests need).
+	ReshardWorkers int
 	// Namespace separates the instance-wide keys (journal and activity lists, events) of
 	// deployments sharing one Redis; see Namespaced. Default "".
 	Namespace string
@@ -73,7 +76,6 @@ type Options struct {
 
 const (
 	recordTTLNoClose = 7 * 24 * time.Hour
-	holdTTL          = 2 * time.Minute
 	maxShards        = 1024
 	negativeTTL      = 500 * time.Millisecond
 	maxNegative      = 10000
@@ -87,7 +89,8 @@ type Store struct {
 	m    *Metrics
 	log  *slog.Logger
 
-	reserve, take, hold, create, load, drain, credit, copy, reshard, token *script
+	reserve, create, load, drain, credit, copy, reshard, token *script
+	mover                                                      *Mover
 
 	mu   sync.RWMutex
 	acts map[string]*entry
@@ -124,10 +127,11 @@ type layout struct {
 	epoch, shards int
 	keys          []ShardKeys
 	empty         []atomic.Bool
+	inbound       []atomic.Int64 // per shard: units this instance debited to refill it, not credited yet
 }
 
 func newLayout(id string, epoch, shards int) *layout {
-	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards)}
+	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards), inbound: make([]atomic.Int64, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
 	}
@@ -147,6 +151,9 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if opts.MaxOtherShards == 0 {
 		opts.MaxOtherShards = 3
 	}
+	if opts.ReshardWorkers <= 0 {
+		opts.ReshardWorkers = 16
+	}
 	if opts.RefreshEvery <= 0 {
 		opts.RefreshEvery = 250 * time.Millisecond
 	}
@@ -164,7 +171,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		dst  **script
 		name string
 	}{
-		{&s.reserve, "reserve"}, {&s.take, "take"}, {&s.hold, "hold"}, {&s.create, "create"},
+		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
 		{&s.reshard, "reshard"}, {&s.token, "token"},
 	} {
@@ -176,6 +183,13 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 			calls: m.calls.WithLabelValues("inventory_" + p.name),
 			secs:  m.callSeconds.WithLabelValues("inventory_" + p.name)}
 	}
+	mv, err := NewMover(rdb)
+	if err != nil {
+		return nil, err
+	}
+	mv.calls = m.calls.WithLabelValues("inventory_transfer")
+	mv.secs = m.callSeconds.WithLabelValues("inventory_transfer")
+	s.mover = mv
 	return s, nil
 }
 

@@ -1,11 +1,13 @@
 -- inventory_credit.lua: build a new shard {A:e+1:j} during a reshard.
--- KEYS[1] stock  KEYS[2] credits
+-- KEYS[1] stock  KEYS[2] credits  KEYS[3] stats
 -- ARGV[1] "credit" | "seal"
 -- credit: ARGV[2] source shard id, ARGV[3] units. Records the credit once per source
---         (credits[src] = units, credits._sum += units); the stock key stays absent, so the
---         shard takes no reservations yet.
+--         (credits[src] = units, credits._sum += units); the stock key stays absent, so
+--         the shard takes no reservations yet, and the units stay counted in transit.
 -- seal:   ARGV[2] number of sources expected. Creates the stock key from credits._sum once
---         every source has credited; afterwards copies (inventory_copy.lua) are refused.
+--         every source has credited (stats.xin += _sum: the units drained into this shard
+--         leave transit as they become stock); afterwards copies (inventory_copy.lua) are
+--         refused.
 -- Returns credit: 1 credited now | 0 already credited | 2 already sealed;
 --         seal: {1, units} sealed now | {2, units} sealed before | {0, sources seen} missing sources.
 if ARGV[1] == 'credit' then
@@ -30,4 +32,5 @@ if n < tonumber(ARGV[2]) then
 end
 sum = tonumber(sum or '0')
 redis.call('SET', KEYS[1], sum)
+redis.call('HINCRBY', KEYS[3], 'xin', sum)
 return {1, sum}

@@ -1,9 +1,10 @@
 -- inventory_drain.lua: close a stock shard {A:e:i} for a reshard and hand back its stock.
--- KEYS[1] stock  KEYS[2] drained
+-- KEYS[1] stock  KEYS[2] drained  KEYS[3] stats
 -- ARGV: none
--- The first call moves the stock into the drained marker and deletes the stock key, so
--- every later reserve or take there answers SHARD_CLOSED; later calls return the same
--- amount (the drain is idempotent).
+-- The first call moves the stock into the drained marker, deletes the stock key (so every
+-- later reserve, transfer, refund or credit there answers "closed") and counts the units as
+-- in transit (stats.xout += units) until the new shards are credited (inventory_credit.lua
+-- counts stats.xin). Later calls return the same amount (the drain is idempotent).
 -- Returns {1, units} drained now | {2, units} drained before | {0} never loaded (error).
 local d = redis.call('GET', KEYS[2])
 if d then
@@ -15,4 +16,5 @@ if not s then
 end
 redis.call('SET', KEYS[2], s)
 redis.call('DEL', KEYS[1])
+redis.call('HINCRBY', KEYS[3], 'xout', tonumber(s))
 return {1, tonumber(s)}

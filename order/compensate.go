@@ -27,17 +27,25 @@ var (
 	ErrNoRecord = errors.New("order: reservation record missing")
 )
 
-// Compensator fails reservations for good and returns their stock: PENDING -> FAILED and
-// INCRBY of the shard stock (order_fail.lua), the buyer's units back on the home shard
-// (order_refund.lua, guarded by the refunds set), and a row in table compensations. Every
-// step is idempotent, so a compensation delivered twice returns the stock once. Safe for
-// concurrent use.
+// Compensator fails reservations for good and returns their stock. Each step is idempotent
+// and a later call finishes whatever an earlier, interrupted one left undone:
+//  1. order_fail.lua: PENDING -> FAILED and INCRBY of the shard stock, or, when a reshard
+//     drained that shard, the units go in transit under the reservation id;
+//  2. units in transit are credited to a shard of the current layout (inventory.Mover,
+//     once per reservation id);
+//  3. order_refund.lua lowers the buyer's count on the home shard of the current layout
+//     (once per reservation id, a marker in the users hash; the user's seq is never lowered);
+//  4. a row in table compensations (INSERT ... ON CONFLICT DO NOTHING);
+//  5. the record is marked comp=1, so a redelivered message skips a finished compensation.
+//
+// Safe for concurrent use.
 type Compensator struct {
 	db       *gorm.DB
 	rdb      redis.UniversalClient
 	m        *Metrics
 	log      *slog.Logger
 	sc       *scripts
+	mv       *inventory.Mover
 	scErr    error
 	lockTTL  time.Duration
 	lockWait time.Duration
@@ -49,15 +57,18 @@ func NewCompensator(db *gorm.DB, rdb redis.UniversalClient, m *Metrics, log *slo
 		log = slog.Default()
 	}
 	sc, err := loadScripts()
-	return &Compensator{db: db, rdb: rdb, m: m, sc: sc, scErr: err, log: log.With("component", "compensator"),
+	mv, err2 := inventory.NewMover(rdb)
+	return &Compensator{db: db, rdb: rdb, m: m, sc: sc, mv: mv, scErr: errors.Join(err, err2), log: log.With("component", "compensator"),
 		lockTTL: 10 * time.Second, lockWait: 3 * time.Second}
 }
 
-// Compensate fails the reservation of msg for good, under the (activity, user) lock that the
-// writer also takes, so an order and a compensation never both happen. It returns nil when
-// the reservation is FAILED with its stock returned (now or before), ErrOrderExists when an
+// Compensate fails the reservation of msg for good, under the (activity, user) lock, so two
+// compensators of one user never interleave. The writer takes no lock: it never inserts an
+// order over a compensations row, and the reservation record decides between its confirm and
+// order_fail.lua (docs/DESIGN.md), so an order and a compensation never both stand. It returns nil when
+// the reservation is FAILED with every step done (now or before), ErrOrderExists when an
 // order exists (the record is then confirmed), ErrAlreadyConfirmed, ErrNoRecord, or a
-// transient error (retry later).
+// transient error (retry later: the retry finishes the remaining steps).
 func (c *Compensator) Compensate(ctx context.Context, msg Message, reason string) error {
 	if c.scErr != nil {
 		return c.scErr
@@ -71,6 +82,27 @@ func (c *Compensator) Compensate(ctx context.Context, msg Message, reason string
 	}
 	defer locks.release(context.WithoutCancel(ctx), c.rdb, c.sc)
 	return c.compensateLocked(ctx, msg, reason)
+}
+
+// finish completes the compensation of a reservation whose record is FAILED: a
+// compensation cut short after order_fail.lua (by a Redis or MySQL error, a crash, or a
+// reshard outlasting the credit) is finished by the next delivery of its message, which the
+// writer hands here. Every step is idempotent, so no lock is needed. A finished compensation
+// costs one HGET.
+func (c *Compensator) finish(ctx context.Context, msg Message) error {
+	keys, n := msg.keys()
+	v, err := c.rdb.HGet(ctx, keys.Record(n), "comp").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("order: read compensation state of %s: %w", msg.ReservationID, err)
+	}
+	if v == "1" {
+		return nil
+	}
+	err = c.compensateLocked(ctx, msg, "resumed")
+	if errors.Is(err, ErrNoRecord) {
+		return nil
+	}
+	return err
 }
 
 // compensateLocked is Compensate with the (activity, user) lock held by the caller.
@@ -87,7 +119,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 		}
 		return ErrOrderExists
 	}
-	res, err := c.sc.fail.Run(ctx, c.rdb, []string{keys.Record(n), keys.Stock(), keys.Stats(), keys.Drained()}).Int64Slice()
+	res, err := c.sc.fail.Run(ctx, c.rdb, []string{keys.Record(n), keys.Stock(), keys.Stats(), keys.Drained(), keys.XOut()}).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("order: fail %s: %w", msg.ReservationID, err)
 	}
@@ -105,20 +137,21 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 	case FailMissing:
 		return ErrNoRecord
 	case FailedNowMoved, AlreadyFailedMoved:
-		if err := c.creditCurrent(ctx, msg, qty); err != nil {
-			return err
+		if err := c.mv.Settle(ctx, keys, msg.ReservationID, msg.UserHash); err != nil {
+			return fmt.Errorf("order: credit %s: %w", msg.ReservationID, err)
 		}
 	}
-	home := inventory.Shard(msg.ActivityID, msg.Epoch, msg.Home)
-	if err := c.sc.refund.Run(ctx, c.rdb, []string{home.Users(), home.Refunds()},
-		msg.UserHash, qty, msg.ReservationID).Err(); err != nil {
-		return fmt.Errorf("order: refund %s: %w", msg.ReservationID, err)
+	if err := c.refund(ctx, msg, qty); err != nil {
+		return err
 	}
 	row := sql.Compensation{ReservationID: msg.ReservationID, ActivityID: msg.ActivityID, UserID: msg.UserID,
 		Quantity: int(qty), Reason: truncate(reason, 255)}
 	if err := c.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true}).
 		Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
+	}
+	if err := c.rdb.HSet(ctx, keys.Record(n), "comp", 1).Err(); err != nil {
+		return fmt.Errorf("order: mark %s compensated: %w", msg.ReservationID, err)
 	}
 	if code == FailedNow || code == FailedNowMoved {
 		c.m.Compensations.Inc()
@@ -135,39 +168,38 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// creditCurrent gives a failed reservation's units to the user's home shard in the current
-// layout, when a reshard drained the shard that sold them (so they are sellable again). The
-// credit is recorded per reservation id on the target shard: a repeated delivery credits
-// nothing more.
-func (c *Compensator) creditCurrent(ctx context.Context, msg Message, qty int64) error {
-	for attempt := 0; attempt < 20; attempt++ {
+// refund lowers the buyer's count by qty on the user's home shard of the current layout,
+// once per reservation. While a reshard moves the users hashes (the home shard is drained
+// and the new layout not switched yet) it waits and reads the layout again.
+func (c *Compensator) refund(ctx context.Context, msg Message, qty int64) error {
+	for attempt := 0; attempt < 40; attempt++ {
 		vals, err := c.rdb.HMGet(ctx, inventory.Meta(msg.ActivityID), "epoch", "shards").Result()
 		if err != nil {
-			return fmt.Errorf("order: credit %s: read layout: %w", msg.ReservationID, err)
+			return fmt.Errorf("order: refund %s: read layout: %w", msg.ReservationID, err)
 		}
 		epoch, err1 := strconv.Atoi(fmt.Sprint(vals[0]))
 		shards, err2 := strconv.Atoi(fmt.Sprint(vals[1]))
 		if err1 != nil || err2 != nil || shards < 1 {
-			return fmt.Errorf("order: credit %s: no layout in meta", msg.ReservationID)
+			return fmt.Errorf("order: refund %s: no layout in meta", msg.ReservationID)
 		}
-		target := inventory.Shard(msg.ActivityID, epoch, inventory.HomeShard(msg.UserHash, shards))
-		code, err := c.sc.credit.Run(ctx, c.rdb, []string{target.CompCredits(), target.Stock(), target.Drained()},
-			msg.ReservationID, qty).Int64()
+		home := inventory.Shard(msg.ActivityID, epoch, inventory.HomeShard(msg.UserHash, shards))
+		code, err := c.sc.refund.Run(ctx, c.rdb, []string{home.Users(), home.Stock(), home.Drained()},
+			msg.UserHash, qty, msg.ReservationID).Int64()
 		if err != nil {
-			return fmt.Errorf("order: credit %s: %w", msg.ReservationID, err)
+			return fmt.Errorf("order: refund %s: %w", msg.ReservationID, err)
 		}
 		switch code {
 		case 1, 2:
 			return nil
-		case 3: // a reshard is moving the layout on: wait for the new one
+		case 3: // a reshard is moving the users hashes: wait for the new layout
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(50 * time.Millisecond):
 			}
 		default:
-			return fmt.Errorf("order: order_credit.lua returned %d", code)
+			return fmt.Errorf("order: order_refund.lua returned %d", code)
 		}
 	}
-	return fmt.Errorf("order: credit %s: the layout kept changing", msg.ReservationID)
+	return fmt.Errorf("order: refund %s: the layout kept changing", msg.ReservationID)
 }

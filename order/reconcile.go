@@ -21,7 +21,8 @@ import (
 var ErrUnknownActivity = errors.New("order: unknown activity")
 
 // Report is the reconciliation of one activity, all in units, summed over every shard of
-// every epoch (meta `layouts`). Drift = Stock - RedisRemaining - OrdersInDB - JournalPending
+// every epoch (meta `layouts`); RedisRemaining includes the units in transit between shards
+// (stats xout - xin). Drift = Stock - RedisRemaining - OrdersInDB - JournalPending
 // - InFlight is 0 when Redis, the journal and MySQL agree (compensated units are back in
 // RedisRemaining). While orders are being written a committed order may be counted both in
 // OrdersInDB and in InFlight for a moment, so a transient negative drift is expected.
@@ -129,7 +130,7 @@ func (r *Reconciler) Report(ctx context.Context, activityID string) (Report, err
 		for i := 0; i < l.shards; i++ {
 			k := inventory.Shard(activityID, l.epoch, i)
 			stocks = append(stocks, pipe.Get(ctx, k.Stock()))
-			stats = append(stats, pipe.HMGet(ctx, k.Stats(), "taken", "relayed", "confirmed", "failed", "compensated"))
+			stats = append(stats, pipe.HMGet(ctx, k.Stats(), "taken", "relayed", "confirmed", "failed", "compensated", "xout", "xin"))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -155,6 +156,9 @@ func (r *Reconciler) Report(ctx context.Context, activityID string) (Report, err
 		confirmed += get(2)
 		failed += get(3)
 		rep.Compensated += get(4)
+		// Units in transit between shards (a transfer, a reshard, a compensation on a
+		// drained shard) are still in Redis: out of one shard, not yet into another.
+		rep.RedisRemaining += get(5) - get(6)
 	}
 	var sum int64
 	if err := r.db.WithContext(ctx).Model(&sql.Order{}).Where("activity_id = ?", activityID).

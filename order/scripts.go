@@ -10,7 +10,7 @@ import (
 
 // scripts are the order pipeline's Redis scripts, loaded once per component.
 type scripts struct {
-	ack, confirm, unlock, fail, refund, credit *redis.Script
+	ack, confirm, unlock, fail, refund *redis.Script
 }
 
 func loadScripts() (*scripts, error) {
@@ -20,7 +20,7 @@ func loadScripts() (*scripts, error) {
 		dst  **redis.Script
 	}{
 		{"order_ack.lua", &s.ack}, {"order_confirm.lua", &s.confirm}, {"order_unlock.lua", &s.unlock},
-		{"order_fail.lua", &s.fail}, {"order_refund.lua", &s.refund}, {"order_credit.lua", &s.credit},
+		{"order_fail.lua", &s.fail}, {"order_refund.lua", &s.refund},
 	} {
 		sc, err := lua.Load(x.name)
 		if err != nil {
@@ -58,8 +58,8 @@ const (
 	AlreadyFailed                 // it was FAILED already
 	FailConfirmed                 // the record is CONFIRMED; nothing changed
 	FailMissing                   // no record
-	FailedNowMoved                // PENDING -> FAILED now; the shard was drained: credit elsewhere
-	AlreadyFailedMoved            // FAILED already on a drained shard: make sure of the credit
+	FailedNowMoved                // PENDING -> FAILED now; the shard was drained: units in transit
+	AlreadyFailedMoved            // FAILED already, its units still in transit: finish the credit
 )
 
 func failResult(code int64) (FailResult, error) {

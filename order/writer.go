@@ -483,7 +483,8 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 	if err != nil {
 		errs = append(errs, fmt.Errorf("order: confirm: %w", err))
 	}
-	var undo []string
+	var undo, missing []string
+	var failed []Message
 	for i, c := range cmds {
 		if c.Err() != nil {
 			continue
@@ -503,15 +504,35 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 				w.m.WriterCommits.Inc()
 			case res == ConfirmConflict:
 				// The reservation was failed for good (its units returned) before this
-				// order's confirm: the record is the arbiter, the order goes.
+				// order's confirm: the record is the arbiter, the order goes, and a
+				// compensation that was cut short is finished now.
 				undo = append(undo, m.ReservationID)
+				failed = append(failed, m)
 			case res == ConfirmMissing:
-				w.log.Warn("order committed but the reservation record is gone", "reservation", m.ReservationID)
+				missing = append(missing, m.ReservationID)
 			}
+		}
+	}
+	// A record that expired cannot arbitrate: a compensations row (written by a compensator
+	// that failed the record after this order's insert) decides that the order goes.
+	compensated, err := w.compensated(ctx, missing)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, rid := range missing {
+		if compensated[rid] {
+			undo = append(undo, rid)
+		} else {
+			w.log.Warn("order committed but the reservation record is gone", "reservation", rid)
 		}
 	}
 	if err := w.undoOrders(ctx, undo); err != nil {
 		errs = append(errs, err)
+	}
+	for _, m := range failed {
+		if err := w.comp.finish(ctx, m); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -534,6 +555,23 @@ func confirmCodes(c *redis.Cmd, n int) ([]int64, error) {
 		return nil, fmt.Errorf("order: order_confirm.lua returned %d codes for %d records", len(codes), n)
 	}
 	return codes, nil
+}
+
+// compensated reports which of rids have a row in compensations.
+func (w *Writer) compensated(ctx context.Context, rids []string) (map[string]bool, error) {
+	if len(rids) == 0 {
+		return nil, nil
+	}
+	var found []string
+	if err := w.db.WithContext(ctx).Model(&sql.Compensation{}).Where("reservation_id IN ?", rids).
+		Pluck("reservation_id", &found).Error; err != nil {
+		return nil, fmt.Errorf("order: look up compensations: %w", err)
+	}
+	out := make(map[string]bool, len(found))
+	for _, rid := range found {
+		out[rid] = true
+	}
+	return out, nil
 }
 
 // undoOrders deletes the orders of reservations whose record is FAILED: a compensation won

@@ -1,0 +1,66 @@
+-- inventory_transfer.lua: move units between two stock shards in two idempotent steps,
+-- journalled on the source shard, so a reservation never spans two shards.
+-- KEYS (all of one shard, tag {A:e:i}): KEYS[1] stock  KEYS[2] drained  KEYS[3] xout (on a
+-- source) or xin (on a target)  KEYS[4] stats
+-- ARGV[1] operation, then:
+-- debit (on the source)   ARGV[2] transfer id  ARGV[3] units wanted  ARGV[4] target "<e>:<i>"
+--   Takes min(stock, max(wanted, floor(stock / 2))) units off the stock, records them in
+--   transit: xout[id] = "<units>|<target>|<ms>", stats.xout += units.
+--   Returns {1, units, stockAfter} | {8, 0} nothing here | {10} shard closed (reshard).
+-- credit (on the target)  ARGV[2] transfer id  ARGV[3] units
+--   Once per id: xin[id] = units, stock += units, stats.xin += units. A drained or unsealed
+--   target refuses (the caller picks a target of the current layout).
+--   Returns {1, stockAfter} credited now | {2} credited before | {3} target closed.
+-- finish (on the source)  ARGV[2] transfer id: the credit is done, HDEL xout[id]. Returns {1}.
+-- retarget (on the source) ARGV[2] transfer id  ARGV[3] old target  ARGV[4] new target
+--   Replaces the target of a transfer still in transit only if it is still the old one.
+--   Returns {1} changed | {2, value} another target is recorded | {0} not in transit.
+-- Units in transit on all shards = sum(stats.xout) - sum(stats.xin): reconciliation counts
+-- them as remaining stock.
+--#include lib_time.lua
+local op = ARGV[1]
+if op == 'debit' then
+  local s = redis.call('GET', KEYS[1])
+  if not s or redis.call('EXISTS', KEYS[2]) == 1 then
+    return {10}
+  end
+  s = tonumber(s)
+  local want = tonumber(ARGV[3])
+  local units = math.min(s, math.max(want, math.floor(s / 2)))
+  if units <= 0 then
+    return {8, 0}
+  end
+  local left = redis.call('DECRBY', KEYS[1], units)
+  redis.call('HSET', KEYS[3], ARGV[2], units .. '|' .. ARGV[4] .. '|' .. math.floor(now_us() / 1000))
+  redis.call('HINCRBY', KEYS[4], 'xout', units)
+  return {1, units, left}
+end
+if op == 'credit' then
+  if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then
+    return {2}
+  end
+  if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[1]) == 0 then
+    return {3}
+  end
+  local units = tonumber(ARGV[3])
+  redis.call('HSET', KEYS[3], ARGV[2], units)
+  redis.call('HINCRBY', KEYS[4], 'xin', units)
+  return {1, redis.call('INCRBY', KEYS[1], units)}
+end
+if op == 'finish' then
+  redis.call('HDEL', KEYS[3], ARGV[2])
+  return {1}
+end
+if op == 'retarget' then
+  local v = redis.call('HGET', KEYS[3], ARGV[2])
+  if not v then
+    return {0}
+  end
+  local units, target, ts = string.match(v, '^([^|]*)|([^|]*)|(.*)$')
+  if target ~= ARGV[3] then
+    return {2, v}
+  end
+  redis.call('HSET', KEYS[3], ARGV[2], units .. '|' .. ARGV[4] .. '|' .. ts)
+  return {1}
+end
+return redis.error_reply('inventory_transfer.lua: unknown operation ' .. tostring(op))

@@ -1,0 +1,98 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// TestExpiredRecordCompensatedOrderIsUndone: the compensator looks up the order (none), a
+// writer's insert commits right then and the writer dies before its confirm; the compensator
+// fails the record, refunds and writes its compensations row. The record expires before the
+// redelivery. The redelivered message must not leave an order beside the compensation.
+func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 10)
+	msgs := a.reserve(1)
+	x := msgs[0]
+	ctx := context.Background()
+	wdb := writerDB(t, testsvc.MySQLDSN)
+	cdb := writerDB(t, testsvc.MySQLDSN)
+	var fired atomic.Bool
+	// After the compensator's order lookup, the (dying) writer's insert commits.
+	if err := cdb.Callback().Query().After("gorm:query").Register("test:writer-commits", func(tx *gorm.DB) {
+		if fired.CompareAndSwap(false, true) {
+			if err := insertOrders(wdb.Session(&gorm.Session{SkipDefaultTransaction: true}), []Message{x}); err != nil {
+				t.Errorf("writer insert: %v", err)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewCompensator(cdb, rdb, testMetrics(), testLogger(t)).Compensate(ctx, x, "test"); err != nil {
+		t.Fatalf("compensate: %v", err)
+	}
+	t.Logf("after compensation: orders %+v, compensation rows %d, statuses %v", countOrders(t, db, a.id), compensationRows(t, db, a.id), a.statuses())
+	k, n := x.keys()
+	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil { // record TTL ran out before the redelivery
+		t.Fatal(err)
+	}
+	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	if err := w.Handle(ctx, msgs); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	if c := countOrders(t, db, a.id); c.rows != 0 {
+		t.Fatalf("orders %+v and %d compensation rows for one reservation: the unit was returned and sold", c, compensationRows(t, db, a.id))
+	}
+}
+
+// TestRedeliveryFinishesPartialCompensation: a message that panics past MaxAttempts is
+// dead-lettered; the compensation fails at its last step (the compensations row: MySQL
+// hiccup), so the batch is handed back. On the redelivery the write no longer panics: the
+// insert commits and the confirm finds FAILED. The order must be undone and the compensation
+// finished (its row written); before, the message was acked with no compensations row, so
+// after the record's TTL a late duplicate became an order for a unit that went back to stock.
+func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 10)
+	msgs := a.reserve(1)
+	ctx := context.Background()
+	wdb := writerDB(t, testsvc.MySQLDSN)
+	var failComp atomic.Bool
+	failComp.Store(true)
+	if err := wdb.Callback().Create().Before("gorm:create").Register("test:comp-fails", func(tx *gorm.DB) {
+		if tx.Statement.Table == "compensations" && failComp.CompareAndSwap(true, false) {
+			tx.AddError(errors.New("injected: connection reset while writing the compensations row"))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t))
+	w.beforeInsert = func([]Message) { panic("transient bug") }
+	if err := w.Handle(ctx, late(msgs, 2)); err == nil {
+		t.Fatal("first delivery: want an error (compensation incomplete)")
+	}
+	t.Logf("after dead-letter attempt: statuses %v, comp rows %d", a.statuses(), compensationRows(t, db, a.id))
+	w.beforeInsert = nil
+	if err := w.Handle(ctx, late(msgs, 3)); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	t.Logf("after redelivery: statuses %v, orders %+v, comp rows %d", a.statuses(), countOrders(t, db, a.id), compensationRows(t, db, a.id))
+	k, n := msgs[0].keys()
+	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle(ctx, late(msgs, 1)); err != nil { // a late duplicate after the TTL
+		t.Fatalf("late duplicate: %v", err)
+	}
+	if c, r := countOrders(t, db, a.id), compensationRows(t, db, a.id); c.rows != 0 || r != 1 {
+		t.Fatalf("orders %+v, compensation rows %d: want 0 orders and 1 compensation row (units were returned)", c, r)
+	}
+}
