@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: reproduces every figure of docs/BENCHMARKS.md on this machine, loopback only.
 #
-#   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, r-nacos (once)
+#   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, Nacos (once)
 #   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest
 #                                        # (default: all of them, in that order)
 #
@@ -97,7 +97,8 @@ cmdstat() { # command -> "calls usec"
 
 # evalsha_run <label> <stock> <requests>: one activity shard {A:0:0} with <stock> units, every
 # request a new random user (user hash, bucket and window keys differ), per-user limit 1,
-# bucket 1000/s, window 60 s / 1000, no idempotency key, ARGV[14]=0 (answer EMPTY when dry).
+# bucket 1000/s, window 60 s / 1000, no idempotency key. KEYS and ARGV as documented at the
+# top of lua/inventory_reserve.lua.
 evalsha_run() {
   local label=$1 stock=$2 n=$3 sha=$4
   local A="bench-$RUN-$label" t="{bench-$RUN-$label:0:0}"
@@ -105,11 +106,10 @@ evalsha_run() {
   local before after
   before=$(cmdstat evalsha)
   redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n "$n" -r 100000000 -q \
-    evalsha "$sha" 12 "sk:$t:stock" "sk:$t:users" "sk:$t:last" "sk:$t:idem" "sk:$t:seq" \
-    "sk:$t:journal" "sk:$t:stats" "sk:$t:holds" "sk:$t:drained" "sk:$t:tb:__rand_int__" \
-    "sk:$t:sw:__rand_int__" "sk:$t:r:" \
-    "$A" "u-__rand_int__" "__rand_int__" 1 1 0 0 1000 1000 60000 1000 "" "n-__rand_int__" 0 0 0 \
-    86400000 604800000 30000 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
+    evalsha "$sha" 9 "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" \
+    "sk:$t:drained" "sk:$t:tb:__rand_int__" "sk:$t:sw:__rand_int__" "sk:$t:r:" \
+    "$A" "u-__rand_int__" "__rand_int__" 1 1 0 0 1000 1000 60000 1000 "" "n-__rand_int__" 0 0 \
+    86400000 604800000 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
     | sed "s/.*: \([0-9.]* requests per second\)/$label: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
   after=$(cmdstat evalsha)
   echo "$label: stock before $stock, after $(rcli get "sk:$t:stock"), journal length $(rcli xlen "sk:$t:journal")" | tee -a "$OUT/redis-evalsha.txt"
@@ -125,8 +125,7 @@ evalsha_run() {
     for ((j = i; j < i + 1000 && j <= seq; j++)); do keys+=("sk:$t:r:$j"); done
     rcli unlink "${keys[@]}" >/dev/null
   done
-  rcli unlink "sk:$t:stock" "sk:$t:users" "sk:$t:last" "sk:$t:idem" "sk:$t:seq" "sk:$t:journal" \
-    "sk:$t:stats" "sk:$t:holds" "sk:$t:drained" >/dev/null
+  rcli unlink "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" "sk:$t:drained" >/dev/null
   # bucket and window keys of random users expire on their own (PEXPIRE in the scripts)
 }
 
