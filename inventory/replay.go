@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Replay returns the reservation a user's idempotency key is bound to, reading the user's
-// home shard of the current layout and taking nothing: ("", false, nil) when the key is not
-// bound, or bound to a hold still in progress. One hash read; the caller answers a safe
-// retry without spending anything (a one-time grab token, a sold-out answer).
+// home shard of the current layout (the binding lives in the shard's users hash, field
+// idemField) and taking nothing: ("", false, nil) when the key is not bound. One hash read;
+// the caller answers a safe retry without spending anything (a one-time grab token, a
+// sold-out answer).
 func (s *Store) Replay(ctx context.Context, activityID, userID, key string) (string, bool, error) {
 	if key == "" || userID == "" {
 		return "", false, nil
@@ -24,14 +24,14 @@ func (s *Store) Replay(ctx context.Context, activityID, userID, key string) (str
 	uh := UserHash(userID)
 	l := e.layout.Load()
 	k := l.keys[HomeShard(uh, l.shards)]
-	v, err := s.rdb.HGet(ctx, k.Idem(), idemField(uh, key)).Result()
+	v, err := s.rdb.HGet(ctx, k.Users(), idemField(uh, key)).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("inventory: read idempotency key: %w", err)
 	}
-	if v == "" || strings.HasPrefix(v, "~") {
+	if v == "" {
 		return "", false, nil
 	}
 	return v, true, nil
