@@ -556,6 +556,24 @@ func (c *Config) AuthChosen() error {
 	return nil
 }
 
+// identityFixed returns an error when next changes the identity keys of c (auth.mode,
+// auth.trustedGateway). The identity mode is fixed once a configuration was applied, so that
+// an edit can never turn a jwt deployment into one that believes X-User-Id as sent.
+func (c *Config) identityFixed(next *Config) error {
+	var changed []string
+	if c.Auth.Mode != next.Auth.Mode {
+		changed = append(changed, fmt.Sprintf("auth.mode %q -> %q", c.Auth.Mode, next.Auth.Mode))
+	}
+	if c.Auth.TrustedGateway != next.Auth.TrustedGateway {
+		changed = append(changed, fmt.Sprintf("auth.trustedGateway %v -> %v", c.Auth.TrustedGateway, next.Auth.TrustedGateway))
+	}
+	if changed == nil {
+		return nil
+	}
+	return fmt.Errorf("config: the identity mode is fixed at start-up (%s): restore it in the edit, "+
+		"or restart the instances to change the identity mode", strings.Join(changed, ", "))
+}
+
 // ActivityLimit returns the effective limit of activity id: its override or limits.activity.
 func (c *Config) ActivityLimit(id string) Limit {
 	if a, ok := c.Activities[id]; ok && a.Limits != nil {

@@ -260,6 +260,11 @@ func (r *Reloader[T]) prepare(ctx context.Context, p Payload, old *Status) *prep
 			res.same = true
 		default:
 			res.snap, res.err = r.build(res.cfg, Meta{Source: p.Source, Version: res.cfg.Version(), Seq: p.Seq})
+			if res.err == nil && old.Config != nil {
+				if err := old.Config.identityFixed(res.cfg); err != nil {
+					res.snap, res.err = nil, err
+				}
+			}
 		}
 		done <- res
 	}()
@@ -330,7 +335,7 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) {
 		p.Applied()
 	}
 	r.log.Info("config: applied", "source", p.Source, "version", st.Version, "previous", old.Version)
-	if old.Config == nil || old.Config.Auth.Mode != res.cfg.Auth.Mode {
+	if old.Config == nil { // the identity mode is fixed from here on (identityFixed)
 		switch res.cfg.Auth.Mode {
 		case AuthHeader:
 			r.log.Warn("config: identity from X-User-Id (auth mode header): the configuration states that a gateway authenticates every request and overwrites the header; any client reaching this port directly can claim any user")
