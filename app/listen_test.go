@@ -62,15 +62,18 @@ func TestIdleConnectionsDoNotLockOutClients(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, resp.Header.Get("Retry-After"), time.Since(start)
 	}
-	// Right away: the idle keep-alive connections make room, or the answer is a fast 503.
-	if code, ra, took := ask(); !(code == http.StatusOK || code == http.StatusServiceUnavailable && ra == "1") || took > time.Second {
-		t.Fatalf("first request: %d Retry-After %q in %v, want 200, or 503 with Retry-After, within 1 s", code, ra, took)
+	// Right away: the idle keep-alive connections make room, or the answer is a 503. The bound
+	// is loose (a shared machine under -race); a client left without an answer waits for the
+	// silent connections' grace or forever, which the 3 s client timeout would report.
+	const bound = 5 * time.Second
+	if code, ra, took := ask(); !(code == http.StatusOK || code == http.StatusServiceUnavailable && ra == "1") || took > bound {
+		t.Fatalf("first request: %d Retry-After %q in %v, want 200, or 503 with Retry-After, within %v", code, ra, took, bound)
 	}
 	// Past the grace, silent connections are closed to make room: 200.
 	time.Sleep(newConnGrace + 200*time.Millisecond)
 	for i := 0; i < 3; i++ {
-		if code, _, took := ask(); code != http.StatusOK || took > time.Second {
-			t.Fatalf("request %d after the grace: %d in %v, want 200 within 1 s", i, code, took)
+		if code, _, took := ask(); code != http.StatusOK || took > bound {
+			t.Fatalf("request %d after the grace: %d in %v, want 200 within %v", i, code, took, bound)
 		}
 	}
 	if n := ta.conns.open(); n > maxConns {
