@@ -369,8 +369,10 @@ func (c *Config) Validate() error {
 	if c.Fallback.SlowCallsToDegrade < 1 {
 		v.addf("fallback.slowCallsToDegrade", "%d must be >= 1", c.Fallback.SlowCallsToDegrade)
 	}
-	if c.Fallback.ProbeEvery <= 0 {
-		v.addf("fallback.probeEvery", "%s must be > 0", c.Fallback.ProbeEvery)
+	if c.Fallback.ProbeEvery < minProbeEvery {
+		// One Redis probe per period per instance: a tiny period would hammer a Redis
+		// that is already struggling.
+		v.addf("fallback.probeEvery", "%s must be >= %s", c.Fallback.ProbeEvery, minProbeEvery)
 	}
 	v.limit("fallback.global", c.Fallback.Global)
 	for _, id := range sortedKeys(c.Activities) {
@@ -555,6 +557,9 @@ func (c *Config) AuthChosen() error {
 	}
 	return nil
 }
+
+// minProbeEvery is the shortest fallback.probeEvery accepted.
+const minProbeEvery = Duration(100 * time.Millisecond)
 
 // identityFixed returns an error when next changes the identity keys of c (auth.mode,
 // auth.trustedGateway). The identity mode is fixed once a configuration was applied, so that
