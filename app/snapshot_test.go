@@ -19,9 +19,9 @@ import (
 // superseded it; an empty edit is refused and does not lift a kill switch.
 func TestAdminConfigLastErrorAt(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig+"killSwitch: true\n")
-	ta.setConfig(t, "limits: {user: {rate: -1, burst: 1}}\n")
+	ta.setConfig(t, strings.Replace(testConfig, "user:     {rate: 1000, burst: 1000}", "user:     {rate: -1, burst: 1}", 1)+"killSwitch: true\n")
 	a := ta.admin(t, "GET", "/admin/v1/config", "")
-	if a.body["lastError"] == nil || a.body["lastErrorAt"] == nil || a.body["lastErrorSuperseded"] != false {
+	if e, _ := a.body["lastError"].(string); !strings.Contains(e, "limits.user.rate") || a.body["lastErrorAt"] == nil || a.body["lastErrorSuperseded"] != false {
 		t.Fatalf("after a refused edit: %v", a.body)
 	}
 	errAt := a.body["lastErrorAt"]
