@@ -166,9 +166,10 @@ func TestOperatorControls(t *testing.T) {
 
 	// An invalid edit is refused and the last good configuration keeps serving.
 	before := ta.cfg.Status().Version
-	ta.setConfig(t, "limits: {user: {rate: -1, burst: 1}}\n")
+	// testConfig plus one bad key, so the refusal is for that key alone.
+	ta.setConfig(t, strings.Replace(testConfig, "user:     {rate: 1000, burst: 1000}", "user:     {rate: -1, burst: 1}", 1))
 	st := ta.cfg.Status()
-	if st.Version != before || st.LastError == "" {
+	if st.Version != before || !strings.Contains(st.LastError, "limits.user.rate") {
 		t.Fatalf("invalid edit: version %s (was %s), lastError %q", st.Version, before, st.LastError)
 	}
 	cfgAnswer := ta.admin(t, "GET", "/admin/v1/config", "")

@@ -213,7 +213,9 @@ func (a *App) listen() error {
 
 // resolveConfigFile picks the watched configuration file when Nacos is not used. A default
 // path that does not exist (the binary run outside the repository) falls back to the
-// compiled-in default, copied once to the data dir so it can be edited there; a path given
+// compiled-in default, copied once to the data dir so it can be edited there, in the embedded
+// mode only (no Redis, no MySQL): that default trusts X-User-Id, so a production start
+// without its config file is an error rather than a silent header-mode service. A path given
 // explicitly must exist.
 func (a *App) resolveConfigFile() error {
 	if a.opts.NacosAddr != "" {
@@ -225,6 +227,9 @@ func (a *App) resolveConfigFile() error {
 	case err == nil:
 	case !errors.Is(err, fs.ErrNotExist) || a.opts.ConfigFileSet:
 		return fmt.Errorf("config file: %w", err)
+	case a.opts.RedisAddr != "" || a.opts.MySQLDSN != "":
+		return fmt.Errorf("config file %s: %w; the compiled-in default is used in the embedded mode only "+
+			"(no Redis, no MySQL): give SECKILL_CONFIG_FILE or SECKILL_NACOS_ADDR", a.opts.ConfigFile, err)
 	default:
 		p := filepath.Join(a.opts.DataDir, "seckill.yaml")
 		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {

@@ -62,15 +62,18 @@ func TestIdleConnectionsDoNotLockOutClients(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, resp.Header.Get("Retry-After"), time.Since(start)
 	}
-	// Right away: the idle keep-alive connections make room, or the answer is a fast 503.
-	if code, ra, took := ask(); !(code == http.StatusOK || code == http.StatusServiceUnavailable && ra == "1") || took > time.Second {
-		t.Fatalf("first request: %d Retry-After %q in %v, want 200, or 503 with Retry-After, within 1 s", code, ra, took)
+	// Right away: the idle keep-alive connections make room, or the answer is a 503. The bound
+	// is loose (a shared machine under -race); a client left without an answer waits for the
+	// silent connections' grace or forever, which the 3 s client timeout would report.
+	const bound = 5 * time.Second
+	if code, ra, took := ask(); !(code == http.StatusOK || code == http.StatusServiceUnavailable && ra == "1") || took > bound {
+		t.Fatalf("first request: %d Retry-After %q in %v, want 200, or 503 with Retry-After, within %v", code, ra, took, bound)
 	}
 	// Past the grace, silent connections are closed to make room: 200.
 	time.Sleep(newConnGrace + 200*time.Millisecond)
 	for i := 0; i < 3; i++ {
-		if code, _, took := ask(); code != http.StatusOK || took > time.Second {
-			t.Fatalf("request %d after the grace: %d in %v, want 200 within 1 s", i, code, took)
+		if code, _, took := ask(); code != http.StatusOK || took > bound {
+			t.Fatalf("request %d after the grace: %d in %v, want 200 within %v", i, code, took, bound)
 		}
 	}
 	if n := ta.conns.open(); n > maxConns {
@@ -220,5 +223,27 @@ func TestStartsOutsideTheRepository(t *testing.T) {
 	_, err = New(t.Context(), Options{HTTPAddr: "127.0.0.1:0", ConfigFile: filepath.Join(dir, "missing.yaml"), ConfigFileSet: true, DataDir: dir, Roles: "api", MySQLPool: 1}, discardLog())
 	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Fatalf("explicit missing config file: got %v, want an error naming it", err)
+	}
+}
+
+// TestProductionRefusesAMissingConfigFile: with Redis and MySQL configured and no Nacos, a
+// missing config file is a start-up error; the compiled-in default (header mode with a
+// trusted gateway) is for the embedded mode only, never a silent production fallback.
+func TestProductionRefusesAMissingConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	opts := realOptions(t)
+	opts.HTTPAddr, opts.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.ConfigFile, opts.DataDir, opts.Roles, opts.MySQLPool = filepath.Join(dir, "absent.yaml"), dir, "api", 1
+	opts.AdminToken = testAdminToken
+	a, err := New(t.Context(), opts, discardLog())
+	if err == nil {
+		a.Close()
+		t.Fatalf("production options with a missing config file started (watching %q)", a.opts.ConfigFile)
+	}
+	if !strings.Contains(err.Error(), "absent.yaml") || !strings.Contains(err.Error(), "embedded") {
+		t.Fatalf("error %q, want it to name the missing file and say the default is for the embedded mode only", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seckill.yaml")); err == nil {
+		t.Fatalf("the compiled-in default was written to the data dir in production mode")
 	}
 }

@@ -131,14 +131,15 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 	for i, ta := range apps {
 		versions[i] = ta.cfg.Status().Version
 	}
-	publishNacos(t, dataID, group, "limits: {user: {rate: -5, burst: 1}}\n")
+	// testConfig plus one bad key, so the refusal is for that key alone.
+	publishNacos(t, dataID, group, strings.Replace(testConfig, "user:     {rate: 1000, burst: 1000}", "user:     {rate: -5, burst: 1}", 1))
 	deadline := time.Now().Add(10 * time.Second)
 	for i, ta := range apps {
 		for ta.cfg.Status().LastError == "" && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		st := ta.cfg.Status()
-		if st.LastError == "" || st.Version != versions[i] {
+		if !strings.Contains(st.LastError, "limits.user.rate") || st.Version != versions[i] {
 			t.Fatalf("instance %d: invalid edit not refused (version %s, was %s, lastError %q)", i, st.Version, versions[i], st.LastError)
 		}
 		if s, c := reserveCode(ta, fmt.Sprintf("after-bad-%d", i)); s != 429 || c != CodeNotAdmitted {

@@ -21,7 +21,8 @@ import (
 // optionSpecs below lists every one with its variable, default and parser.
 type Options struct {
 	HTTPAddr string // SECKILL_HTTP_ADDR: storefront API and health
-	// AdminAddr (SECKILL_ADMIN_ADDR) serves /admin/v1 and /metrics; "" serves neither.
+	// AdminAddr (SECKILL_ADMIN_ADDR) serves /admin/v1 and /metrics; "" (the value off)
+	// serves neither.
 	AdminAddr string
 	// MaxConns (SECKILL_MAX_CONNS) caps the storefront's open connections; 0 = no cap.
 	MaxConns        int
@@ -89,8 +90,16 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 	return []optionSpec{
 		{flag: "http-addr", env: "SECKILL_HTTP_ADDR", def: ":8080", usage: "storefront listen address: the API, /healthz and /readyz",
 			set: func(o *Options, v string) error { o.HTTPAddr = v; return checkAddr(v, false) }},
-		{flag: "admin-addr", env: "SECKILL_ADMIN_ADDR", def: "127.0.0.1:9090", usage: "admin listen address: /admin/v1 and /metrics (empty = neither is served)",
-			set: func(o *Options, v string) error { o.AdminAddr = v; return checkAddr(v, true) }},
+		{flag: "admin-addr", env: "SECKILL_ADMIN_ADDR", def: "127.0.0.1:9090", usage: "admin listen address: /admin/v1 and /metrics (off = neither is served)",
+			set: func(o *Options, v string) error {
+				// An empty variable counts as unset, so "off" is the value that disables it.
+				if v == "off" {
+					o.AdminAddr = ""
+					return nil
+				}
+				o.AdminAddr = v
+				return checkAddr(v, true)
+			}},
 		{flag: "max-conns", env: "SECKILL_MAX_CONNS", def: "4096", usage: "most open storefront connections; past it idle ones are closed, then new ones get 503 (0 = no cap)",
 			set: func(o *Options, v string) error { return parseInt(v, 0, &o.MaxConns) }},
 		{flag: "redis-addr", env: "SECKILL_REDIS_ADDR", shown: "embedded", usage: "Redis host:port; a comma-separated list is a Redis Cluster; empty = embedded",

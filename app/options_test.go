@@ -37,6 +37,8 @@ func TestParseOptions(t *testing.T) {
 		{name: "http-addr bad port", args: []string{"--http-addr=:99999"}, wantErr: `invalid value ":99999" for flag -http-addr: want host:port or :port`},
 		{name: "admin-addr flag", args: []string{"--admin-addr", "127.0.0.1:0"}, check: func(o Options) bool { return o.AdminAddr == "127.0.0.1:0" }},
 		{name: "admin-addr off", args: []string{"--admin-addr="}, check: func(o Options) bool { return o.AdminAddr == "" }},
+		{name: "admin-addr off env", env: map[string]string{"SECKILL_ADMIN_ADDR": "off"}, check: func(o Options) bool { return o.AdminAddr == "" }},
+		{name: "admin-addr off flag", args: []string{"--admin-addr", "off"}, check: func(o Options) bool { return o.AdminAddr == "" }},
 		{name: "admin-addr bad", env: map[string]string{"SECKILL_ADMIN_ADDR": "localhost"}, wantErr: `SECKILL_ADMIN_ADDR="localhost": want host:port`},
 		{name: "max-conns", env: map[string]string{"SECKILL_MAX_CONNS": "0"}, check: func(o Options) bool { return o.MaxConns == 0 }},
 		{name: "max-conns bad", env: map[string]string{"SECKILL_MAX_CONNS": "-1"}, wantErr: `SECKILL_MAX_CONNS="-1": want an integer >= 0`},

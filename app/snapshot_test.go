@@ -19,9 +19,9 @@ import (
 // superseded it; an empty edit is refused and does not lift a kill switch.
 func TestAdminConfigLastErrorAt(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig+"killSwitch: true\n")
-	ta.setConfig(t, "limits: {user: {rate: -1, burst: 1}}\n")
+	ta.setConfig(t, strings.Replace(testConfig, "user:     {rate: 1000, burst: 1000}", "user:     {rate: -1, burst: 1}", 1)+"killSwitch: true\n")
 	a := ta.admin(t, "GET", "/admin/v1/config", "")
-	if a.body["lastError"] == nil || a.body["lastErrorAt"] == nil || a.body["lastErrorSuperseded"] != false {
+	if e, _ := a.body["lastError"].(string); !strings.Contains(e, "limits.user.rate") || a.body["lastErrorAt"] == nil || a.body["lastErrorSuperseded"] != false {
 		t.Fatalf("after a refused edit: %v", a.body)
 	}
 	errAt := a.body["lastErrorAt"]
@@ -86,13 +86,12 @@ func TestConfigEditCannotChooseKeyMaterial(t *testing.T) {
 	}
 }
 
-// The HS256 secret given at start-up verifies tokens once an edit selects jwt mode.
+// The HS256 secret given at start-up verifies tokens when the configuration selects jwt mode.
 func TestJWTKeyFromStartup(t *testing.T) {
 	const secret = "0123456789abcdef0123456789abcdef"
-	ta := startApp(t, Options{JWTHS256Secret: secret}, testConfig)
-	ta.setConfig(t, withAuth("{mode: jwt}"))
+	ta := startApp(t, Options{JWTHS256Secret: secret}, withAuth("{mode: jwt}"))
 	if st := ta.cfg.Status(); st.Config.Auth.Mode != config.AuthJWT {
-		t.Fatalf("jwt edit refused: %+v", st)
+		t.Fatalf("jwt config refused: %+v", st)
 	}
 	snap := ta.cfg.Current()
 	tok := signHS(t, secret, jwt.MapClaims{"sub": "alice", "exp": time.Now().Add(time.Minute).Unix()})
@@ -307,4 +306,39 @@ func TestNoAuthModeNotReady(t *testing.T) {
 // withAuth is testConfig with its auth line replaced.
 func withAuth(auth string) string {
 	return strings.Replace(testConfig, "auth: {mode: header, trustedGateway: true}", "auth: "+auth, 1)
+}
+
+// The identity mode is fixed once a configuration was applied: an edit from jwt to header
+// with trustedGateway (which would let any caller claim any user with X-User-Id) is refused
+// as a whole, the jwt configuration keeps serving, and lastError says a restart is needed.
+// Other keys of a later edit still apply live. The edits go through the watched file.
+func TestIdentityModeIsFixedAfterStart(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	ta := startApp(t, Options{JWTHS256Secret: secret}, withAuth("{mode: jwt}"))
+	before := ta.cfg.Status().Version
+
+	ta.setConfig(t, testConfig+"killSwitch: true\n") // header + trustedGateway, plus a live key
+	st := ta.cfg.Status()
+	if st.Version != before || st.Config.Auth.Mode != config.AuthJWT || st.Config.KillSwitch ||
+		!strings.Contains(st.LastError, "restart") || !strings.Contains(st.LastError, "auth.mode") {
+		t.Fatalf("jwt -> header edit: version %s (was %s), mode %s, killSwitch %v, lastError %q",
+			st.Version, before, st.Config.Auth.Mode, st.Config.KillSwitch, st.LastError)
+	}
+	// The storefront still wants a bearer token: X-User-Id alone is not an identity.
+	if a := ta.do(t, "GET", "/api/v1/reservations/r-unknown", map[string]string{"X-User-Id": "alice"}, ""); a.status != 401 {
+		t.Fatalf("X-User-Id after the refused edit: %d %v, want 401", a.status, a.body)
+	}
+	// A later edit that keeps the mode applies.
+	ta.setConfig(t, withAuth("{mode: jwt}")+"killSwitch: true\n")
+	if st := ta.cfg.Status(); !st.Config.KillSwitch || st.Config.Auth.Mode != config.AuthJWT {
+		t.Fatalf("an edit keeping the mode was not applied: %+v", st)
+	}
+
+	// header + trustedGateway is fixed in the same way: a switch to jwt is refused too.
+	hb := startApp(t, Options{JWTHS256Secret: secret}, testConfig)
+	hb.setConfig(t, withAuth("{mode: jwt}"))
+	if st := hb.cfg.Status(); st.Config.Auth.Mode != config.AuthHeader || !st.Config.Auth.TrustedGateway ||
+		!strings.Contains(st.LastError, "restart") {
+		t.Fatalf("header -> jwt edit: %+v", st)
+	}
 }

@@ -369,8 +369,10 @@ func (c *Config) Validate() error {
 	if c.Fallback.SlowCallsToDegrade < 1 {
 		v.addf("fallback.slowCallsToDegrade", "%d must be >= 1", c.Fallback.SlowCallsToDegrade)
 	}
-	if c.Fallback.ProbeEvery <= 0 {
-		v.addf("fallback.probeEvery", "%s must be > 0", c.Fallback.ProbeEvery)
+	if c.Fallback.ProbeEvery < minProbeEvery {
+		// One Redis probe per period per instance: a tiny period would hammer a Redis
+		// that is already struggling.
+		v.addf("fallback.probeEvery", "%s must be >= %s", c.Fallback.ProbeEvery, minProbeEvery)
 	}
 	v.limit("fallback.global", c.Fallback.Global)
 	for _, id := range sortedKeys(c.Activities) {
@@ -554,6 +556,27 @@ func (c *Config) AuthChosen() error {
 		return ErrNoAuthMode
 	}
 	return nil
+}
+
+// minProbeEvery is the shortest fallback.probeEvery accepted.
+const minProbeEvery = Duration(100 * time.Millisecond)
+
+// identityFixed returns an error when next changes the identity keys of c (auth.mode,
+// auth.trustedGateway). The identity mode is fixed once a configuration was applied, so that
+// an edit can never turn a jwt deployment into one that believes X-User-Id as sent.
+func (c *Config) identityFixed(next *Config) error {
+	var changed []string
+	if c.Auth.Mode != next.Auth.Mode {
+		changed = append(changed, fmt.Sprintf("auth.mode %q -> %q", c.Auth.Mode, next.Auth.Mode))
+	}
+	if c.Auth.TrustedGateway != next.Auth.TrustedGateway {
+		changed = append(changed, fmt.Sprintf("auth.trustedGateway %v -> %v", c.Auth.TrustedGateway, next.Auth.TrustedGateway))
+	}
+	if changed == nil {
+		return nil
+	}
+	return fmt.Errorf("config: the identity mode is fixed at start-up (%s): restore it in the edit, "+
+		"or restart the instances to change the identity mode", strings.Join(changed, ", "))
 }
 
 // ActivityLimit returns the effective limit of activity id: its override or limits.activity.

@@ -115,6 +115,7 @@ func TestBadFixtures(t *testing.T) {
 		{"jwt_key_file", "auth.jwtRS256PublicKeyFile: not a live key: give the RS256 public key file at start-up", ErrInvalid},
 		{"rate_inf", "limits.global.rate: +Inf is not a finite number", ErrInvalid},
 		{"slow_zero", "fallback.redisSlowMs: 0 must be >= 1", ErrInvalid},
+		{"probe_fast", "fallback.probeEvery: 1ns must be >= 100ms", ErrInvalid},
 		{"channel_name", `limits.channels.we b: id "we b"`, ErrInvalid},
 		{"top_list", "cannot unmarshal !!seq into config.Config", ErrSyntax},
 		{"empty", "the document is empty", ErrInvalid},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -129,4 +131,35 @@ func TestFileSourceRefusesNonRegularAndHugeFiles(t *testing.T) {
 	})
 	replace(func(tmp string) error { return os.WriteFile(tmp, []byte("killSwitch: true"), 0o644) })
 	waitFor(t, 2*time.Second, "good edit after the bad files", func() bool { return r.Current().cfg.KillSwitch })
+}
+
+// A first payload whose build overran the reload bound (a loaded machine, not a bad edit) is
+// tried again: the file does not change, yet the instance becomes ready without an edit.
+func TestFirstPayloadRefusedByTimeoutIsRetried(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seckill.yaml")
+	if err := os.WriteFile(path, []byte("killSwitch: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var builds atomic.Int32
+	r := NewReloader(func(c *Config, meta Meta) (*snap, error) {
+		if builds.Add(1) == 1 {
+			time.Sleep(300 * time.Millisecond) // the first build overruns the bound
+		}
+		return buildSnap(c, meta)
+	}, nil, nil)
+	r.timeout = 100 * time.Millisecond
+	r.retryMin = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { r.Run(ctx); done <- struct{}{} }()
+	go func() { (&FileSource{Path: path}).Run(ctx, r.Offer); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done }()
+	select {
+	case <-r.Ready():
+	case <-time.After(3 * time.Second):
+		t.Fatalf("a first payload refused by the build timeout was never retried: %+v (builds %d)", r.Status(), builds.Load())
+	}
+	if st := r.Status(); !st.Config.KillSwitch || !strings.Contains(st.LastError, "took longer than") || !st.LastErrorSuperseded {
+		t.Fatalf("status after the retry: %+v", st)
+	}
 }

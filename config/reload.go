@@ -165,9 +165,19 @@ type Reloader[T any] struct {
 	readyOnce sync.Once
 
 	// Touched only by the Run goroutine.
-	lastSeq map[string]uint64
-	timeout time.Duration
+	lastSeq  map[string]uint64
+	timeout  time.Duration
+	retry    *Payload      // a payload refused by the timeout before the first applied one
+	retryIn  time.Duration // delay before retry is tried again; doubles up to retryMax
+	retryMin time.Duration
 }
+
+// Delays between tries of a payload whose build overran the timeout while nothing was
+// applied yet: a loaded machine, not a bad edit, and no source offers unchanged content again.
+const (
+	retryMinDelay = time.Second
+	retryMaxDelay = time.Minute
+)
 
 // NewReloader returns a Reloader that turns each good payload into a *T with build.
 // build must not block for long, must not modify the Config, and may be called while an
@@ -180,13 +190,14 @@ func NewReloader[T any](build func(*Config, Meta) (*T, error), m *Metrics, log *
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Reloader[T]{
-		build:   build,
-		m:       m,
-		log:     log.With("component", "config"),
-		wake:    make(chan struct{}, 1),
-		ready:   make(chan struct{}),
-		lastSeq: map[string]uint64{},
-		timeout: DefaultBuildTimeout,
+		build:    build,
+		m:        m,
+		log:      log.With("component", "config"),
+		wake:     make(chan struct{}, 1),
+		ready:    make(chan struct{}),
+		lastSeq:  map[string]uint64{},
+		timeout:  DefaultBuildTimeout,
+		retryMin: retryMinDelay,
 	}
 	r.status.Store(&Status{})
 	return r
@@ -211,19 +222,39 @@ func (r *Reloader[T]) Offer(p Payload) {
 }
 
 // Run processes offered payloads until ctx is done; it returns ctx's error. Run it once.
+// Until the first payload is applied, one refused because its build overran the timeout is
+// tried again after a growing delay, unless a newer payload came in.
 func (r *Reloader[T]) Run(ctx context.Context) error {
+	retryTimer := time.NewTimer(time.Hour)
+	retryTimer.Stop()
+	defer retryTimer.Stop()
 	for {
+		var p *Payload
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-r.wake:
+			r.mu.Lock()
+			p = r.pending
+			r.pending = nil
+			r.mu.Unlock()
+		case <-retryTimer.C:
+			if q := r.retry; q != nil && r.lastSeq[q.Source] == q.Seq && !r.status.Load().Ready {
+				r.log.Info("config: trying again a payload whose build overran the timeout", "source", q.Source, "seq", q.Seq)
+				p = q
+			}
 		}
-		r.mu.Lock()
-		p := r.pending
-		r.pending = nil
-		r.mu.Unlock()
-		if p != nil {
-			r.process(ctx, *p)
+		if p == nil {
+			continue
+		}
+		r.retry = nil
+		if r.process(ctx, *p) {
+			if r.retryIn == 0 {
+				r.retryIn = r.retryMin
+			}
+			r.retry = p
+			retryTimer.Reset(r.retryIn)
+			r.retryIn = min(2*r.retryIn, retryMaxDelay)
 		}
 	}
 }
@@ -239,10 +270,11 @@ func (r *Reloader[T]) Ready() <-chan struct{} { return r.ready }
 
 // prepared is the outcome of decoding and building one payload.
 type prepared[T any] struct {
-	cfg  *Config
-	snap *T
-	same bool // the content is the running configuration's: nothing was built
-	err  error
+	cfg      *Config
+	snap     *T
+	same     bool // the content is the running configuration's: nothing was built
+	timedOut bool // err is the timeout: the content itself may be good
+	err      error
 }
 
 // prepare decodes and builds p on a goroutine of its own and waits at most r.timeout for
@@ -260,6 +292,11 @@ func (r *Reloader[T]) prepare(ctx context.Context, p Payload, old *Status) *prep
 			res.same = true
 		default:
 			res.snap, res.err = r.build(res.cfg, Meta{Source: p.Source, Version: res.cfg.Version(), Seq: p.Seq})
+			if res.err == nil && old.Config != nil {
+				if err := old.Config.identityFixed(res.cfg); err != nil {
+					res.snap, res.err = nil, err
+				}
+			}
 		}
 		done <- res
 	}()
@@ -269,24 +306,25 @@ func (r *Reloader[T]) prepare(ctx context.Context, p Payload, old *Status) *prep
 	case res := <-done:
 		return &res
 	case <-t.C:
-		return &prepared[T]{err: fmt.Errorf("config: decoding and building the payload took longer than %v: refused", r.timeout)}
+		return &prepared[T]{timedOut: true, err: fmt.Errorf("config: decoding and building the payload took longer than %v: refused", r.timeout)}
 	case <-ctx.Done():
 		return nil
 	}
 }
 
-// process runs on the Run goroutine only.
-func (r *Reloader[T]) process(ctx context.Context, p Payload) {
+// process runs on the Run goroutine only. It reports whether p should be tried again: its
+// build overran the timeout and no configuration was applied yet.
+func (r *Reloader[T]) process(ctx context.Context, p Payload) (retry bool) {
 	if last, ok := r.lastSeq[p.Source]; ok && p.Seq < last {
 		r.m.stale.Inc()
 		r.log.Debug("config: stale payload dropped", "source", p.Source, "seq", p.Seq, "last_seq", last)
-		return
+		return false
 	}
 	r.lastSeq[p.Source] = p.Seq
 	old := r.status.Load()
 	res := r.prepare(ctx, p, old)
 	if res == nil {
-		return
+		return false
 	}
 	if res.same {
 		r.m.lastSuccessful.Set(1) // e.g. a refused edit reverted to the active content
@@ -302,7 +340,7 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) {
 		if p.Applied != nil {
 			p.Applied()
 		}
-		return
+		return false
 	}
 	if res.err != nil {
 		st := *old
@@ -314,7 +352,7 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) {
 		r.m.failures.Inc()
 		r.log.Error("config: payload refused, keeping the current configuration",
 			"source", p.Source, "seq", p.Seq, "current_version", old.Version, "err", res.err)
-		return
+		return res.timedOut && !old.Ready
 	}
 	now := time.Now()
 	r.cur.Store(res.snap)
@@ -330,7 +368,7 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) {
 		p.Applied()
 	}
 	r.log.Info("config: applied", "source", p.Source, "version", st.Version, "previous", old.Version)
-	if old.Config == nil || old.Config.Auth.Mode != res.cfg.Auth.Mode {
+	if old.Config == nil { // the identity mode is fixed from here on (identityFixed)
 		switch res.cfg.Auth.Mode {
 		case AuthHeader:
 			r.log.Warn("config: identity from X-User-Id (auth mode header): the configuration states that a gateway authenticates every request and overwrites the header; any client reaching this port directly can claim any user")
@@ -338,6 +376,7 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) {
 			r.log.Info("config: identity from bearer JWTs (auth mode jwt)")
 		}
 	}
+	return false
 }
 
 func (r *Reloader[T]) setInfo(source, version string) {

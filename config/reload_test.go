@@ -370,23 +370,30 @@ seckill_config_reload_failures_total 1
 	}
 }
 
-// The identity mode is logged when it takes effect: at start-up and on a change.
+// The identity mode is logged when it takes effect, with the first configuration; it is
+// fixed from then on, so a later edit that changes it is refused and logs no new mode.
 func TestReloaderLogsIdentityMode(t *testing.T) {
-	var buf logBuffer
-	r := NewReloader(buildSnap, nil, slog.New(slog.NewTextHandler(&buf, nil)))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	r.Offer(Payload{Data: []byte("auth: {mode: header, trustedGateway: true}"), Source: SourceFile, Seq: 1})
-	<-r.Ready()
-	waitFor(t, time.Second, "header mode logged", func() bool {
-		return strings.Contains(buf.String(), "level=WARN msg=\"config: identity from X-User-Id")
-	})
-	r.Offer(Payload{Data: []byte("auth: {mode: jwt}"), Source: SourceFile, Seq: 2})
-	waitFor(t, time.Second, "jwt mode logged", func() bool {
-		return strings.Contains(buf.String(), "identity from bearer JWTs")
-	})
+	for _, tt := range []struct{ give, other, want string }{
+		{"auth: {mode: header, trustedGateway: true}", "auth: {mode: jwt}", "level=WARN msg=\"config: identity from X-User-Id"},
+		{"auth: {mode: jwt}", "auth: {mode: header, trustedGateway: true}", "identity from bearer JWTs"},
+	} {
+		var buf logBuffer
+		r := NewReloader(buildSnap, nil, slog.New(slog.NewTextHandler(&buf, nil)))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		r.Offer(Payload{Data: []byte(tt.give), Source: SourceFile, Seq: 1})
+		<-r.Ready()
+		waitFor(t, time.Second, tt.want, func() bool { return strings.Contains(buf.String(), tt.want) })
+		r.Offer(Payload{Data: []byte(tt.other), Source: SourceFile, Seq: 2})
+		waitFor(t, time.Second, "identity change refused", func() bool { return r.Status().LastError != "" })
+		if st := r.Status(); !strings.Contains(st.LastError, "restart") || st.Config.Auth.Mode == "" ||
+			strings.Contains(tt.other, st.Config.Auth.Mode) || strings.Count(buf.String(), "msg=\"config: identity from") != 1 {
+			t.Errorf("%s then %s: status %+v, log:\n%s", tt.give, tt.other, st, buf.String())
+		}
+		cancel()
+		<-done
+	}
 }
 
 // logBuffer is a bytes.Buffer safe for a logger and a reader at once.

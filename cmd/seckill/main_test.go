@@ -20,6 +20,8 @@ func TestExitStatus(t *testing.T) {
 		{name: "bad variable", env: map[string]string{"SECKILL_WRITER_RATE": "fast"}, want: 2, wantErrS: `SECKILL_WRITER_RATE="fast": want an integer >= 0`},
 		{name: "bad flag", args: []string{"--mysql-pool=abc"}, want: 2, wantErrS: `invalid value "abc" for flag -mysql-pool: want an integer >= 1`},
 		{name: "short production token", env: map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:1", "SECKILL_ADMIN_TOKEN": "change-me"}, want: 2, wantErrS: "want at least 32"},
+		{name: "production without a config", env: map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:1", "SECKILL_ADMIN_TOKEN": strings.Repeat("a", 64)},
+			args: []string{"--http-addr=127.0.0.1:0", "--admin-addr=off", "--data-dir=" + t.TempDir()}, want: 1, wantErrS: "the compiled-in default is used in the embedded mode only"},
 		{name: "explicit config file missing", args: []string{"--config-file=/nonexistent/seckill.yaml", "--http-addr=127.0.0.1:0", "--admin-addr=", "--data-dir=" + t.TempDir()}, want: 1, wantErrS: "/nonexistent/seckill.yaml"},
 	}
 	for _, tt := range tests {

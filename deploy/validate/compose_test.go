@@ -48,7 +48,14 @@ func TestComposeFile(t *testing.T) {
 	if svc.HealthCheck == nil || len(svc.HealthCheck.Test) == 0 {
 		t.Errorf("seckill has no health check")
 	}
-	for _, dep := range []string{"redis", "mysql", "nacos", "broker"} {
+	// Nacos is reached through nacos-init, which runs once the server is healthy.
+	if d := svc.DependsOn["nacos-init"]; d.Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("seckill depends on nacos-init with %q, want %s", d.Condition, types.ServiceConditionCompletedSuccessfully)
+	}
+	if d := p.Services["nacos-init"].DependsOn["nacos"]; d.Condition != types.ServiceConditionHealthy {
+		t.Errorf("nacos-init depends on nacos with %q, want %s", d.Condition, types.ServiceConditionHealthy)
+	}
+	for _, dep := range []string{"redis", "mysql", "broker"} {
 		d, ok := svc.DependsOn[dep]
 		if !ok {
 			t.Errorf("seckill does not depend on %s", dep)
@@ -141,5 +148,79 @@ func TestDockerfileRuntimeStageCopiesOnlyBinaryAndYAML(t *testing.T) {
 				t.Errorf("runtime stage copies %q from the build context: only YAML configs belong in the image", src)
 			}
 		}
+	}
+}
+
+// TestImageHasNoDefaultConfig: the runtime stage must not place a config at the service's
+// default path (config/seckill.yaml under WORKDIR /app), which would start a production image
+// without Nacos on the header-mode example.
+func TestImageHasNoDefaultConfig(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(dockerDir, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || !strings.EqualFold(f[0], "COPY") || strings.HasPrefix(f[1], "--from=") {
+			continue
+		}
+		dst := f[len(f)-1]
+		if dst == "/app/config/" || dst == "/app/config" || dst == "/app/config/seckill.yaml" || dst == "config/" {
+			t.Errorf("Dockerfile %q puts YAML at the default config path /app/config/seckill.yaml", line)
+		}
+	}
+}
+
+// TestNacosInitPublishesTheConfig: a missing data id leaves the service not ready, so the init
+// step must publish one, under the data id and group the service reads, from a YAML file that
+// states an identity mode.
+func TestNacosInitPublishesTheConfig(t *testing.T) {
+	p := loadCompose(t)
+	initSvc, ok := p.Services["nacos-init"]
+	if !ok {
+		t.Fatal("no nacos-init service")
+	}
+	env := func(s types.ServiceConfig, k string) string {
+		if v := s.Environment[k]; v != nil {
+			return *v
+		}
+		return ""
+	}
+	svc := p.Services["seckill"]
+	if got, want := env(initSvc, "DATA_ID"), env(svc, "SECKILL_NACOS_DATA_ID"); got == "" || got != want {
+		t.Errorf("nacos-init publishes data id %q, the service reads %q", got, want)
+	}
+	if got, want := env(initSvc, "GROUP"), env(svc, "SECKILL_NACOS_GROUP"); got == "" || got != want {
+		t.Errorf("nacos-init publishes group %q, the service reads %q", got, want)
+	}
+	mounts := map[string]string{}
+	for _, v := range initSvc.Volumes {
+		if v.Type == types.VolumeTypeBind {
+			mounts[v.Target] = v.Source
+		}
+	}
+	script, ok := mounts[strings.TrimPrefix(strings.Join(initSvc.Entrypoint, " "), "sh ")]
+	if !ok {
+		t.Fatalf("nacos-init entrypoint %v is not a mounted script (mounts %v)", initSvc.Entrypoint, mounts)
+	}
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"-X POST \"$SERVER/nacos/v1/cs/configs", "content@$CONFIG_FILE", "set -eu"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s does not publish the config: %q missing", script, want)
+		}
+	}
+	cfg, ok := mounts[env(initSvc, "CONFIG_FILE")]
+	if !ok {
+		t.Fatalf("CONFIG_FILE %q is not mounted into nacos-init", env(initSvc, "CONFIG_FILE"))
+	}
+	c, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(c), "\nauth:\n  mode: ") {
+		t.Errorf("%s states no auth.mode: the service refuses a config without one", cfg)
 	}
 }

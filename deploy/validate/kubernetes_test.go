@@ -201,8 +201,10 @@ func TestKubernetesManifests(t *testing.T) {
 		if _, ok := env(c, m, "SECKILL_ADMIN_TOKEN"); !ok {
 			t.Errorf("%s: no admin token from the Secret", d.Name)
 		}
-		if tok, _ := env(c, m, "SECKILL_ADMIN_TOKEN"); len(tok) < 32 {
-			t.Errorf("%s: admin token shorter than 32 bytes would stop the start", d.Name)
+		// The committed Secret holds a placeholder the service refuses (under 32 bytes), so
+		// nobody commits a real token and an unedited deploy fails to start.
+		if tok, _ := env(c, m, "SECKILL_ADMIN_TOKEN"); len(tok) >= 32 || !strings.Contains(strings.ToUpper(tok), "REPLACE") {
+			t.Errorf("%s: admin token %q in the committed Secret: want a REPLACE placeholder shorter than 32 bytes", d.Name, tok)
 		}
 		for _, k := range []string{"SECKILL_REDIS_ADDR", "SECKILL_MYSQL_DSN", "SECKILL_ROCKETMQ_NAMESRV", "SECKILL_NACOS_ADDR", "SECKILL_DATA_DIR"} {
 			if _, ok := env(c, m, k); !ok {
