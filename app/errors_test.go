@@ -1,0 +1,150 @@
+package app
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/inventory"
+)
+
+// jsonTrickyStrings are strings whose JSON encoding needs every escape encoding/json makes.
+var jsonTrickyStrings = []string{
+	"", "sold out", `say "no"`, `back\slash`, "<script>alert(1)</script>", "a & b > c < d",
+	"ünïcödé ✓ 日本語 🎉", "line\nbreak\ttab\rcr\bbs\fff", "\x00\x01\x1f\x7f",
+	"sep\u2028par\u2029end", "bad utf8 \xff\xfe end", "truncated \xe6\x97", "/slash/",
+}
+
+// TestAppendJSONStringMatchesEncodingJSON: the hand-written escaper writes what encoding/json
+// writes, for tricky strings and for every single byte.
+func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
+	cases := append([]string(nil), jsonTrickyStrings...)
+	for c := 0; c < 256; c++ {
+		cases = append(cases, "x"+string([]byte{byte(c)})+"y")
+	}
+	for _, s := range cases {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+	}
+}
+
+// TestErrorBodyMatchesEncodingJSON: every error code, with every fixed field and with the
+// rare extra ones, gets the body encoding/json gives the same fields as a map (what Gin's
+// AbortWithStatusJSON wrote before), the JSON Content-Type, and Retry-After on 429 and 503.
+func TestErrorBodyMatchesEncodingJSON(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	codes := []struct {
+		status int
+		code   string
+	}{
+		{400, CodeBadRequest}, {413, CodeTooLarge}, {401, CodeUnauthenticated}, {403, CodeForbidden},
+		{403, CodeTokenRequired}, {404, CodeNotFound}, {405, CodeMethodNotAllowed}, {409, CodeConflict},
+		{409, CodeAlreadyPurchased}, {410, CodeSoldOut}, {410, CodeClosed}, {425, CodeNotOpen},
+		{429, CodeRateLimited}, {429, CodeNotAdmitted}, {503, CodeDisabled}, {503, CodeUnavailable},
+		{503, CodeOutcomeUnknown}, {500, CodeInternal},
+	}
+	type variant struct {
+		name  string
+		build func(e *apiError, s string) *apiError
+		want  func(s string) map[string]any
+	}
+	variants := []variant{
+		{"plain", func(e *apiError, s string) *apiError { return e }, func(string) map[string]any { return map[string]any{} }},
+		{"dimension", func(e *apiError, s string) *apiError { return e.withDimension(s) },
+			func(s string) map[string]any { return map[string]any{"dimension": s} }},
+		{"all fixed", func(e *apiError, s string) *apiError {
+			return e.withDimension("ip").withIdempotencyKey(s).withOpensAt("2026-12-01T04:00:00.000Z").
+				withPerUserLimit(7).withReservationID(s + "-r")
+		}, func(s string) map[string]any {
+			return map[string]any{"dimension": "ip", "idempotencyKey": s, "opensAt": "2026-12-01T04:00:00.000Z",
+				"perUserLimit": 7, "reservationId": s + "-r"}
+		}},
+		{"extra", func(e *apiError, s string) *apiError {
+			return e.withPerUserLimit(-3).with("ready", false).with("reason", s).with("configSource", "file")
+		}, func(s string) map[string]any {
+			return map[string]any{"perUserLimit": -3, "ready": false, "reason": s, "configSource": "file"}
+		}},
+	}
+	waits := []time.Duration{0, 300 * time.Millisecond, 2500 * time.Millisecond, 30 * time.Second, 10 * time.Minute}
+	for _, cd := range codes {
+		for _, v := range variants {
+			for i, msg := range jsonTrickyStrings {
+				wait := waits[i%len(waits)]
+				e := v.build(newError(cd.status, cd.code, msg).after(wait), msg)
+				w := httptest.NewRecorder()
+				c, _ := gin.CreateTestContext(w)
+				writeError(c, e)
+
+				want := v.want(msg)
+				want["code"], want["message"] = cd.code, msg
+				retry := ""
+				if cd.status == http.StatusTooManyRequests || cd.status == http.StatusServiceUnavailable {
+					s := 1
+					if wait > 0 {
+						s = retrySeconds(wait)
+					}
+					want["retryAfterSeconds"] = s
+					retry = strconv.Itoa(s)
+				}
+				wantBody, err := json.Marshal(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				name := cd.code + "/" + v.name + "/" + strconv.Quote(msg)
+				if w.Code != cd.status {
+					t.Errorf("%s: status %d, want %d", name, w.Code, cd.status)
+				}
+				if got := w.Body.String(); got != string(wantBody) {
+					t.Errorf("%s:\n got %s\nwant %s", name, got, wantBody)
+				}
+				if ct := w.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
+					t.Errorf("%s: Content-Type %q", name, ct)
+				}
+				if got := w.Header().Values("Retry-After"); (retry == "" && len(got) != 0) || (retry != "" && (len(got) != 1 || got[0] != retry)) {
+					t.Errorf("%s: Retry-After %q, want %q", name, got, retry)
+				}
+				if !c.IsAborted() {
+					t.Errorf("%s: context not aborted", name)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendErrorAllocatesNothing: a 429 body with its dimension is written into a buffer with
+// no heap allocation.
+func TestAppendErrorAllocatesNothing(t *testing.T) {
+	e := newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(2 * time.Second).withDimension("activity")
+	buf := make([]byte, 0, 512)
+	n := testing.AllocsPerRun(100, func() {
+		b, err := appendError(buf[:0], e, 2)
+		if err != nil || len(b) == 0 {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("appendError: %v allocations, want 0", n)
+	}
+}
+
+// TestUserHashMatchesInventory: the app's allocation-free user hash is inventory.UserHash.
+func TestUserHashMatchesInventory(t *testing.T) {
+	for _, u := range []string{"", "a", "alice", "bu-123456", "ünïcödé", "\xff\x00", string(make([]byte, 128))} {
+		if got, want := userHash(u), inventory.UserHash(u); got != want {
+			t.Errorf("userHash(%q) = %s, want %s", u, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = userHash("bu-123456") }); n > 1 {
+		t.Errorf("userHash: %v allocations, want at most 1", n)
+	}
+}
