@@ -503,10 +503,15 @@ type reservationBody struct {
 
 // decodeReservationBody reads at most 4 KiB of strict JSON; an empty body means quantity 1.
 func decodeReservationBody(r *http.Request) (reservationBody, *apiError) {
-	var b reservationBody
+	// Most requests carry no body: answer them before anything escapes to the heap.
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return b, nil
+		return reservationBody{}, nil
 	}
+	return decodeReservationJSON(r)
+}
+
+func decodeReservationJSON(r *http.Request) (reservationBody, *apiError) {
+	var b reservationBody
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
 	if err != nil {
 		return b, badRequest("cannot read body")
