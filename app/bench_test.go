@@ -92,9 +92,15 @@ func BenchmarkHTTPGinHello(b *testing.B) {
 // against the real Redis and MariaDB with the api role only.
 func benchApp(b *testing.B, real bool) (*App, string) {
 	b.Helper()
+	return benchAppConfig(b, real, "")
+}
+
+// benchAppConfig is benchApp with extra lines appended to the test configuration.
+func benchAppConfig(b *testing.B, real bool, extra string) (*App, string) {
+	b.Helper()
 	dir := b.TempDir()
 	cfg := filepath.Join(dir, "seckill.yaml")
-	if err := os.WriteFile(cfg, []byte(testConfig), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(testConfig+extra), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	ns := fmt.Sprintf("bench%d", time.Now().UnixNano())
@@ -285,6 +291,63 @@ func BenchmarkHTTPSoldOut(b *testing.B) {
 			}
 		})
 		b.StopTimer()
+		b.ReportMetric((redisCalls(b, a)-calls0)/float64(b.N), "redis-calls/op")
+	})
+}
+
+// BenchmarkHTTPRateLimited: the activity's own budget (activities.<id>.limits, rate 1/s
+// burst 1) is exhausted, so every request, a new user each time, gets 429 RATE_LIMITED from
+// the leased budget of the limiter, with no Redis call (the 429 row of scripts/bench.sh
+// ratios). The budget still admits one request a second (202, counted in admitted/op).
+func BenchmarkHTTPRateLimited(b *testing.B) {
+	benchVariants(b, func(b *testing.B, real bool) {
+		id := fmt.Sprintf("bench-rl-%d", time.Now().UnixNano()%1_000_000_000_000)
+		a, base := benchAppConfig(b, real, "activities: {"+id+": {limits: {rate: 1, burst: 1}}}\n")
+		client := benchClient()
+		const shards = 1
+		benchCreate(b, client, a, id, 1_000_000, shards)
+		if real {
+			b.Cleanup(func() { benchCleanup(a, id, shards) })
+		}
+		url := base + "/api/v1/activities/" + id + "/reservations"
+		// spend the burst, then wait until the answer is 429
+		deadline := time.Now().Add(5 * time.Second)
+		for i := 0; ; i++ {
+			req, _ := http.NewRequest(http.MethodPost, url, nil)
+			req.Header.Set("X-User-Id", "br-warm-"+strconv.Itoa(i))
+			code, err := benchDo(client, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if code == http.StatusTooManyRequests {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("no 429 within 5 s (last %d)", code)
+			}
+		}
+		calls0 := redisCalls(b, a)
+		var admitted atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism(benchParallelism)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				req, _ := http.NewRequest(http.MethodPost, url, nil)
+				req.Header.Set("X-User-Id", "br-"+strconv.FormatInt(benchSeq.Add(1), 10))
+				code, err := benchDo(client, req)
+				if code == http.StatusAccepted {
+					admitted.Add(1) // the budget's one token per second
+					continue
+				}
+				if err != nil || code != http.StatusTooManyRequests {
+					b.Errorf("rate limited: %d %v", code, err)
+					return
+				}
+			}
+		})
+		b.StopTimer()
+		b.ReportMetric(float64(admitted.Load())/float64(b.N), "admitted/op")
 		b.ReportMetric((redisCalls(b, a)-calls0)/float64(b.N), "redis-calls/op")
 	})
 }

@@ -1,12 +1,15 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
@@ -38,14 +41,35 @@ const (
 	CodeInternal       = "INTERNAL"
 )
 
-// apiError is an answer of the JSON error model: {"code","message"} plus named fields.
+// apiError is an answer of the JSON error model: {"code","message"} plus named fields. The
+// fields the hot paths use are fixed ones, written without reflection (see appendError); the
+// rare others (readyz) go in extra, and the body is then encoded by encoding/json.
 type apiError struct {
 	status     int
 	code       string
 	message    string
 	retryAfter time.Duration // > 0 for 429 and 503: Retry-After header and retryAfterSeconds
-	fields     gin.H
+
+	has            errField // which fixed fields below are in the body
+	dimension      string
+	idempotencyKey string
+	opensAt        string
+	perUserLimit   int
+	reservationID  string
+
+	extra gin.H
 }
+
+// errField is a set of the fixed optional fields of apiError.
+type errField uint8
+
+const (
+	fDimension errField = 1 << iota
+	fIdempotencyKey
+	fOpensAt
+	fPerUserLimit
+	fReservationID
+)
 
 func (e *apiError) Error() string { return e.code + ": " + e.message }
 
@@ -53,11 +77,38 @@ func newError(status int, code, msg string) *apiError {
 	return &apiError{status: status, code: code, message: msg}
 }
 
+// with adds a field outside the fixed ones (rare answers only: the body then goes through
+// encoding/json).
 func (e *apiError) with(k string, v any) *apiError {
-	if e.fields == nil {
-		e.fields = gin.H{}
+	if e.extra == nil {
+		e.extra = gin.H{}
 	}
-	e.fields[k] = v
+	e.extra[k] = v
+	return e
+}
+
+func (e *apiError) withDimension(d string) *apiError {
+	e.dimension, e.has = d, e.has|fDimension
+	return e
+}
+
+func (e *apiError) withIdempotencyKey(k string) *apiError {
+	e.idempotencyKey, e.has = k, e.has|fIdempotencyKey
+	return e
+}
+
+func (e *apiError) withOpensAt(t string) *apiError {
+	e.opensAt, e.has = t, e.has|fOpensAt
+	return e
+}
+
+func (e *apiError) withPerUserLimit(n int) *apiError {
+	e.perUserLimit, e.has = n, e.has|fPerUserLimit
+	return e
+}
+
+func (e *apiError) withReservationID(id string) *apiError {
+	e.reservationID, e.has = id, e.has|fReservationID
 	return e
 }
 
@@ -99,21 +150,188 @@ func retrySeconds(d time.Duration) int {
 	return s
 }
 
+var (
+	// jsonContentType is the Content-Type of an error body, shared read-only by every answer
+	// (as Gin's renderers do) so that setting it allocates nothing.
+	jsonContentType = []string{"application/json; charset=utf-8"}
+	// retryAfterValues are the Retry-After header values of 0..maxRetryAfterValue seconds,
+	// shared read-only likewise.
+	retryAfterValues = func() [maxRetryAfterValue + 1][]string {
+		var v [maxRetryAfterValue + 1][]string
+		for i := range v {
+			v[i] = []string{strconv.Itoa(i)}
+		}
+		return v
+	}()
+	// errorBuffers recycles the buffers error bodies are written into.
+	errorBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
+)
+
+const maxRetryAfterValue = 120
+
 // writeError sends e. A 429 or 503 always carries Retry-After.
 func writeError(c *gin.Context, e *apiError) {
-	body := gin.H{"code": e.code, "message": e.message}
-	for k, v := range e.fields {
-		body[k] = v
-	}
+	s := 0
 	if e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
 		d := e.retryAfter
 		if d <= 0 {
 			d = time.Second
 		}
-		s := retrySeconds(d)
-		c.Header("Retry-After", strconv.Itoa(s))
-		body["retryAfterSeconds"] = s
+		s = retrySeconds(d)
 	}
-	c.Set(ctxOutcome, e.code)
-	c.AbortWithStatusJSON(e.status, body)
+	setOutcome(c, e.code)
+	c.Abort()
+	h := c.Writer.Header()
+	h["Content-Type"] = jsonContentType
+	if s > 0 {
+		if s <= maxRetryAfterValue {
+			h["Retry-After"] = retryAfterValues[s]
+		} else {
+			h.Set("Retry-After", strconv.Itoa(s))
+		}
+	}
+	bp := errorBuffers.Get().(*[]byte)
+	body, err := appendError((*bp)[:0], e, s)
+	if err != nil {
+		// Only an extra field that encoding/json refuses gets here: a defect of the caller.
+		body = append(body[:0], `{"code":"INTERNAL","message":"internal error"}`...)
+	}
+	c.Writer.WriteHeader(e.status)
+	_, _ = c.Writer.Write(body)
+	if cap(body) <= 4<<10 {
+		*bp = body
+		errorBuffers.Put(bp)
+	}
+}
+
+// appendError appends the JSON body of e, with retryAfterSeconds s when s > 0, exactly as
+// encoding/json encodes a map of the same fields: keys sorted, strings escaped with HTML
+// escaping (TestErrorBodyMatchesEncodingJSON).
+func appendError(b []byte, e *apiError, s int) ([]byte, error) {
+	if e.extra != nil {
+		return appendErrorReflect(b, e, s)
+	}
+	// Keys in sorted order: code, dimension, idempotencyKey, message, opensAt, perUserLimit,
+	// reservationId, retryAfterSeconds.
+	b = append(b, `{"code":`...)
+	b = appendJSONString(b, e.code)
+	if e.has&fDimension != 0 {
+		b = append(b, `,"dimension":`...)
+		b = appendJSONString(b, e.dimension)
+	}
+	if e.has&fIdempotencyKey != 0 {
+		b = append(b, `,"idempotencyKey":`...)
+		b = appendJSONString(b, e.idempotencyKey)
+	}
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, e.message)
+	if e.has&fOpensAt != 0 {
+		b = append(b, `,"opensAt":`...)
+		b = appendJSONString(b, e.opensAt)
+	}
+	if e.has&fPerUserLimit != 0 {
+		b = append(b, `,"perUserLimit":`...)
+		b = strconv.AppendInt(b, int64(e.perUserLimit), 10)
+	}
+	if e.has&fReservationID != 0 {
+		b = append(b, `,"reservationId":`...)
+		b = appendJSONString(b, e.reservationID)
+	}
+	if s > 0 {
+		b = append(b, `,"retryAfterSeconds":`...)
+		b = strconv.AppendInt(b, int64(s), 10)
+	}
+	return append(b, '}'), nil
+}
+
+// errorMap is the body of e as a map, for encoding/json.
+func errorMap(e *apiError, s int) gin.H {
+	m := gin.H{"code": e.code, "message": e.message}
+	if e.has&fDimension != 0 {
+		m["dimension"] = e.dimension
+	}
+	if e.has&fIdempotencyKey != 0 {
+		m["idempotencyKey"] = e.idempotencyKey
+	}
+	if e.has&fOpensAt != 0 {
+		m["opensAt"] = e.opensAt
+	}
+	if e.has&fPerUserLimit != 0 {
+		m["perUserLimit"] = e.perUserLimit
+	}
+	if e.has&fReservationID != 0 {
+		m["reservationId"] = e.reservationID
+	}
+	for k, v := range e.extra {
+		m[k] = v
+	}
+	if s > 0 {
+		m["retryAfterSeconds"] = s
+	}
+	return m
+}
+
+// appendErrorReflect appends the body of an error with extra fields through encoding/json.
+func appendErrorReflect(b []byte, e *apiError, s int) ([]byte, error) {
+	raw, err := json.Marshal(errorMap(e, s))
+	if err != nil {
+		return b, err
+	}
+	return append(b, raw...), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string exactly as encoding/json writes it: ", \\ and
+// control characters escaped, <, > and & as \u003c, \u003e, \u0026, U+2028 and U+2029
+// escaped, invalid UTF-8 replaced by \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
