@@ -284,7 +284,7 @@ func (a *api) readBudget(c *gin.Context, snap *Snapshot, user string) *apiError 
 		}
 	}
 	if user != "" {
-		if ok, wait := a.local.allow("r|u|"+inventory.UserHash(user), l, now); !ok {
+		if ok, wait := a.local.allow("r|u|"+a.inv.UserHash(user), l, now); !ok {
 			return newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).with("dimension", "user")
 		}
 	}
@@ -418,7 +418,7 @@ func (a *api) postToken(c *gin.Context) {
 		}
 	}
 	ctx := c.Request.Context()
-	ck := tokenCountKey(id, inventory.UserHash(user))
+	ck := tokenCountKey(id, a.inv.UserHash(user))
 	var n *redis.IntCmd
 	var ttl *redis.DurationCmd
 	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -566,7 +566,7 @@ func (a *api) postReservation(c *gin.Context) {
 		return
 	}
 	// 7. Rate limits, all dimensions at once.
-	uh := inventory.UserHash(user)
+	uh := a.inv.UserHash(user)
 	ipStr := limitKey(ip, cfg.Limits.IPv6Prefix)
 	lreq := snap.limiterRequest(id, v.CampaignID, channel, ipStr, uh)
 	// On a single Redis node the reservation script takes the per-IP token in its own round
