@@ -335,6 +335,13 @@ func TestIdempotencyReplay(t *testing.T) {
 		if st := readState(t, rdb, a.ID); st.remaining != 9 || st.journal != 1 {
 			t.Fatalf("replays took stock: %+v", st)
 		}
+		// Replay reads the binding without taking anything; another user's key is not theirs.
+		if rid, ok, err := s.Replay(ctx, a.ID, "idem-user", "key-1"); err != nil || !ok || rid != first.ReservationID {
+			t.Fatalf("Replay = %q, %v, %v; want %s", rid, ok, err, first.ReservationID)
+		}
+		if rid, ok, err := s.Replay(ctx, a.ID, "other-user", "key-1"); err != nil || ok {
+			t.Fatalf("Replay of another user = %q, %v, %v", rid, ok, err)
+		}
 		// Another key is another reservation; a rejected request binds no key.
 		other, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "idem-user", Quantity: 2, IdempotencyKey: "key-2"})
 		if err != nil || other.Code != Reserved || other.ReservationID == first.ReservationID {

@@ -24,7 +24,7 @@ func (s *Store) Replay(ctx context.Context, activityID, userID, key string) (str
 	uh := s.UserHash(userID)
 	l := e.layout.Load()
 	k := l.keys[HomeShard(uh, l.shards)]
-	v, err := s.rdb.HGet(ctx, k.Idem(), idemField(uh, key)).Result()
+	v, err := s.rdb.HGet(ctx, k.Users(), idemField(uh, key)).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
 	}
