@@ -149,9 +149,12 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	}
 
 	invM := inventory.NewMetrics(a.reg)
-	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace}, invM, log.With("part", "inventory"))
+	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
+		if len(opts.UserHashKey) == 0 {
+			return nil, fmt.Errorf("%w (without SECKILL_USER_HASH_KEY the key is read from Redis at start)", err)
+		}
 		return nil, err
 	}
 	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy, Namespace: opts.Namespace}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))

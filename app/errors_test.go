@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-
-	"github.com/seckill/seckill/inventory"
 )
 
 // jsonTrickyStrings are strings whose JSON encoding needs every escape encoding/json makes.
@@ -134,18 +132,6 @@ func TestAppendErrorAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("appendError: %v allocations, want 0", n)
-	}
-}
-
-// TestUserHashMatchesInventory: the app's allocation-free user hash is inventory.UserHash.
-func TestUserHashMatchesInventory(t *testing.T) {
-	for _, u := range []string{"", "a", "alice", "bu-123456", "ünïcödé", "\xff\x00", string(make([]byte, 128))} {
-		if got, want := userHash(u), inventory.UserHash(u); got != want {
-			t.Errorf("userHash(%q) = %s, want %s", u, got, want)
-		}
-	}
-	if n := testing.AllocsPerRun(100, func() { _ = userHash("bu-123456") }); n > 1 {
-		t.Errorf("userHash: %v allocations, want at most 1", n)
 	}
 }
 

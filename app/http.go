@@ -335,7 +335,7 @@ func (a *api) readBudget(c *gin.Context, snap *Snapshot, user string) *apiError 
 		}
 	}
 	if user != "" {
-		if ok, wait := a.local.allow("r|u|"+userHash(user), l, now); !ok {
+		if ok, wait := a.local.allow("r|u|"+a.inv.UserHash(user), l, now); !ok {
 			return newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).withDimension("user")
 		}
 	}
@@ -469,7 +469,7 @@ func (a *api) postToken(c *gin.Context) {
 		}
 	}
 	ctx := c.Request.Context()
-	ck := tokenCountKey(id, inventory.UserHash(user))
+	ck := tokenCountKey(id, a.inv.UserHash(user))
 	var n *redis.IntCmd
 	var ttl *redis.DurationCmd
 	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -625,7 +625,7 @@ func (a *api) postReservation(c *gin.Context) {
 		return
 	}
 	// 7. Rate limits, all dimensions at once.
-	uh := userHash(user)
+	uh := a.inv.UserHash(user)
 	ipStr := limitKey(ip, cfg.Limits.IPv6Prefix)
 	lreq := snap.limiterRequest(id, v.CampaignID, channel, ipStr, uh)
 	// On a single Redis node the reservation script takes the per-IP token in its own round
@@ -722,27 +722,6 @@ func (a *api) postReservation(c *gin.Context) {
 		a.log.Error("unexpected reservation result", "code", res.Code)
 		writeError(c, unavailable("unexpected stock answer"))
 	}
-}
-
-// userHash is inventory.UserHash(user) (16 lowercase hex digits of FNV-1a 64) in one
-// allocation instead of five: every reservation, rejected ones included, needs it for the
-// limiter's memory of rejected users. TestUserHashMatchesInventory keeps them equal.
-func userHash(user string) string {
-	const (
-		offset64 = 14695981039346656037
-		prime64  = 1099511628211
-	)
-	h := uint64(offset64)
-	for i := 0; i < len(user); i++ {
-		h ^= uint64(user[i])
-		h *= prime64
-	}
-	var b [16]byte
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i] = hexDigits[h&0xF]
-		h >>= 4
-	}
-	return string(b[:])
 }
 
 // newIdempotencyKey is a server-generated idempotency key: 128 random bits.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	mysqldrv "github.com/go-sql-driver/mysql"
+
+	"github.com/seckill/seckill/inventory"
 )
 
 // Options configure the process. They are read once at start (flags, or the same-named
@@ -57,6 +60,9 @@ type Options struct {
 	// mode jwt, fixed at start-up; at most one is set.
 	JWTHS256Secret        string
 	JWTRS256PublicKeyFile string
+	// UserHashKey (SECKILL_USER_HASH_KEY, environment only, hex, at least 32 bytes) keys the
+	// user hash; the same on every instance. Nil: the key kept in Redis (created on first start).
+	UserHashKey []byte
 }
 
 // minProductionAdminToken is the shortest admin token accepted outside embedded mode, in bytes.
@@ -243,6 +249,14 @@ func ParseOptions(args []string, getenv func(string) string, out io.Writer) (Opt
 	}
 	o.JWTHS256Secret = getenv("SECKILL_JWT_HS256_SECRET")
 	o.NacosPassword = getenv("SECKILL_NACOS_PASSWORD")
+	if v, ok := lookup(getenv, "SECKILL_USER_HASH_KEY"); ok {
+		k, err := hex.DecodeString(strings.TrimSpace(v))
+		if err != nil || len(k) < inventory.MinUserHashKey {
+			// The value is a secret: never echo it.
+			return o, &UsageError{fmt.Errorf("SECKILL_USER_HASH_KEY: want at least %d bytes as hex (e.g. openssl rand -hex 32)", inventory.MinUserHashKey)}
+		}
+		o.UserHashKey = k
+	}
 	_, cfgEnv := lookup(getenv, "SECKILL_CONFIG_FILE")
 	o.ConfigFileSet = cfgEnv || given["config-file"]
 	if err := o.checkAdminToken(); err != nil {

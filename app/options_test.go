@@ -52,6 +52,12 @@ func TestParseOptions(t *testing.T) {
 		{name: "jwt-rs256-public-key-file", env: map[string]string{"SECKILL_JWT_RS256_PUBLIC_KEY_FILE": "/k.pem", "SECKILL_JWT_HS256_SECRET": "s"}, check: func(o Options) bool {
 			return o.JWTRS256PublicKeyFile == "/k.pem" && o.JWTHS256Secret == "s"
 		}},
+		{name: "user hash key", env: map[string]string{"SECKILL_USER_HASH_KEY": " " + strings.Repeat("0f", 32) + "\n"}, check: func(o Options) bool {
+			return bytes.Equal(o.UserHashKey, bytes.Repeat([]byte{0x0f}, 32))
+		}},
+		{name: "user hash key unset", check: func(o Options) bool { return o.UserHashKey == nil }},
+		{name: "user hash key short", env: map[string]string{"SECKILL_USER_HASH_KEY": strings.Repeat("0f", 31)}, wantErr: `SECKILL_USER_HASH_KEY: want at least 32 bytes as hex`},
+		{name: "user hash key not hex", env: map[string]string{"SECKILL_USER_HASH_KEY": strings.Repeat("zz", 32)}, wantErr: `SECKILL_USER_HASH_KEY: want at least 32 bytes as hex`},
 		{name: "nacos auth", args: []string{"--nacos-namespace", "ns1", "--nacos-username", "ops"}, env: map[string]string{"SECKILL_NACOS_PASSWORD": "pw"}, check: func(o Options) bool {
 			return o.NacosNamespace == "ns1" && o.NacosUsername == "ops" && o.NacosPassword == "pw"
 		}},
@@ -187,5 +193,14 @@ func TestDefaultDataDirIsNotTheTestCache(t *testing.T) {
 		if strings.Contains(got, ".cache") {
 			t.Errorf("%q shares the test-server cache", got)
 		}
+	}
+}
+
+// TestUserHashKeyNotEchoed: a refused key (a secret) does not appear in the error.
+func TestUserHashKeyNotEchoed(t *testing.T) {
+	secret := strings.Repeat("ab", 20) + "zz"
+	_, err := ParseOptions(nil, envOf(map[string]string{"HOME": "/home/u", "SECKILL_USER_HASH_KEY": secret}), &bytes.Buffer{})
+	if err == nil || strings.Contains(err.Error(), "abab") {
+		t.Fatalf("error %v, want one without the value", err)
 	}
 }

@@ -213,7 +213,7 @@ func TestOtherShardsNeverExceedLimit(t *testing.T) {
 		// 20 users who all live on shard 0 (2 units): 10 units must come from elsewhere.
 		var users []string
 		for i := 0; len(users) < 20; i++ {
-			if u := fmt.Sprint("u", i); HomeShard(UserHash(u), 8) == 0 {
+			if u := fmt.Sprint("u", i); HomeShard(s.UserHash(u), 8) == 0 {
 				users = append(users, u)
 			}
 		}
@@ -279,7 +279,7 @@ func TestHomeEmptyIsRefilled(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, 4, 1, 2))
 		ctx := ctxT(t)
 		user := "lonely"
-		home := HomeShard(UserHash(user), 2)
+		home := HomeShard(s.UserHash(user), 2)
 		if err := rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -335,6 +335,13 @@ func TestIdempotencyReplay(t *testing.T) {
 		if st := readState(t, rdb, a.ID); st.remaining != 9 || st.journal != 1 {
 			t.Fatalf("replays took stock: %+v", st)
 		}
+		// Replay reads the binding without taking anything; another user's key is not theirs.
+		if rid, ok, err := s.Replay(ctx, a.ID, "idem-user", "key-1"); err != nil || !ok || rid != first.ReservationID {
+			t.Fatalf("Replay = %q, %v, %v; want %s", rid, ok, err, first.ReservationID)
+		}
+		if rid, ok, err := s.Replay(ctx, a.ID, "other-user", "key-1"); err != nil || ok {
+			t.Fatalf("Replay of another user = %q, %v, %v", rid, ok, err)
+		}
 		// Another key is another reservation; a rejected request binds no key.
 		other, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "idem-user", Quantity: 2, IdempotencyKey: "key-2"})
 		if err != nil || other.Code != Reserved || other.ReservationID == first.ReservationID {
@@ -344,7 +351,7 @@ func TestIdempotencyReplay(t *testing.T) {
 		if err != nil || over.Code != AlreadyPurchased || over.ReservationID != other.ReservationID {
 			t.Fatalf("over limit = %+v, %v", over, err)
 		}
-		uh := UserHash("idem-user")
+		uh := s.UserHash("idem-user")
 		if rdb.HExists(ctx, Shard(a.ID, 0, HomeShard(uh, 2)).Users(), idemField(uh, "key-3")).Val() {
 			t.Fatal("a rejected request bound its idempotency key")
 		}
@@ -429,7 +436,7 @@ func TestScriptChecksTimes(t *testing.T) {
 		a := mustCreate(t, s, Activity{ID: uniqueID(t), Stock: 3, PerUserLimit: 1, Shards: 1, OpensAt: opens})
 		e, _ := s.entryFor(ctx, a.ID)
 		req := ReserveRequest{ActivityID: a.ID, UserID: "early", Quantity: 1}
-		r, _, err := s.reserveOn(ctx, e, e.layout.Load(), &req, UserHash("early"), "", true)
+		r, _, err := s.reserveOn(ctx, e, e.layout.Load(), &req, s.UserHash("early"), "", true)
 		if err != nil || r.Code != NotOpen || !r.OpensAt.Equal(opens) {
 			t.Fatalf("script = %+v, %v; want NotOpen at %v", r, err, opens)
 		}
@@ -437,7 +444,7 @@ func TestScriptChecksTimes(t *testing.T) {
 		closed.def.OpensAt = time.Time{}
 		closed.def.ClosesAt = time.Now().Add(-time.Second)
 		closed.layout.Store(e.layout.Load())
-		r, _, err = s.reserveOn(ctx, closed, e.layout.Load(), &req, UserHash("early"), "", true)
+		r, _, err = s.reserveOn(ctx, closed, e.layout.Load(), &req, s.UserHash("early"), "", true)
 		if err != nil || r.Code != Closed {
 			t.Fatalf("script = %+v, %v; want Closed", r, err)
 		}
@@ -483,7 +490,7 @@ func TestUserRateAndWindow(t *testing.T) {
 				t.Fatalf("window = %+v", r)
 			}
 		}
-		tok, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Bucket(UserHash("both")), "t").Float64()
+		tok, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Bucket(s.UserHash("both")), "t").Float64()
 		if tok < 0.99 {
 			t.Fatalf("bucket holds %v tokens after window rejections, want ~1", tok)
 		}
@@ -531,7 +538,7 @@ func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, 10, 3, 2))
 		ctx := ctxT(t)
 		user := "holder"
-		home := HomeShard(UserHash(user), 2)
+		home := HomeShard(s.UserHash(user), 2)
 		rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -557,7 +564,7 @@ func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 		if st := readState(t, rdb, a.ID); st.taken != 1 {
 			t.Fatalf("taken %d, want 1", st.taken)
 		}
-		uh := UserHash(user)
+		uh := s.UserHash(user)
 		if v := rdb.HGet(ctx, Shard(a.ID, 0, home).Users(), uh).Val(); v != "1" {
 			t.Fatalf("user record %q, want 1", v)
 		}
@@ -573,7 +580,7 @@ func TestCrashInTransitIsRecovered(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, 6, 1, 3))
 		ctx := ctxT(t)
 		user := "crasher"
-		uh := UserHash(user)
+		uh := s.UserHash(user)
 		home := HomeShard(uh, 3)
 		k := Shard(a.ID, 0, home)
 		src := Shard(a.ID, 0, (home+1)%3)

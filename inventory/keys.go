@@ -1,11 +1,20 @@
 package inventory
 
 import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"hash/fnv"
+	"hash"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Redis key names. docs/DESIGN.md is the reference; every key is built here so the
@@ -26,16 +35,107 @@ func ValidActivityID(id string) bool {
 	return true
 }
 
-// UserHash is the 16 lowercase hex digits of FNV-1a 64 of the user id. Keys and hash
-// fields carry it instead of the raw id.
-func UserHash(userID string) string {
-	h := fnv.New64a()
-	h.Write([]byte(userID))
-	return fmt.Sprintf("%016x", h.Sum64())
+// MinUserHashKey is the shortest user-hash key accepted, in bytes.
+const MinUserHashKey = 32
+
+// UserHashKeyName is the Redis key holding the deployment's user-hash key (64 hex digits)
+// when none is configured. It is not namespaced: every instance sharing the Redis must
+// hash a user the same way, or the instances would disagree on the user's records.
+const UserHashKeyName = "sk:userhashkey"
+
+// Hasher maps user ids to the user hashes that keys and hash fields carry instead of the
+// raw id: HMAC-SHA256 under a per-deployment secret key, truncated to 128 bits and written
+// as 32 lowercase hex digits. Without the key nobody can choose an id whose hash equals
+// another user's. Safe for concurrent use.
+type Hasher struct {
+	pool sync.Pool // of *hashState
 }
 
-// HomeShard is the shard that keeps the user's purchase record among n shards.
+type hashState struct {
+	mac hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
+}
+
+// NewHasher returns a Hasher keyed with key (at least MinUserHashKey bytes; copied).
+func NewHasher(key []byte) (*Hasher, error) {
+	if len(key) < MinUserHashKey {
+		return nil, fmt.Errorf("%w: user hash key of %d bytes, want at least %d", ErrInvalid, len(key), MinUserHashKey)
+	}
+	k := bytes.Clone(key)
+	h := &Hasher{}
+	h.pool.New = func() any { return &hashState{mac: hmac.New(sha256.New, k), in: make([]byte, 0, 64)} }
+	return h, nil
+}
+
+// UserHash is the user hash of userID: 32 lowercase hex digits.
+func (h *Hasher) UserHash(userID string) string {
+	st := h.pool.Get().(*hashState)
+	out := st.hash(userID)
+	if cap(st.in) <= 4096 {
+		h.pool.Put(st)
+	}
+	return out
+}
+
+// hash computes one user hash; its only allocation is the result.
+func (st *hashState) hash(userID string) string {
+	st.mac.Reset()
+	st.in = append(st.in[:0], userID...)
+	st.mac.Write(st.in)
+	st.mac.Sum(st.sum[:0])
+	var out [2 * userHashBytes]byte
+	hex.Encode(out[:], st.sum[:userHashBytes])
+	return string(out[:])
+}
+
+// ValidUserHash reports whether s has the form of a user hash: 32 lowercase hex digits, or
+// 16 (the FNV-1a 64 hash of releases before the keyed one, still carried by journal
+// entries written before an upgrade).
+func ValidUserHash(s string) bool {
+	if len(s) != 2*userHashBytes && len(s) != 16 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// userHashBytes is the length of a user hash in bytes (128 bits).
+const userHashBytes = 16
+
+// LoadUserHashKey returns the deployment's user-hash key kept in Redis under
+// UserHashKeyName, creating it (32 random bytes, SET NX) if absent, so that every
+// instance on the Redis agrees without configuration.
+func LoadUserHashKey(ctx context.Context, rdb redis.UniversalClient) ([]byte, error) {
+	b := make([]byte, MinUserHashKey)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("inventory: user hash key: %w", err)
+	}
+	if err := rdb.SetNX(ctx, UserHashKeyName, hex.EncodeToString(b), 0).Err(); err != nil {
+		return nil, fmt.Errorf("inventory: user hash key: %w", err)
+	}
+	v, err := rdb.Get(ctx, UserHashKeyName).Result()
+	if err != nil {
+		return nil, fmt.Errorf("inventory: user hash key: %w", err)
+	}
+	key, err := hex.DecodeString(v)
+	if err != nil || len(key) < MinUserHashKey {
+		return nil, fmt.Errorf("inventory: user hash key in %s is not %d+ bytes of hex: delete it between sales to make a new one", UserHashKeyName, MinUserHashKey)
+	}
+	return key, nil
+}
+
+// HomeShard is the shard that keeps the user's purchase record among n shards: the first
+// 64 bits of the user hash modulo n. (A 16-digit hash of the older FNV-1a form maps as
+// before, so journal entries written before an upgrade still settle on their shard.)
 func HomeShard(userHash string, n int) int {
+	if len(userHash) > 16 {
+		userHash = userHash[:16]
+	}
 	v, err := strconv.ParseUint(userHash, 16, 64)
 	if err != nil || n <= 0 {
 		return 0

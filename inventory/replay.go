@@ -21,7 +21,7 @@ func (s *Store) Replay(ctx context.Context, activityID, userID, key string) (str
 	if err != nil {
 		return "", false, err
 	}
-	uh := UserHash(userID)
+	uh := s.UserHash(userID)
 	l := e.layout.Load()
 	k := l.keys[HomeShard(uh, l.shards)]
 	v, err := s.rdb.HGet(ctx, k.Users(), idemField(uh, key)).Result()

@@ -142,7 +142,7 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	if !e.def.ClosesAt.IsZero() && !now.Before(e.def.ClosesAt) {
 		return ReserveResult{Code: Closed}, nil
 	}
-	uh := UserHash(r.UserID)
+	uh := s.UserHash(r.UserID)
 	idf := ""
 	if r.IdempotencyKey != "" {
 		idf = idemField(uh, r.IdempotencyKey)

@@ -72,6 +72,9 @@ type Options struct {
 	// Namespace separates the instance-wide keys (journal and activity lists, events) of
 	// deployments sharing one Redis; see Namespaced. Default "".
 	Namespace string
+	// UserHashKey keys the user hash (see Hasher), at least MinUserHashKey bytes, the same on
+	// every instance of a deployment. Empty: New reads it from Redis (LoadUserHashKey).
+	UserHashKey []byte
 }
 
 const (
@@ -79,6 +82,7 @@ const (
 	maxShards        = 1024
 	negativeTTL      = 500 * time.Millisecond
 	maxNegative      = 10000
+	userHashKeyWait  = 5 * time.Second
 )
 
 // Store is the inventory of every activity. Safe for concurrent use; Run keeps its cache
@@ -99,6 +103,8 @@ type Store struct {
 	neg   map[string]int64 // unknown activity id -> unix ns until which it stays unknown
 
 	nonce atomic.Uint64
+
+	hasher *Hasher
 }
 
 // script is a Lua script with its metrics.
@@ -138,11 +144,28 @@ func newLayout(id string, epoch, shards int) *layout {
 	return l
 }
 
-// New builds a Store on rdb (standalone, cluster or miniredis). m may be nil.
+// New builds a Store on rdb (standalone, cluster or miniredis). m may be nil. Without
+// Options.UserHashKey it reads the deployment's key from Redis (creating it on first use),
+// waiting at most userHashKeyWait: an error then means Redis was unreachable.
 func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil redis client", ErrInvalid)
 	}
+	key := opts.UserHashKey
+	if len(key) == 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), userHashKeyWait)
+		k, err := LoadUserHashKey(ctx, rdb)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	hasher, err := NewHasher(key)
+	if err != nil {
+		return nil, err
+	}
+	opts.UserHashKey = nil // the Hasher keeps its own copy
 	if opts.InstanceID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -166,7 +189,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}}
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher}
 	for _, p := range []struct {
 		dst  **script
 		name string
@@ -192,6 +215,12 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	s.mover = mv
 	return s, nil
 }
+
+// UserHash is the user hash of userID under the deployment's key (see Hasher).
+func (s *Store) UserHash(userID string) string { return s.hasher.UserHash(userID) }
+
+// Hasher returns the Store's user hasher, for parts that hash user ids without a Store.
+func (s *Store) Hasher() *Hasher { return s.hasher }
 
 // run runs sc with EVALSHA (EVAL on NOSCRIPT) and returns its array answer.
 func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) ([]any, error) {

@@ -27,7 +27,7 @@ func (s *Store) IssueToken(ctx context.Context, activityID, userID string, ttl t
 	}
 	tok := base64.RawURLEncoding.EncodeToString(b[:])
 	exp := time.Now().Add(ttl)
-	if err := s.rdb.Set(ctx, tokenKey(activityID, tok), UserHash(userID), ttl).Err(); err != nil {
+	if err := s.rdb.Set(ctx, tokenKey(activityID, tok), s.UserHash(userID), ttl).Err(); err != nil {
 		return "", time.Time{}, fmt.Errorf("inventory: issue token: %w", err)
 	}
 	return tok, exp, nil
@@ -39,7 +39,7 @@ func (s *Store) ConsumeToken(ctx context.Context, activityID, userID, token stri
 	if !ValidActivityID(activityID) || userID == "" || token == "" || len(token) > 256 {
 		return false, nil
 	}
-	res, err := s.run(ctx, s.token, []string{tokenKey(activityID, token)}, UserHash(userID))
+	res, err := s.run(ctx, s.token, []string{tokenKey(activityID, token)}, s.UserHash(userID))
 	if err != nil {
 		return false, err
 	}

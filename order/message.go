@@ -64,7 +64,7 @@ func (m Message) Validate() error {
 		return fmt.Errorf("%w: %s does not match activity/epoch/shard fields", ErrBadMessage, m.ReservationID)
 	case m.UserID == "" || len(m.UserID) > 512:
 		return fmt.Errorf("%w: %s: user id", ErrBadMessage, m.ReservationID)
-	case len(m.UserHash) != 16:
+	case !inventory.ValidUserHash(m.UserHash):
 		return fmt.Errorf("%w: %s: user hash", ErrBadMessage, m.ReservationID)
 	case m.Quantity <= 0 || m.Seq <= 0 || m.Home < 0:
 		return fmt.Errorf("%w: %s: quantity/seq/home", ErrBadMessage, m.ReservationID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -45,7 +46,7 @@ func TestParseJournalKey(t *testing.T) {
 }
 
 func TestMessageFromEntry(t *testing.T) {
-	uh := inventory.UserHash("alice")
+	uh := testHasher.UserHash("alice")
 	good := map[string]any{"rid": "act.0.1.7", "aid": "act", "uid": "alice", "uh": uh, "qty": "2", "seq": "2",
 		"home": "1", "shard": "1", "epoch": "0", "ts": "1700000000000"}
 	with := func(k, v string) map[string]any {
@@ -67,6 +68,11 @@ func TestMessageFromEntry(t *testing.T) {
 		{name: "rid shard mismatch", give: with("shard", "2"), wantErr: true},
 		{name: "bad rid", give: with("rid", "act.0.1"), wantErr: true},
 		{name: "no user", give: with("uid", ""), wantErr: true},
+		{name: "hash of an older release", give: with("uh", "00000000000000ff")},
+		{name: "short hash", give: with("uh", uh[:20]), wantErr: true},
+		{name: "upper-case hash", give: with("uh", strings.ToUpper(uh)), wantErr: true},
+		{name: "hash not hex", give: with("uh", uh[:31]+"g"), wantErr: true},
+		{name: "hash with a colon", give: with("uh", uh[:15]+":"+uh[16:]), wantErr: true},
 	}
 	for _, tt := range tests {
 		m, err := messageFromEntry(tt.give)

@@ -24,7 +24,7 @@ func fixed(t *testing.T, stock int64, limit, shards int) *sim {
 func userOn(s *sim, n, home int) string {
 	for i := 0; ; i++ {
 		u := "h" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		if inventory.HomeShard(inventory.UserHash(u), n) == home {
+		if inventory.HomeShard(s.store.UserHash(u), n) == home {
 			return u
 		}
 	}
@@ -41,7 +41,7 @@ func (s *sim) sellShard(i, n int) {
 		if left == 0 {
 			return
 		}
-		for inventory.HomeShard(inventory.UserHash(fmt.Sprint("seller", b)), n) != i {
+		for inventory.HomeShard(s.store.UserHash(fmt.Sprint("seller", b)), n) != i {
 			b++
 		}
 		s.mustReserve(fmt.Sprint("seller", b), "", 1, inventory.Reserved)

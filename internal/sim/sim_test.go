@@ -700,7 +700,7 @@ func (s *sim) checkSettled() {
 	ep, _ := strconv.Atoi(fmt.Sprint(v[0]))
 	sh, _ := strconv.Atoi(fmt.Sprint(v[1]))
 	for _, u := range s.users {
-		uh := inventory.UserHash(u)
+		uh := s.store.UserHash(u)
 		got, _ := s.rdb.HGet(s.ctx, inventory.Shard(s.aid, ep, inventory.HomeShard(uh, sh)).Users(), uh).Int()
 		if got != per[u] {
 			s.violation("quota-count", "%s counts %d units on its home shard, has %d in orders", u, got, per[u])
