@@ -14,6 +14,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -252,3 +253,12 @@ func rmqOptions(t testing.TB, a *testActivity) RocketMQOptions {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func counterValue(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
