@@ -105,7 +105,7 @@ func benchApp(b *testing.B, real bool) (*App, string) {
 	}
 	if real {
 		testsvc.Need(b, "redis", testsvc.RedisAddr)
-		testsvc.Need(b, "mariadb", "127.0.0.1:3306")
+		testsvc.MySQL(b)
 		opts.RedisAddr, opts.MySQLDSN, opts.Roles = testsvc.RedisAddr, testsvc.MySQLDSN, "api"
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,3 +1,5 @@
+//go:build integration
+
 package app
 
 // Fault drills (docs/API.md acceptance items 6 and 9): a process of the service killed mid-rush

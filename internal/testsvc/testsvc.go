@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -76,7 +77,11 @@ func RedisCluster(t testing.TB) redis.UniversalClient {
 // MySQL returns a GORM handle on the test MariaDB database.
 func MySQL(t testing.TB) *gorm.DB {
 	t.Helper()
-	Need(t, "mariadb", "127.0.0.1:3306")
+	cfg, err := gomysql.ParseDSN(MySQLDSN)
+	if err != nil {
+		t.Fatalf("SECKILL_TEST_MYSQL_DSN: %v", err)
+	}
+	Need(t, "mariadb", cfg.Addr)
 	db, err := gorm.Open(mysql.Open(MySQLDSN), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
 		t.Fatalf("mariadb: %v", err)
