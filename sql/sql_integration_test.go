@@ -22,8 +22,10 @@ func TestMigrateMariaDBTwice(t *testing.T) {
 		}
 	}
 	var n int64
-	db.Raw(`SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE()
-		AND table_name = 'orders' AND index_name = 'uk_orders_user_seq' AND non_unique = 0`).Scan(&n)
+	if err := db.Raw(`SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE()
+		AND table_name = 'orders' AND index_name = 'uk_orders_user_seq' AND non_unique = 0`).Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
 	if n != 3 {
 		t.Fatalf("uk_orders_user_seq has %d columns, want 3", n)
 	}
