@@ -1,7 +1,10 @@
 // Package testsvc gives tests the addresses of, and connections to, the real servers that
 // scripts/services.sh starts: Redis (standalone and a 3-master cluster), MariaDB, RocketMQ and
 // Nacos. A test that needs a server calls Need and fails loudly when the server is missing;
-// it skips only when the developer opted out with -short.
+// it skips only when the developer opted out with -short. Such a test lives in a file with the
+// build constraint //go:build integration (make test passes -tags integration); Need fails a
+// test built without the tag, so that a server test in an untagged file shows up at once, even
+// on a machine where the servers are running.
 package testsvc
 
 import (
@@ -37,9 +40,11 @@ func env(k, def string) string {
 	return def
 }
 
-// Need skips the test under -short and otherwise fails it unless addr accepts TCP connections.
+// Need fails the test when it was built without -tags integration, skips it under -short, and
+// otherwise fails it unless addr accepts TCP connections.
 func Need(t testing.TB, what, addr string) {
 	t.Helper()
+	needIntegration(t, what)
 	if testing.Short() {
 		t.Skipf("-short: %s not used", what)
 	}
@@ -48,6 +53,15 @@ func Need(t testing.TB, what, addr string) {
 		t.Fatalf("%s at %s is not reachable (start it with scripts/services.sh up): %v", what, addr, err)
 	}
 	c.Close()
+}
+
+// needIntegration fails t unless the test binary was built with -tags integration.
+func needIntegration(t testing.TB, what string) {
+	t.Helper()
+	if !Integration {
+		t.Fatalf("%s is used by a test built without -tags integration: move the test to a file "+
+			"with //go:build integration (run it with make test or go test -tags integration)", what)
+	}
 }
 
 // Redis returns a client of the standalone test Redis, closed when the test ends.
