@@ -1,10 +1,11 @@
 # seckill: the README's commands.
 #   make run            start the service in embedded mode (no setup needed)
-#   make test           start the real test servers, then run every test with -race, then
+#   make test           start the real test servers, then run every test (-tags integration:
+#                       the server tests too) with -race, then
 #                       validate docker/ and deploy/kubernetes/ (deploy/validate, offline)
 #   make services-up    start Redis, Redis Cluster, MariaDB, RocketMQ, Nacos (scripts/services.sh)
 #   make services-down  stop them again
-#   make bench          hot-path benchmarks
+#   make bench          hot-path benchmarks (-tags integration: on the real servers)
 #   make lint           gofmt check and go vet
 
 GO        ?= go
@@ -19,8 +20,10 @@ PKGS      ?= ./...
 # deploy/validate is a module of its own (compose and Kubernetes libraries stay out of the
 # service's module): it checks docker/ and deploy/kubernetes/ offline.
 # The limiter's CPU-saturation test runs 60 s alone; 15 s in the full suite.
+# Tests that need a real server carry the build tag integration: plain `go test ./...` runs only
+# the pure tests (miniredis, SQLite, fakes); -tags integration runs every test.
 test: services-up
-	SECKILL_LIMITER_SATURATION=$${SECKILL_LIMITER_SATURATION:-15s} $(GO) test $(TEST_FLAGS) $(PKGS)
+	SECKILL_LIMITER_SATURATION=$${SECKILL_LIMITER_SATURATION:-15s} $(GO) test -tags integration $(TEST_FLAGS) $(PKGS)
 	cd deploy/validate && $(GO) test -count=1 ./...
 
 run:
@@ -36,11 +39,12 @@ services-status:
 	scripts/services.sh status
 
 bench: services-up
-	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
+	$(GO) test -tags integration -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
 
 # third_party/ holds patched copies of upstream code, kept byte-close to upstream: not gofmt-checked.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' ':!:third_party/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags integration $(PKGS)
 	cd deploy/validate && $(GO) vet ./...

@@ -1,3 +1,5 @@
+//go:build integration
+
 package app
 
 import (
@@ -129,19 +131,25 @@ func waitOrders(t *testing.T, activity string, want, perUser int) {
 	deadline := time.Now().Add(90*time.Second + time.Duration(want)*5*time.Millisecond)
 	var units, rows int64
 	for {
-		db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows)
+		if err := db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows); err != nil {
+			t.Fatal(err)
+		}
 		if units >= int64(want) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond) // anything beyond want would show up now
-	db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows)
+	if err := db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows); err != nil {
+		t.Fatal(err)
+	}
 	if units != int64(want) {
 		t.Fatalf("orders in MySQL: %d units in %d rows, want exactly %d", units, rows, want)
 	}
 	var over int64
-	db.Raw("SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE activity_id = ? GROUP BY user_id HAVING SUM(quantity) > ?) x", activity, perUser).Row().Scan(&over)
+	if err := db.Raw("SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE activity_id = ? GROUP BY user_id HAVING SUM(quantity) > ?) x", activity, perUser).Row().Scan(&over); err != nil {
+		t.Fatal(err)
+	}
 	if over != 0 {
 		t.Fatalf("%d users hold more than the per-user limit %d", over, perUser)
 	}

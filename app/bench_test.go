@@ -111,7 +111,7 @@ func benchAppConfig(b *testing.B, real bool, extra string) (*App, string) {
 	}
 	if real {
 		testsvc.Need(b, "redis", testsvc.RedisAddr)
-		testsvc.Need(b, "mariadb", "127.0.0.1:3306")
+		testsvc.MySQL(b)
 		opts.RedisAddr, opts.MySQLDSN, opts.Roles = testsvc.RedisAddr, testsvc.MySQLDSN, "api"
 	}
 	ctx, cancel := context.WithCancel(context.Background())

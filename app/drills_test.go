@@ -1,3 +1,5 @@
+//go:build integration
+
 package app
 
 // Fault drills (docs/API.md acceptance items 6 and 9): a process of the service killed mid-rush
@@ -405,10 +407,14 @@ func ordersOf(t *testing.T, activity string) map[string]string {
 	return out
 }
 
-// orderCount counts the activity's orders on db (safe from any goroutine).
-func orderCount(db *gorm.DB, activity string) int64 {
+// orderCount counts the activity's orders on db (safe from any goroutine: a failed query is
+// reported with t.Errorf, and counts as -1).
+func orderCount(t *testing.T, db *gorm.DB, activity string) int64 {
 	var n int64
-	db.Raw("SELECT COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&n)
+	if err := db.Raw("SELECT COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&n); err != nil {
+		t.Errorf("counting the orders of %s: %v", activity, err)
+		return -1
+	}
 	return n
 }
 
@@ -533,9 +539,9 @@ func TestDrillWriterKilled(t *testing.T) {
 	go func() {
 		defer close(killed)
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if n := orderCount(db, id); n >= 100 {
+			if n := orderCount(t, db, id); n >= 100 {
 				first.kill()
-				killedAt.Store(orderCount(db, id))
+				killedAt.Store(orderCount(t, db, id))
 				return
 			}
 		}
@@ -552,7 +558,7 @@ func TestDrillWriterKilled(t *testing.T) {
 		t.Fatal("the first writer never wrote 100 orders")
 	}
 	time.Sleep(2 * time.Second)
-	stalled := orderCount(db, id)
+	stalled := orderCount(t, db, id)
 	if stalled >= stock {
 		t.Fatalf("%d orders already before the new writer started: the kill came too late", stalled)
 	}
@@ -622,7 +628,7 @@ func TestDrillRelayKilled(t *testing.T) {
 		}
 		first.kill()
 		pendingAtKill.Store(p)
-		ordersAtKill.Store(orderCount(db, id))
+		ordersAtKill.Store(orderCount(t, db, id))
 		acceptedAtKill.Store(r.acceptedN.Load())
 		close(killed)
 	})
@@ -687,7 +693,7 @@ func TestDrillInstanceKilled(t *testing.T) {
 			victim.kill()
 			killedAt = time.Now()
 			acceptedAtKill.Store(r.acceptedN.Load())
-			ordersAtKill.Store(orderCount(db, id))
+			ordersAtKill.Store(orderCount(t, db, id))
 			p, _ := pendingJournal(context.Background(), rdb, opts.Namespace)
 			pendingAfterKill.Store(p)
 		})
@@ -896,7 +902,7 @@ func TestDrillMySQLDown(t *testing.T) {
 	restored := make(chan struct{})
 	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
 		// Cut once orders are flowing (or half the stock is taken, whichever comes first).
-		if n := r.acceptedN.Load(); n < stock/4 || n < stock/2 && orderCount(db, id) == 0 {
+		if n := r.acceptedN.Load(); n < stock/4 || n < stock/2 && orderCount(t, db, id) == 0 {
 			return
 		}
 		once.Do(func() {
@@ -904,12 +910,12 @@ func TestDrillMySQLDown(t *testing.T) {
 				t.Error(err)
 			}
 			acceptedAtCut.Store(r.acceptedN.Load())
-			ordersAtCut.Store(orderCount(db, id))
+			ordersAtCut.Store(orderCount(t, db, id))
 			go func() {
 				defer close(restored)
 				time.Sleep(10 * time.Second)
 				acceptedAtRestore.Store(r.acceptedN.Load())
-				ordersAtRestore.Store(orderCount(db, id))
+				ordersAtRestore.Store(orderCount(t, db, id))
 				if err := p.Enable(); err != nil {
 					t.Error(err)
 				}
@@ -1155,14 +1161,14 @@ func TestDrillRocketMQDown(t *testing.T) {
 	var killedAt time.Time
 	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
 		// Kill once orders are flowing (or half the stock is taken, whichever comes first).
-		if n := r.acceptedN.Load(); n < stock/4 || n < stock/2 && orderCount(db, id) == 0 {
+		if n := r.acceptedN.Load(); n < stock/4 || n < stock/2 && orderCount(t, db, id) == 0 {
 			return
 		}
 		once.Do(func() {
 			mq.kill()
 			killedAt = time.Now()
 			acceptedAtKill.Store(r.acceptedN.Load())
-			ordersAtKill.Store(orderCount(db, id))
+			ordersAtKill.Store(orderCount(t, db, id))
 		})
 	})
 	if killedAt.IsZero() {
@@ -1175,7 +1181,7 @@ func TestDrillRocketMQDown(t *testing.T) {
 	if d := 15*time.Second - time.Since(killedAt); d > 0 {
 		time.Sleep(d)
 	}
-	ordersWhileDown := orderCount(db, id)
+	ordersWhileDown := orderCount(t, db, id)
 	if ordersWhileDown >= stock {
 		t.Fatalf("%d orders reached MySQL while RocketMQ was down", ordersWhileDown)
 	}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/internal/testsvc"
 )
 
 // backend is one Redis the same suite runs against.
@@ -23,12 +21,10 @@ type backend struct {
 	dial func(testing.TB) redis.UniversalClient
 }
 
+// backends lists the real servers (with the integration build tag, see serverBackends) and
+// miniredis, on which the embedded mode runs the same scripts.
 func backends() []backend {
-	return []backend{
-		{"standalone", testsvc.Redis},
-		{"cluster", testsvc.RedisCluster},
-		{"miniredis", miniRedis}, // the embedded mode runs the same scripts
-	}
+	return append(serverBackends(), backend{"miniredis", miniRedis})
 }
 
 // forEachBackend runs f as a subtest per backend.

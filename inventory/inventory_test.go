@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -655,62 +654,6 @@ func TestLookupReadsStock(t *testing.T) {
 		if err != nil || !ok || !v.SoldOut || v.Remaining != 0 || v.Stock != 2 || v.Shards != 2 {
 			t.Fatalf("lookup = %+v, %v, %v", v, ok, err)
 		}
-	})
-}
-
-// TestThreeInstancesSellExactlyTheStock: three stores (instances) with their refreshers
-// running share one Redis.
-func TestThreeInstancesSellExactlyTheStock(t *testing.T) {
-	forBackends(t, false, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx, cancel := context.WithCancel(ctxT(t))
-		var run sync.WaitGroup
-		stores := make([]*Store, 3)
-		for i := range stores {
-			stores[i] = newStore(t, rdb, Options{RefreshEvery: 20 * time.Millisecond})
-			run.Add(1)
-			go func() { defer run.Done(); _ = stores[i].Run(ctx) }()
-		}
-		defer func() { cancel(); run.Wait() }()
-		a := mustCreate(t, stores[0], openActivity(t, 100, 2, 8))
-		var wg sync.WaitGroup
-		var units atomic.Int64
-		for g := 0; g < 600; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s := stores[g%3]
-				qty := 1 + g%2
-				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("m", g/2), Quantity: qty})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if r.Code == Reserved {
-					units.Add(int64(qty))
-				}
-			}()
-		}
-		wg.Wait()
-		st := readState(t, rdb, a.ID)
-		if units.Load()+st.remaining != 100 || st.taken != units.Load() || st.minStock < 0 {
-			t.Fatalf("units %d + remaining %d != 100 (taken %d)", units.Load(), st.remaining, st.taken)
-		}
-		if st.remaining != 0 {
-			// Quantity 2 can leave single units behind; single-unit buyers take them.
-			for i := 0; st.remaining > 0 && i < 200; i++ {
-				if r, _ := stores[i%3].Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("tail", i), Quantity: 1}); r.Code == Reserved {
-					st.remaining--
-				}
-			}
-		}
-		waitFor(t, "every instance sold out", func() bool {
-			for _, s := range stores {
-				if v, _ := s.Activity(a.ID); !v.SoldOut || v.Remaining != 0 {
-					return false
-				}
-			}
-			return true
-		})
 	})
 }
 

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/seckill/seckill/internal/testsvc"
 )
 
 // bucket is what the shared suite drives: one take of one token at the clock's time.
@@ -197,42 +195,6 @@ func (a localAdapter) take(key string, lim Limit) (bool, time.Duration, error) {
 	b.configure(lim, now)
 	ok, retry := b.take(now)
 	return ok, retry, nil
-}
-
-func TestSuiteRedisBucket(t *testing.T) {
-	t.Parallel()
-	rdb := testsvc.Redis(t)
-	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
-		p := uniq(t)
-		cleanupKeys(t, rdb, p)
-		b := NewRedisBucket(rdb)
-		b.now = func() int64 { return clk.Now().UnixMicro() }
-		return redisBucketAdapter{b: b, prefix: p}
-	})
-}
-
-func TestSuiteRedisBucketCluster(t *testing.T) {
-	t.Parallel()
-	rdb := testsvc.RedisCluster(t)
-	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
-		p := uniq(t)
-		cleanupKeys(t, rdb, p)
-		b := NewRedisBucket(rdb)
-		b.now = func() int64 { return clk.Now().UnixMicro() }
-		return redisBucketAdapter{b: b, prefix: p}
-	})
-}
-
-func TestSuiteRedisWindow(t *testing.T) {
-	t.Parallel()
-	rdb := testsvc.Redis(t)
-	runBucketSuite(t, bucketKind{gradual: false}, func(t *testing.T, clk *fakeClock) bucket {
-		p := uniq(t)
-		cleanupKeys(t, rdb, p)
-		w := NewRedisWindow(rdb)
-		w.now = func() int64 { return clk.Now().UnixMicro() }
-		return redisWindowAdapter{w: w, prefix: p, seq: new(atomic.Int64)}
-	})
 }
 
 func TestSuiteLocalFallback(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -264,4 +265,13 @@ func mustHasher(key []byte) *inventory.Hasher {
 		panic(err)
 	}
 	return h
+}
+
+func counterValue(t testing.TB, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/inventory"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
@@ -141,61 +138,5 @@ func TestRepeatLogCounts(t *testing.T) {
 	}
 	if n, _ := countMsg(recs, "b works again"); n != 1 {
 		t.Fatalf("%d recovery lines for b, want 1", n)
-	}
-}
-
-// TestRelayOneBrokenJournalLogsOnce runs the relay on the real Redis over two journals; once
-// both are discovered, one of them breaks for good (its key replaced by one of another type,
-// as a journal on a dead cluster node would fail): the failure is logged once, not a failure
-// and a recovery line every poll, and the other journal keeps being relayed.
-func TestRelayOneBrokenJournalLogsOnce(t *testing.T) {
-	var buf syncBuffer
-	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	rdb := testsvc.Redis(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	journals := uniq("test:journals")
-	act := uniq("relaylog")
-	good, broken := inventory.Shard(act, 0, 0).Journal(), inventory.Shard(act, 0, 1).Journal()
-	for _, s := range []string{good, broken} {
-		if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: s, Values: []string{"x", "1"}}).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rdb.SAdd(ctx, journals, good, broken).Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Del(context.Background(), journals, good, broken) })
-	q := NewMemQueue(1)
-	t.Cleanup(func() { q.Close() })
-	m := testMetrics()
-	r := NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,
-		Discover: 10 * time.Millisecond, JournalsKey: journals}, m, log)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	// Both entries are bad journal entries (dead-lettered): once both are counted, both
-	// journals were discovered and read.
-	deadline := time.Now().Add(2 * time.Second)
-	for counterValue(t, m.DeadLetters.WithLabelValues("bad_journal_entry")) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the relay did not read both journals within 2 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if err := rdb.Del(ctx, broken).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Set(ctx, broken, "not a stream", time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	recs := buf.lines(t)
-	if n, _ := countMsg(recs, "relaying a journal failed"); n != 1 {
-		t.Fatalf("%d failure lines for one journal broken for ~1 s, want 1", n)
-	}
-	if n, _ := countMsg(recs, "relaying journals works again"); n != 0 {
-		t.Fatalf("%d recovery lines while a journal still fails, want 0", n)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build integration
+
 package order
 
 import (
@@ -11,8 +13,6 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/testsvc"
@@ -301,15 +301,6 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			}
 		})
 	}
-}
-
-func counterValue(t testing.TB, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
 }
 
 // TestWriterRacingCompensatorIsExact races a writer against a compensator on the same

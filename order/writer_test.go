@@ -1,3 +1,5 @@
+//go:build integration
+
 package order
 
 import (
@@ -86,7 +88,9 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 		t.Fatalf("stats %v", stats)
 	}
 	var rows int64
-	db.Table("compensations").Where("reservation_id = ?", msgs[0].ReservationID).Count(&rows)
+	if err := db.Table("compensations").Where("reservation_id = ?", msgs[0].ReservationID).Count(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
 	if rows != 1 {
 		t.Fatalf("%d compensation rows", rows)
 	}

@@ -160,7 +160,7 @@ step_redis() {
 # ---- ceiling 3: MySQL, batched pipeline vs plain INSERT loop (order package test) -----------
 step_mysql() {
   say "ceiling: MySQL INSERT loop vs batched writer (order.TestThroughputReport)"
-  SECKILL_ORDER_BENCH=1 go test -count=1 -run TestThroughputReport -v ./order/ 2>&1 | tee "$OUT/mysql-order.txt" | grep -v '^=== RUN'
+  SECKILL_ORDER_BENCH=1 go test -tags integration -count=1 -run TestThroughputReport -v ./order/ 2>&1 | tee "$OUT/mysql-order.txt" | grep -v '^=== RUN'
 }
 
 # ---- the service in production mode ---------------------------------------------------------
@@ -300,7 +300,7 @@ step_scaling() {
 # ---- go test -bench: in-process HTTP path vs Gin hello-world --------------------------------
 step_gotest() {
   say "go test -bench ./app/ (in-process, loopback)"
-  go test -run XXX -bench 'HTTP' -benchtime 3s ./app/ 2>&1 | tee "$OUT/gotest-app.txt"
+  go test -tags integration -run XXX -bench 'HTTP' -benchtime 3s ./app/ 2>&1 | tee "$OUT/gotest-app.txt"
 }
 
 # ---- ratios: ceilings and the service's paths in one run (docs/BENCHMARKS.md section 0) ----

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package sim holds a seeded, randomized, stateful simulation of the reservation protocol:
 // the real inventory store and order writer/compensator on the real test Redis (so Lua runs
 // for real), orders in an in-memory SQLite database (the writer's SQL is not what is tested

@@ -284,6 +284,7 @@ func freeNacosPorts(t testing.TB) (int, int) {
 // on the same dir with Restart after Stop. It takes 10-40 s on two busy cores.
 func StartNacos(t testing.TB, dir string) *NacosServer {
 	t.Helper()
+	needIntegration(t, "a private nacos")
 	if testing.Short() {
 		t.Skip("-short: no private nacos")
 	}

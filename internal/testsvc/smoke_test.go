@@ -1,3 +1,5 @@
+//go:build integration
+
 package testsvc_test
 
 // Smoke tests of every real server that scripts/services.sh starts, each through the client the

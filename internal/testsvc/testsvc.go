@@ -1,7 +1,10 @@
 // Package testsvc gives tests the addresses of, and connections to, the real servers that
 // scripts/services.sh starts: Redis (standalone and a 3-master cluster), MariaDB, RocketMQ and
 // Nacos. A test that needs a server calls Need and fails loudly when the server is missing;
-// it skips only when the developer opted out with -short.
+// it skips only when the developer opted out with -short. Such a test lives in a file with the
+// build constraint //go:build integration (make test passes -tags integration); Need fails a
+// test built without the tag, so that a server test in an untagged file shows up at once, even
+// on a machine where the servers are running.
 package testsvc
 
 import (
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
@@ -36,9 +40,11 @@ func env(k, def string) string {
 	return def
 }
 
-// Need skips the test under -short and otherwise fails it unless addr accepts TCP connections.
+// Need fails the test when it was built without -tags integration, skips it under -short, and
+// otherwise fails it unless addr accepts TCP connections.
 func Need(t testing.TB, what, addr string) {
 	t.Helper()
+	needIntegration(t, what)
 	if testing.Short() {
 		t.Skipf("-short: %s not used", what)
 	}
@@ -47,6 +53,15 @@ func Need(t testing.TB, what, addr string) {
 		t.Fatalf("%s at %s is not reachable (start it with scripts/services.sh up): %v", what, addr, err)
 	}
 	c.Close()
+}
+
+// needIntegration fails t unless the test binary was built with -tags integration.
+func needIntegration(t testing.TB, what string) {
+	t.Helper()
+	if !Integration {
+		t.Fatalf("%s is used by a test built without -tags integration: move the test to a file "+
+			"with //go:build integration (run it with make test or go test -tags integration)", what)
+	}
 }
 
 // Redis returns a client of the standalone test Redis, closed when the test ends.
@@ -76,7 +91,11 @@ func RedisCluster(t testing.TB) redis.UniversalClient {
 // MySQL returns a GORM handle on the test MariaDB database.
 func MySQL(t testing.TB) *gorm.DB {
 	t.Helper()
-	Need(t, "mariadb", "127.0.0.1:3306")
+	cfg, err := gomysql.ParseDSN(MySQLDSN)
+	if err != nil {
+		t.Fatalf("SECKILL_TEST_MYSQL_DSN: %v", err)
+	}
+	Need(t, "mariadb", cfg.Addr)
 	db, err := gorm.Open(mysql.Open(MySQLDSN), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
 	if err != nil {
 		t.Fatalf("mariadb: %v", err)

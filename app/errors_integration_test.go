@@ -1,0 +1,105 @@
+//go:build integration
+
+package app
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// countingWriter is a ResponseWriter that keeps only the status, with a header map reused
+// from one request to the next, so that a handler's own allocations can be counted.
+type countingWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *countingWriter) Header() http.Header         { return w.h }
+func (w *countingWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *countingWriter) WriteHeader(code int)        { w.code = code }
+
+// allocsPerRequest serves reqs[i] (one per run) through h and returns the heap allocations
+// per request; every answer must have status want.
+func allocsPerRequest(t *testing.T, h http.Handler, reqs []*http.Request, want int) float64 {
+	t.Helper()
+	w := &countingWriter{h: http.Header{}}
+	i := 0
+	n := testing.AllocsPerRun(len(reqs)-1, func() {
+		clear(w.h)
+		w.code = 0
+		h.ServeHTTP(w, reqs[i])
+		if w.code != want {
+			t.Fatalf("request %d: status %d, want %d", i, w.code, want)
+		}
+		i++
+	})
+	return n
+}
+
+// TestRejectionAllocationsWithinHello is goal 4 of issue 12 in process: a 410 SOLD_OUT and a
+// 429 RATE_LIMITED (the activity's leased budget) cost at most 10% more heap allocations in
+// the handler chain than Gin hello-world answering a small JSON through the same harness.
+func TestRejectionAllocationsWithinHello(t *testing.T) {
+	limited := uniq(t, "alloc-rl")
+	opts := realOptions(t)
+	opts.Roles = "api"
+	ta := startApp(t, opts, testConfig+"activities: {"+limited+": {limits: {rate: 1, burst: 1}}}\n")
+	soldOut := uniq(t, "alloc-so")
+	ta.createActivity(t, soldOut, 1, 1, 1, time.Now().Add(-time.Minute))
+	ta.createActivity(t, limited, 1000, 1, 1, time.Now().Add(-time.Minute))
+	if a := ta.reserve(t, soldOut, "alloc-buyer", ""); a.status != http.StatusAccepted {
+		t.Fatalf("selling the unit: %d %v", a.status, a.body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if v, ok := ta.inv.Activity(soldOut); ok && v.SoldOut {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sell-out not known locally within 5 s")
+		}
+		ta.reserve(t, soldOut, "alloc-late", "")
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; ; i++ {
+		if a := ta.reserve(t, limited, "alloc-warm-"+strconv.Itoa(i), ""); a.status == http.StatusTooManyRequests {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no 429 within 5 s")
+		}
+	}
+
+	const runs = 400
+	requests := func(method, path string) []*http.Request {
+		reqs := make([]*http.Request, runs+1)
+		for i := range reqs {
+			r := httptest.NewRequest(method, path, nil)
+			r.RemoteAddr = "127.0.0.1:40000"
+			r.Header.Set("X-User-Id", "alloc-u-"+strconv.Itoa(i))
+			reqs[i] = r
+		}
+		return reqs
+	}
+	gin.SetMode(gin.ReleaseMode)
+	hello := gin.New()
+	hello.GET("/hello", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"message": "hello"}) })
+	router := ta.api.router()
+
+	helloN := allocsPerRequest(t, hello, requests("GET", "/hello"), http.StatusOK)
+	soldN := allocsPerRequest(t, router, requests("POST", "/api/v1/activities/"+soldOut+"/reservations"), http.StatusGone)
+	// The budget refills one token a second: keep this run well under a second.
+	limitedN := allocsPerRequest(t, router, requests("POST", "/api/v1/activities/"+limited+"/reservations"), http.StatusTooManyRequests)
+	t.Logf("heap allocations per request in the handler chain: hello %.1f, 410 %.1f, 429 %.1f", helloN, soldN, limitedN)
+	if soldN > helloN*1.1 {
+		t.Errorf("410: %.1f allocations per request, over 1.1 × hello's %.1f", soldN, helloN)
+	}
+	if limitedN > helloN*1.1 {
+		t.Errorf("429: %.1f allocations per request, over 1.1 × hello's %.1f", limitedN, helloN)
+	}
+}
