@@ -371,10 +371,10 @@ LUA
     if [ $tag = api ]; then export ROLES=api; else export ROLES=api,relay,writer,reconciler; fi
     say "ratios: seckill, roles $ROLES"
     EXTRA_CFG="activities: {$a429-$tag: {limits: {rate: 1, burst: 1}}}" start_instances 1 "q$tag"
-    local u=${TARGETS[0]} a202="r202-$RUN-$tag"
-    create_activity "$u" "$a410-$tag" 1 1
-    create_activity "$u" "$a429-$tag" 1000000 1
-    create_activity "$u" "$a202" 100000000 16
+    local u=${TARGETS[0]} adm=${ADMINS[0]} a202="r202-$RUN-$tag"
+    create_activity "$adm" "$a410-$tag" 1 1
+    create_activity "$adm" "$a429-$tag" 1000000 1
+    create_activity "$adm" "$a202" 100000000 16
     # sell the one unit of the 410 activity, then wait until the instance answers 410 itself
     local i code
     for i in $(seq 1 100); do
@@ -383,19 +383,19 @@ LUA
       sleep 0.05
     done
     sleep 0.5
-    m0=$(svc_mallocs "$u")
+    m0=$(svc_mallocs "$adm")
     wrk_run "410-$tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nu"
-    m1=$(svc_mallocs "$u")
+    m1=$(svc_mallocs "$adm")
     row "seckill 410 sold out, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$NON2XX non-2xx of $REQS"
-    m0=$(svc_mallocs "$u")
+    m0=$(svc_mallocs "$adm")
     wrk_run "429-$tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nu"
-    m1=$(svc_mallocs "$u")
+    m1=$(svc_mallocs "$adm")
     row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$NON2XX non-2xx of $REQS"
-    m0=$(svc_mallocs "$u")
+    m0=$(svc_mallocs "$adm")
     before=$(cmdstat evalsha)
     wrk_run "202-$tag" "$u/api/v1/activities/$a202/reservations" "$nu"
     after=$(cmdstat evalsha)
-    m1=$(svc_mallocs "$u")
+    m1=$(svc_mallocs "$adm")
     row "seckill 202 admitted, roles $tag" "$RPS" one "$(per $((m1 - m0)) "$REQS")" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
       split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/reservation, %.2f EVALSHA/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n }'), $NON2XX non-2xx"
     echo "  limiter degrade events in this instance: $(grep -c 'degraded to local limiting' "$OUT/seckill-q$tag-0.log" || true)"
