@@ -150,13 +150,23 @@ func (s *Snapshot) limiterRequest(activityID, campaignID, channel, ip, userHash 
 	if campaignID != "" {
 		r.Campaign = toLimit(c.CampaignLimit(campaignID))
 	}
-	if channel != "" {
-		if l, ok := c.ChannelLimit(channel); ok {
-			r.Channel = toLimit(l)
-		}
+	// A request of a configured channel takes that channel's budget. One with no X-Channel, or
+	// one naming a channel that is not configured, takes the budget of the channel named
+	// DefaultChannel when the operator configured one (else no channel budget): naming an
+	// unknown channel must not be a way around the channel budgets.
+	if l, ok := c.ChannelLimit(channel); channel != "" && ok {
+		r.Channel = toLimit(l)
+	} else if l, ok := c.ChannelLimit(DefaultChannel); ok {
+		r.ChannelName, r.Channel = DefaultChannel, toLimit(l)
+	} else {
+		r.ChannelName = ""
 	}
 	return r
 }
+
+// DefaultChannel is the entry of limits.channels that budgets requests without a configured
+// channel (no X-Channel, or an unknown one).
+const DefaultChannel = "default"
 
 // bearerToken returns the token of an Authorization header of the Bearer scheme, whose name
 // is case-insensitive (RFC 9110 section 11.1).
