@@ -2,9 +2,12 @@ package app
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,5 +135,29 @@ func TestAppendErrorAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("appendError: %v allocations, want 0", n)
+	}
+}
+
+// TestPanicAfterAnswerWritesNothingMore: a handler that panics after writing its answer gets
+// no error body appended to it (the client would read two JSON documents).
+func TestPanicAfterAnswerWritesNothingMore(t *testing.T) {
+	gin.SetMode(gin.ReleaseMode)
+	a := &api{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := gin.New()
+	r.Use(a.recover)
+	r.GET("/late", func(c *gin.Context) {
+		c.JSON(http.StatusOK, gin.H{"ok": true})
+		panic("after the answer")
+	})
+	r.GET("/early", func(c *gin.Context) { panic("before the answer") })
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/late", nil))
+	if w.Code != http.StatusOK || w.Body.String() != `{"ok":true}` {
+		t.Fatalf("late panic: %d %q, want 200 {\"ok\":true}", w.Code, w.Body.String())
+	}
+	w = httptest.NewRecorder()
+	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/early", nil))
+	if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), CodeInternal) {
+		t.Fatalf("early panic: %d %q, want 500 %s", w.Code, w.Body.String(), CodeInternal)
 	}
 }

@@ -194,6 +194,11 @@ func (a *api) recover(c *gin.Context) {
 				panic(v)
 			}
 			a.log.Error("panic in handler", "route", c.FullPath(), "panic", v)
+			if c.Writer.Written() {
+				// An answer is on its way already: a second body would corrupt it.
+				c.Abort()
+				return
+			}
 			writeError(c, newError(http.StatusInternalServerError, CodeInternal, "internal error"))
 		}
 	}()

@@ -114,10 +114,23 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 	}
 	keys, n := msg.keys()
 	if len(ids) > 0 {
-		if _, err := c.sc.confirm.Run(ctx, c.rdb, []string{keys.Record(n), keys.Stats()}, ids[0]).Int64(); err != nil {
+		code, err := c.sc.confirm.Run(ctx, c.rdb, []string{keys.Record(n), keys.Stats()}, ids[0]).Int64()
+		if err != nil {
 			return fmt.Errorf("order: confirm %s: %w", msg.ReservationID, err)
 		}
-		return ErrOrderExists
+		res, err := confirmResult(code)
+		if err != nil {
+			return err
+		}
+		if res != ConfirmConflict {
+			return ErrOrderExists
+		}
+		// The record is FAILED (a compensation cut short returned the units already): the
+		// order is the one that goes, and the compensation's remaining steps run below.
+		if err := c.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true}).
+			Exec("DELETE FROM orders WHERE reservation_id = ?", msg.ReservationID).Error; err != nil {
+			return fmt.Errorf("order: undo the order of failed %s: %w", msg.ReservationID, err)
+		}
 	}
 	res, err := c.sc.fail.Run(ctx, c.rdb, []string{keys.Record(n), keys.Stock(), keys.Stats(), keys.Drained(), keys.XOut()}).Int64Slice()
 	if err != nil {
