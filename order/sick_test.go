@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -272,9 +273,14 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			wdb := writerDB(t, testsvc.MySQLDSN)
 			w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, LockTTL: 300 * time.Millisecond}, testMetrics(), testLogger(t))
 			stalled, resume := make(chan struct{}), make(chan struct{})
+			var first sync.Once
 			w.beforeInsert = func([]Message) {
-				close(stalled)
-				<-resume
+				// Only the first insert stalls: a retry (a dropped idle MySQL connection
+				// makes the writer try again) goes straight through.
+				first.Do(func() {
+					close(stalled)
+					<-resume
+				})
 			}
 			done := make(chan error, 1)
 			go func() { done <- w.Handle(ctx, msgs) }()
