@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -62,6 +63,10 @@ type App struct {
 	adminLn  net.Listener
 
 	tokenGenerated bool // the admin token was generated here (printed in the banner)
+
+	// shardsFollowed is the latest snapshot whose activities.<id>.shards every activity
+	// now has (runReshard, layouts.go).
+	shardsFollowed atomic.Pointer[Snapshot]
 
 	embedded []string
 	tmpDirs  []string
@@ -467,45 +472,6 @@ func (a *App) runSource(ctx context.Context) error {
 	}
 	src := &config.FileSource{Path: a.opts.ConfigFile, Log: a.log.With("part", "config-file"), Metrics: a.cfgM}
 	return src.Run(ctx, a.cfg.Offer)
-}
-
-// runReshard applies activities.<id>.shards from the configuration to live stock. Every
-// instance watches; the inventory's reshard is idempotent and serialised in Redis.
-func (a *App) runReshard(ctx context.Context) error {
-	t := time.NewTicker(200 * time.Millisecond)
-	defer t.Stop()
-	var last *Snapshot
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		snap := a.cfg.Current()
-		if snap == nil || snap == last {
-			continue
-		}
-		pending := false
-		for id := range snap.Cfg.Activities {
-			n, ok := snap.Cfg.ShardsOverride(id)
-			if !ok {
-				continue
-			}
-			v, known := a.inv.Activity(id)
-			if !known || v.Shards == n {
-				continue
-			}
-			if err := a.inv.Reshard(ctx, id, n); err != nil {
-				a.log.Warn("reshard failed, will retry", "activity", id, "shards", n, "err", err)
-				pending = true
-				continue
-			}
-			a.log.Info("resharded", "activity", id, "shards", n)
-		}
-		if !pending {
-			last = snap
-		}
-	}
 }
 
 // loadDemo creates the demo activity of the embedded mode and tells how to try it.

@@ -164,6 +164,9 @@ type Reloader[T any] struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
+	// changed is closed (and replaced) each time a snapshot is stored; see Changed.
+	changed atomic.Pointer[chan struct{}]
+
 	// Touched only by the Run goroutine.
 	lastSeq  map[string]uint64
 	timeout  time.Duration
@@ -200,6 +203,8 @@ func NewReloader[T any](build func(*Config, Meta) (*T, error), m *Metrics, log *
 		retryMin: retryMinDelay,
 	}
 	r.status.Store(&Status{})
+	ch := make(chan struct{})
+	r.changed.Store(&ch)
 	return r
 }
 
@@ -267,6 +272,12 @@ func (r *Reloader[T]) Status() Status { return *r.status.Load() }
 
 // Ready returns a channel closed once the first good payload has been applied.
 func (r *Reloader[T]) Ready() <-chan struct{} { return r.ready }
+
+// Changed returns a channel that is closed when the next snapshot is stored (after the
+// one Current returns now). A follower of the configuration calls Changed, then Current,
+// acts on that snapshot and waits on the channel: no swap is missed, and any number of
+// followers may wait at once.
+func (r *Reloader[T]) Changed() <-chan struct{} { return *r.changed.Load() }
 
 // prepared is the outcome of decoding and building one payload.
 type prepared[T any] struct {
@@ -356,6 +367,8 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) (retry bool) {
 	}
 	now := time.Now()
 	r.cur.Store(res.snap)
+	next := make(chan struct{})
+	close(*r.changed.Swap(&next))
 	st := &Status{Source: p.Source, Version: res.cfg.Version(), AppliedAt: now,
 		LastError: old.LastError, LastErrorAt: old.LastErrorAt, LastErrorSuperseded: old.LastError != "",
 		Config: res.cfg, Ready: true}

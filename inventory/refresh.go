@@ -10,10 +10,16 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Run keeps the cache fresh until ctx is done: every RefreshEvery it re-reads the
-// activity list, each activity's meta (layout changes) and the stock of each current shard
-// (remaining, shards with stock, sold out learned and cleared); and it follows the events
-// channel (created, soldout, layout). It returns nil when ctx is done.
+// Run keeps the cache fresh until ctx is done: it follows the events channel (created,
+// soldout, layout: a reshard finished by any instance is cached here as soon as its event
+// arrives), and every RefreshEvery it re-reads the activity list, each activity's meta and
+// the stock of each current shard (remaining, shards with stock, sold out learned and
+// cleared). The stock is what the period is for; the meta read in the same pipeline bounds
+// how long a layout change whose event was lost (pub/sub delivers at most once, nothing
+// while the subscription reconnects) stays unseen: one RefreshEvery. A reservation that
+// meets a shard closed by a reshard re-reads meta at once, so a stale layout costs a retry,
+// never a unit. This instance's own Reshard caches the new layout before it returns. It
+// returns nil when ctx is done.
 func (s *Store) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
