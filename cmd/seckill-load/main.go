@@ -1,5 +1,6 @@
 // Command seckill-load plays a flash crowd against seckill instances and checks the invariants
-// it can check on its own. See package load for the flags' meaning and the report.
+// it can check on its own. See package scenario for the flags' meaning, package report for
+// the report and package load for how a run goes.
 //
 //	seckill-load --target http://127.0.0.1:8080 --activity flash-1 --users 10000 \
 //	    --connections 64 --duration 60s --stock 1000 --per-user-limit 1 --json report.json
@@ -17,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/seckill/seckill/cmd/seckill-load/load"
+	"github.com/seckill/seckill/cmd/seckill-load/scenario"
 )
 
 func main() {
@@ -24,7 +26,7 @@ func main() {
 }
 
 func run() int {
-	cfg, err := load.ParseFlags(os.Args[1:], os.Stderr)
+	cfg, err := scenario.ParseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}

@@ -2,6 +2,7 @@ package load
 
 import (
 	"database/sql"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	_ "github.com/glebarez/go-sqlite"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/cmd/seckill-load/report"
+	"github.com/seckill/seckill/cmd/seckill-load/scenario"
 )
 
 // ordersDB is an SQLite stand-in for the orders schema of sql/001_schema.sql (only the
@@ -33,6 +36,11 @@ func ordersDB(t *testing.T) *sql.DB {
 		}
 	}
 	return db
+}
+
+// shardKey is a stock shard's key as docs/DESIGN.md gives it: sk:{<activity>:<epoch>:<shard>}:<what>.
+func shardKey(activity string, epoch, shard int, what string) string {
+	return fmt.Sprintf("sk:{%s:%d:%d}:%s", activity, epoch, shard, what)
 }
 
 type reservation struct {
@@ -89,14 +97,14 @@ func TestOrderChecksPassWhenTheWriterDrains(t *testing.T) {
 	w.fail = func(n int) bool { return n == 3 } // one reservation fails for good
 	srv := f.serve(t)
 	// 15 users for a stock of 20: no sell-out, every user reserves.
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 15, Connections: 8, OrdersDB: db,
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 15, Connections: 8, OrdersDB: db,
 		DrainTimeout: 10 * time.Second, PollEvery: 10 * time.Millisecond})
 	if rep.Config.Stock != 20 || rep.Config.PerUserLimit != 1 {
 		t.Fatalf("stock %d limit %d, want them read from activities", rep.Config.Stock, rep.Config.PerUserLimit)
 	}
 	for _, name := range []string{"mysql.orders_match_reservations", "mysql.stock", "mysql.per_user_limit",
 		"mysql.duplicate_reservation", "client.stock", "client.per_user_limit"} {
-		wantCheck(t, rep, name, Pass)
+		wantCheck(t, rep, name, report.Pass)
 	}
 	if rep.Orders.Count != 14 || rep.Orders.Compensations != 1 || rep.Orders.Units != 14 {
 		t.Fatalf("orders %+v, want 14 orders and 1 compensation", rep.Orders)
@@ -116,9 +124,9 @@ func TestOrderChecksFindLostAndDuplicateOrders(t *testing.T) {
 		w := startWriter(t, db, f)
 		w.drop = func(n int) bool { return n == 5 }
 		srv := f.serve(t)
-		rep := run(t, Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, OrdersDB: db,
+		rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, OrdersDB: db,
 			Stock: 10, PerUserLimit: 1, DrainTimeout: 500 * time.Millisecond, PollEvery: -1})
-		wantCheck(t, rep, "mysql.orders_match_reservations", Fail)
+		wantCheck(t, rep, "mysql.orders_match_reservations", report.Fail)
 		if rep.Passed {
 			t.Fatal("passed with a lost order")
 		}
@@ -138,12 +146,12 @@ func TestOrderChecksFindLostAndDuplicateOrders(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		rep := run(t, Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, OrdersDB: db,
+		rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, OrdersDB: db,
 			Stock: 10, PerUserLimit: 1, DrainTimeout: 2 * time.Second, PollEvery: -1})
-		wantCheck(t, rep, "mysql.duplicate_reservation", Fail)
-		wantCheck(t, rep, "mysql.per_user_limit", Fail)
-		wantCheck(t, rep, "mysql.stock", Fail) // 12 units for a stock of 10
-		wantCheck(t, rep, "mysql.orders_match_reservations", Fail)
+		wantCheck(t, rep, "mysql.duplicate_reservation", report.Fail)
+		wantCheck(t, rep, "mysql.per_user_limit", report.Fail)
+		wantCheck(t, rep, "mysql.stock", report.Fail) // 12 units for a stock of 10
+		wantCheck(t, rep, "mysql.orders_match_reservations", report.Fail)
 	})
 }
 
@@ -152,10 +160,10 @@ func TestOrderChecksExactSellOut(t *testing.T) {
 	f := newFake(15, 1)
 	startWriter(t, db, f)
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 40, Connections: 8, OrdersDB: db,
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 40, Connections: 8, OrdersDB: db,
 		Stock: 15, PerUserLimit: 1, DrainTimeout: 10 * time.Second, PollEvery: 10 * time.Millisecond})
-	wantCheck(t, rep, "mysql.sold_exactly_stock", Pass)
-	wantCheck(t, rep, "mysql.orders_match_reservations", Pass)
+	wantCheck(t, rep, "mysql.sold_exactly_stock", report.Pass)
+	wantCheck(t, rep, "mysql.orders_match_reservations", report.Pass)
 	if rep.Orders.Count != 15 || !rep.Passed {
 		t.Fatalf("orders %d passed %v: %+v", rep.Orders.Count, rep.Passed, rep.Checks)
 	}
@@ -169,9 +177,9 @@ func TestRedisShardChecks(t *testing.T) {
 		want   map[string]string
 	}{
 		{"healthy", []string{"0", "0", ""}, []string{"3", "2", "0"},
-			map[string]string{"redis.shards_never_negative": Pass, "redis.taken_le_stock": Pass}},
+			map[string]string{"redis.shards_never_negative": report.Pass, "redis.taken_le_stock": report.Pass}},
 		{"negative shard", []string{"0", "-1", ""}, []string{"3", "3", "0"},
-			map[string]string{"redis.shards_never_negative": Fail, "redis.taken_le_stock": Fail}},
+			map[string]string{"redis.shards_never_negative": report.Fail, "redis.taken_le_stock": report.Fail}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -190,7 +198,7 @@ func TestRedisShardChecks(t *testing.T) {
 
 			f := newFake(5, 1)
 			srv := f.serve(t)
-			rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Connections: 2, Redis: rdb, PollEvery: 10 * time.Millisecond})
+			rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Connections: 2, Redis: rdb, PollEvery: 10 * time.Millisecond})
 			if rep.Config.Stock != 5 || rep.Config.PerUserLimit != 1 {
 				t.Fatalf("stock %d limit %d, want them read from Redis meta", rep.Config.Stock, rep.Config.PerUserLimit)
 			}
@@ -207,8 +215,8 @@ func TestRedisChecksSkipUnknownActivity(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	f := newFake(1, 1)
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 2, Redis: rdb, Stock: 1, PerUserLimit: 1, PollEvery: -1})
-	wantCheck(t, rep, "redis.shards_never_negative", Skip)
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 2, Redis: rdb, Stock: 1, PerUserLimit: 1, PollEvery: -1})
+	wantCheck(t, rep, "redis.shards_never_negative", report.Skip)
 }
 
 func TestUnresolvedAttemptsWidenTheOrderCheck(t *testing.T) {
@@ -219,12 +227,12 @@ func TestUnresolvedAttemptsWidenTheOrderCheck(t *testing.T) {
 	srv := f.serve(t)
 	// Without retries the users never learn that their dropped request reserved: the orders
 	// exceed what the tool knows by at most the unresolved attempts, which is not a failure.
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Connections: 4, Retry: false, OrdersDB: db,
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Connections: 4, Retry: false, OrdersDB: db,
 		Stock: 100, PerUserLimit: 1, DrainTimeout: 2 * time.Second, PollEvery: -1})
 	if rep.Reservations.Distinct != 0 || rep.Reservations.UnresolvedAttempts != 10 {
 		t.Fatalf("reservations %+v, want 0 known and 10 unresolved", rep.Reservations)
 	}
-	wantCheck(t, rep, "mysql.orders_match_reservations", Pass)
+	wantCheck(t, rep, "mysql.orders_match_reservations", report.Pass)
 	if rep.Orders.Count != 10 {
 		t.Fatalf("orders %d, want 10", rep.Orders.Count)
 	}
@@ -236,7 +244,7 @@ func TestRefusedConnectionsAreNotUnresolved(t *testing.T) {
 	srv.Close() // nothing listens there any more
 	// The readiness check before the rush would stop the run (TestDeadOrUnreadyTargetStopsTheRun):
 	// answer it here, so the rush itself meets the refused connections.
-	rep := run(t, Config{Targets: []string{url}, Users: 3, Connections: 3, Retry: false, PollEvery: -1, Transport: readyThen{http.DefaultTransport}})
+	rep := run(t, scenario.Config{Targets: []string{url}, Users: 3, Connections: 3, Retry: false, PollEvery: -1, Transport: readyThen{http.DefaultTransport}})
 	if rep.OutcomeCount(0, "refused") != 3 || rep.Reservations.UnresolvedAttempts != 0 {
 		t.Fatalf("outcomes %+v, unresolved %d; want 3 refused, 0 unresolved", rep.Outcomes, rep.Reservations.UnresolvedAttempts)
 	}

@@ -41,8 +41,14 @@ type fake struct {
 	seen   map[string]int    // user -> requests
 	seq    int
 	log    []fakeReq
-	counts map[outcomeKey]int64
+	counts map[fakeOutcome]int64
 	rids   map[string]string // reservation id -> user
+}
+
+// fakeOutcome is one kind of answer of the fake: status and error code.
+type fakeOutcome struct {
+	status int
+	code   string
 }
 
 type fakeReq struct {
@@ -55,7 +61,7 @@ func newFake(stock int64, limit int) *fake {
 	return &fake{
 		stock: stock, limit: limit, retryAfter: "1",
 		held: map[string]int{}, last: map[string]string{}, idem: map[string]string{},
-		seen: map[string]int{}, counts: map[outcomeKey]int64{}, rids: map[string]string{},
+		seen: map[string]int{}, counts: map[fakeOutcome]int64{}, rids: map[string]string{},
 	}
 }
 
@@ -134,7 +140,7 @@ func (f *fake) reserve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.log = append(f.log, fakeReq{user: user, key: key, at: at, status: status})
 	if !drop {
-		f.counts[outcomeKey{status, code}]++
+		f.counts[fakeOutcome{status, code}]++
 	}
 	f.mu.Unlock()
 
@@ -165,10 +171,10 @@ func (f *fake) reserve(w http.ResponseWriter, r *http.Request) {
 }
 
 // snapshot copies the log and counts.
-func (f *fake) snapshot() ([]fakeReq, map[outcomeKey]int64, map[string]int) {
+func (f *fake) snapshot() ([]fakeReq, map[fakeOutcome]int64, map[string]int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	counts := make(map[outcomeKey]int64, len(f.counts))
+	counts := make(map[fakeOutcome]int64, len(f.counts))
 	for k, v := range f.counts {
 		counts[k] = v
 	}

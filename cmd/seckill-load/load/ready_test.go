@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/cmd/seckill-load/scenario"
 )
 
 // TestDeadOrUnreadyTargetStopsTheRun: nothing listening, or an instance that is not ready,
@@ -38,7 +40,7 @@ func TestDeadOrUnreadyTargetStopsTheRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			rep, err := Run(context.Background(), Config{Targets: tt.targets, Activity: "a", Users: 5, Duration: 10 * time.Second})
+			rep, err := Run(context.Background(), scenario.Config{Targets: tt.targets, Activity: "a", Users: 5, Duration: 10 * time.Second})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Run: report %v, error %v; want an error containing %q", rep != nil, err, tt.want)
 			}
@@ -58,7 +60,7 @@ func TestMostlyRateLimitedRunWarns(t *testing.T) {
 	f := newFake(10, 1)
 	f.always429 = true
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, Retry: false, PollEvery: -1})
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, Retry: false, PollEvery: -1})
 	if len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "100% of requests (20 of 20) were rate-limited") {
 		t.Fatalf("warnings %q, want one about rate limiting", rep.Warnings)
 	}
@@ -70,7 +72,7 @@ func TestMostlyRateLimitedRunWarns(t *testing.T) {
 
 	ok := newFake(100, 1)
 	okSrv := ok.serve(t)
-	rep = run(t, Config{Targets: []string{okSrv.URL}, Users: 20, Connections: 4, Stock: 100, PerUserLimit: 1, PollEvery: -1})
+	rep = run(t, scenario.Config{Targets: []string{okSrv.URL}, Users: 20, Connections: 4, Stock: 100, PerUserLimit: 1, PollEvery: -1})
 	if len(rep.Warnings) != 0 {
 		t.Fatalf("normal run warned: %q", rep.Warnings)
 	}

@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/seckill/seckill/cmd/seckill-load/driver"
+	"github.com/seckill/seckill/cmd/seckill-load/report"
+	"github.com/seckill/seckill/cmd/seckill-load/scenario"
 )
 
 // hangBound is how long a run may take before the test calls it a hang.
 const hangBound = 60 * time.Second
 
-func run(t *testing.T, cfg Config) *Report {
+func run(t *testing.T, cfg scenario.Config) *report.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 	defer cancel()
@@ -40,7 +43,7 @@ func run(t *testing.T, cfg Config) *Report {
 	return rep
 }
 
-func wantCheck(t *testing.T, rep *Report, name, status string) {
+func wantCheck(t *testing.T, rep *report.Report, name, status string) {
 	t.Helper()
 	c, ok := rep.Check(name)
 	if !ok {
@@ -52,7 +55,7 @@ func wantCheck(t *testing.T, rep *Report, name, status string) {
 }
 
 // assertCountsMatch compares the tool's outcomes with the server's, exactly.
-func assertCountsMatch(t *testing.T, rep *Report, f *fake) {
+func assertCountsMatch(t *testing.T, rep *report.Report, f *fake) {
 	t.Helper()
 	log, counts, _ := f.snapshot()
 	var server int64
@@ -81,7 +84,7 @@ func TestRushCountsMatchServerExactly(t *testing.T) {
 	f.rateLimitFirst = 1 // every user's first request is 429 Retry-After: 1
 	srv := f.serve(t)
 	const maxWait = 50 * time.Millisecond
-	rep := run(t, Config{
+	rep := run(t, scenario.Config{
 		Targets: []string{srv.URL}, Users: 200, Bots: 0.1, Connections: 16, Retry: true,
 		MaxRetryWait: maxWait, Stock: 50, PerUserLimit: 1,
 		PollEvery: 20 * time.Millisecond, Ramp: 20 * time.Millisecond,
@@ -98,26 +101,26 @@ func TestRushCountsMatchServerExactly(t *testing.T) {
 	if rep.Users.Bots != 20 || rep.Config.Bots != 20 {
 		t.Errorf("bots %d, want 20", rep.Users.Bots)
 	}
-	if rep.Users.Ended[userEndActive] != 0 {
-		t.Errorf("%d users unfinished; every user should end with 202, 409 or 410", rep.Users.Ended[userEndActive])
+	if rep.Users.Ended[report.EndUnfinished] != 0 {
+		t.Errorf("%d users unfinished; every user should end with 202, 409 or 410", rep.Users.Ended[report.EndUnfinished])
 	}
 	for _, name := range []string{"client.stock", "client.per_user_limit", "client.duplicate_reservation",
 		"client.protocol", "remaining.never_negative", "remaining.zero_after_sold_out"} {
-		wantCheck(t, rep, name, Pass)
+		wantCheck(t, rep, name, report.Pass)
 	}
 	if !rep.Passed || rep.Remaining.Min != 0 {
 		t.Errorf("passed %v, remaining min %d", rep.Passed, rep.Remaining.Min)
 	}
-	if l := rep.Latency[ClassAccepted]; l.Count != uint64(rep.Reservations.Answers2xx) || l.P50Ms <= 0 || l.MaxMs < l.P99Ms {
+	if l := rep.Latency[report.ClassAccepted]; l.Count != uint64(rep.Reservations.Answers2xx) || l.P50Ms <= 0 || l.MaxMs < l.P99Ms {
 		t.Errorf("accepted latency %+v", l)
 	}
-	if rep.Latency[ClassRejected+"/RATE_LIMITED"].Count != uint64(rep.OutcomeCount(429, "RATE_LIMITED")) {
-		t.Errorf("latency of rejected/RATE_LIMITED counts %d", rep.Latency[ClassRejected+"/RATE_LIMITED"].Count)
+	if rep.Latency[report.ClassRejected+"/RATE_LIMITED"].Count != uint64(rep.OutcomeCount(429, "RATE_LIMITED")) {
+		t.Errorf("latency of rejected/RATE_LIMITED counts %d", rep.Latency[report.ClassRejected+"/RATE_LIMITED"].Count)
 	}
 
 	bots := map[string]bool{}
-	for _, u := range newRunner(Config{RunID: rep.RunID, Users: 200, Bots: 0.1}).users {
-		bots[u.id] = u.bot
+	for _, id := range driver.New(scenario.Config{RunID: rep.RunID, Users: 200, Bots: 0.1}).Bots() {
+		bots[id] = true
 	}
 	for user, reqs := range byUser(log) {
 		for i := 1; i < len(reqs); i++ {
@@ -152,7 +155,7 @@ func TestRetryAfterIsHonouredUpToTheCap(t *testing.T) {
 		f := newFake(10, 1)
 		f.rateLimitFirst, f.retryAfter = 2, tt.retryAfter
 		srv := f.serve(t)
-		rep := run(t, Config{Targets: []string{srv.URL}, Users: 2, Connections: 2, Retry: true, MaxRetryWait: tt.maxWait, PollEvery: -1})
+		rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 2, Connections: 2, Retry: true, MaxRetryWait: tt.maxWait, PollEvery: -1})
 		log, _, _ := f.snapshot()
 		for user, reqs := range byUser(log) {
 			if len(reqs) != 3 || reqs[2].status != 202 {
@@ -179,14 +182,14 @@ func TestBotsHammerWhileRealUsersWait(t *testing.T) {
 	srv := f.serve(t)
 	// Real users must wait 60 s after their first 429: in a 300 ms run they send one request
 	// each. Bots ignore Retry-After and keep sending. The run must end on time, not wait.
-	rep := run(t, Config{
+	rep := run(t, scenario.Config{
 		Targets: []string{srv.URL}, Users: 20, Bots: 0.5, Connections: 20, Retry: true,
 		MaxRetryWait: time.Minute, Duration: 300 * time.Millisecond, PollEvery: -1,
 	})
 	log, _, _ := f.snapshot()
 	bots := map[string]bool{}
-	for _, u := range newRunner(Config{RunID: rep.RunID, Users: 20, Bots: 0.5}).users {
-		bots[u.id] = u.bot
+	for _, id := range driver.New(scenario.Config{RunID: rep.RunID, Users: 20, Bots: 0.5}).Bots() {
+		bots[id] = true
 	}
 	nBots := 0
 	for user, reqs := range byUser(log) {
@@ -202,8 +205,8 @@ func TestBotsHammerWhileRealUsersWait(t *testing.T) {
 	if nBots != 10 {
 		t.Errorf("%d bots sent requests, want 10", nBots)
 	}
-	if rep.Users.Ended[userEndActive] != 20 {
-		t.Errorf("unfinished users %d, want 20", rep.Users.Ended[userEndActive])
+	if rep.Users.Ended[report.EndUnfinished] != 20 {
+		t.Errorf("unfinished users %d, want 20", rep.Users.Ended[report.EndUnfinished])
 	}
 	assertCountsMatch(t, rep, f)
 }
@@ -212,7 +215,7 @@ func TestMaxRequestsBoundsTheRun(t *testing.T) {
 	f := newFake(1000, 1)
 	f.always429, f.retryAfter = true, "0"
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 100, Bots: 1, Connections: 8, Retry: true, MaxRequests: 37, PollEvery: -1})
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 100, Bots: 1, Connections: 8, Retry: true, MaxRequests: 37, PollEvery: -1})
 	log, _, _ := f.snapshot()
 	if len(log) != 37 || rep.Requests != 37 {
 		t.Fatalf("server got %d requests, tool reports %d, want 37", len(log), rep.Requests)
@@ -223,9 +226,9 @@ func TestNoRetryGivesUp(t *testing.T) {
 	f := newFake(10, 1)
 	f.always429 = true
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 5, Connections: 5, Retry: false, PollEvery: -1})
-	if rep.Requests != 5 || rep.Users.Ended[userEndGaveUp] != 5 {
-		t.Fatalf("requests %d, gave up %d; want 5 and 5", rep.Requests, rep.Users.Ended[userEndGaveUp])
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 5, Connections: 5, Retry: false, PollEvery: -1})
+	if rep.Requests != 5 || rep.Users.Ended[report.EndGaveUp] != 5 {
+		t.Fatalf("requests %d, gave up %d; want 5 and 5", rep.Requests, rep.Users.Ended[report.EndGaveUp])
 	}
 }
 
@@ -234,7 +237,7 @@ func TestTransportErrorsAreRetriedWithTheSameKey(t *testing.T) {
 		f := newFake(100, 1)
 		f.dropFirst, f.reserveThenDrop = true, reserveFirst
 		srv := f.serve(t)
-		rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Connections: 4, Retry: true,
+		rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Connections: 4, Retry: true,
 			MaxRetryWait: 20 * time.Millisecond, Stock: 100, PerUserLimit: 1, PollEvery: -1})
 		log, _, held := f.snapshot()
 		for user, reqs := range byUser(log) {
@@ -256,7 +259,7 @@ func TestTransportErrorsAreRetriedWithTheSameKey(t *testing.T) {
 				errs += o.Count
 			}
 		}
-		if errs != 10 || rep.Latency[ClassError].Count != 10 {
+		if errs != 10 || rep.Latency[report.ClassError].Count != 10 {
 			t.Errorf("transport errors %d, want 10", errs)
 		}
 		if rep.Reservations.Distinct != len(held) || rep.Reservations.UnresolvedAttempts != 0 || !rep.Passed {
@@ -282,9 +285,9 @@ func TestBrokenServersFailTheChecks(t *testing.T) {
 			f := newFake(30, 1)
 			tt.bug(f)
 			srv := f.serve(t)
-			rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
+			rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
 				MaxRetryWait: 10 * time.Millisecond, Stock: 30, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
-			wantCheck(t, rep, tt.check, Fail)
+			wantCheck(t, rep, tt.check, report.Fail)
 			if rep.Passed {
 				t.Fatal("report passed with a broken server")
 			}
@@ -293,20 +296,20 @@ func TestBrokenServersFailTheChecks(t *testing.T) {
 	// The same run against a correct server passes: the failures above come from the bugs.
 	f := newFake(30, 1)
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
 		Stock: 30, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
 	if !rep.Passed {
 		t.Fatalf("correct server failed: %+v", rep.Checks)
 	}
-	if rep.Users.Ended[userEndLimit] != 10 {
-		t.Errorf("users ended at the limit %d, want 10 (second attempt gets 409)", rep.Users.Ended[userEndLimit])
+	if rep.Users.Ended[report.EndLimit] != 10 {
+		t.Errorf("users ended at the limit %d, want 10 (second attempt gets 409)", rep.Users.Ended[report.EndLimit])
 	}
 }
 
 func TestSeveralTargetsShareTheLoad(t *testing.T) {
 	f := newFake(40, 1)
 	a, b := f.serve(t), f.serve(t)
-	rep := run(t, Config{Targets: []string{a.URL, b.URL}, Users: 100, Connections: 8, Stock: 40, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
+	rep := run(t, scenario.Config{Targets: []string{a.URL, b.URL}, Users: 100, Connections: 8, Stock: 40, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
 	assertCountsMatch(t, rep, f)
 	if len(rep.Targets) != 2 || rep.Targets[0].Requests == 0 || rep.Targets[1].Requests == 0 ||
 		rep.Targets[0].Requests+rep.Targets[1].Requests != rep.Requests {
@@ -334,7 +337,7 @@ func TestCreatePostsTheActivity(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	run(t, Config{Targets: []string{srv.URL}, Activity: "new-1", Users: 3, Create: true, AdminToken: "s3cret",
+	run(t, scenario.Config{Targets: []string{srv.URL}, Activity: "new-1", Users: 3, Create: true, AdminToken: "s3cret",
 		Stock: 5, PerUserLimit: 2, Shards: 4, OpensIn: -time.Second, PollEvery: -1})
 	mu.Lock()
 	defer mu.Unlock()
@@ -356,7 +359,7 @@ func TestCreatePostsTheActivity(t *testing.T) {
 		writeJSON(w, 401, map[string]string{"code": "UNAUTHENTICATED"})
 	}))
 	t.Cleanup(bad.Close)
-	_, err := Run(context.Background(), Config{Targets: []string{bad.URL}, Activity: "a", Users: 1, MaxRequests: 1,
+	_, err := Run(context.Background(), scenario.Config{Targets: []string{bad.URL}, Activity: "a", Users: 1, MaxRequests: 1,
 		Create: true, AdminToken: "x", Stock: 1, PerUserLimit: 1})
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("Run with a refused create: %v", err)
@@ -366,7 +369,7 @@ func TestCreatePostsTheActivity(t *testing.T) {
 func TestJSONReportFieldNames(t *testing.T) {
 	f := newFake(3, 1)
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 10, Stock: 3, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Stock: 3, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
 	path := filepath.Join(t.TempDir(), "report.json")
 	if err := rep.WriteJSON(path); err != nil {
 		t.Fatal(err)
@@ -416,7 +419,7 @@ func TestProgressLines(t *testing.T) {
 		lines <- string(b[:n])
 		io.Copy(io.Discard, pr)
 	}()
-	run(t, Config{Targets: []string{srv.URL}, Users: 4, Retry: true, Duration: 300 * time.Millisecond,
+	run(t, scenario.Config{Targets: []string{srv.URL}, Users: 4, Retry: true, Duration: 300 * time.Millisecond,
 		Progress: 50 * time.Millisecond, Log: pw, PollEvery: -1})
 	pw.Close()
 	line := <-lines
@@ -452,7 +455,7 @@ func TestHeadersChannelAndJWT(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 5, Channel: "app", JWTSecret: "k3y", Quantity: 1, PollEvery: -1})
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 5, Channel: "app", JWTSecret: "k3y", Quantity: 1, PollEvery: -1})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(problems) > 0 || rep.Reservations.Distinct != 5 {
@@ -463,16 +466,16 @@ func TestHeadersChannelAndJWT(t *testing.T) {
 func TestQuantityCountsUnits(t *testing.T) {
 	f := newFake(10, 2)
 	srv := f.serve(t)
-	rep := run(t, Config{Targets: []string{srv.URL}, Users: 8, Quantity: 2, Stock: 10, PerUserLimit: 2, PollEvery: -1})
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 8, Quantity: 2, Stock: 10, PerUserLimit: 2, PollEvery: -1})
 	if rep.Reservations.Distinct != 5 || rep.Reservations.Units != 10 || rep.OutcomeCount(410, "SOLD_OUT") != 3 {
 		t.Fatalf("reservations %+v, outcomes %+v", rep.Reservations, rep.Outcomes)
 	}
-	wantCheck(t, rep, "client.stock", Pass)
-	wantCheck(t, rep, "client.per_user_limit", Pass)
+	wantCheck(t, rep, "client.stock", report.Pass)
+	wantCheck(t, rep, "client.per_user_limit", report.Pass)
 
 	// The same 2-unit reservations against a limit of 1 break it.
 	f = newFake(10, 2)
 	srv = f.serve(t)
-	rep = run(t, Config{Targets: []string{srv.URL}, Users: 2, Quantity: 2, Stock: 10, PerUserLimit: 1, PollEvery: -1})
-	wantCheck(t, rep, "client.per_user_limit", Fail)
+	rep = run(t, scenario.Config{Targets: []string{srv.URL}, Users: 2, Quantity: 2, Stock: 10, PerUserLimit: 1, PollEvery: -1})
+	wantCheck(t, rep, "client.per_user_limit", report.Fail)
 }

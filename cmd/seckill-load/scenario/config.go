@@ -1,12 +1,9 @@
-// Package load is the seckill load tool: it plays a flash crowd of distinct users against one or
-// more seckill instances over HTTP, with the retry behaviour of real clients and of bots, and
-// then checks the invariants it can check on its own (docs/API.md, "Invariants"): no unit sold over
-// the stock, no user over the per-user limit, no reservation twice, every accepted reservation
-// an order in MySQL, the remaining stock never negative.
-//
-// Run is the whole tool; cmd/seckill-load only parses flags into a Config and prints the
-// Report. Tests and the acceptance suite call Run directly.
-package load
+// Package scenario is what one run of the seckill load tool plays: the crowd (users, bots,
+// attempts, connections), its bounds (duration, request count, ramp), the client behaviour
+// (retries, Retry-After cap, timeouts), the activity and where the independent checks read
+// (MySQL, Redis). ParseFlags builds it from the command line; Defaults and Validate hold the
+// defaults and the rules in one place.
+package scenario
 
 import (
 	"database/sql"

@@ -1,13 +1,15 @@
-package load
+// Package report is the load tool's report: what a run saw (outcomes, latency per class,
+// users, reservations, the remaining-stock poller, the orders in MySQL), the invariant
+// checks with their verdict, and its two forms, text for people and JSON (--json) for
+// machines. Histogram is the latency histogram behind the percentiles.
+package report
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +31,17 @@ const (
 	Pass = "PASS"
 	Fail = "FAIL"
 	Skip = "SKIP"
+)
+
+// How a user's session ended: the keys of UsersReport.Ended.
+const (
+	EndReserved   = "reserved"      // made all its attempts, each reserved
+	EndLimit      = "limit_reached" // got 409 ALREADY_PURCHASED
+	EndSoldOut    = "sold_out"      // got 410 SOLD_OUT
+	EndClosed     = "closed"        // got 410 CLOSED
+	EndRejected   = "rejected"      // got another 4xx
+	EndGaveUp     = "gave_up"       // retries exhausted or retry off
+	EndUnfinished = "unfinished"    // still trying when the run stopped
 )
 
 // Report is the result of one run; its JSON form (--json) is the machine-readable report.
@@ -78,11 +91,6 @@ type Report struct {
 	// Warnings say what the run did not measure, e.g. that most requests were rate-limited;
 	// they do not fail the run.
 	Warnings []string `json:"warnings"`
-
-	// knownRIDs are the distinct reservation ids the service gave, for the order checks.
-	knownRIDs []string
-	// soldOut tells whether any answer was 410 SOLD_OUT.
-	soldOut bool
 }
 
 // TargetReport is the share of one instance.
@@ -194,11 +202,14 @@ func (r *Report) OutcomeCount(status int, code string) int64 {
 	return 0
 }
 
-func (r *Report) add(name, status, format string, args ...any) {
+// Add appends a check whose detail is format with args.
+func (r *Report) Add(name, status, format string, args ...any) {
 	r.Checks = append(r.Checks, Check{Name: name, Status: status, Detail: fmt.Sprintf(format, args...)})
 }
 
-func (r *Report) finish() {
+// Finish sets the verdict (Passed: no check failed) and the warnings. Call it once, after the
+// last Add.
+func (r *Report) Finish() {
 	r.Passed = true
 	for _, c := range r.Checks {
 		if c.Status == Fail {
@@ -239,82 +250,13 @@ func (r *Report) warnings() []string {
 	return w
 }
 
-func summarize(h *Histogram) LatencySummary {
+// Summarize describes h, which holds microseconds, in milliseconds.
+func Summarize(h *Histogram) LatencySummary {
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	return LatencySummary{
 		Count: h.Count(), MinMs: ms(h.Min()), MeanMs: h.Mean() / 1000,
 		P50Ms: ms(h.Quantile(0.50)), P95Ms: ms(h.Quantile(0.95)), P99Ms: ms(h.Quantile(0.99)), MaxMs: ms(h.Max()),
 	}
-}
-
-// report builds the Report of a finished rush (without checks).
-func (r *runner) report(start time.Time, elapsed time.Duration, p *poller) *Report {
-	cfg := r.cfg
-	rep := &Report{
-		RunID: cfg.RunID, Activity: cfg.Activity, StartedAt: start.UTC(),
-		DurationSeconds: elapsed.Seconds(),
-		Latency:         make(map[string]LatencySummary),
-		Users:           UsersReport{Total: len(r.users), Ended: make(map[string]int)},
-		Config: ConfigReport{
-			Users: cfg.Users, Connections: cfg.Connections, Attempts: cfg.Attempts,
-			Quantity: cfg.Quantity, Channel: cfg.Channel, DurationLimitSeconds: cfg.Duration.Seconds(),
-			MaxRequests: cfg.MaxRequests, RampSeconds: cfg.Ramp.Seconds(), Retry: cfg.Retry,
-			MaxRetryWaitSeconds: cfg.MaxRetryWait.Seconds(), Stock: cfg.Stock, PerUserLimit: cfg.PerUserLimit,
-		},
-	}
-	for i, t := range cfg.Targets {
-		rep.Targets = append(rep.Targets, TargetReport{URL: t, Requests: r.perTarget[i].Load()})
-	}
-
-	rc := &r.rec
-	rc.mu.Lock()
-	for k, n := range rc.outcomes {
-		rep.Outcomes = append(rep.Outcomes, Outcome{Status: k.status, Code: k.code, Count: n})
-		rep.Requests += n
-		if k.status >= 200 && k.status < 300 {
-			rep.Reservations.Answers2xx += n
-		}
-		if k.status == 410 && k.code == "SOLD_OUT" {
-			rep.soldOut = true
-		}
-	}
-	for class, h := range rc.latency {
-		rep.Latency[class] = summarize(h)
-	}
-	rep.Reservations.MissingReservationID = rc.missingRID
-	rep.Reservations.MissingRetryAfter = rc.missingRetryAfter
-	rc.mu.Unlock()
-	slices.SortFunc(rep.Outcomes, func(a, b Outcome) int {
-		return cmp.Or(cmp.Compare(a.Status, b.Status), cmp.Compare(a.Code, b.Code))
-	})
-	if elapsed > 0 {
-		rep.ThroughputRPS = float64(rep.Requests) / elapsed.Seconds()
-	}
-
-	for _, u := range r.users {
-		if u.bot {
-			rep.Users.Bots++
-		}
-		if len(u.rids) > 0 {
-			rep.Users.WithReservation++
-		}
-		end := u.final
-		if end == "" {
-			end = userEndActive
-			if u.ambiguous {
-				u.unresolved++
-				u.ambiguous = false
-			}
-		}
-		rep.Users.Ended[end]++
-		rep.Reservations.Distinct += len(u.rids)
-		rep.Reservations.Units += int64(len(u.rids) * cfg.Quantity)
-		rep.Reservations.UnresolvedAttempts += u.unresolved
-		rep.knownRIDs = append(rep.knownRIDs, u.rids...)
-	}
-	rep.Config.Bots = rep.Users.Bots
-	rep.Remaining = p.report()
-	return rep
 }
 
 // WriteJSON writes the report, indented, to path.

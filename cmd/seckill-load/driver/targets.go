@@ -1,0 +1,124 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// CreateActivity posts the scenario's activity to the admin listener (AdminURL, else the
+// first target) and waits until every target knows it.
+func (r *Driver) CreateActivity(ctx context.Context) error {
+	cfg := r.cfg
+	now := time.Now().UTC()
+	def := map[string]any{
+		"activityId":   cfg.Activity,
+		"stock":        cfg.Stock,
+		"perUserLimit": cfg.PerUserLimit,
+		"opensAt":      now.Add(cfg.OpensIn).Format("2006-01-02T15:04:05.000Z07:00"),
+		"shards":       cfg.Shards,
+	}
+	if cfg.ClosesIn > 0 {
+		def["closesAt"] = now.Add(cfg.ClosesIn).Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	body, _ := json.Marshal(def)
+	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	admin := cfg.AdminURL
+	if admin == "" {
+		admin = cfg.Targets[0]
+	}
+	req, err := http.NewRequestWithContext(cctx, http.MethodPost, admin+"/admin/v1/activities", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("create activity: %w", err)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("create activity: %s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+
+	// The spec makes a new activity visible on every instance within 1 s.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, t := range cfg.Targets {
+		for {
+			st, _, err := getActivity(ctx, r.client, t, cfg.Activity)
+			if err == nil && st != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("activity %s created but not visible on %s: %v", cfg.Activity, t, err)
+			}
+			if !sleepCtx(ctx, 50*time.Millisecond) {
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// CheckReady asks every target for /readyz once, so a run against a dead port or an instance
+// without configuration stops at once with a clear reason instead of reporting a rush of
+// transport errors.
+func (r *Driver) CheckReady(ctx context.Context) error {
+	for _, t := range r.cfg.Targets {
+		cctx, cancel := context.WithTimeout(ctx, min(r.cfg.Timeout, 5*time.Second))
+		req, err := http.NewRequestWithContext(cctx, http.MethodGet, t+"/readyz", nil)
+		if err != nil {
+			cancel()
+			return err
+		}
+		resp, err := r.client.Do(req)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("target %s is not answering (GET /readyz: %v); is the service running there?", t, err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("target %s is not ready: GET /readyz answered %s %s", t, resp.Status, bytes.TrimSpace(b))
+		}
+	}
+	return nil
+}
+
+// getActivity reads GET /api/v1/activities/{id}: its status and remaining (nil when absent).
+func getActivity(ctx context.Context, c *http.Client, target, activity string) (string, *int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target+"/api/v1/activities/"+activity, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return "", nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", nil, fmt.Errorf("GET activity: %s", resp.Status)
+	}
+	var a struct {
+		Status    string `json:"status"`
+		Remaining *int64 `json:"remaining"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return "", nil, fmt.Errorf("GET activity: %w", err)
+	}
+	return a.Status, a.Remaining, nil
+}
