@@ -1,0 +1,4 @@
+// Package archtest has only tests: they keep the import graph and the layers drawn in
+// docs/DESIGN.md ("Packages and who depends on whom") true to the code. They read the source
+// tree with go/build and need no server: go test ./internal/archtest/.
+package archtest
