@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -64,9 +63,7 @@ type App struct {
 
 	tokenGenerated bool // the admin token was generated here (printed in the banner)
 
-	// shardsFollowed is the latest snapshot whose activities.<id>.shards every activity
-	// now has (runReshard, layouts.go).
-	shardsFollowed atomic.Pointer[Snapshot]
+	layouts shardFollow // runReshard's progress (layouts.go)
 
 	embedded []string
 	tmpDirs  []string

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,6 +14,14 @@ const (
 	reshardRetryMin = 500 * time.Millisecond
 	reshardRetryMax = 10 * time.Second
 )
+
+// shardFollow is what runReshard has done so far. Safe for concurrent use.
+type shardFollow struct {
+	// followed is the latest snapshot whose activities.<id>.shards every activity has.
+	followed atomic.Pointer[Snapshot]
+	// retrying is true while the latest pass left a failed reshard to try again.
+	retrying atomic.Bool
+}
 
 // runReshard makes the shard layouts follow the configuration: each applied snapshot
 // (config.Reloader.Changed) starts one pass that reshards every activity whose
@@ -35,10 +44,12 @@ func (a *App) runReshard(ctx context.Context) error {
 			if a.followShards(ctx, snap) {
 				delay = min(max(2*delay, reshardRetryMin), reshardRetryMax)
 				retry.Reset(delay)
+				a.layouts.retrying.Store(true)
 			} else {
 				retry.Stop()
 				delay = 0
-				a.shardsFollowed.Store(snap)
+				a.layouts.followed.Store(snap)
+				a.layouts.retrying.Store(false)
 			}
 		}
 		select {

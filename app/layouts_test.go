@@ -23,7 +23,7 @@ func TestLayoutFollowsConfigApply(t *testing.T) {
 			t.Fatalf("applied snapshot has shards %d, %v; want %d", n2, ok, n)
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for ta.shardsFollowed.Load() != snap {
+		for ta.layouts.followed.Load() != snap {
 			if time.Now().After(deadline) {
 				t.Fatalf("snapshot with shards %d not followed within 10 s of its apply", n)
 			}
@@ -41,5 +41,45 @@ func TestLayoutFollowsConfigApply(t *testing.T) {
 	}
 	if v, _ := ta.inv.Activity(id); v.Remaining != 100 {
 		t.Fatalf("remaining after two reshards = %d, want 100", v.Remaining)
+	}
+}
+
+// TestLayoutRetriesAFailedReshard: a reshard that fails after the apply (here: the activity
+// reads as still loading) is tried again by the retry timer, with no further config edit, and
+// the snapshot counts as followed only once it succeeded.
+func TestLayoutRetriesAFailedReshard(t *testing.T) {
+	ta := startApp(t, Options{}, testConfig)
+	id := uniq(t, "retry")
+	ta.createActivity(t, id, 50, 1, 4, time.Now().Add(-time.Second))
+	meta := "sk:{" + id + "}:meta"
+	ta.mini.HDel(meta, "loaded")
+	ta.setConfig(t, testConfig+fmt.Sprintf("activities:\n  %s:\n    shards: 2\n", id))
+	snap := ta.cfg.Current()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ta.layouts.retrying.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the pass after the apply did not report a reshard to retry within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ta.layouts.followed.Load() == snap {
+		t.Fatal("snapshot followed although its reshard failed")
+	}
+	if v, _ := ta.inv.Activity(id); v.Shards != 4 {
+		t.Fatalf("resharded to %d while the activity reads as loading", v.Shards)
+	}
+	ta.mini.HSet(meta, "loaded", "1")
+	deadline = time.Now().Add(10 * time.Second)
+	for ta.layouts.followed.Load() != snap {
+		if time.Now().After(deadline) {
+			t.Fatal("failed reshard not retried within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if v, ok := ta.inv.Activity(id); !ok || v.Shards != 2 || v.Epoch != 1 {
+		t.Fatalf("after the retry: %+v (known %v), want 2 shards at epoch 1", v, ok)
+	}
+	if ta.layouts.retrying.Load() {
+		t.Fatal("still retrying after the reshard succeeded")
 	}
 }
