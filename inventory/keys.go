@@ -19,7 +19,8 @@ import (
 
 // Redis key names. docs/DESIGN.md is the reference; every key is built here so the
 // inventory, the limiter and the order pipeline agree on them. Activity ids are validated
-// (ValidActivityID) before they reach a key; user ids never do (their hash does).
+// (ValidActivityID) before they reach a key; user ids never do (their hash does). The order
+// pipeline names no key here: it calls the Ledger's verbs with reservation and activity ids.
 
 // ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
 func ValidActivityID(id string) bool {
@@ -180,7 +181,7 @@ func (k ShardKeys) Credits() string { return k.tag + "credits" }
 func (k ShardKeys) Holds() string { return k.tag + "holds" }
 
 // XOut is the hash of units in transit from this shard (inventory_transfer.lua debit,
-// order_fail.lua on a drained shard): id -> "<units>|<target epoch:shard or empty>|<ms>".
+// inventory_fail.lua on a drained shard): id -> "<units>|<target epoch:shard or empty>|<ms>".
 func (k ShardKeys) XOut() string { return k.tag + "xout" }
 
 // XIn is the hash of transfers credited to this shard: id -> units (credit once per id).
@@ -212,9 +213,6 @@ func Meta(activity string) string { return "sk:{" + activity + "}:meta" }
 
 // Token is a one-time grab token of the activity.
 func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:tok:" + tokenHash }
-
-// Lock is the order writer's lock on (activity, user).
-func Lock(activity, userHash string) string { return "sk:lock:{" + activity + ":" + userHash + "}" }
 
 // Namespaced returns an instance-wide key or channel name within a namespace. Deployments
 // (and test runs) that share one Redis keep their work lists, heartbeats and events apart

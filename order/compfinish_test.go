@@ -41,7 +41,7 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 		t.Fatalf("compensate: %v", err)
 	}
 	t.Logf("after compensation: orders %+v, compensation rows %d, statuses %v", countOrders(t, db, a.id), compensationRows(t, db, a.id), a.statuses())
-	k, n := x.keys()
+	k, n := keysOf(x)
 	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil { // record TTL ran out before the redelivery
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 		t.Fatalf("redelivery: %v", err)
 	}
 	t.Logf("after redelivery: statuses %v, orders %+v, comp rows %d", a.statuses(), countOrders(t, db, a.id), compensationRows(t, db, a.id))
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -275,3 +275,10 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// keysOf returns the shard keys and record number of a valid message's reservation, for
+// tests that arrange or inspect inventory's Redis state directly.
+func keysOf(m Message) (inventory.ShardKeys, int64) {
+	k, n, _ := inventory.ParseReservationID(m.ReservationID)
+	return k, n
+}

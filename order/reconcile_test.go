@@ -60,7 +60,7 @@ func TestReconcileRepairsOrphan(t *testing.T) {
 		msgs[0].ReservationID, a.id, msgs[0].UserID, 1, 1).Error; err != nil {
 		t.Fatal(err)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	// Pretend the relay sent them.
 	rdb.HIncrBy(ctx, k.Stats(), "relayed", 2)
 	m := testMetrics()

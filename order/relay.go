@@ -39,7 +39,7 @@ type RelayOptions struct {
 }
 
 // Relay moves journal entries to the queue: it reads each stream of sk:journals with the
-// consumer group "relay", publishes, and acknowledges (order_ack.lua) only after the
+// consumer group "relay", publishes, and acknowledges (inventory's Ack) only after the
 // Publisher confirmed the send. Entries another relay left pending longer than ClaimIdle are
 // claimed and sent again. A Relay is used by one goroutine, the one calling Run.
 type Relay struct {
@@ -81,7 +81,7 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 	if log == nil {
 		log = slog.Default()
 	}
-	sc, err := loadScripts()
+	sc, err := loadScripts(rdb)
 	log = log.With("component", "relay", "instance", opts.InstanceID)
 	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, scErr: err, groups: map[string]bool{},
 		log: log, rl: NewRepeatLog(log, 0)}
@@ -152,7 +152,7 @@ func (r *Relay) discover(ctx context.Context) error {
 	}
 	streams := names[:0]
 	for _, s := range names {
-		if _, ok := parseJournalKey(s); !ok {
+		if !inventory.IsJournal(s) {
 			continue
 		}
 		if !r.groups[s] {
@@ -173,36 +173,6 @@ func (r *Relay) discover(ctx context.Context) error {
 	}
 	r.streams = streams
 	return nil
-}
-
-// parseJournalKey returns the shard whose journal stream is named key.
-func parseJournalKey(key string) (inventory.ShardKeys, bool) {
-	inner, ok := strings.CutPrefix(key, "sk:{")
-	if !ok {
-		return inventory.ShardKeys{}, false
-	}
-	inner, ok = strings.CutSuffix(inner, "}:journal")
-	if !ok {
-		return inventory.ShardKeys{}, false
-	}
-	i := strings.LastIndexByte(inner, ':')
-	if i < 0 {
-		return inventory.ShardKeys{}, false
-	}
-	j := strings.LastIndexByte(inner[:i], ':')
-	if j < 0 {
-		return inventory.ShardKeys{}, false
-	}
-	e, err1 := strconv.Atoi(inner[j+1 : i])
-	sh, err2 := strconv.Atoi(inner[i+1:])
-	if err1 != nil || err2 != nil {
-		return inventory.ShardKeys{}, false
-	}
-	k := inventory.Shard(inner[:j], e, sh)
-	if k.Journal() != key {
-		return inventory.ShardKeys{}, false
-	}
-	return k, true
 }
 
 // stream relays one batch of new entries of one stream, and first, when claim is set, one
@@ -254,10 +224,8 @@ func (r *Relay) checkNoGroup(stream string, err error) {
 // relay publishes the entries, retrying with backoff until the Publisher confirms or ctx
 // ends, then acknowledges them.
 func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessage) error {
-	keys, _ := parseJournalKey(stream)
 	msgs := make([]Message, 0, len(entries))
-	ackArgs := make([]any, 0, 1+2*len(entries))
-	ackArgs = append(ackArgs, RelayGroup)
+	acks := make([]inventory.JournalEntry, 0, len(entries))
 	for _, e := range entries {
 		m, err := messageFromEntry(e.Values)
 		if err != nil {
@@ -266,11 +234,11 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 			// reconciliation to report.
 			r.m.DeadLetters.WithLabelValues("bad_journal_entry").Inc()
 			r.log.Error("malformed journal entry", "stream", stream, "id", e.ID, "err", err)
-			ackArgs = append(ackArgs, e.ID, m.Quantity)
+			acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
 			continue
 		}
 		msgs = append(msgs, m)
-		ackArgs = append(ackArgs, e.ID, m.Quantity)
+		acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
 	}
 	backoff := 100 * time.Millisecond
 	for len(msgs) > 0 {
@@ -290,11 +258,9 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 	}
 	backoff = 100 * time.Millisecond
 	for {
-		res, err := r.sc.ack.Run(ctx, r.rdb, []string{keys.Journal(), keys.Stats()}, ackArgs...).Int64Slice()
+		acked, _, err := r.sc.ledger.Ack(ctx, stream, RelayGroup, acks)
 		if err == nil {
-			if len(res) == 2 {
-				r.m.RelayAcked.Add(float64(res[0]))
-			}
+			r.m.RelayAcked.Add(float64(acked))
 			r.rl.OK("ack", "journal acks work again")
 			return nil
 		}

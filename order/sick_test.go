@@ -235,7 +235,7 @@ func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 	if err := NewCompensator(wdb, rdb, testMetrics(), testLogger(t)).Compensate(ctx, msgs[0], "test"); err != nil {
 		t.Fatal(err)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil { // the record's TTL ran out
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				k, n := msgs[0].keys()
+				k, n := keysOf(msgs[0])
 				if err := rdb.HSet(ctx, k.Record(n), "status", "FAILED").Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -357,7 +357,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 		compensated[r] = true
 	}
 	for _, m := range msgs {
-		k, n := m.keys()
+		k, n := keysOf(m)
 		st, err := rdb.HGet(ctx, k.Record(n), "status").Result()
 		if err != nil {
 			t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
 )
 
@@ -171,7 +172,7 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	}
 	w := &Writer{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "writer")}
 	w.rl = NewRepeatLog(w.log, 0)
-	w.sc, w.err = loadScripts()
+	w.sc, w.err = loadScripts(rdb)
 	if sdb, err := db.DB(); err != nil {
 		w.err = errors.Join(w.err, fmt.Errorf("order: writer pool: %w", err))
 	} else {
@@ -447,70 +448,43 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	return errors.Join(errs...)
 }
 
-// confirm runs order_confirm.lua once per shard of the batch for the reservations that have
-// an order, and undoes the orders of those whose record is FAILED.
+// confirm confirms in Redis the reservations that have an order (inventory's Confirm: one
+// script call per shard of the batch), and undoes the orders of those whose record is FAILED.
 func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[string]int64) error {
-	type group struct {
-		call scriptCall
-		msgs []Message
-	}
-	var groups []*group
-	byShard := map[string]*group{}
+	var cs []inventory.Confirmation
+	var msgs []Message
 	for _, m := range batch {
 		id, ok := orderIDs[m.ReservationID]
 		if !ok {
 			continue
 		}
-		keys, n := m.keys()
-		g := byShard[keys.Stats()]
-		if g == nil {
-			g = &group{}
-			byShard[keys.Stats()] = g
-			groups = append(groups, g)
-		}
-		g.call.keys = append(g.call.keys, keys.Record(n))
-		g.call.args = append(g.call.args, id)
-		g.msgs = append(g.msgs, m)
-	}
-	calls := make([]scriptCall, len(groups))
-	for i, g := range groups {
-		k, _ := g.msgs[0].keys()
-		g.call.keys = append(g.call.keys, k.Stats())
-		calls[i] = g.call
+		cs = append(cs, inventory.Confirmation{ReservationID: m.ReservationID, OrderID: id})
+		msgs = append(msgs, m)
 	}
 	var errs []error
-	cmds, err := runScripts(ctx, w.rdb, w.sc.confirm, calls)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("order: confirm: %w", err))
+	var results []inventory.ConfirmResult
+	if len(cs) > 0 {
+		var err error
+		results, err = w.sc.ledger.Confirm(ctx, cs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("order: %w", err))
+		}
 	}
 	var undo, missing []string
 	var failed []Message
-	for i, c := range cmds {
-		if c.Err() != nil {
-			continue
-		}
-		codes, err := confirmCodes(c, len(groups[i].msgs))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for j, code := range codes {
-			res, err := confirmResult(code)
-			m := groups[i].msgs[j]
-			switch {
-			case err != nil:
-				errs = append(errs, err)
-			case res == Confirmed:
-				w.m.WriterCommits.Inc()
-			case res == ConfirmConflict:
-				// The reservation was failed for good (its units returned) before this
-				// order's confirm: the record is the arbiter, the order goes, and a
-				// compensation that was cut short is finished now.
-				undo = append(undo, m.ReservationID)
-				failed = append(failed, m)
-			case res == ConfirmMissing:
-				missing = append(missing, m.ReservationID)
-			}
+	for i, res := range results {
+		m := msgs[i]
+		switch res {
+		case inventory.Confirmed:
+			w.m.WriterCommits.Inc()
+		case inventory.ConfirmConflict:
+			// The reservation was failed for good (its units returned) before this
+			// order's confirm: the record is the arbiter, the order goes, and a
+			// compensation that was cut short is finished now.
+			undo = append(undo, m.ReservationID)
+			failed = append(failed, m)
+		case inventory.ConfirmMissing:
+			missing = append(missing, m.ReservationID)
 		}
 	}
 	// A record that expired cannot arbitrate: a compensations row (written by a compensator
@@ -535,26 +509,6 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// confirmCodes reads order_confirm.lua's answer for n records: one code when n is 1, else a
-// list of n.
-func confirmCodes(c *redis.Cmd, n int) ([]int64, error) {
-	if n == 1 {
-		code, err := c.Int64()
-		if err != nil {
-			return nil, fmt.Errorf("order: order_confirm.lua: %w", err)
-		}
-		return []int64{code}, nil
-	}
-	codes, err := c.Int64Slice()
-	if err != nil {
-		return nil, fmt.Errorf("order: order_confirm.lua: %w", err)
-	}
-	if len(codes) != n {
-		return nil, fmt.Errorf("order: order_confirm.lua returned %d codes for %d records", len(codes), n)
-	}
-	return codes, nil
 }
 
 // compensated reports which of rids have a row in compensations.

@@ -39,7 +39,7 @@ func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	if c := countOrders(t, db, a.id); c.rows != 1 {
 		t.Fatalf("orders %+v, want 1", c)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	rec, _ := rdb.HGetAll(context.Background(), k.Record(n)).Result()
 	if rec["status"] != "CONFIRMED" || rec["orderId"] == "" {
 		t.Fatalf("record %v", rec)
@@ -56,7 +56,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 1, 10)
 	msgs := a.reserveFor([]string{"buyer-" + a.id}, 3)
 	ctx := context.Background()
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	before, _ := rdb.Get(ctx, k.Stock()).Int64()
 	c := NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t))
 	var wg sync.WaitGroup
@@ -130,7 +130,7 @@ func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 	if !errors.Is(err, ErrOrderExists) {
 		t.Fatalf("err = %v, want ErrOrderExists", err)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "CONFIRMED" {
 		t.Fatalf("status %q, want CONFIRMED", st)
 	}
@@ -226,7 +226,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 1, 10)
 	msgs := a.reserveFor([]string{"moved-" + a.id}, 2)
 	ctx := context.Background()
-	old, n := msgs[0].keys()
+	old, n := keysOf(msgs[0])
 	// What a reshard 1 -> 2 leaves behind: the old shard drained (stock key gone, marker set),
 	// its 8 remaining units on the new layout, meta on epoch 1.
 	remaining, _ := rdb.Get(ctx, old.Stock()).Int64()
