@@ -17,24 +17,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis key names. docs/DESIGN.md is the reference; every key is built here so the
-// inventory, the limiter and the order pipeline agree on them. Activity ids are validated
-// (ValidActivityID) before they reach a key; user ids never do (their hash does). The order
-// pipeline names no key here: it calls the Ledger's verbs with reservation and activity ids.
-
-// ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
-func ValidActivityID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// Redis key names of the activities and their shards. docs/DESIGN.md is the reference; the
+// instance-wide names and their namespace are package keyspace's. Activity ids are
+// validated (keyspace.ValidActivityID) before they reach a key; user ids never do (their
+// hash does). The order pipeline names no key here: it calls the Ledger's verbs with
+// reservation and activity ids.
 
 // MinUserHashKey is the shortest user-hash key accepted, in bytes.
 const MinUserHashKey = 32
@@ -213,25 +200,6 @@ func Meta(activity string) string { return "sk:{" + activity + "}:meta" }
 
 // Token is a one-time grab token of the activity.
 func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:tok:" + tokenHash }
-
-// Namespaced returns an instance-wide key or channel name within a namespace. Deployments
-// (and test runs) that share one Redis keep their work lists, heartbeats and events apart
-// with distinct namespaces; the empty namespace is the default deployment. Activity keys are
-// not namespaced: activity ids are unique per Redis.
-func Namespaced(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return name + ":" + ns
-}
-
-// Instance-wide keys and the event channel (of the default namespace).
-const (
-	JournalsKey   = "sk:journals"
-	ActivitiesKey = "sk:activities"
-	InstancesKey  = "sk:instances"
-	EventsChannel = "sk:events"
-)
 
 var reservationIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.[0-9]{1,9}\.[0-9]{1,4}\.[0-9]{1,19}$`)
 

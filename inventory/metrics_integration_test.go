@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // TestScriptLimitDecisionsAreCounted: the decisions the reservation script makes for the user
@@ -29,8 +30,8 @@ func TestScriptLimitDecisionsAreCounted(t *testing.T) {
 	t.Cleanup(func() { rdb.Del(context.Background(), ipKey) })
 	req := func(user, idem string, window int) ReserveRequest {
 		return ReserveRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: idem, Quantity: 1,
-			UserRate: Limit{Rate: 0.001, Burst: 2}, Window: time.Minute, WindowMax: window,
-			IPKey: ipKey, IPRate: Limit{Rate: 0.001, Burst: 3}}
+			UserRate: tokenbucket.Limit{Rate: 0.001, Burst: 2}, Window: time.Minute, WindowMax: window,
+			IPKey: ipKey, IPRate: tokenbucket.Limit{Rate: 0.001, Burst: 3}}
 	}
 	want := []string{}
 	for _, c := range []struct {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/keyspace"
 )
 
 // Run keeps the cache fresh until ctx is done: every RefreshEvery it re-reads the
@@ -75,7 +76,7 @@ func (s *Store) recoverAll(ctx context.Context) {
 }
 
 func (s *Store) subscribe(ctx context.Context) {
-	sub := s.rdb.Subscribe(ctx, Namespaced(s.opts.Namespace, EventsChannel))
+	sub := s.rdb.Subscribe(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events))
 	defer sub.Close()
 	ch := sub.Channel()
 	for {
@@ -93,7 +94,7 @@ func (s *Store) subscribe(ctx context.Context) {
 
 func (s *Store) handleEvent(ctx context.Context, payload string) {
 	kind, id, ok := strings.Cut(payload, " ")
-	if !ok || !ValidActivityID(id) {
+	if !ok || !keyspace.ValidActivityID(id) {
 		return
 	}
 	switch kind {
@@ -114,7 +115,7 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 
 // Refresh runs one refresh pass (Run calls it every RefreshEvery).
 func (s *Store) Refresh(ctx context.Context) error {
-	ids, err := s.rdb.SMembers(ctx, Namespaced(s.opts.Namespace, ActivitiesKey)).Result()
+	ids, err := s.rdb.SMembers(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities)).Result()
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 	metas := make([]*redis.SliceCmd, 0, len(ids))
 	names := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if seen[id] || !ValidActivityID(id) {
+		if seen[id] || !keyspace.ValidActivityID(id) {
 			continue
 		}
 		seen[id] = true

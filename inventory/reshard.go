@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/seckill/seckill/keyspace"
 )
 
 // Reshard moves an activity's remaining stock to a new layout of n shards (epoch e -> e+1),
@@ -17,7 +19,7 @@ import (
 // meta.epoch/shards, publish "layout <id>". Any instance may run it or resume it; a
 // reshard already recorded with another target is finished first.
 func (s *Store) Reshard(ctx context.Context, id string, n int) error {
-	if !ValidActivityID(id) || n < 1 || n > maxShards {
+	if !keyspace.ValidActivityID(id) || n < 1 || n > keyspace.MaxShards {
 		return fmt.Errorf("%w: reshard %q to %d shards", ErrInvalid, id, n)
 	}
 	for round := 0; round < 6; round++ {
@@ -68,7 +70,7 @@ func parseTarget(r string) (epoch, shards int, ok bool) {
 	}
 	e, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || n < 1 || n > maxShards {
+	if err1 != nil || err2 != nil || n < 1 || n > keyspace.MaxShards {
 		return 0, 0, false
 	}
 	return e, n, true
@@ -81,7 +83,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	for j := range journals {
 		journals[j] = Shard(id, e+1, j).Journal()
 	}
-	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, JournalsKey), journals...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
 		return fmt.Errorf("inventory: register journals: %w", err)
 	}
 	// 1. Drain: every old shard closes and hands back what it had.
@@ -150,7 +152,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	}
 	if code(res) == 1 {
 		s.log.Info("resharded", "activity", id, "epoch", e+1, "from", from, "to", to, "units", total)
-		if err := s.rdb.Publish(ctx, Namespaced(s.opts.Namespace, EventsChannel), "layout "+id).Err(); err != nil {
+		if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "layout "+id).Err(); err != nil {
 			s.log.Warn("publish layout failed", "activity", id, "err", err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -79,7 +80,6 @@ type Options struct {
 
 const (
 	recordTTLNoClose = 7 * 24 * time.Hour
-	maxShards        = 1024
 	negativeTTL      = 500 * time.Millisecond
 	maxNegative      = 10000
 	userHashKeyWait  = 5 * time.Second
@@ -295,16 +295,16 @@ func fromMs(ms int64) time.Time {
 
 func validate(a Activity) error {
 	switch {
-	case !ValidActivityID(a.ID):
+	case !keyspace.ValidActivityID(a.ID):
 		return fmt.Errorf("%w: activity id %q", ErrInvalid, a.ID)
-	case a.CampaignID != "" && !ValidActivityID(a.CampaignID):
+	case a.CampaignID != "" && !keyspace.ValidActivityID(a.CampaignID):
 		return fmt.Errorf("%w: campaign id", ErrInvalid)
 	case a.Stock < 0 || a.Stock > 1e12:
 		return fmt.Errorf("%w: stock %d", ErrInvalid, a.Stock)
 	case a.PerUserLimit < 1:
 		return fmt.Errorf("%w: perUserLimit %d", ErrInvalid, a.PerUserLimit)
-	case a.Shards < 1 || a.Shards > maxShards:
-		return fmt.Errorf("%w: shards %d (1..%d)", ErrInvalid, a.Shards, maxShards)
+	case a.Shards < 1 || a.Shards > keyspace.MaxShards:
+		return fmt.Errorf("%w: shards %d (1..%d)", ErrInvalid, a.Shards, keyspace.MaxShards)
 	case !a.ClosesAt.IsZero() && !a.OpensAt.IsZero() && !a.ClosesAt.After(a.OpensAt):
 		return fmt.Errorf("%w: closesAt not after opensAt", ErrInvalid)
 	}
@@ -374,17 +374,17 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	for i := range journals {
 		journals[i] = Shard(a.ID, 0, i).Journal()
 	}
-	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, JournalsKey), journals...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: register journals: %w", err)
 	}
 	if err := s.rdb.HSet(ctx, Meta(a.ID), "loaded", 1).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: mark loaded: %w", err)
 	}
-	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, ActivitiesKey), a.ID).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), a.ID).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: register activity: %w", err)
 	}
 	if created {
-		if err := s.rdb.Publish(ctx, Namespaced(s.opts.Namespace, EventsChannel), "created "+a.ID).Err(); err != nil {
+		if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "created "+a.ID).Err(); err != nil {
 			s.log.Warn("publish created failed", "activity", a.ID, "err", err)
 		}
 		s.log.Info("activity created", "activity", a.ID, "stock", a.Stock, "shards", a.Shards)
@@ -441,7 +441,7 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 		Shards: d.Shards, RequireToken: d.RequireToken}}
 	e, ok1 := asInt(vals[1])
 	n, ok2 := asInt(vals[2])
-	if !ok1 || !ok2 || n < 1 || n > maxShards || e < 0 {
+	if !ok1 || !ok2 || n < 1 || n > keyspace.MaxShards || e < 0 {
 		return meta{}, false, fmt.Errorf("inventory: meta of %s: bad epoch/shards", id)
 	}
 	m.epoch, m.shards = int(e), int(n)
@@ -456,7 +456,7 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 // for negativeTTL so a flood of unknown ids costs one Redis read per id and period (a
 // "created" event forgets it at once).
 func (s *Store) Lookup(ctx context.Context, id string) (ActivityView, bool, error) {
-	if !ValidActivityID(id) {
+	if !keyspace.ValidActivityID(id) {
 		return ActivityView{}, false, nil
 	}
 	if v, ok := s.Activity(id); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -98,7 +99,7 @@ func parseLoc(v string) (epoch, shard int, ok bool) {
 	}
 	e, err1 := strconv.Atoi(a)
 	i, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || e < 0 || i < 0 || i >= maxShards {
+	if err1 != nil || err2 != nil || e < 0 || i < 0 || i >= keyspace.MaxShards {
 		return 0, 0, false
 	}
 	return e, i, true

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // TestScriptsRunOnMiniredis: the embedded mode runs the same scripts on miniredis.
@@ -18,7 +19,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
 	l := New(rdb, Options{InstanceID: "solo"}, nil, slog.New(slog.DiscardHandler))
-	r := Request{Global: Limit{Rate: 0.001, Burst: 3}, IP: Limit{Rate: 0.001, Burst: 2}}
+	r := Request{Global: tokenbucket.Limit{Rate: 0.001, Burst: 3}, IP: tokenbucket.Limit{Rate: 0.001, Burst: 2}}
 	allowed := 0
 	for i := range 5 {
 		r.IPAddr = "10.8.0." + string(rune('0'+i))

@@ -12,7 +12,7 @@ import (
 func TestSuiteRedisBucket(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
-	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
+	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
 		b := NewRedisBucket(rdb)
@@ -24,7 +24,7 @@ func TestSuiteRedisBucket(t *testing.T) {
 func TestSuiteRedisBucketCluster(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.RedisCluster(t)
-	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
+	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
 		b := NewRedisBucket(rdb)
@@ -36,7 +36,7 @@ func TestSuiteRedisBucketCluster(t *testing.T) {
 func TestSuiteRedisWindow(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
-	runBucketSuite(t, bucketKind{gradual: false}, func(t *testing.T, clk *fakeClock) bucket {
+	runBucketSuite(t, bucketKind{gradual: false}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
 		w := NewRedisWindow(rdb)

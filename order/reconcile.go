@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/sql"
 )
 
@@ -42,7 +43,7 @@ type ReconcileOptions struct {
 	OrphanAfter time.Duration
 	// Repair lets Run confirm orphaned PENDING reservations whose order is in MySQL.
 	Repair bool
-	// ActivitiesKey is the set of activity ids Run walks (default inventory.ActivitiesKey;
+	// ActivitiesKey is the set of activity ids Run walks (default keyspace.Activities;
 	// tests sharing a Redis use their own).
 	ActivitiesKey string
 }
@@ -69,7 +70,7 @@ func NewReconciler(db *gorm.DB, rdb redis.UniversalClient, opts ReconcileOptions
 		opts.OrphanAfter = 5 * time.Minute
 	}
 	if opts.ActivitiesKey == "" {
-		opts.ActivitiesKey = inventory.ActivitiesKey
+		opts.ActivitiesKey = keyspace.Activities
 	}
 	if log == nil {
 		log = slog.Default()
@@ -150,7 +151,7 @@ func (r *Reconciler) Round(ctx context.Context) {
 }
 
 func (r *Reconciler) activity(ctx context.Context, id string) error {
-	if !inventory.ValidActivityID(id) {
+	if !keyspace.ValidActivityID(id) {
 		return nil
 	}
 	orphans := 0

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 )
 
 // RelayGroup is the consumer group every relay reads the journal streams with.
@@ -33,7 +34,7 @@ type RelayOptions struct {
 	Discover time.Duration
 	// MaxBackoff caps the pause between failed publishes (default 5 s).
 	MaxBackoff time.Duration
-	// JournalsKey is the set listing the journal streams (default inventory.JournalsKey;
+	// JournalsKey is the set listing the journal streams (default keyspace.Journals;
 	// tests sharing a Redis use their own).
 	JournalsKey string
 }
@@ -76,7 +77,7 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 		opts.MaxBackoff = 5 * time.Second
 	}
 	if opts.JournalsKey == "" {
-		opts.JournalsKey = inventory.JournalsKey
+		opts.JournalsKey = keyspace.Journals
 	}
 	if log == nil {
 		log = slog.Default()

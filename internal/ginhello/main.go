@@ -39,6 +39,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/limiter"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 //go:embed min_reserve.lua
@@ -104,7 +105,7 @@ func run() error {
 		r.POST("/two", func(c *gin.Context) {
 			user := c.GetHeader("X-User-Id")
 			ok, _, err := bucket.Take(c.Request.Context(), "sk:{ginhello-tb:"+*ns+":"+user+"}",
-				limiter.Limit{Rate: 1000, Burst: 1000}, 1)
+				tokenbucket.Limit{Rate: 1000, Burst: 1000}, 1)
 			if err != nil || !ok {
 				c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE", "message": fmt.Sprint(err)})
 				return

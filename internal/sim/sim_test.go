@@ -31,6 +31,7 @@ import (
 
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
@@ -246,7 +247,7 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	w := order.NewWriter(db, rdb, order.WriterOptions{MaxOrdersPerSecond: -1, LockTTL: 2 * time.Second,
 		LockWait: 300 * time.Millisecond, PoolSize: 1, Retries: 1}, m, quietLog())
 	s := &sim{t: t, seed: seed, rng: rng, ctx: ctx, rdb: rdb, store: store, w: w, comp: w.Compensator(), db: db,
-		rec:   order.NewReconciler(db, rdb, order.ReconcileOptions{ActivitiesKey: inventory.Namespaced(ns, inventory.ActivitiesKey)}, m, quietLog()),
+		rec:   order.NewReconciler(db, rdb, order.ReconcileOptions{ActivitiesKey: keyspace.Namespaced(ns, keyspace.Activities)}, m, quietLog()),
 		aid:   "sim-" + strings.ReplaceAll(run, ".", "-"),
 		stock: stock, limit: limit,
 		ukeys: map[string][]string{}, keys: map[string]string{}, failed: map[string]bool{},
