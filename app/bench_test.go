@@ -394,7 +394,10 @@ func benchBare(b *testing.B, withLimiter bool) {
 		}
 		gin.SetMode(gin.ReleaseMode)
 		r := gin.New()
-		bucket := limiter.NewRedisBucket(a.rdb)
+		bucket, err := limiter.NewRedisBucket(a.rdb)
+		if err != nil {
+			b.Fatal(err)
+		}
 		r.POST("/reserve/:id", func(c *gin.Context) {
 			if withLimiter {
 				ok, _, err := bucket.Take(c.Request.Context(), "sk:{bench-ip:"+c.GetHeader("X-User-Id")+"}:tb",

@@ -409,9 +409,9 @@ func TestDegradeOnCluster(t *testing.T) {
 func TestDegradedWhileRedisDownWithoutTraffic(t *testing.T) {
 	t.Parallel()
 	proxy, rdb := proxied(t)
-	m := NewMetrics(prometheus.NewRegistry())
+	m := must(NewMetrics(prometheus.NewRegistry()))
 	prefix := uniq(t)
-	l := New(rdb, Options{}, m, slog.New(slog.DiscardHandler))
+	l := must(New(rdb, Options{}, m, slog.New(slog.DiscardHandler)))
 	l.prefix, l.instancesKey = prefix, prefix+"instances"
 	runLimiter(t, l)
 	if got := testutil.ToFloat64(m.degraded); got != 0 {

@@ -263,7 +263,7 @@ type Limiter struct {
 
 // New builds a Limiter over rdb (standalone or cluster: every script touches one key). m may be
 // nil (unregistered metrics), log may be nil (slog.Default()).
-func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) *Limiter {
+func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) (*Limiter, error) {
 	if opts.InstanceID == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -285,37 +285,34 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		opts.MaxKeys = 100_000
 	}
 	if m == nil {
-		m = NewMetrics(nil)
+		m = newMetrics()
 	}
 	if log == nil {
 		log = slog.Default()
 	}
 	l := &Limiter{
-		rdb:             rdb,
-		opts:            opts,
-		clock:           opts.Clock,
-		log:             log.With("component", "limiter"),
-		leaseScript:     mustLoad("limiter_lease.lua"),
-		bucketScript:    mustLoad("limiter_bucket.lua"),
-		heartbeatScript: mustLoad("limiter_heartbeat.lua"),
-		ipLoc:           newShardMap[*localBucket](opts.MaxKeys),
-		users:           newMemo(opts.MaxKeys),
-		ips:             newMemo(opts.MaxKeys),
-		prefix:          "sk:",
-		suffix:          keyspace.Suffix(opts.Namespace),
-		instancesKey:    keyspace.Namespaced(opts.Namespace, keyspace.Instances),
-		wake:            make(chan struct{}, 1),
-		rejectVec:       m.reject,
-		retryH:          m.retryAfter,
-		degradedG:       m.degraded,
-		healthyG:        m.healthy,
-		slowC:           m.slowCalls,
-		callsLease:      m.redisCalls.WithLabelValues("lease"),
-		callsBucket:     m.redisCalls.WithLabelValues("bucket"),
-		callsRefund:     m.redisCalls.WithLabelValues("refund"),
-		callsHB:         m.redisCalls.WithLabelValues("heartbeat"),
-		callsProbe:      m.redisCalls.WithLabelValues("probe"),
-		callsConfirm:    m.redisCalls.WithLabelValues("confirm"),
+		rdb:          rdb,
+		opts:         opts,
+		clock:        opts.Clock,
+		log:          log.With("component", "limiter"),
+		ipLoc:        newShardMap[*localBucket](opts.MaxKeys),
+		users:        newMemo(opts.MaxKeys),
+		ips:          newMemo(opts.MaxKeys),
+		prefix:       "sk:",
+		suffix:       keyspace.Suffix(opts.Namespace),
+		instancesKey: keyspace.Namespaced(opts.Namespace, keyspace.Instances),
+		wake:         make(chan struct{}, 1),
+		rejectVec:    m.reject,
+		retryH:       m.retryAfter,
+		degradedG:    m.degraded,
+		healthyG:     m.healthy,
+		slowC:        m.slowCalls,
+		callsLease:   m.redisCalls.WithLabelValues("lease"),
+		callsBucket:  m.redisCalls.WithLabelValues("bucket"),
+		callsRefund:  m.redisCalls.WithLabelValues("refund"),
+		callsHB:      m.redisCalls.WithLabelValues("heartbeat"),
+		callsProbe:   m.redisCalls.WithLabelValues("probe"),
+		callsConfirm: m.redisCalls.WithLabelValues("confirm"),
 		checkC: [2]prometheus.Counter{m.slowChecks.WithLabelValues("confirmed"),
 			m.slowChecks.WithLabelValues("refuted")},
 		toDegraded:  m.transitions.WithLabelValues("degraded"),
@@ -335,18 +332,18 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 			l.rejectC[d][r] = m.rejectCounter(dn, rn)
 		}
 	}
-	l.degradedG.Set(0)
-	return l
-}
-
-// mustLoad loads an embedded script; the names are constants of this package, so a failure is
-// a build defect that the package tests catch.
-func mustLoad(name string) *redis.Script {
-	s, err := lua.Load(name)
-	if err != nil {
-		panic(err)
+	for _, x := range []struct {
+		dst  **redis.Script
+		name string
+	}{{&l.leaseScript, "limiter_lease.lua"}, {&l.bucketScript, "limiter_bucket.lua"}, {&l.heartbeatScript, "limiter_heartbeat.lua"}} {
+		s, err := lua.Load(x.name)
+		if err != nil {
+			return nil, fmt.Errorf("limiter: %w", err)
+		}
+		*x.dst = s
 	}
-	return s
+	l.degradedG.Set(0)
+	return l, nil
 }
 
 // Allow decides r for every dimension at once, all or nothing: when one dimension rejects, the

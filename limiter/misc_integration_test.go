@@ -48,12 +48,12 @@ func TestExpiredLeaseGoesBack(t *testing.T) {
 
 func TestMetricsCountDecisions(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := must(NewMetrics(reg))
 	rdb := testsvc.Redis(t)
 	clk := newFakeClock()
 	prefix := uniq(t)
 	cleanupKeys(t, rdb, prefix)
-	l := New(rdb, Options{Clock: clk}, m, slog.New(slog.DiscardHandler))
+	l := must(New(rdb, Options{Clock: clk}, m, slog.New(slog.DiscardHandler)))
 	l.prefix, l.instancesKey = prefix, prefix+"instances"
 	l.scriptNow = func() int64 { return clk.Now().UnixMicro() }
 	r := Request{Activity: tokenbucket.Limit{Rate: 0.001, Burst: 2}, ActivityID: "a", UserHash: "u"}

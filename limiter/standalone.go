@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/tokenbucket"
 )
 
@@ -18,9 +19,13 @@ type RedisBucket struct {
 	now    func() int64 // tests: microseconds passed as the script clock; nil = Redis TIME
 }
 
-// NewRedisBucket returns a RedisBucket over rdb.
-func NewRedisBucket(rdb redis.UniversalClient) *RedisBucket {
-	return &RedisBucket{rdb: rdb, script: mustLoad("limiter_bucket.lua")}
+// NewRedisBucket returns a RedisBucket over rdb; an error means its script did not load.
+func NewRedisBucket(rdb redis.UniversalClient) (*RedisBucket, error) {
+	s, err := lua.Load("limiter_bucket.lua")
+	if err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	return &RedisBucket{rdb: rdb, script: s}, nil
 }
 
 // Take takes n >= 1 tokens from the bucket at key, all or nothing, under lim. When it cannot,
@@ -68,9 +73,13 @@ type RedisWindow struct {
 	now    func() int64 // tests: microseconds passed as the script clock; nil = Redis TIME
 }
 
-// NewRedisWindow returns a RedisWindow over rdb.
-func NewRedisWindow(rdb redis.UniversalClient) *RedisWindow {
-	return &RedisWindow{rdb: rdb, script: mustLoad("limiter_window.lua")}
+// NewRedisWindow returns a RedisWindow over rdb; an error means its script did not load.
+func NewRedisWindow(rdb redis.UniversalClient) (*RedisWindow, error) {
+	s, err := lua.Load("limiter_window.lua")
+	if err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	return &RedisWindow{rdb: rdb, script: s}, nil
 }
 
 // Take records the event member (unique per event) in the window at key when fewer than w.Max

@@ -15,7 +15,7 @@ func TestSuiteRedisBucket(t *testing.T) {
 	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
-		b := NewRedisBucket(rdb)
+		b := must(NewRedisBucket(rdb))
 		b.now = func() int64 { return clk.Now().UnixMicro() }
 		return redisBucketAdapter{b: b, prefix: p}
 	})
@@ -27,7 +27,7 @@ func TestSuiteRedisBucketCluster(t *testing.T) {
 	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
-		b := NewRedisBucket(rdb)
+		b := must(NewRedisBucket(rdb))
 		b.now = func() int64 { return clk.Now().UnixMicro() }
 		return redisBucketAdapter{b: b, prefix: p}
 	})
@@ -39,7 +39,7 @@ func TestSuiteRedisWindow(t *testing.T) {
 	runBucketSuite(t, bucketKind{gradual: false}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
-		w := NewRedisWindow(rdb)
+		w := must(NewRedisWindow(rdb))
 		w.now = func() int64 { return clk.Now().UnixMicro() }
 		return redisWindowAdapter{w: w, prefix: p, seq: new(atomic.Int64)}
 	})

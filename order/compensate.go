@@ -44,19 +44,22 @@ type Compensator struct {
 	m        *Metrics
 	log      *slog.Logger
 	sc       *scripts
-	scErr    error
 	lockTTL  time.Duration
 	lockWait time.Duration
 }
 
-// NewCompensator returns a compensator; db should be the writer's small pool.
-func NewCompensator(db *gorm.DB, rdb redis.UniversalClient, m *Metrics, log *slog.Logger) *Compensator {
+// NewCompensator returns a compensator; db should be the writer's small pool. An error
+// means an embedded script did not load.
+func NewCompensator(db *gorm.DB, rdb redis.UniversalClient, m *Metrics, log *slog.Logger) (*Compensator, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	sc, err := loadScripts(rdb)
-	return &Compensator{db: db, rdb: rdb, m: m, sc: sc, scErr: err, log: log.With("component", "compensator"),
-		lockTTL: 10 * time.Second, lockWait: 3 * time.Second}
+	if err != nil {
+		return nil, err
+	}
+	return &Compensator{db: db, rdb: rdb, m: m, sc: sc, log: log.With("component", "compensator"),
+		lockTTL: 10 * time.Second, lockWait: 3 * time.Second}, nil
 }
 
 // Compensate fails the reservation of msg for good, under the (activity, user) lock, so two
@@ -67,9 +70,6 @@ func NewCompensator(db *gorm.DB, rdb redis.UniversalClient, m *Metrics, log *slo
 // order exists (the record is then confirmed), ErrAlreadyConfirmed, ErrNoRecord, or a
 // transient error (retry later: the retry finishes the remaining steps).
 func (c *Compensator) Compensate(ctx context.Context, msg Message, reason string) error {
-	if c.scErr != nil {
-		return c.scErr
-	}
 	if err := msg.Validate(); err != nil {
 		return err
 	}

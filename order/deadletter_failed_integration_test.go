@@ -43,7 +43,7 @@ func TestDeadLetterOverFailedRecordUndoesTheOrder(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func([]Message) { panic("transient bug") }
 	if err := w.Handle(ctx, late(msgs, 2)); err == nil {
 		t.Fatal("first delivery: want an error (compensation incomplete)")

@@ -57,12 +57,11 @@ type Reconciler struct {
 	m     *Metrics
 	log   *slog.Logger
 	sc    *scripts
-	scErr error
 	scan  *inventory.PendingScan
 }
 
-// NewReconciler returns a reconciler.
-func NewReconciler(db *gorm.DB, rdb redis.UniversalClient, opts ReconcileOptions, m *Metrics, log *slog.Logger) *Reconciler {
+// NewReconciler returns a reconciler. An error means an embedded script did not load.
+func NewReconciler(db *gorm.DB, rdb redis.UniversalClient, opts ReconcileOptions, m *Metrics, log *slog.Logger) (*Reconciler, error) {
 	if opts.Every <= 0 {
 		opts.Every = 30 * time.Second
 	}
@@ -76,18 +75,16 @@ func NewReconciler(db *gorm.DB, rdb redis.UniversalClient, opts ReconcileOptions
 		log = slog.Default()
 	}
 	r := &Reconciler{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "reconciler")}
-	r.sc, r.scErr = loadScripts(rdb)
-	if r.scErr == nil {
-		r.scan = r.sc.ledger.NewPendingScan()
+	sc, err := loadScripts(rdb)
+	if err != nil {
+		return nil, err
 	}
-	return r
+	r.sc, r.scan = sc, sc.ledger.NewPendingScan()
+	return r, nil
 }
 
 // Report reconciles one activity now.
 func (r *Reconciler) Report(ctx context.Context, activityID string) (Report, error) {
-	if r.scErr != nil {
-		return Report{}, r.scErr
-	}
 	c, err := r.sc.ledger.Counts(ctx, activityID)
 	if errors.Is(err, inventory.ErrNotFound) {
 		return Report{}, fmt.Errorf("%w: %s", ErrUnknownActivity, activityID)
@@ -114,9 +111,6 @@ func (r *Reconciler) Report(ctx context.Context, activityID string) (Report, err
 // (with Repair) confirms orphaned reservations whose order is in MySQL. It returns nil when
 // ctx ends.
 func (r *Reconciler) Run(ctx context.Context) error {
-	if r.scErr != nil {
-		return r.scErr
-	}
 	t := time.NewTicker(r.opts.Every)
 	defer t.Stop()
 	for {

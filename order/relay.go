@@ -50,14 +50,14 @@ type Relay struct {
 	m       *Metrics
 	log     *slog.Logger
 	sc      *scripts
-	scErr   error
 	groups  map[string]bool // streams whose group exists
 	streams []string
 	rl      *RepeatLog // repeated failures: one line per kind per 10 s
 }
 
-// NewRelay returns a relay; it starts working with Run.
-func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Metrics, log *slog.Logger) *Relay {
+// NewRelay returns a relay; it starts working with Run. An error means an embedded script
+// did not load.
+func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Metrics, log *slog.Logger) (*Relay, error) {
 	if opts.InstanceID == "" {
 		opts.InstanceID = "relay-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	}
@@ -84,16 +84,16 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 	}
 	sc, err := loadScripts(rdb)
 	log = log.With("component", "relay", "instance", opts.InstanceID)
-	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, scErr: err, groups: map[string]bool{},
-		log: log, rl: NewRepeatLog(log, 0)}
+	if err != nil {
+		return nil, err
+	}
+	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, groups: map[string]bool{},
+		log: log, rl: NewRepeatLog(log, 0)}, nil
 }
 
 // Run relays until ctx is done and then returns nil. Entries read but not yet acknowledged
 // when ctx ends stay pending and are claimed by the next relay after ClaimIdle.
 func (r *Relay) Run(ctx context.Context) error {
-	if r.scErr != nil {
-		return r.scErr
-	}
 	var lastDiscover, lastClaim time.Time
 	for ctx.Err() == nil {
 		now := time.Now()

@@ -66,7 +66,6 @@ type Writer struct {
 	m    *Metrics
 	log  *slog.Logger
 	sc   *scripts
-	err  error
 	lim  *rate.Limiter
 	comp *Compensator
 	rl   *RepeatLog
@@ -138,8 +137,9 @@ func (w *Writer) backoff() time.Duration {
 }
 
 // NewWriter returns a writer. It sets db's pool to opts.PoolSize connections, so db must
-// not be shared with other parts.
-func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Metrics, log *slog.Logger) *Writer {
+// not be shared with other parts. An error means an embedded script did not load or db has
+// no pool.
+func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Metrics, log *slog.Logger) (*Writer, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 200
 	}
@@ -172,22 +172,28 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	}
 	w := &Writer{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "writer")}
 	w.rl = NewRepeatLog(w.log, 0)
-	w.sc, w.err = loadScripts(rdb)
-	if sdb, err := db.DB(); err != nil {
-		w.err = errors.Join(w.err, fmt.Errorf("order: writer pool: %w", err))
-	} else {
-		sdb.SetMaxOpenConns(opts.PoolSize)
-		sdb.SetMaxIdleConns(opts.PoolSize)
-		sdb.SetConnMaxIdleTime(5 * time.Minute)
+	sc, err := loadScripts(rdb)
+	if err != nil {
+		return nil, err
 	}
+	w.sc = sc
+	sdb, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("order: writer pool: %w", err)
+	}
+	sdb.SetMaxOpenConns(opts.PoolSize)
+	sdb.SetMaxIdleConns(opts.PoolSize)
+	sdb.SetConnMaxIdleTime(5 * time.Minute)
 	lim := rate.Limit(opts.MaxOrdersPerSecond)
 	if opts.MaxOrdersPerSecond < 0 {
 		lim = rate.Inf
 	}
 	w.lim = rate.NewLimiter(lim, max(opts.BatchSize, int(math.Ceil(opts.MaxOrdersPerSecond/10))))
-	w.comp = NewCompensator(db, rdb, m, log)
+	if w.comp, err = NewCompensator(db, rdb, m, log); err != nil {
+		return nil, err
+	}
 	w.comp.lockTTL, w.comp.lockWait = opts.LockTTL, opts.LockWait
-	return w
+	return w, nil
 }
 
 // Compensator is the writer's compensator (same pool, same locks).
@@ -205,9 +211,6 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) (err error) {
 			err = &PanicError{Value: r}
 		}
 	}()
-	if w.err != nil {
-		return w.err
-	}
 	seen := make(map[string]bool, len(msgs))
 	good := make([]Message, 0, len(msgs))
 	for _, m := range msgs {

@@ -89,7 +89,10 @@ func run() error {
 			}
 		}()
 		script := redis.NewScript(minReserveSrc)
-		bucket := limiter.NewRedisBucket(rdb)
+		bucket, err := limiter.NewRedisBucket(rdb)
+		if err != nil {
+			return err
+		}
 		var seq atomic.Int64
 		reserve := func(c *gin.Context, user string) {
 			rid := *ns + "-" + strconv.FormatInt(seq.Add(1), 10)
