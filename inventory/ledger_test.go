@@ -48,3 +48,48 @@ func TestLedgerResultCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestScriptAnswersDecodeOrFail(t *testing.T) {
+	reshard, copySc := &script{name: "reshard"}, &script{name: "copy"}
+	tests := []struct {
+		name    string
+		got     func() (int, error)
+		want    int
+		wantErr bool
+	}{
+		{"0 stands for its meaning", func() (int, error) {
+			c, err := answer(reshard, []any{int64(0), int64(3)}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, int(beginMovedOn), false},
+		{"a known number", func() (int, error) {
+			c, err := answer(reshard, []any{int64(2), "1:4"}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, int(beginOther), false},
+		{"an unknown number", func() (int, error) {
+			c, err := answer(reshard, []any{int64(7)}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, 0, true},
+		{"not a number", func() (int, error) {
+			c, err := answer(reshard, []any{"OK"}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, 0, true},
+		{"0 where the script has no 0 answer", func() (int, error) {
+			c, err := answer(copySc, []any{int64(0)}, copyUnknown, copied, copyRefused)
+			return int(c), err
+		}, 0, true},
+		{"reserve: a gap in the numbers", func() (int, error) {
+			c, err := answer(&script{name: "reserve"}, []any{int64(9)}, rcUnknown, rcReserved, rcShardClosed, rcIPRate)
+			return int(c), err
+		}, 0, true},
+		{"transfer: unknown", func() (int, error) {
+			c, err := transferAnswerOf([]any{int64(4)}, xfDone, xfBefore, xfClosed)
+			return int(c), err
+		}, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := tt.got()
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("%s: got %d, %v; want %d, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

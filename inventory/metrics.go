@@ -84,7 +84,7 @@ func (m *Metrics) CountLimits(r LimitRecorder) {
 // IP bucket (ipInScript), before the per-user limit and the stock, so every answer from
 // ALREADY on admitted the request. Answers given before those checks (replay, not open,
 // closed, shard closed, pending) decided nothing.
-func (m *Metrics) countLimits(res []any, r *ReserveRequest, ipInScript bool) {
+func (m *Metrics) countLimits(c reserveAnswer, res []any, r *ReserveRequest, ipInScript bool) {
 	b := m.limits.Load()
 	if b == nil || len(res) == 0 {
 		return
@@ -96,7 +96,7 @@ func (m *Metrics) countLimits(res []any, r *ReserveRequest, ipInScript bool) {
 		n, _ := asInt(res[1])
 		return time.Duration(n) * time.Millisecond
 	}
-	switch code(res) {
+	switch c {
 	case rcReserved, rcAlready, rcEmpty:
 		b.r.ScriptAdmitted(r.UserRate.Rate > 0 || (r.WindowMax > 0 && r.Window > 0), ipInScript)
 	case rcUserRate:

@@ -67,18 +67,23 @@ type ReserveResult struct {
 	OpensAt       time.Time     // NotOpen
 }
 
+// reserveAnswer is the result of inventory_reserve.lua, valued as the script answers it.
+// The zero value is unknown.
+type reserveAnswer int
+
 // Script answers of inventory_reserve.lua.
 const (
-	rcReserved    = 1
-	rcReplayed    = 2
-	rcAlready     = 3
-	rcNotOpen     = 4
-	rcClosed      = 5
-	rcUserRate    = 6
-	rcUserWindow  = 7
-	rcEmpty       = 8
-	rcShardClosed = 10
-	rcIPRate      = 12
+	rcUnknown     reserveAnswer = 0
+	rcReserved    reserveAnswer = 1
+	rcReplayed    reserveAnswer = 2
+	rcAlready     reserveAnswer = 3
+	rcNotOpen     reserveAnswer = 4
+	rcClosed      reserveAnswer = 5
+	rcUserRate    reserveAnswer = 6
+	rcUserWindow  reserveAnswer = 7
+	rcEmpty       reserveAnswer = 8
+	rcShardClosed reserveAnswer = 10
+	rcIPRate      reserveAnswer = 12
 )
 
 // attempt is what one pass over a layout decided.
@@ -223,8 +228,12 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	if err != nil {
 		return ReserveResult{}, done, err
 	}
-	c := code(res)
-	s.m.countLimits(res, r, r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()) // as the IP key was passed above
+	c, err := answer(s.reserve, res, rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
+		rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate)
+	if err != nil {
+		return ReserveResult{}, done, err
+	}
+	s.m.countLimits(c, res, r, r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()) // as the IP key was passed above
 	arg := func(i int) any {
 		if i < len(res) {
 			return res[i]

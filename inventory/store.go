@@ -261,11 +261,30 @@ func asString(v any) string {
 	return ""
 }
 
-// code returns the first element of a script answer.
-func code(a []any) int64 {
-	n, _ := asInt(a[0])
-	return n
+// answer decodes the code a script's answer starts with into the script's result type
+// (whose zero value is unknown). The script's numbers are the values of known, except its
+// 0, which stands for zero (a script without a 0 answer passes the type's zero value). An
+// answer of another form or an unknown code is an error naming the script.
+func answer[T ~int](sc *script, res []any, zero T, known ...T) (T, error) {
+	n, ok := asInt(res[0])
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("inventory: %s script: unexpected answer %v", sc.name, res)
+	case n == 0 && zero != 0:
+		return zero, nil
+	}
+	return lua.Decode("inventory_"+sc.name+".lua", n, known...)
 }
+
+// createAnswer is the result of inventory_create.lua. The zero value is unknown.
+type createAnswer int
+
+const (
+	createUnknown  createAnswer = iota
+	createdNow                  // {1}: created
+	createExists                // {2, loaded}: exists with the same definition
+	createConflict              // {3}: exists with a different definition
+)
 
 // definition is the canonical JSON kept in meta.def.
 type definition struct {
@@ -343,11 +362,15 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	if err != nil {
 		return Activity{}, false, err
 	}
+	c, err := answer(s.create, res, createUnknown, createdNow, createExists, createConflict)
+	if err != nil {
+		return Activity{}, false, err
+	}
 	created := false
-	switch code(res) {
-	case 1:
+	switch c {
+	case createdNow:
 		created = true
-	case 2:
+	case createExists:
 		if len(res) > 1 {
 			if n, _ := asInt(res[1]); n == 1 {
 				v, _, err := s.lookup(ctx, a.ID)
@@ -357,16 +380,18 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 				return v.Activity, false, nil
 			}
 		}
-	case 3:
+	case createConflict:
 		return Activity{}, false, fmt.Errorf("%w: %s", ErrConflict, a.ID)
-	default:
-		return Activity{}, false, fmt.Errorf("inventory: create script: unexpected answer %v", res)
 	}
 	// Load (or finish loading) epoch 0. Each shard loads at most once, so a concurrent or
 	// repeated Create never adds stock.
 	for i := 0; i < a.Shards; i++ {
 		k := Shard(a.ID, 0, i)
-		if _, err := s.run(ctx, s.load, []string{k.Stock(), k.Drained()}, split(a.Stock, a.Shards, i)); err != nil {
+		res, err := s.run(ctx, s.load, []string{k.Stock(), k.Drained()}, split(a.Stock, a.Shards, i))
+		if err != nil {
+			return Activity{}, false, err
+		}
+		if _, err := answer(s.load, res, loadedBefore, loadedNow); err != nil {
 			return Activity{}, false, err
 		}
 	}
@@ -570,3 +595,12 @@ func (s *Store) ChecksIP() bool {
 	_, cluster := s.rdb.(*redis.ClusterClient)
 	return !cluster
 }
+
+// loadAnswer is the result of inventory_load.lua. The zero value is unknown.
+type loadAnswer int
+
+const (
+	loadUnknown  loadAnswer = iota
+	loadedNow               // 1: the shard's stock was loaded now
+	loadedBefore            // 0: loaded before (or drained): nothing changed
+)

@@ -45,11 +45,15 @@ func (s *Store) ConsumeToken(ctx context.Context, activityID, userID, token stri
 	if err != nil {
 		return false, err
 	}
-	switch code(res) {
-	case 1:
-		return true, nil
-	case 0:
-		return false, nil
-	}
-	return false, fmt.Errorf("inventory: token script: unexpected answer %v", res)
+	c, err := answer(s.token, res, tokenMissing, tokenConsumed)
+	return c == tokenConsumed, err
 }
+
+// tokenAnswer is the result of inventory_token.lua. The zero value is unknown.
+type tokenAnswer int
+
+const (
+	tokenUnknown  tokenAnswer = iota
+	tokenConsumed             // 1: the token is used up now
+	tokenMissing              // 0: missing, expired, bound to another user or used before
+)
