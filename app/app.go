@@ -182,7 +182,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		healthy = a.registry.Healthy
 	}
 
-	invM := inventory.NewMetrics(a.reg)
+	invM, err := inventory.NewMetrics(a.reg)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()

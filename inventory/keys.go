@@ -9,12 +9,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/keyspace"
 )
 
 // Redis key names of the activities and their shards. docs/DESIGN.md is the reference; the
@@ -201,8 +201,6 @@ func Meta(activity string) string { return "sk:{" + activity + "}:meta" }
 // Token is a one-time grab token of the activity.
 func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:tok:" + tokenHash }
 
-var reservationIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.[0-9]{1,9}\.[0-9]{1,4}\.[0-9]{1,19}$`)
-
 // ReservationID is the id of the n-th reservation of shard i of epoch e.
 func ReservationID(activity string, epoch, shard int, n int64) string {
 	return activity + "." + strconv.Itoa(epoch) + "." + strconv.Itoa(shard) + "." + strconv.FormatInt(n, 10)
@@ -211,11 +209,12 @@ func ReservationID(activity string, epoch, shard int, n int64) string {
 // ParseReservationID splits a reservation id into the shard keys and record number. It
 // rejects anything that is not exactly the form ReservationID makes.
 func ParseReservationID(rid string) (ShardKeys, int64, bool) {
-	if !reservationIDRe.MatchString(rid) {
+	// The activity id cannot hold '.', so the dots split the fields: <activity id>.<epoch,
+	// 1-9 digits>.<shard, 1-4 digits>.<n, 1-19 digits>.
+	parts := strings.Split(rid, ".")
+	if len(parts) != 4 || !keyspace.ValidActivityID(parts[0]) || !digits(parts[1], 9) || !digits(parts[2], 4) || !digits(parts[3], 19) {
 		return ShardKeys{}, 0, false
 	}
-	// The activity id cannot hold '.', so the last three dots split the fields.
-	parts := strings.Split(rid, ".")
 	e, err1 := strconv.Atoi(parts[1])
 	s, err2 := strconv.Atoi(parts[2])
 	n, err3 := strconv.ParseInt(parts[3], 10, 64)
@@ -223,4 +222,17 @@ func ParseReservationID(rid string) (ShardKeys, int64, bool) {
 		return ShardKeys{}, 0, false
 	}
 	return Shard(parts[0], e, s), n, true
+}
+
+// digits reports whether s is 1 to most ASCII digits.
+func digits(s string, most int) bool {
+	if len(s) == 0 || len(s) > most {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,10 @@
 package inventory
 
-import "testing"
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestParseJournal(t *testing.T) {
 	tests := []struct {
@@ -90,6 +94,29 @@ func TestScriptAnswersDecodeOrFail(t *testing.T) {
 		got, err := tt.got()
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("%s: got %d, %v; want %d, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestParseReservationIDAcceptsExactlyTheDocumentedForm: the parser takes what docs/DESIGN.md
+// documents (the regex below) and nothing else, and gives back what ReservationID made.
+func TestParseReservationIDAcceptsExactlyTheDocumentedForm(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.[0-9]{1,9}\.[0-9]{1,4}\.[0-9]{1,19}$`)
+	long := strings.Repeat("a", 64)
+	for _, rid := range []string{"a.0.0.1", "flash-1001.12.3.9001", long + ".1.2.3", long + "a.1.2.3",
+		"a.0.0", "a.0.0.1.2", ".0.0.1", "a..0.1", "a.0.0.", "a.1234567890.0.1", "a.0.12345.1",
+		"a.0.0.12345678901234567890", "a.0.0.9223372036854775807", "a.0.0.9999999999999999999",
+		"a b.0.0.1", "a.0.x.1", "a.-1.0.1", "a.0.0.1\n", "é.0.0.1"} {
+		k, n, ok := ParseReservationID(rid)
+		want := re.MatchString(rid)
+		if rid == "a.0.0.9999999999999999999" {
+			want = false // matches the form, but n overflows int64
+		}
+		if ok != want {
+			t.Errorf("ParseReservationID(%q) ok = %v, want %v", rid, ok, want)
+		}
+		if ok && ReservationID(k.Activity, k.Epoch, k.Shard, n) != rid {
+			t.Errorf("ParseReservationID(%q) = %v %d: does not round-trip", rid, k, n)
 		}
 	}
 }

@@ -16,7 +16,10 @@ import (
 // and the IP reach the LimitRecorder, one per script answer; answers that decide nothing
 // (replays) are not counted.
 func TestScriptLimitDecisionsAreCounted(t *testing.T) {
-	m := NewMetrics(nil)
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &limitLog{}
 	m.CountLimits(rec)
 	rdb := testsvc.Redis(t)

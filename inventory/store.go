@@ -184,7 +184,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		opts.RecordTTLAfterClose = 24 * time.Hour
 	}
 	if m == nil {
-		m = NewMetrics(nil)
+		m = newMetrics()
 	}
 	if log == nil {
 		log = slog.Default()

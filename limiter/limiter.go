@@ -398,11 +398,7 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		p := l.pool(d, x.name, now)
 		ok, retry, err := p.take(ctx, l, now, x.lim)
 		if err != nil {
-			l.giveBack(&t, now)
-			if ctx.Err() != nil {
-				return l.reject(dNone, rCanceled, 0), ctx.Err()
-			}
-			return l.allowLocal(now, r), nil
+			return l.redisFailed(ctx, &t, now, r)
 		}
 		if !ok {
 			l.giveBack(&t, now)
@@ -414,11 +410,7 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		key := l.ipKey(r.IPAddr)
 		ok, retry, err := l.bucketCall(ctx, key, r.IP, 1)
 		if err != nil {
-			l.giveBack(&t, now)
-			if ctx.Err() != nil {
-				return l.reject(dNone, rCanceled, 0), ctx.Err()
-			}
-			return l.allowLocal(now, r), nil
+			return l.redisFailed(ctx, &t, now, r)
 		}
 		if !ok {
 			l.giveBack(&t, now)
@@ -490,6 +482,16 @@ func (l *Limiter) reject(d, reason int, retry time.Duration) Decision {
 		dim = dimNames[d]
 	}
 	return Decision{Dimension: dim, Reason: reasonNames[reason], RetryAfter: retry}
+}
+
+// redisFailed answers a request whose Redis call failed: the tokens taken so far go back
+// and the request is decided locally, or rejected as canceled when ctx is done.
+func (l *Limiter) redisFailed(ctx context.Context, t *taken, now time.Time, r *Request) (Decision, error) {
+	l.giveBack(t, now)
+	if ctx.Err() != nil {
+		return l.reject(dNone, rCanceled, 0), ctx.Err()
+	}
+	return l.allowLocal(now, r), nil
 }
 
 // giveBack returns the local tokens of t (leased and fallback buckets); no Redis call.
