@@ -51,13 +51,13 @@ type ReconcileOptions struct {
 // Reconciler compares the stock loaded, Redis, the journal counters and MySQL. Report is
 // safe for concurrent use; Run is called once.
 type Reconciler struct {
-	db    *gorm.DB
-	rdb   redis.UniversalClient
-	opts  ReconcileOptions
-	m     *Metrics
-	log   *slog.Logger
-	sc    *scripts
-	scan  *inventory.PendingScan
+	db   *gorm.DB
+	rdb  redis.UniversalClient
+	opts ReconcileOptions
+	m    *Metrics
+	log  *slog.Logger
+	sc   *scripts
+	scan *inventory.PendingScan
 }
 
 // NewReconciler returns a reconciler. An error means an embedded script did not load.
