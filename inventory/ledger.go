@@ -375,17 +375,21 @@ func (l *Ledger) layouts(ctx context.Context, activityID string) (int64, []Layou
 	if spec == "" {
 		spec = str(2) + ":" + str(3)
 	}
+	out, err := parseLayouts(activityID, spec)
+	return stock, out, err
+}
+
+// parseLayouts reads meta's layouts field: "<epoch>:<shards>" comma-separated.
+func parseLayouts(activityID, spec string) ([]Layout, error) {
 	var out []Layout
 	for _, p := range strings.Split(spec, ",") {
-		e, s, ok := strings.Cut(strings.TrimSpace(p), ":")
-		ei, err1 := strconv.Atoi(e)
-		si, err2 := strconv.Atoi(s)
-		if !ok || err1 != nil || err2 != nil || si <= 0 {
-			return 0, nil, fmt.Errorf("inventory: meta layouts of %s: bad %q", activityID, p)
+		e, n, ok := parseTarget(strings.TrimSpace(p))
+		if !ok {
+			return nil, fmt.Errorf("inventory: meta layouts of %s: bad %q", activityID, p)
 		}
-		out = append(out, Layout{ei, si})
+		out = append(out, Layout{e, n})
 	}
-	return stock, out, nil
+	return out, nil
 }
 
 // Counts are an activity's units as Redis counts them, summed over every shard of every

@@ -252,14 +252,14 @@ func (s *Store) Recover(ctx context.Context, id string, minAge time.Duration) (i
 	if err != nil {
 		return 0, fmt.Errorf("inventory: read meta: %w", err)
 	}
+	lays, err := parseLayouts(id, spec)
+	if err != nil {
+		return 0, err
+	}
 	var shards []ShardKeys
-	for _, p := range strings.Split(spec, ",") {
-		e, n, ok := parseTarget(strings.TrimSpace(p))
-		if !ok {
-			return 0, fmt.Errorf("inventory: meta layouts of %s: bad %q", id, p)
-		}
-		for i := 0; i < n; i++ {
-			shards = append(shards, Shard(id, e, i))
+	for _, l := range lays {
+		for i := 0; i < l.Shards; i++ {
+			shards = append(shards, Shard(id, l.Epoch, i))
 		}
 	}
 	pipe := s.rdb.Pipeline()
