@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
 )
@@ -84,10 +86,10 @@ func parseActivity(raw []byte, now time.Time) (inventory.Activity, *apiError) {
 	if err := dec.Decode(&b); err != nil || dec.More() {
 		return inventory.Activity{}, badRequest("malformed JSON body")
 	}
-	if !inventory.ValidActivityID(b.ActivityID) {
+	if !keyspace.ValidActivityID(b.ActivityID) {
 		return inventory.Activity{}, badRequest("activityId must match [A-Za-z0-9_-]{1,64}")
 	}
-	if b.CampaignID != "" && !inventory.ValidActivityID(b.CampaignID) {
+	if b.CampaignID != "" && !keyspace.ValidActivityID(b.CampaignID) {
 		return inventory.Activity{}, badRequest("campaignId must match [A-Za-z0-9_-]{1,64}")
 	}
 	if b.Stock < 1 || b.Stock > maxStock {
@@ -99,8 +101,8 @@ func parseActivity(raw []byte, now time.Time) (inventory.Activity, *apiError) {
 	if b.Shards == 0 {
 		b.Shards = 4
 	}
-	if b.Shards < 1 || b.Shards > 1024 {
-		return inventory.Activity{}, badRequest("shards must be between 1 and 1024")
+	if b.Shards < 1 || b.Shards > keyspace.MaxShards {
+		return inventory.Activity{}, badRequest(fmt.Sprintf("shards must be between 1 and %d", keyspace.MaxShards))
 	}
 	a := inventory.Activity{
 		ID: b.ActivityID, CampaignID: b.CampaignID, Stock: b.Stock, PerUserLimit: b.PerUserLimit,

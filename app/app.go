@@ -31,6 +31,7 @@ import (
 
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/limiter"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
@@ -84,6 +85,36 @@ var (
 	_ queue = (*order.MemQueue)(nil)
 )
 
+// buildParts builds the limiter and the order pipeline's parts; an error means a script did
+// not load or a metric was registered twice.
+func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metrics, log *slog.Logger) error {
+	lm, err := limiter.NewMetrics(a.reg)
+	if err != nil {
+		return err
+	}
+	if a.lim, err = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy, Namespace: opts.Namespace}, lm, log.With("part", "limiter")); err != nil {
+		return err
+	}
+	invM.CountLimits(a.lim) // the reservation script's user and IP decisions count as the limiter's
+
+	om, err := order.NewMetrics(a.reg)
+	if err != nil {
+		return err
+	}
+	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals)}, om, log.With("part", "relay")); err != nil {
+		return err
+	}
+	writerRate := opts.WriterRate
+	if writerRate == 0 {
+		writerRate = -1 // no cap
+	}
+	if a.writer, err = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: writerRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer")); err != nil {
+		return err
+	}
+	a.rec, err = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: keyspace.Namespaced(opts.Namespace, keyspace.Activities)}, om, log.With("part", "reconciler"))
+	return err
+}
+
 // New builds the instance; it connects to every configured backing service and starts the
 // embedded stand-ins of the others. Run starts the work.
 func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
@@ -130,7 +161,10 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		log.Warn("admin API refuses every request: no admin token set (SECKILL_ADMIN_TOKEN)")
 	}
 
-	a.cfgM = config.NewMetrics(a.reg)
+	if a.cfgM, err = config.NewMetrics(a.reg); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.cfg = config.NewReloader(keys.buildSnapshot, a.cfgM, log.With("part", "config"))
 
 	var healthy func() int
@@ -150,7 +184,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		healthy = a.registry.Healthy
 	}
 
-	invM := inventory.NewMetrics(a.reg)
+	invM, err := inventory.NewMetrics(a.reg)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
@@ -159,17 +197,10 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		}
 		return nil, err
 	}
-	a.lim = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy, Namespace: opts.Namespace}, limiter.NewMetrics(a.reg), log.With("part", "limiter"))
-	invM.CountLimits(a.lim) // the reservation script's user and IP decisions count as the limiter's
-
-	om := order.NewMetrics(a.reg)
-	a.relay = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: inventory.Namespaced(opts.Namespace, inventory.JournalsKey)}, om, log.With("part", "relay"))
-	writerRate := opts.WriterRate
-	if writerRate == 0 {
-		writerRate = -1 // no cap
+	if err := a.buildParts(opts, healthy, invM, log); err != nil {
+		a.Close()
+		return nil, err
 	}
-	a.writer = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: writerRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer"))
-	a.rec = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: inventory.Namespaced(opts.Namespace, inventory.ActivitiesKey)}, om, log.With("part", "reconciler"))
 
 	a.api = newAPI(api{
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,

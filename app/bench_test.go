@@ -27,8 +27,10 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/limiter"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 const benchParallelism = 32
@@ -183,7 +185,7 @@ func benchCleanup(a *App, id string, shards int) {
 	}
 	rdb.Unlink(ctx, inventory.Meta(id))
 	ns := a.opts.Namespace
-	rdb.Del(ctx, inventory.Namespaced(ns, inventory.JournalsKey), inventory.Namespaced(ns, inventory.ActivitiesKey))
+	rdb.Del(ctx, keyspace.Namespaced(ns, keyspace.Journals), keyspace.Namespaced(ns, keyspace.Activities))
 }
 
 // redisCalls sums seckill_redis_script_calls_total and seckill_rate_limiter_redis_calls_total of the instance.
@@ -392,11 +394,14 @@ func benchBare(b *testing.B, withLimiter bool) {
 		}
 		gin.SetMode(gin.ReleaseMode)
 		r := gin.New()
-		bucket := limiter.NewRedisBucket(a.rdb)
+		bucket, err := limiter.NewRedisBucket(a.rdb)
+		if err != nil {
+			b.Fatal(err)
+		}
 		r.POST("/reserve/:id", func(c *gin.Context) {
 			if withLimiter {
 				ok, _, err := bucket.Take(c.Request.Context(), "sk:{bench-ip:"+c.GetHeader("X-User-Id")+"}:tb",
-					limiter.Limit{Rate: 1000, Burst: 1000}, 1)
+					tokenbucket.Limit{Rate: 1000, Burst: 1000}, 1)
 				if err != nil || !ok {
 					c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE"})
 					return
@@ -404,7 +409,7 @@ func benchBare(b *testing.B, withLimiter bool) {
 			}
 			res, err := a.inv.Reserve(c.Request.Context(), inventory.ReserveRequest{
 				ActivityID: c.Param("id"), UserID: c.GetHeader("X-User-Id"), Quantity: 1,
-				UserRate: inventory.Limit{Rate: 1000, Burst: 1000}, Window: time.Minute, WindowMax: 1000,
+				UserRate: tokenbucket.Limit{Rate: 1000, Burst: 1000}, Window: time.Minute, WindowMax: 1000,
 			})
 			if err != nil || res.Code != inventory.Reserved {
 				c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE"})

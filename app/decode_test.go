@@ -10,7 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill/config"
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 )
 
 func TestDecodeReservationBody(t *testing.T) {
@@ -94,7 +94,7 @@ func FuzzParseActivity(f *testing.F) {
 			}
 			return
 		}
-		if a.Stock < 1 || a.PerUserLimit < 1 || a.Shards < 1 || a.Shards > 1024 || !inventory.ValidActivityID(a.ID) {
+		if a.Stock < 1 || a.PerUserLimit < 1 || a.Shards < 1 || a.Shards > 1024 || !keyspace.ValidActivityID(a.ID) {
 			t.Fatalf("accepted invalid activity %+v", a)
 		}
 		if !a.ClosesAt.IsZero() && !a.ClosesAt.After(a.OpensAt) {

@@ -36,7 +36,7 @@ import (
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/order"
 )
 
@@ -453,7 +453,7 @@ func assertOrdersMatch(t *testing.T, activity string, stock, perUser int, res *d
 // pendingJournal sums the entries relays read but have not acknowledged over every journal
 // stream listed under the namespace.
 func pendingJournal(ctx context.Context, rdb redis.UniversalClient, namespace string) (int64, error) {
-	streams, err := rdb.SMembers(ctx, inventory.Namespaced(namespace, inventory.JournalsKey)).Result()
+	streams, err := rdb.SMembers(ctx, keyspace.Namespaced(namespace, keyspace.Journals)).Result()
 	if err != nil {
 		return 0, err
 	}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // lru is a size-capped map with per-entry expiry. When it is full, adding a key evicts the
@@ -86,7 +86,7 @@ type bucket struct {
 }
 
 // take takes one token under l at now, or says how long until one is there.
-func (b *bucket) take(l config.Limit, now time.Time) (bool, time.Duration) {
+func (b *bucket) take(l tokenbucket.Limit, now time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	burst := float64(max(l.Burst, 1))
@@ -113,7 +113,7 @@ type localLimits struct {
 func newLocalLimits(max int) *localLimits { return &localLimits{buckets: newLRU[*bucket](max)} }
 
 // allow takes one token of key under l (not limited when l.Rate <= 0).
-func (ll *localLimits) allow(key string, l config.Limit, now time.Time) (bool, time.Duration) {
+func (ll *localLimits) allow(key string, l tokenbucket.Limit, now time.Time) (bool, time.Duration) {
 	if !l.Limited() {
 		return true, 0
 	}

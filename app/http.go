@@ -24,6 +24,7 @@ import (
 
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/limiter"
 	"github.com/seckill/seckill/order"
 )
@@ -295,7 +296,7 @@ func identity(c *gin.Context, s *Snapshot) (string, *apiError) {
 // activityID validates the :id path parameter.
 func activityID(c *gin.Context) (string, *apiError) {
 	id := c.Param("id")
-	if !inventory.ValidActivityID(id) {
+	if !keyspace.ValidActivityID(id) {
 		return "", badRequest("activity id must match [A-Za-z0-9_-]{1,64}")
 	}
 	return id, nil
@@ -566,7 +567,7 @@ func (a *api) postReservation(c *gin.Context) {
 		return
 	}
 	channel := c.GetHeader("X-Channel")
-	if len(channel) > 64 || (channel != "" && !inventory.ValidActivityID(channel)) {
+	if len(channel) > 64 || (channel != "" && !keyspace.ValidActivityID(channel)) {
 		writeError(c, badRequest("X-Channel must match [A-Za-z0-9_-]{1,64}"))
 		return
 	}
@@ -678,13 +679,13 @@ func (a *api) postReservation(c *gin.Context) {
 	start := time.Now()
 	rreq := inventory.ReserveRequest{
 		ActivityID: id, UserID: user, IdempotencyKey: key, Quantity: qty,
-		UserRate:  inventory.Limit{Rate: cfg.Limits.User.Rate, Burst: cfg.Limits.User.Burst},
+		UserRate:  cfg.Limits.User,
 		Window:    cfg.Limits.UserWindow.Window.D(),
 		WindowMax: cfg.Limits.UserWindow.Max,
 	}
 	if ipInScript {
 		rreq.IPKey = a.lim.IPKey(ipStr)
-		rreq.IPRate = inventory.Limit{Rate: cfg.Limits.IP.Rate, Burst: cfg.Limits.IP.Burst}
+		rreq.IPRate = cfg.Limits.IP
 	}
 	res, err := a.inv.Reserve(c.Request.Context(), rreq)
 	a.lim.ObserveRedis(time.Since(start), err)

@@ -126,15 +126,13 @@ func (a *authenticator) verify(token string) (string, bool) {
 	return claims.Subject, true
 }
 
-func toLimit(l config.Limit) limiter.Limit { return limiter.Limit{Rate: l.Rate, Burst: l.Burst} }
-
 // limiterRequest assembles the thresholds of every dimension for one reservation, as values.
 func (s *Snapshot) limiterRequest(activityID, campaignID, channel, ip, userHash string) limiter.Request {
 	c := s.Cfg
 	r := limiter.Request{
-		Global:      toLimit(c.Limits.Global),
-		Activity:    toLimit(c.ActivityLimit(activityID)),
-		IP:          toLimit(c.Limits.IP),
+		Global:      c.Limits.Global,
+		Activity:    c.ActivityLimit(activityID),
+		IP:          c.Limits.IP,
 		ActivityID:  activityID,
 		CampaignID:  campaignID,
 		ChannelName: channel,
@@ -144,20 +142,20 @@ func (s *Snapshot) limiterRequest(activityID, campaignID, channel, ip, userHash 
 			RedisSlow:          msDuration(c.Fallback.RedisSlowMs),
 			SlowCallsToDegrade: c.Fallback.SlowCallsToDegrade,
 			ProbeEvery:         c.Fallback.ProbeEvery.D(),
-			Global:             toLimit(c.Fallback.Global),
+			Global:             c.Fallback.Global,
 		},
 	}
 	if campaignID != "" {
-		r.Campaign = toLimit(c.CampaignLimit(campaignID))
+		r.Campaign = c.CampaignLimit(campaignID)
 	}
 	// A request of a configured channel takes that channel's budget. One with no X-Channel, or
 	// one naming a channel that is not configured, takes the budget of the channel named
 	// DefaultChannel when the operator configured one (else no channel budget): naming an
 	// unknown channel must not be a way around the channel budgets.
 	if l, ok := c.ChannelLimit(channel); channel != "" && ok {
-		r.Channel = toLimit(l)
+		r.Channel = l
 	} else if l, ok := c.ChannelLimit(DefaultChannel); ok {
-		r.ChannelName, r.Channel = DefaultChannel, toLimit(l)
+		r.ChannelName, r.Channel = DefaultChannel, l
 	} else {
 		r.ChannelName = ""
 	}

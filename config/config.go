@@ -19,7 +19,6 @@ import (
 	"io"
 	"math"
 	"net/netip"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -28,18 +27,10 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 	"gopkg.in/yaml.v3"
+
+	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/tokenbucket"
 )
-
-// Limit is a token bucket: Rate tokens per second refill a bucket of capacity Burst.
-// A Rate of 0 means the dimension is not limited (Burst is then ignored); a positive Rate
-// needs a Burst of at least 1.
-type Limit struct {
-	Rate  float64 `yaml:"rate" json:"rate"`
-	Burst int     `yaml:"burst" json:"burst"`
-}
-
-// Limited reports whether l limits anything (Rate > 0).
-func (l Limit) Limited() bool { return l.Rate > 0 }
 
 // Duration is a time.Duration written as a Go duration string ("60s", "1s") in YAML and JSON.
 // Bare numbers are rejected so that "window: 60" cannot silently mean 60 nanoseconds.
@@ -78,21 +69,21 @@ type Window struct {
 
 // Limits holds the default thresholds of every rate-limit dimension (docs/API.md section 3 step 5).
 type Limits struct {
-	Global     Limit            `yaml:"global" json:"global"`
-	Campaign   Limit            `yaml:"campaign" json:"campaign"` // default for each campaign
-	Activity   Limit            `yaml:"activity" json:"activity"` // default for each activity
-	User       Limit            `yaml:"user" json:"user"`         // per user within an activity
-	IP         Limit            `yaml:"ip" json:"ip"`
-	UserWindow Window           `yaml:"userWindow" json:"userWindow"`
-	Channels   map[string]Limit `yaml:"channels" json:"channels"` // given = replaces the default set
+	Global     tokenbucket.Limit            `yaml:"global" json:"global"`
+	Campaign   tokenbucket.Limit            `yaml:"campaign" json:"campaign"` // default for each campaign
+	Activity   tokenbucket.Limit            `yaml:"activity" json:"activity"` // default for each activity
+	User       tokenbucket.Limit            `yaml:"user" json:"user"`         // per user within an activity
+	IP         tokenbucket.Limit            `yaml:"ip" json:"ip"`
+	UserWindow Window                       `yaml:"userWindow" json:"userWindow"`
+	Channels   map[string]tokenbucket.Limit `yaml:"channels" json:"channels"` // given = replaces the default set
 	// Tokens is the budget of grab-token requests per client IP (prefix), local to each
 	// instance; TokensPerUser caps the grab tokens one user may mint per activity within a
 	// token's lifetime (5 minutes), across instances.
-	Tokens        Limit `yaml:"tokens" json:"tokens"`
-	TokensPerUser int   `yaml:"tokensPerUser" json:"tokensPerUser"`
+	Tokens        tokenbucket.Limit `yaml:"tokens" json:"tokens"`
+	TokensPerUser int               `yaml:"tokensPerUser" json:"tokensPerUser"`
 	// Reads is the budget of reads that may cost a Redis call (a reservation, an activity
 	// this instance does not know), per client IP (prefix) and per user, local to each instance.
-	Reads Limit `yaml:"reads" json:"reads"`
+	Reads tokenbucket.Limit `yaml:"reads" json:"reads"`
 	// IPv6Prefix is how many leading bits of an IPv6 address name one client for the per-IP
 	// limits (a subscriber usually holds a whole /64); 1..128.
 	IPv6Prefix int `yaml:"ipv6Prefix" json:"ipv6Prefix"`
@@ -100,23 +91,23 @@ type Limits struct {
 
 // Fallback configures the local limiter used while Redis is slow or down.
 type Fallback struct {
-	RedisSlowMs        int      `yaml:"redisSlowMs" json:"redisSlowMs"`
-	SlowCallsToDegrade int      `yaml:"slowCallsToDegrade" json:"slowCallsToDegrade"`
-	ProbeEvery         Duration `yaml:"probeEvery" json:"probeEvery"`
-	Global             Limit    `yaml:"global" json:"global"` // divided by the healthy instances
+	RedisSlowMs        int               `yaml:"redisSlowMs" json:"redisSlowMs"`
+	SlowCallsToDegrade int               `yaml:"slowCallsToDegrade" json:"slowCallsToDegrade"`
+	ProbeEvery         Duration          `yaml:"probeEvery" json:"probeEvery"`
+	Global             tokenbucket.Limit `yaml:"global" json:"global"` // divided by the healthy instances
 }
 
 // Activity holds per-activity overrides; a nil field means "use the default".
 type Activity struct {
-	KillSwitch  *bool    `yaml:"killSwitch,omitempty" json:"killSwitch,omitempty"`
-	CanaryRatio *float64 `yaml:"canaryRatio,omitempty" json:"canaryRatio,omitempty"` // 0..1, default 1
-	Shards      *int     `yaml:"shards,omitempty" json:"shards,omitempty"`           // 1..1024, default: count at creation
-	Limits      *Limit   `yaml:"limits,omitempty" json:"limits,omitempty"`           // default limits.activity
+	KillSwitch  *bool              `yaml:"killSwitch,omitempty" json:"killSwitch,omitempty"`
+	CanaryRatio *float64           `yaml:"canaryRatio,omitempty" json:"canaryRatio,omitempty"` // 0..1, default 1
+	Shards      *int               `yaml:"shards,omitempty" json:"shards,omitempty"`           // 1..1024, default: count at creation
+	Limits      *tokenbucket.Limit `yaml:"limits,omitempty" json:"limits,omitempty"`           // default limits.activity
 }
 
 // Campaign holds per-campaign overrides.
 type Campaign struct {
-	Limits *Limit `yaml:"limits,omitempty" json:"limits,omitempty"` // default limits.campaign
+	Limits *tokenbucket.Limit `yaml:"limits,omitempty" json:"limits,omitempty"` // default limits.campaign
 }
 
 // Blacklist lists blocked user ids and blocked IP addresses or CIDR prefixes.
@@ -188,26 +179,26 @@ type Config struct {
 func Default() *Config {
 	c := &Config{
 		Limits: Limits{
-			Global:     Limit{Rate: 50000, Burst: 100000},
-			Campaign:   Limit{Rate: 30000, Burst: 60000},
-			Activity:   Limit{Rate: 20000, Burst: 40000},
-			User:       Limit{Rate: 2, Burst: 4},
-			IP:         Limit{Rate: 20, Burst: 40},
+			Global:     tokenbucket.Limit{Rate: 50000, Burst: 100000},
+			Campaign:   tokenbucket.Limit{Rate: 30000, Burst: 60000},
+			Activity:   tokenbucket.Limit{Rate: 20000, Burst: 40000},
+			User:       tokenbucket.Limit{Rate: 2, Burst: 4},
+			IP:         tokenbucket.Limit{Rate: 20, Burst: 40},
 			UserWindow: Window{Window: Duration(60 * time.Second), Max: 10},
-			Channels: map[string]Limit{
+			Channels: map[string]tokenbucket.Limit{
 				"web": {Rate: 20000, Burst: 40000},
 				"app": {Rate: 30000, Burst: 60000},
 			},
-			Tokens:        Limit{Rate: 5, Burst: 10},
+			Tokens:        tokenbucket.Limit{Rate: 5, Burst: 10},
 			TokensPerUser: 5,
-			Reads:         Limit{Rate: 50, Burst: 100},
+			Reads:         tokenbucket.Limit{Rate: 50, Burst: 100},
 			IPv6Prefix:    64,
 		},
 		Fallback: Fallback{
 			RedisSlowMs:        20,
 			SlowCallsToDegrade: 20,
 			ProbeEvery:         Duration(time.Second),
-			Global:             Limit{Rate: 20000, Burst: 40000},
+			Global:             tokenbucket.Limit{Rate: 20000, Burst: 40000},
 		},
 		Activities:     map[string]Activity{},
 		Campaigns:      map[string]Campaign{},
@@ -333,8 +324,6 @@ func (c *Config) index(data []byte) {
 	c.adminAllow = mustPrefixes(c.Admin.AllowFrom)
 }
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // Validate checks every field and the relations between fields; it returns a
 // *ValidationError listing all problems, or nil.
 func (c *Config) Validate() error {
@@ -383,8 +372,8 @@ func (c *Config) Validate() error {
 				v.addf(p+".canaryRatio", "%v not in [0,1]", r)
 			}
 		}
-		if a.Shards != nil && (*a.Shards < 1 || *a.Shards > MaxShards) {
-			v.addf(p+".shards", "%d not in 1..%d", *a.Shards, MaxShards)
+		if a.Shards != nil && (*a.Shards < 1 || *a.Shards > keyspace.MaxShards) {
+			v.addf(p+".shards", "%d not in 1..%d", *a.Shards, keyspace.MaxShards)
 		}
 		if a.Limits != nil {
 			v.limit(p+".limits", *a.Limits)
@@ -450,16 +439,13 @@ const (
 // MaxDocumentBytes is the size limit of a configuration document.
 const MaxDocumentBytes = 256 << 10
 
-// MaxShards is the largest stock shard count an activity may have.
-const MaxShards = 1024
-
 type validator struct{ problems []FieldError }
 
 func (v *validator) addf(path, format string, args ...any) {
 	v.problems = append(v.problems, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (v *validator) limit(path string, l Limit) {
+func (v *validator) limit(path string, l tokenbucket.Limit) {
 	switch {
 	case math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0):
 		v.addf(path+".rate", "%v is not a finite number", l.Rate)
@@ -473,7 +459,7 @@ func (v *validator) limit(path string, l Limit) {
 }
 
 func (v *validator) id(path, id string) {
-	if !idRE.MatchString(id) {
+	if !keyspace.ValidActivityID(id) {
 		v.addf(path, "id %q does not match [A-Za-z0-9_-]{1,64}", id)
 	}
 }
@@ -542,9 +528,6 @@ func ValidUserID(u string) bool {
 
 func isPrint(r rune) bool { return r >= 0x20 && r != 0x7f && !(r >= 0x80 && r < 0xa0) }
 
-// ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
-func ValidActivityID(id string) bool { return idRE.MatchString(id) }
-
 // ErrNoAuthMode is returned by AuthChosen for a configuration that sets no auth.mode.
 var ErrNoAuthMode = errors.New("auth.mode is not set: choose jwt, or header with auth.trustedGateway: true " +
 	"(a gateway authenticates users and overwrites X-User-Id); the service does not trust X-User-Id by default")
@@ -580,7 +563,7 @@ func (c *Config) identityFixed(next *Config) error {
 }
 
 // ActivityLimit returns the effective limit of activity id: its override or limits.activity.
-func (c *Config) ActivityLimit(id string) Limit {
+func (c *Config) ActivityLimit(id string) tokenbucket.Limit {
 	if a, ok := c.Activities[id]; ok && a.Limits != nil {
 		return *a.Limits
 	}
@@ -588,7 +571,7 @@ func (c *Config) ActivityLimit(id string) Limit {
 }
 
 // CampaignLimit returns the effective limit of campaign id: its override or limits.campaign.
-func (c *Config) CampaignLimit(id string) Limit {
+func (c *Config) CampaignLimit(id string) tokenbucket.Limit {
 	if k, ok := c.Campaigns[id]; ok && k.Limits != nil {
 		return *k.Limits
 	}
@@ -597,7 +580,7 @@ func (c *Config) CampaignLimit(id string) Limit {
 
 // ChannelLimit returns the limit of channel name and whether the channel is configured.
 // Unconfigured channels are not limited by the channel dimension.
-func (c *Config) ChannelLimit(name string) (Limit, bool) {
+func (c *Config) ChannelLimit(name string) (tokenbucket.Limit, bool) {
 	l, ok := c.Limits.Channels[name]
 	return l, ok
 }

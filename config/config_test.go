@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/tokenbucket"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,13 +49,13 @@ func TestEmbeddedDefaultFile(t *testing.T) {
 	if !reflect.DeepEqual(c.Limits, def.Limits) || !reflect.DeepEqual(c.Fallback, def.Fallback) {
 		t.Fatalf("seckill.yaml limits/fallback differ from Default()")
 	}
-	if got := c.ActivityLimit("flash-1001"); got != (Limit{8000, 16000}) {
+	if got := c.ActivityLimit("flash-1001"); got != (tokenbucket.Limit{Rate: 8000, Burst: 16000}) {
 		t.Fatalf("flash-1001 limit = %+v", got)
 	}
 	if n, ok := c.ShardsOverride("flash-1001"); !ok || n != 16 {
 		t.Fatalf("flash-1001 shards = %d,%v", n, ok)
 	}
-	if got := c.CampaignLimit("double11"); got != (Limit{25000, 50000}) {
+	if got := c.CampaignLimit("double11"); got != (tokenbucket.Limit{Rate: 25000, Burst: 50000}) {
 		t.Fatalf("double11 = %+v", got)
 	}
 }
@@ -167,7 +168,7 @@ func TestPartialOverridesKeepDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Limits.User != (Limit{Rate: 5, Burst: 4}) {
+	if c.Limits.User != (tokenbucket.Limit{Rate: 5, Burst: 4}) {
 		t.Fatalf("user = %+v, want rate 5 and the default burst 4", c.Limits.User)
 	}
 	if c.Fallback.ProbeEvery.D() != 250*time.Millisecond || c.Fallback.RedisSlowMs != 20 {
@@ -184,7 +185,7 @@ func TestPartialOverridesKeepDefaults(t *testing.T) {
 	if _, ok := c.ChannelLimit("web"); ok {
 		t.Fatal("channels given: web should be gone")
 	}
-	if l, ok := c.ChannelLimit("mini"); !ok || l != (Limit{1, 1}) {
+	if l, ok := c.ChannelLimit("mini"); !ok || l != (tokenbucket.Limit{Rate: 1, Burst: 1}) {
 		t.Fatalf("mini = %+v %v", l, ok)
 	}
 }
@@ -209,10 +210,10 @@ admin: {allowFrom: [127.0.0.1]}
 		give any
 		want any
 	}{
-		{"ActivityLimit override", c.ActivityLimit("a1"), Limit{10, 20}},
+		{"ActivityLimit override", c.ActivityLimit("a1"), tokenbucket.Limit{Rate: 10, Burst: 20}},
 		{"ActivityLimit empty entry", c.ActivityLimit("a2"), def.Limits.Activity},
 		{"ActivityLimit unknown", c.ActivityLimit("zz"), def.Limits.Activity},
-		{"CampaignLimit override", c.CampaignLimit("c1"), Limit{7, 9}},
+		{"CampaignLimit override", c.CampaignLimit("c1"), tokenbucket.Limit{Rate: 7, Burst: 9}},
 		{"CampaignLimit empty", c.CampaignLimit("c2"), def.Limits.Campaign},
 		{"CanaryRatio set", c.CanaryRatio("a1"), 0.25},
 		{"CanaryRatio default", c.CanaryRatio("a2"), 1.0},

@@ -12,7 +12,7 @@ import (
 // makes it appear. The source error counters exist at 0 for every source.
 func TestNacosHealthyInstancesOnlyOnceSet(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	m := NewMetrics(reg)
+	m := must(NewMetrics(reg))
 	if n, err := testutil.GatherAndCount(reg, "seckill_nacos_healthy_instances"); err != nil || n != 0 {
 		t.Fatalf("before any count: %d series, %v; want none", n, err)
 	}

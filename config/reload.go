@@ -65,12 +65,27 @@ type Metrics struct {
 	healthyInstances *setOnceGauge
 }
 
-// NewMetrics creates the package metrics and registers them with reg (nil: not registered).
+// NewMetrics creates the package metrics and registers them with reg (nil: not registered);
+// an error when reg refuses one (already registered).
 // Create it once per registry and share it. The source errors of every source exist at 0.
 // seckill_nacos_healthy_instances is exported only once the Nacos registry has set it: in
 // file mode there is no Nacos naming to count (the limiter exports the count it divides its
 // fallback budget by as seckill_rate_limiter_healthy_instances in every mode).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := newMetrics()
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.lastSuccessful, m.lastSuccessTime, m.failures, m.stale, m.info,
+			m.sourceErrors, m.healthyInstances} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("config: register metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// newMetrics builds the package metrics, unregistered.
+func newMetrics() *Metrics {
 	m := &Metrics{
 		lastSuccessful: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "seckill_config_last_reload_successful",
@@ -104,10 +119,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.lastSuccessful.Set(0)
 	for _, s := range []string{SourceNacos, SourceFile, SourceCache} {
 		m.sourceErrors.WithLabelValues(s)
-	}
-	if reg != nil {
-		reg.MustRegister(m.lastSuccessful, m.lastSuccessTime, m.failures, m.stale, m.info,
-			m.sourceErrors, m.healthyInstances)
 	}
 	return m
 }
@@ -187,7 +198,7 @@ const (
 // earlier call that overran the timeout is still running. A nil m or log is allowed.
 func NewReloader[T any](build func(*Config, Meta) (*T, error), m *Metrics, log *slog.Logger) *Reloader[T] {
 	if m == nil {
-		m = NewMetrics(nil)
+		m = newMetrics()
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

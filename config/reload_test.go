@@ -61,7 +61,7 @@ func versionOf(t *testing.T, doc string) string {
 
 func TestReloaderGoodBadGood(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := must(NewMetrics(reg))
 	r := startReloader(t, buildSnap, m)
 
 	if r.Current() != nil || r.Status().Ready {
@@ -135,7 +135,7 @@ func TestReloaderGoodBadGood(t *testing.T) {
 }
 
 func TestReloaderBuildErrorRefuses(t *testing.T) {
-	m := NewMetrics(prometheus.NewRegistry())
+	m := must(NewMetrics(prometheus.NewRegistry()))
 	calls := 0
 	r := startReloader(t, func(c *Config, _ Meta) (*snap, error) {
 		calls++
@@ -156,7 +156,7 @@ func TestReloaderBuildErrorRefuses(t *testing.T) {
 // An empty or whitespace-only payload (a truncated file, a console publish of nothing) is
 // refused like any other invalid edit: it must not reset a kill switch to its default.
 func TestReloaderRefusesEmptyPayload(t *testing.T) {
-	m := NewMetrics(nil)
+	m := must(NewMetrics(nil))
 	r := startReloader(t, buildSnap, m)
 	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 1})
 	<-r.Ready()
@@ -185,7 +185,7 @@ func TestReloaderEmptyFirstPayloadNotReady(t *testing.T) {
 
 // The status says when the last error happened and whether a later payload superseded it.
 func TestReloaderLastErrorSuperseded(t *testing.T) {
-	m := NewMetrics(nil)
+	m := must(NewMetrics(nil))
 	r := startReloader(t, buildSnap, m)
 	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 1})
 	<-r.Ready()
@@ -216,7 +216,7 @@ func TestReloaderLastErrorSuperseded(t *testing.T) {
 // A build step that never returns (e.g. a read that blocks on a FIFO) is abandoned after the
 // reloader's timeout: a later good edit such as a kill switch is still applied.
 func TestReloaderStuckBuildDoesNotBlockLaterEdits(t *testing.T) {
-	m := NewMetrics(nil)
+	m := must(NewMetrics(nil))
 	release := make(chan struct{})
 	defer close(release)
 	r := NewReloader(func(c *Config, meta Meta) (*snap, error) {
@@ -254,7 +254,7 @@ func TestDecodeRefusesHugeDocument(t *testing.T) {
 }
 
 func TestReloaderDropsOlderSeq(t *testing.T) {
-	m := NewMetrics(nil)
+	m := must(NewMetrics(nil))
 	r := startReloader(t, buildSnap, m)
 	newer := "limits: {user: {rate: 5, burst: 5}}"
 	older := "limits: {user: {rate: 4, burst: 4}}"
@@ -349,7 +349,7 @@ func TestReloaderNoTornReads(t *testing.T) {
 
 func TestMetricsNames(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := must(NewMetrics(reg))
 	r := startReloader(t, buildSnap, m)
 	r.Offer(Payload{Data: []byte("{"), Source: SourceFile, Seq: 1})
 	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
@@ -412,4 +412,13 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// must returns v, or stops the test binary when a constructor failed (a metric registered
+// twice): a defect no test can go on from.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // BenchmarkReserve measures the reservation path on the real Redis: distinct users, stock
@@ -23,10 +24,10 @@ func BenchmarkReserve(b *testing.B) {
 	}{{"standalone", testsvc.Redis}, {"cluster", testsvc.RedisCluster}} {
 		for _, lim := range []struct {
 			name   string
-			rate   Limit
+			rate   tokenbucket.Limit
 			window time.Duration
 			max    int
-		}{{"user-limits", Limit{Rate: 2, Burst: 4}, time.Minute, 10}, {"no-user-limits", Limit{}, 0, 0}} {
+		}{{"user-limits", tokenbucket.Limit{Rate: 2, Burst: 4}, time.Minute, 10}, {"no-user-limits", tokenbucket.Limit{}, 0, 0}} {
 			b.Run(bk.name+"/"+lim.name, func(b *testing.B) {
 				rdb := bk.dial(b)
 				var calls counter

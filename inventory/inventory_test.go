@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 func TestCreateIsIdempotent(t *testing.T) {
@@ -81,7 +83,7 @@ func TestCreateRejectsInvalid(t *testing.T) {
 	}{
 		{"bad id", Activity{ID: "a b", Stock: 1, PerUserLimit: 1, Shards: 1}},
 		{"no shards", Activity{ID: "a", Stock: 1, PerUserLimit: 1}},
-		{"too many shards", Activity{ID: "a", Stock: 1, PerUserLimit: 1, Shards: maxShards + 1}},
+		{"too many shards", Activity{ID: "a", Stock: 1, PerUserLimit: 1, Shards: keyspace.MaxShards + 1}},
 		{"no limit", Activity{ID: "a", Stock: 1, Shards: 1}},
 		{"negative stock", Activity{ID: "a", Stock: -1, PerUserLimit: 1, Shards: 1}},
 		{"closes before opens", Activity{ID: "a", Stock: 1, PerUserLimit: 1, Shards: 1, OpensAt: now, ClosesAt: now.Add(-time.Second)}},
@@ -461,7 +463,7 @@ func TestUserRateAndWindow(t *testing.T) {
 			ok   int
 			want Code
 		}{
-			{"bucket", ReserveRequest{UserID: "b", UserRate: Limit{Rate: 0.01, Burst: 3}}, 3, UserRateLimited},
+			{"bucket", ReserveRequest{UserID: "b", UserRate: tokenbucket.Limit{Rate: 0.01, Burst: 3}}, 3, UserRateLimited},
 			{"window", ReserveRequest{UserID: "w", Window: time.Minute, WindowMax: 2}, 2, UserWindowLimited},
 		}
 		for _, tt := range tests {
@@ -480,7 +482,7 @@ func TestUserRateAndWindow(t *testing.T) {
 			})
 		}
 		// All-or-nothing: a window rejection takes no bucket token.
-		req := ReserveRequest{ActivityID: a.ID, UserID: "both", Quantity: 1, UserRate: Limit{Rate: 0.01, Burst: 2}, Window: time.Minute, WindowMax: 1}
+		req := ReserveRequest{ActivityID: a.ID, UserID: "both", Quantity: 1, UserRate: tokenbucket.Limit{Rate: 0.01, Burst: 2}, Window: time.Minute, WindowMax: 1}
 		if r, _ := s.Reserve(ctx, req); r.Code != Reserved {
 			t.Fatalf("first = %+v", r)
 		}
@@ -697,7 +699,7 @@ func TestIPBucketInTheReservationScript(t *testing.T) {
 		t.Cleanup(func() { rdb.Del(context.Background(), ipKey) })
 		reserve := func(user string) ReserveResult {
 			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1,
-				IPKey: ipKey, IPRate: Limit{Rate: 0.01, Burst: 2}})
+				IPKey: ipKey, IPRate: tokenbucket.Limit{Rate: 0.01, Burst: 2}})
 			if err != nil {
 				t.Fatal(err)
 			}

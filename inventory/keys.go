@@ -9,31 +9,19 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/keyspace"
 )
 
-// Redis key names. docs/DESIGN.md is the reference; every key is built here so the
-// inventory, the limiter and the order pipeline agree on them. Activity ids are validated
-// (ValidActivityID) before they reach a key; user ids never do (their hash does).
-
-// ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}.
-func ValidActivityID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// Redis key names of the activities and their shards. docs/DESIGN.md is the reference; the
+// instance-wide names and their namespace are package keyspace's. Activity ids are
+// validated (keyspace.ValidActivityID) before they reach a key; user ids never do (their
+// hash does). The order pipeline names no key here: it calls the Ledger's verbs with
+// reservation and activity ids.
 
 // MinUserHashKey is the shortest user-hash key accepted, in bytes.
 const MinUserHashKey = 32
@@ -180,7 +168,7 @@ func (k ShardKeys) Credits() string { return k.tag + "credits" }
 func (k ShardKeys) Holds() string { return k.tag + "holds" }
 
 // XOut is the hash of units in transit from this shard (inventory_transfer.lua debit,
-// order_fail.lua on a drained shard): id -> "<units>|<target epoch:shard or empty>|<ms>".
+// inventory_fail.lua on a drained shard): id -> "<units>|<target epoch:shard or empty>|<ms>".
 func (k ShardKeys) XOut() string { return k.tag + "xout" }
 
 // XIn is the hash of transfers credited to this shard: id -> units (credit once per id).
@@ -213,30 +201,6 @@ func Meta(activity string) string { return "sk:{" + activity + "}:meta" }
 // Token is a one-time grab token of the activity.
 func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:tok:" + tokenHash }
 
-// Lock is the order writer's lock on (activity, user).
-func Lock(activity, userHash string) string { return "sk:lock:{" + activity + ":" + userHash + "}" }
-
-// Namespaced returns an instance-wide key or channel name within a namespace. Deployments
-// (and test runs) that share one Redis keep their work lists, heartbeats and events apart
-// with distinct namespaces; the empty namespace is the default deployment. Activity keys are
-// not namespaced: activity ids are unique per Redis.
-func Namespaced(ns, name string) string {
-	if ns == "" {
-		return name
-	}
-	return name + ":" + ns
-}
-
-// Instance-wide keys and the event channel (of the default namespace).
-const (
-	JournalsKey   = "sk:journals"
-	ActivitiesKey = "sk:activities"
-	InstancesKey  = "sk:instances"
-	EventsChannel = "sk:events"
-)
-
-var reservationIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.[0-9]{1,9}\.[0-9]{1,4}\.[0-9]{1,19}$`)
-
 // ReservationID is the id of the n-th reservation of shard i of epoch e.
 func ReservationID(activity string, epoch, shard int, n int64) string {
 	return activity + "." + strconv.Itoa(epoch) + "." + strconv.Itoa(shard) + "." + strconv.FormatInt(n, 10)
@@ -245,11 +209,12 @@ func ReservationID(activity string, epoch, shard int, n int64) string {
 // ParseReservationID splits a reservation id into the shard keys and record number. It
 // rejects anything that is not exactly the form ReservationID makes.
 func ParseReservationID(rid string) (ShardKeys, int64, bool) {
-	if !reservationIDRe.MatchString(rid) {
+	// The activity id cannot hold '.', so the dots split the fields: <activity id>.<epoch,
+	// 1-9 digits>.<shard, 1-4 digits>.<n, 1-19 digits>.
+	parts := strings.Split(rid, ".")
+	if len(parts) != 4 || !keyspace.ValidActivityID(parts[0]) || !digits(parts[1], 9) || !digits(parts[2], 4) || !digits(parts[3], 19) {
 		return ShardKeys{}, 0, false
 	}
-	// The activity id cannot hold '.', so the last three dots split the fields.
-	parts := strings.Split(rid, ".")
 	e, err1 := strconv.Atoi(parts[1])
 	s, err2 := strconv.Atoi(parts[2])
 	n, err3 := strconv.ParseInt(parts[3], 10, 64)
@@ -257,4 +222,17 @@ func ParseReservationID(rid string) (ShardKeys, int64, bool) {
 		return ShardKeys{}, 0, false
 	}
 	return Shard(parts[0], e, s), n, true
+}
+
+// digits reports whether s is 1 to most ASCII digits.
+func digits(s string, most int) bool {
+	if len(s) == 0 || len(s) > most {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -2,14 +2,15 @@ package inventory
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metrics are the inventory's Prometheus collectors. Build them once with NewMetrics; a
-// nil *Metrics is not valid, pass NewMetrics(nil) for unregistered collectors. Labels are
+// Metrics are the inventory's Prometheus collectors. Build them once with NewMetrics; New
+// takes a nil *Metrics for unregistered collectors. Labels are
 // activity, script and source, never a user.
 type Metrics struct {
 	remaining   *prometheus.GaugeVec     // seckill_stock_remaining_units{activity}
@@ -37,10 +38,28 @@ type LimitRecorder interface {
 type limitRecorderBox struct{ r LimitRecorder }
 
 // NewMetrics builds the collectors and registers them with reg (nil: not registered); New
-// creates the series of every script at 0. A
-// collector that another package already registered under the same name and labels is
-// shared instead of failing.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// creates the series of every script at 0. A collector that another part already
+// registered under the same name and labels is shared instead of failing; any other
+// refusal of reg is returned.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := newMetrics()
+	if reg == nil {
+		return m, nil
+	}
+	var err [5]error
+	m.remaining, err[0] = register(reg, m.remaining)
+	m.issued, err[1] = register(reg, m.issued)
+	m.calls, err[2] = register(reg, m.calls)
+	m.callSeconds, err[3] = register(reg, m.callSeconds)
+	m.soldOut, err[4] = register(reg, m.soldOut)
+	if err := errors.Join(err[:]...); err != nil {
+		return nil, fmt.Errorf("inventory: register metrics: %w", err)
+	}
+	return m, nil
+}
+
+// newMetrics builds the collectors, unregistered.
+func newMetrics() *Metrics {
 	m := &Metrics{
 		remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_stock_remaining_units", Help: "Units left in Redis over every shard of the activity's current layout, as last refreshed.",
@@ -58,13 +77,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		soldOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_soldout_marks_total", Help: "Times this instance marked an activity sold out, by source (reserve, event, refresh).",
 		}, []string{"activity", "source"}),
-	}
-	if reg != nil {
-		m.remaining = register(reg, m.remaining)
-		m.issued = register(reg, m.issued)
-		m.calls = register(reg, m.calls)
-		m.callSeconds = register(reg, m.callSeconds)
-		m.soldOut = register(reg, m.soldOut)
 	}
 	return m
 }
@@ -84,7 +96,7 @@ func (m *Metrics) CountLimits(r LimitRecorder) {
 // IP bucket (ipInScript), before the per-user limit and the stock, so every answer from
 // ALREADY on admitted the request. Answers given before those checks (replay, not open,
 // closed, shard closed, pending) decided nothing.
-func (m *Metrics) countLimits(res []any, r *ReserveRequest, ipInScript bool) {
+func (m *Metrics) countLimits(c reserveAnswer, res []any, r *ReserveRequest, ipInScript bool) {
 	b := m.limits.Load()
 	if b == nil || len(res) == 0 {
 		return
@@ -96,7 +108,7 @@ func (m *Metrics) countLimits(res []any, r *ReserveRequest, ipInScript bool) {
 		n, _ := asInt(res[1])
 		return time.Duration(n) * time.Millisecond
 	}
-	switch code(res) {
+	switch c {
 	case rcReserved, rcAlready, rcEmpty:
 		b.r.ScriptAdmitted(r.UserRate.Rate > 0 || (r.WindowMax > 0 && r.Window > 0), ipInScript)
 	case rcUserRate:
@@ -108,15 +120,17 @@ func (m *Metrics) countLimits(res []any, r *ReserveRequest, ipInScript bool) {
 	}
 }
 
-// register registers c, or returns the collector already registered under its name.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+// register registers c, or returns the collector already registered under its name; any
+// other refusal is an error.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
 			if ex, ok := are.ExistingCollector.(C); ok {
-				return ex
+				return ex, nil
 			}
 		}
+		return c, err
 	}
-	return c
+	return c, nil
 }

@@ -9,13 +9,17 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // TestScriptLimitDecisionsAreCounted: the decisions the reservation script makes for the user
 // and the IP reach the LimitRecorder, one per script answer; answers that decide nothing
 // (replays) are not counted.
 func TestScriptLimitDecisionsAreCounted(t *testing.T) {
-	m := NewMetrics(nil)
+	m, err := NewMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &limitLog{}
 	m.CountLimits(rec)
 	rdb := testsvc.Redis(t)
@@ -29,8 +33,8 @@ func TestScriptLimitDecisionsAreCounted(t *testing.T) {
 	t.Cleanup(func() { rdb.Del(context.Background(), ipKey) })
 	req := func(user, idem string, window int) ReserveRequest {
 		return ReserveRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: idem, Quantity: 1,
-			UserRate: Limit{Rate: 0.001, Burst: 2}, Window: time.Minute, WindowMax: window,
-			IPKey: ipKey, IPRate: Limit{Rate: 0.001, Burst: 3}}
+			UserRate: tokenbucket.Limit{Rate: 0.001, Burst: 2}, Window: time.Minute, WindowMax: window,
+			IPKey: ipKey, IPRate: tokenbucket.Limit{Rate: 0.001, Burst: 3}}
 	}
 	want := []string{}
 	for _, c := range []struct {

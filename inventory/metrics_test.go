@@ -12,9 +12,17 @@ import (
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
-	if again := NewMetrics(reg); again.calls != m.calls {
-		t.Fatal("a second NewMetrics on the same registry does not share the collectors")
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := NewMetrics(reg); err != nil || again.calls != m.calls {
+		t.Fatalf("a second NewMetrics on the same registry does not share the collectors (%v)", err)
+	}
+	clash := prometheus.NewRegistry()
+	clash.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_soldout_marks_total", Help: "another series"}))
+	if _, err := NewMetrics(clash); err == nil {
+		t.Fatal("NewMetrics on a registry holding another seckill_soldout_marks_total: want an error")
 	}
 	rdb := miniRedis(t)
 	s, err := New(rdb, Options{}, m, quietLog())

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/keyspace"
 )
 
 // Run keeps the cache fresh until ctx is done: it follows the events channel (created,
@@ -81,7 +82,7 @@ func (s *Store) recoverAll(ctx context.Context) {
 }
 
 func (s *Store) subscribe(ctx context.Context) {
-	sub := s.rdb.Subscribe(ctx, Namespaced(s.opts.Namespace, EventsChannel))
+	sub := s.rdb.Subscribe(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events))
 	defer sub.Close()
 	ch := sub.Channel()
 	for {
@@ -99,7 +100,7 @@ func (s *Store) subscribe(ctx context.Context) {
 
 func (s *Store) handleEvent(ctx context.Context, payload string) {
 	kind, id, ok := strings.Cut(payload, " ")
-	if !ok || !ValidActivityID(id) {
+	if !ok || !keyspace.ValidActivityID(id) {
 		return
 	}
 	switch kind {
@@ -120,7 +121,7 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 
 // Refresh runs one refresh pass (Run calls it every RefreshEvery).
 func (s *Store) Refresh(ctx context.Context) error {
-	ids, err := s.rdb.SMembers(ctx, Namespaced(s.opts.Namespace, ActivitiesKey)).Result()
+	ids, err := s.rdb.SMembers(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities)).Result()
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 	metas := make([]*redis.SliceCmd, 0, len(ids))
 	names := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if seen[id] || !ValidActivityID(id) {
+		if seen[id] || !keyspace.ValidActivityID(id) {
 			continue
 		}
 		seen[id] = true

@@ -8,13 +8,10 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-)
 
-// Limit is a token bucket: Rate tokens per second, Burst capacity. Rate <= 0 disables it.
-type Limit struct {
-	Rate  float64
-	Burst int
-}
+	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/tokenbucket"
+)
 
 // ReserveRequest asks for Quantity units of an activity for a user. UserRate, Window and
 // WindowMax are the per-user limits of the current configuration (zero disables each);
@@ -24,7 +21,7 @@ type ReserveRequest struct {
 	UserID         string
 	IdempotencyKey string // optional, scoped to (user, activity)
 	Quantity       int    // 1..PerUserLimit
-	UserRate       Limit
+	UserRate       tokenbucket.Limit
 	Window         time.Duration
 	WindowMax      int
 	// IPKey, when set and Store.ChecksIP, is the limiter's per-IP token bucket: the
@@ -32,7 +29,7 @@ type ReserveRequest struct {
 	// trip (IPRateLimited when empty). Ignored on Redis Cluster, where the key lives in
 	// another slot and the limiter takes the IP token itself.
 	IPKey  string
-	IPRate Limit
+	IPRate tokenbucket.Limit
 }
 
 // Code is the outcome of a reservation. The zero value Unknown is never returned with a
@@ -70,18 +67,23 @@ type ReserveResult struct {
 	OpensAt       time.Time     // NotOpen
 }
 
+// reserveAnswer is the result of inventory_reserve.lua, valued as the script answers it.
+// The zero value is unknown.
+type reserveAnswer int
+
 // Script answers of inventory_reserve.lua.
 const (
-	rcReserved    = 1
-	rcReplayed    = 2
-	rcAlready     = 3
-	rcNotOpen     = 4
-	rcClosed      = 5
-	rcUserRate    = 6
-	rcUserWindow  = 7
-	rcEmpty       = 8
-	rcShardClosed = 10
-	rcIPRate      = 12
+	rcUnknown     reserveAnswer = 0
+	rcReserved    reserveAnswer = 1
+	rcReplayed    reserveAnswer = 2
+	rcAlready     reserveAnswer = 3
+	rcNotOpen     reserveAnswer = 4
+	rcClosed      reserveAnswer = 5
+	rcUserRate    reserveAnswer = 6
+	rcUserWindow  reserveAnswer = 7
+	rcEmpty       reserveAnswer = 8
+	rcShardClosed reserveAnswer = 10
+	rcIPRate      reserveAnswer = 12
 )
 
 // attempt is what one pass over a layout decided.
@@ -119,7 +121,7 @@ func idemField(uh, key string) string {
 // means Redis failed or the activity is unknown (ErrNotFound) or busy (ErrBusy); the caller
 // fails closed.
 func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, error) {
-	if !ValidActivityID(r.ActivityID) {
+	if !keyspace.ValidActivityID(r.ActivityID) {
 		return ReserveResult{}, ErrNotFound
 	}
 	if r.UserID == "" || len(r.UserID) > 512 || !utf8.ValidString(r.UserID) || len(r.IdempotencyKey) > 512 {
@@ -226,8 +228,12 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	if err != nil {
 		return ReserveResult{}, done, err
 	}
-	c := code(res)
-	s.m.countLimits(res, r, r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()) // as the IP key was passed above
+	c, err := answer(s.reserve, res, rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
+		rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate)
+	if err != nil {
+		return ReserveResult{}, done, err
+	}
+	s.m.countLimits(c, res, r, r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()) // as the IP key was passed above
 	arg := func(i int) any {
 		if i < len(res) {
 			return res[i]
@@ -379,7 +385,7 @@ func (s *Store) markSoldOut(ctx context.Context, e *entry, source string) {
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := s.rdb.Publish(pctx, Namespaced(s.opts.Namespace, EventsChannel), "soldout "+e.def.ID).Err(); err != nil {
+	if err := s.rdb.Publish(pctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "soldout "+e.def.ID).Err(); err != nil {
 		s.log.Warn("publish soldout failed", "activity", e.def.ID, "err", err)
 	}
 }

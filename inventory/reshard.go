@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/seckill/seckill/keyspace"
 )
 
 // Reshard moves an activity's remaining stock to a new layout of n shards (epoch e -> e+1),
@@ -17,7 +19,7 @@ import (
 // meta.epoch/shards, publish "layout <id>". Any instance may run it or resume it; a
 // reshard already recorded with another target is finished first.
 func (s *Store) Reshard(ctx context.Context, id string, n int) error {
-	if !ValidActivityID(id) || n < 1 || n > maxShards {
+	if !keyspace.ValidActivityID(id) || n < 1 || n > keyspace.MaxShards {
 		return fmt.Errorf("%w: reshard %q to %d shards", ErrInvalid, id, n)
 	}
 	for round := 0; round < 6; round++ {
@@ -53,7 +55,11 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 		if err != nil {
 			return err
 		}
-		if code(res) == 1 {
+		c, err := answer(s.reshard, res, beginMovedOn, begun, beginOther)
+		if err != nil {
+			return err
+		}
+		if c == begun {
 			s.log.Info("reshard begun", "activity", id, "epoch", m.epoch+1, "from", m.shards, "to", n)
 		}
 		// Begun, or someone else's reshard, or the epoch moved on: the next round sees it.
@@ -68,7 +74,7 @@ func parseTarget(r string) (epoch, shards int, ok bool) {
 	}
 	e, err1 := strconv.Atoi(a)
 	n, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || n < 1 || n > maxShards {
+	if err1 != nil || err2 != nil || n < 1 || n > keyspace.MaxShards {
 		return 0, 0, false
 	}
 	return e, n, true
@@ -81,7 +87,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	for j := range journals {
 		journals[j] = Shard(id, e+1, j).Journal()
 	}
-	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, JournalsKey), journals...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
 		return fmt.Errorf("inventory: register journals: %w", err)
 	}
 	// 1. Drain: every old shard closes and hands back what it had.
@@ -92,7 +98,11 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		if err != nil {
 			return err
 		}
-		if c := code(res); c != 1 && c != 2 || len(res) < 2 {
+		c, err := answer(s.drain, res, drainNeverLoaded, drainedNow, drainedBefore)
+		if err != nil {
+			return err
+		}
+		if c == drainNeverLoaded || len(res) < 2 {
 			return fmt.Errorf("inventory: drain %s shard %d: never loaded (%v)", id, i, res)
 		}
 		drained[i], _ = asInt(res[1])
@@ -110,7 +120,13 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		i, j := x/to, x%to
 		k := Shard(id, e+1, j)
 		units := split(drained[i], to, ((j-i)%to+to)%to)
-		_, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "credit", i, units)
+		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "credit", i, units)
+		if err != nil {
+			return err
+		}
+		// Credited now or before, or the shard is sealed already (another run finished):
+		// each is the state this step wants.
+		_, err = answer(s.credit, res, creditedBefore, creditedNow, creditSealed)
 		return err
 	})
 	if err != nil {
@@ -132,7 +148,11 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		if err != nil {
 			return err
 		}
-		if code(res) == 0 {
+		c, err := answer(s.credit, res, sealMissing, sealedNow, sealedBefore)
+		if err != nil {
+			return err
+		}
+		if c == sealMissing {
 			return fmt.Errorf("inventory: seal %s shard %d: credits missing (%v)", id, j, res)
 		}
 		return nil
@@ -145,12 +165,16 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	if err != nil {
 		return err
 	}
-	if code(res) == 0 {
+	c, err := answer(s.reshard, res, switchMismatch, switched, switchedBefore)
+	if err != nil {
+		return err
+	}
+	if c == switchMismatch {
 		return fmt.Errorf("%w: reshard of %s changed under us (%v)", ErrBusy, id, res)
 	}
-	if code(res) == 1 {
+	if c == switched {
 		s.log.Info("resharded", "activity", id, "epoch", e+1, "from", from, "to", to, "units", total)
-		if err := s.rdb.Publish(ctx, Namespaced(s.opts.Namespace, EventsChannel), "layout "+id).Err(); err != nil {
+		if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "layout "+id).Err(); err != nil {
 			s.log.Warn("publish layout failed", "activity", id, "err", err)
 		}
 	}
@@ -177,7 +201,8 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 		if err != nil {
 			return false, err
 		}
-		return code(res) == 2, nil
+		c, err := answer(s.copy, res, copyUnknown, copied, copyRefused)
+		return c == copyRefused, err
 	}
 	var cursor uint64
 	for {
@@ -240,3 +265,54 @@ func (s *Store) parallel(n int, f func(i int) error) error {
 	wg.Wait()
 	return ferr
 }
+
+// Results of the reshard scripts; each type's zero value is unknown.
+type (
+	beginAnswer  int // inventory_reshard.lua begin
+	switchAnswer int // inventory_reshard.lua switch
+	drainAnswer  int // inventory_drain.lua
+	creditAnswer int // inventory_credit.lua credit
+	sealAnswer   int // inventory_credit.lua seal
+	copyAnswer   int // inventory_copy.lua
+)
+
+const (
+	beginUnknown beginAnswer = iota
+	begun                    // {1}: begun now
+	beginOther               // {2, reshard}: another reshard is recorded (resume it)
+	beginMovedOn             // {0, epoch}: meta moved on (read it again)
+)
+
+const (
+	switchUnknown  switchAnswer = iota
+	switched                    // {1}: switched now
+	switchedBefore              // {2}: switched before
+	switchMismatch              // {0, epoch}: meta does not record this reshard
+)
+
+const (
+	drainUnknown     drainAnswer = iota
+	drainedNow                   // {1, units}
+	drainedBefore                // {2, units}
+	drainNeverLoaded             // {0}: the shard was never loaded
+)
+
+const (
+	creditUnknown  creditAnswer = iota
+	creditedNow                 // 1
+	creditSealed                // 2: the shard is sealed already
+	creditedBefore              // 0: this source credited before
+)
+
+const (
+	sealUnknown  sealAnswer = iota
+	sealedNow               // {1, units}
+	sealedBefore            // {2, units}
+	sealMissing             // {0, sources seen}: not every source has credited
+)
+
+const (
+	copyUnknown copyAnswer = iota
+	copied                 // 1: copied
+	copyRefused            // 2: refused, the target is sealed
+)

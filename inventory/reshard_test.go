@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/keyspace"
 )
 
 // TestReshardUnderLoad changes the shard count 4 -> 7 -> 2 while goroutines reserve, with
@@ -188,7 +189,7 @@ func TestReshardRejects(t *testing.T) {
 	}{
 		{"bad id", "a b", 2, ErrInvalid},
 		{"zero shards", "a", 0, ErrInvalid},
-		{"too many", "a", maxShards + 1, ErrInvalid},
+		{"too many", "a", keyspace.MaxShards + 1, ErrInvalid},
 		{"unknown", "nope", 2, ErrNotFound},
 	}
 	for _, tt := range tests {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -79,7 +80,6 @@ type Options struct {
 
 const (
 	recordTTLNoClose = 7 * 24 * time.Hour
-	maxShards        = 1024
 	negativeTTL      = 500 * time.Millisecond
 	maxNegative      = 10000
 	userHashKeyWait  = 5 * time.Second
@@ -184,7 +184,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		opts.RecordTTLAfterClose = 24 * time.Hour
 	}
 	if m == nil {
-		m = NewMetrics(nil)
+		m = newMetrics()
 	}
 	if log == nil {
 		log = slog.Default()
@@ -261,11 +261,30 @@ func asString(v any) string {
 	return ""
 }
 
-// code returns the first element of a script answer.
-func code(a []any) int64 {
-	n, _ := asInt(a[0])
-	return n
+// answer decodes the code a script's answer starts with into the script's result type
+// (whose zero value is unknown). The script's numbers are the values of known, except its
+// 0, which stands for zero (a script without a 0 answer passes the type's zero value). An
+// answer of another form or an unknown code is an error naming the script.
+func answer[T ~int](sc *script, res []any, zero T, known ...T) (T, error) {
+	n, ok := asInt(res[0])
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("inventory: %s script: unexpected answer %v", sc.name, res)
+	case n == 0 && zero != 0:
+		return zero, nil
+	}
+	return lua.Decode("inventory_"+sc.name+".lua", n, known...)
 }
+
+// createAnswer is the result of inventory_create.lua. The zero value is unknown.
+type createAnswer int
+
+const (
+	createUnknown  createAnswer = iota
+	createdNow                  // {1}: created
+	createExists                // {2, loaded}: exists with the same definition
+	createConflict              // {3}: exists with a different definition
+)
 
 // definition is the canonical JSON kept in meta.def.
 type definition struct {
@@ -295,16 +314,16 @@ func fromMs(ms int64) time.Time {
 
 func validate(a Activity) error {
 	switch {
-	case !ValidActivityID(a.ID):
+	case !keyspace.ValidActivityID(a.ID):
 		return fmt.Errorf("%w: activity id %q", ErrInvalid, a.ID)
-	case a.CampaignID != "" && !ValidActivityID(a.CampaignID):
+	case a.CampaignID != "" && !keyspace.ValidActivityID(a.CampaignID):
 		return fmt.Errorf("%w: campaign id", ErrInvalid)
 	case a.Stock < 0 || a.Stock > 1e12:
 		return fmt.Errorf("%w: stock %d", ErrInvalid, a.Stock)
 	case a.PerUserLimit < 1:
 		return fmt.Errorf("%w: perUserLimit %d", ErrInvalid, a.PerUserLimit)
-	case a.Shards < 1 || a.Shards > maxShards:
-		return fmt.Errorf("%w: shards %d (1..%d)", ErrInvalid, a.Shards, maxShards)
+	case a.Shards < 1 || a.Shards > keyspace.MaxShards:
+		return fmt.Errorf("%w: shards %d (1..%d)", ErrInvalid, a.Shards, keyspace.MaxShards)
 	case !a.ClosesAt.IsZero() && !a.OpensAt.IsZero() && !a.ClosesAt.After(a.OpensAt):
 		return fmt.Errorf("%w: closesAt not after opensAt", ErrInvalid)
 	}
@@ -343,11 +362,15 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	if err != nil {
 		return Activity{}, false, err
 	}
+	c, err := answer(s.create, res, createUnknown, createdNow, createExists, createConflict)
+	if err != nil {
+		return Activity{}, false, err
+	}
 	created := false
-	switch code(res) {
-	case 1:
+	switch c {
+	case createdNow:
 		created = true
-	case 2:
+	case createExists:
 		if len(res) > 1 {
 			if n, _ := asInt(res[1]); n == 1 {
 				v, _, err := s.lookup(ctx, a.ID)
@@ -357,16 +380,18 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 				return v.Activity, false, nil
 			}
 		}
-	case 3:
+	case createConflict:
 		return Activity{}, false, fmt.Errorf("%w: %s", ErrConflict, a.ID)
-	default:
-		return Activity{}, false, fmt.Errorf("inventory: create script: unexpected answer %v", res)
 	}
 	// Load (or finish loading) epoch 0. Each shard loads at most once, so a concurrent or
 	// repeated Create never adds stock.
 	for i := 0; i < a.Shards; i++ {
 		k := Shard(a.ID, 0, i)
-		if _, err := s.run(ctx, s.load, []string{k.Stock(), k.Drained()}, split(a.Stock, a.Shards, i)); err != nil {
+		res, err := s.run(ctx, s.load, []string{k.Stock(), k.Drained()}, split(a.Stock, a.Shards, i))
+		if err != nil {
+			return Activity{}, false, err
+		}
+		if _, err := answer(s.load, res, loadedBefore, loadedNow); err != nil {
 			return Activity{}, false, err
 		}
 	}
@@ -374,17 +399,17 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	for i := range journals {
 		journals[i] = Shard(a.ID, 0, i).Journal()
 	}
-	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, JournalsKey), journals...).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: register journals: %w", err)
 	}
 	if err := s.rdb.HSet(ctx, Meta(a.ID), "loaded", 1).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: mark loaded: %w", err)
 	}
-	if err := s.rdb.SAdd(ctx, Namespaced(s.opts.Namespace, ActivitiesKey), a.ID).Err(); err != nil {
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), a.ID).Err(); err != nil {
 		return Activity{}, false, fmt.Errorf("inventory: register activity: %w", err)
 	}
 	if created {
-		if err := s.rdb.Publish(ctx, Namespaced(s.opts.Namespace, EventsChannel), "created "+a.ID).Err(); err != nil {
+		if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "created "+a.ID).Err(); err != nil {
 			s.log.Warn("publish created failed", "activity", a.ID, "err", err)
 		}
 		s.log.Info("activity created", "activity", a.ID, "stock", a.Stock, "shards", a.Shards)
@@ -441,7 +466,7 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 		Shards: d.Shards, RequireToken: d.RequireToken}}
 	e, ok1 := asInt(vals[1])
 	n, ok2 := asInt(vals[2])
-	if !ok1 || !ok2 || n < 1 || n > maxShards || e < 0 {
+	if !ok1 || !ok2 || n < 1 || n > keyspace.MaxShards || e < 0 {
 		return meta{}, false, fmt.Errorf("inventory: meta of %s: bad epoch/shards", id)
 	}
 	m.epoch, m.shards = int(e), int(n)
@@ -456,7 +481,7 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 // for negativeTTL so a flood of unknown ids costs one Redis read per id and period (a
 // "created" event forgets it at once).
 func (s *Store) Lookup(ctx context.Context, id string) (ActivityView, bool, error) {
-	if !ValidActivityID(id) {
+	if !keyspace.ValidActivityID(id) {
 		return ActivityView{}, false, nil
 	}
 	if v, ok := s.Activity(id); ok {
@@ -570,3 +595,12 @@ func (s *Store) ChecksIP() bool {
 	_, cluster := s.rdb.(*redis.ClusterClient)
 	return !cluster
 }
+
+// loadAnswer is the result of inventory_load.lua. The zero value is unknown.
+type loadAnswer int
+
+const (
+	loadUnknown  loadAnswer = iota
+	loadedNow               // 1: the shard's stock was loaded now
+	loadedBefore            // 0: loaded before (or drained): nothing changed
+)

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/seckill/seckill/keyspace"
 )
 
 func tokenKey(activityID, token string) string {
@@ -18,7 +20,7 @@ func tokenKey(activityID, token string) string {
 // IssueToken makes a one-time grab token bound to (user, activity) that expires after ttl.
 // Only its hash reaches a key name.
 func (s *Store) IssueToken(ctx context.Context, activityID, userID string, ttl time.Duration) (string, time.Time, error) {
-	if !ValidActivityID(activityID) || userID == "" || ttl <= 0 {
+	if !keyspace.ValidActivityID(activityID) || userID == "" || ttl <= 0 {
 		return "", time.Time{}, fmt.Errorf("%w: token request", ErrInvalid)
 	}
 	var b [18]byte
@@ -36,18 +38,22 @@ func (s *Store) IssueToken(ctx context.Context, activityID, userID string, ttl t
 // ConsumeToken uses up a grab token: true once, for the user and activity it was issued
 // to; false for a missing, expired, foreign or already used token.
 func (s *Store) ConsumeToken(ctx context.Context, activityID, userID, token string) (bool, error) {
-	if !ValidActivityID(activityID) || userID == "" || token == "" || len(token) > 256 {
+	if !keyspace.ValidActivityID(activityID) || userID == "" || token == "" || len(token) > 256 {
 		return false, nil
 	}
 	res, err := s.run(ctx, s.token, []string{tokenKey(activityID, token)}, s.UserHash(userID))
 	if err != nil {
 		return false, err
 	}
-	switch code(res) {
-	case 1:
-		return true, nil
-	case 0:
-		return false, nil
-	}
-	return false, fmt.Errorf("inventory: token script: unexpected answer %v", res)
+	c, err := answer(s.token, res, tokenMissing, tokenConsumed)
+	return c == tokenConsumed, err
 }
+
+// tokenAnswer is the result of inventory_token.lua. The zero value is unknown.
+type tokenAnswer int
+
+const (
+	tokenUnknown  tokenAnswer = iota
+	tokenConsumed             // 1: the token is used up now
+	tokenMissing              // 0: missing, expired, bound to another user or used before
+)

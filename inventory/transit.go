@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -38,14 +39,28 @@ func NewMover(rdb redis.UniversalClient) (*Mover, error) {
 	return &Mover{rdb: rdb, sc: sc}, nil
 }
 
+// transferAnswer is the result of inventory_transfer.lua, valued as the script answers it.
+// The zero value is unknown.
+type transferAnswer int
+
 // Transfer answers of inventory_transfer.lua.
 const (
-	xfDone   = 1
-	xfBefore = 2
-	xfClosed = 3
-	xfEmpty  = 8
-	xfShut   = 10
+	xfUnknown transferAnswer = 0
+	xfDone    transferAnswer = 1  // debit, credit, finish, retarget: done now
+	xfBefore  transferAnswer = 2  // credit: credited before
+	xfClosed  transferAnswer = 3  // credit: the target is closed
+	xfEmpty   transferAnswer = 8  // debit: nothing here
+	xfShut    transferAnswer = 10 // debit: the source is closed (reshard)
 )
+
+// transferAnswerOf decodes an answer of inventory_transfer.lua: one of known, else an error.
+func transferAnswerOf(res []any, known ...transferAnswer) (transferAnswer, error) {
+	n, ok := asInt(res[0])
+	if !ok {
+		return xfUnknown, fmt.Errorf("inventory: transfer script: unexpected answer %v", res)
+	}
+	return lua.Decode("inventory_transfer.lua", n, known...)
+}
 
 func (m *Mover) run(ctx context.Context, k ShardKeys, keys4 string, args ...any) ([]any, error) {
 	start := time.Now()
@@ -72,7 +87,11 @@ func (m *Mover) debit(ctx context.Context, src, target ShardKeys, id string, wan
 	if err != nil {
 		return 0, 0, false, err
 	}
-	switch code(res) {
+	c, err := transferAnswerOf(res, xfDone, xfEmpty, xfShut)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	switch c {
 	case xfDone:
 		if len(res) < 3 {
 			return 0, 0, false, fmt.Errorf("inventory: transfer debit: unexpected answer %v", res)
@@ -98,7 +117,7 @@ func parseLoc(v string) (epoch, shard int, ok bool) {
 	}
 	e, err1 := strconv.Atoi(a)
 	i, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || e < 0 || i < 0 || i >= maxShards {
+	if err1 != nil || err2 != nil || e < 0 || i < 0 || i >= keyspace.MaxShards {
 		return 0, 0, false
 	}
 	return e, i, true
@@ -144,19 +163,19 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 			if err != nil {
 				return err
 			}
-			switch code(res) {
-			case xfDone, xfBefore:
-				credited = true
-			case xfClosed:
-			default:
-				return fmt.Errorf("inventory: transfer credit: unexpected answer %v", res)
-			}
-		}
-		if credited {
-			if _, err := m.run(ctx, src, src.XOut(), "finish", id); err != nil {
+			c, err := transferAnswerOf(res, xfDone, xfBefore, xfClosed)
+			if err != nil {
 				return err
 			}
-			return nil
+			credited = c == xfDone || c == xfBefore
+		}
+		if credited {
+			res, err := m.run(ctx, src, src.XOut(), "finish", id)
+			if err != nil {
+				return err
+			}
+			_, err = transferAnswerOf(res, xfDone)
+			return err
 		}
 		// No target yet, or it was closed before the credit: pick one in the current layout.
 		now, err := m.current(ctx, src.Activity, id, userHash)
@@ -164,6 +183,8 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 			return err
 		}
 		if now != "" && now != target {
+			// Changed, another target recorded, or no longer in transit: the loop reads
+			// the entry again whatever the answer.
 			if _, err := m.run(ctx, src, src.XOut(), "retarget", id, target, now); err != nil {
 				return err
 			}
@@ -231,14 +252,14 @@ func (s *Store) Recover(ctx context.Context, id string, minAge time.Duration) (i
 	if err != nil {
 		return 0, fmt.Errorf("inventory: read meta: %w", err)
 	}
+	lays, err := parseLayouts(id, spec)
+	if err != nil {
+		return 0, err
+	}
 	var shards []ShardKeys
-	for _, p := range strings.Split(spec, ",") {
-		e, n, ok := parseTarget(strings.TrimSpace(p))
-		if !ok {
-			return 0, fmt.Errorf("inventory: meta layouts of %s: bad %q", id, p)
-		}
-		for i := 0; i < n; i++ {
-			shards = append(shards, Shard(id, e, i))
+	for _, l := range lays {
+		for i := 0; i < l.Shards; i++ {
+			shards = append(shards, Shard(id, l.Epoch, i))
 		}
 	}
 	pipe := s.rdb.Pipeline()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 var benchIPs = func() []string {
@@ -24,7 +25,7 @@ var benchIPs = func() []string {
 // BenchmarkAllow measures one decision on the real Redis, in parallel, and reports the Redis
 // calls per decision (counted by a client hook).
 func BenchmarkAllow(b *testing.B) {
-	big := Limit{Rate: 1e9, Burst: 1e9}
+	big := tokenbucket.Limit{Rate: 1e9, Burst: 1e9}
 	leased := Request{Global: big, Campaign: big, CampaignID: "c", Activity: big, ActivityID: "a",
 		Channel: big, ChannelName: "web", UserHash: "00000000000000ff"}
 	cases := []struct {
@@ -39,7 +40,7 @@ func BenchmarkAllow(b *testing.B) {
 		{name: "leased-4-dims+ip", req: leased, ip: true},
 		{name: "remembered-user", req: leased, remember: true},
 		{name: "degraded-local", req: leased, ip: true, degraded: true},
-		{name: "leased-rejected", req: Request{Global: big, Activity: Limit{Rate: 0.001, Burst: 1},
+		{name: "leased-rejected", req: Request{Global: big, Activity: tokenbucket.Limit{Rate: 0.001, Burst: 1},
 			ActivityID: "a429", UserHash: "00000000000000ff"}, rejected: true},
 	}
 	for _, c := range cases {

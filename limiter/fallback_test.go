@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // proxied returns a client that reaches the test Redis through a fault proxy.
@@ -58,7 +59,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 var drillFallback = Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
-	ProbeEvery: 50 * time.Millisecond, Global: Limit{Rate: 1000, Burst: 1000}}
+	ProbeEvery: 50 * time.Millisecond, Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}}
 
 // TestDegradeOnLatencyAndRecover injects latency between the Limiter and Redis: it must
 // degrade within SlowCallsToDegrade calls plus those made while the prober's confirmRounds
@@ -69,7 +70,7 @@ func TestDegradeOnLatencyAndRecover(t *testing.T) {
 	proxy, rdb := proxied(t)
 	l := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
 	runLimiter(t, l)
-	r := Request{IP: Limit{Rate: 10000, Burst: 10000}, IPAddr: "10.2.0.1", Fallback: drillFallback}
+	r := Request{IP: tokenbucket.Limit{Rate: 10000, Burst: 10000}, IPAddr: "10.2.0.1", Fallback: drillFallback}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed || l.Degraded() {
 		t.Fatalf("before the drill: %+v, degraded %v", d, l.Degraded())
 	}
@@ -164,9 +165,9 @@ func TestRedisDownFallsBackAndRecovers(t *testing.T) {
 	proxy, rdb := proxied(t)
 	l := newTestLimiter(t, rdb, nil, Options{})
 	runLimiter(t, l)
-	r := Request{Global: Limit{Rate: 1, Burst: 100}, IP: Limit{Rate: 100, Burst: 100}, IPAddr: "10.3.0.1",
+	r := Request{Global: tokenbucket.Limit{Rate: 1, Burst: 100}, IP: tokenbucket.Limit{Rate: 100, Burst: 100}, IPAddr: "10.3.0.1",
 		Fallback: Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
-			ProbeEvery: 50 * time.Millisecond, Global: Limit{Rate: 0.001, Burst: 3}}}
+			ProbeEvery: 50 * time.Millisecond, Global: tokenbucket.Limit{Rate: 0.001, Burst: 3}}}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("before the drill: %+v", d)
 	}
@@ -205,8 +206,8 @@ func TestRedisDownFallsBackAndRecovers(t *testing.T) {
 func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
-	fb := Fallback{Global: Limit{Rate: 0.001, Burst: 40}}
-	admitted := func(l *Limiter, ipLimit Limit) int {
+	fb := Fallback{Global: tokenbucket.Limit{Rate: 0.001, Burst: 40}}
+	admitted := func(l *Limiter, ipLimit tokenbucket.Limit) int {
 		n := 0
 		for i := range 100 {
 			r := Request{Fallback: fb, IP: ipLimit, IPAddr: "10.4.0." + string(rune('a'+i%26))}
@@ -229,7 +230,7 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newTestLimiter(t, rdb, newFakeClock(), Options{Healthy: tt.healthy})
 			l.degrade("test", nil)
-			if got := admitted(l, Limit{}); got != tt.want {
+			if got := admitted(l, tokenbucket.Limit{}); got != tt.want {
 				t.Fatalf("admitted %d, want %d", got, tt.want)
 			}
 		})
@@ -245,7 +246,7 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 		runLimiter(t, b)
 		waitFor(t, 3*time.Second, "2 healthy", func() bool { return a.healthyCount() == 2 && b.healthyCount() == 2 })
 		a.degrade("test", nil)
-		if got := admitted(a, Limit{}); got != 20 {
+		if got := admitted(a, tokenbucket.Limit{}); got != 20 {
 			t.Fatalf("admitted %d, want 20 (40 / 2)", got)
 		}
 		_ = b.Close() // leaves the set: a sees 1 at its next heartbeat
@@ -257,11 +258,11 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 		_ = proxy.Disable()
 		l := newTestLimiter(t, prdb, newFakeClock(), Options{})
 		runLimiter(t, l)
-		d, _ := l.Allow(context.Background(), Request{Fallback: fb, Global: Limit{Rate: 10, Burst: 10}})
+		d, _ := l.Allow(context.Background(), Request{Fallback: fb, Global: tokenbucket.Limit{Rate: 10, Burst: 10}})
 		if !d.Allowed || !l.Degraded() {
 			t.Fatalf("%+v degraded %v", d, l.Degraded())
 		}
-		if got := admitted(l, Limit{}); got != 39 {
+		if got := admitted(l, tokenbucket.Limit{}); got != 39 {
 			t.Fatalf("admitted %d, want 39 (40 - 1 already taken)", got)
 		}
 	})
@@ -279,7 +280,7 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 	t.Run("per-IP fallback is divided too and remembered", func(t *testing.T) {
 		l := newTestLimiter(t, rdb, newFakeClock(), Options{Healthy: func() int { return 2 }})
 		l.degrade("test", nil)
-		r := Request{Fallback: fb, IP: Limit{Rate: 0.001, Burst: 6}, IPAddr: "10.4.1.1"}
+		r := Request{Fallback: fb, IP: tokenbucket.Limit{Rate: 0.001, Burst: 6}, IPAddr: "10.4.1.1"}
 		n := 0
 		var last Decision
 		for range 10 {
@@ -300,10 +301,10 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 func TestFallbackConfigChangeClamps(t *testing.T) {
 	l := newTestLimiter(t, testsvc.Redis(t), newFakeClock(), Options{Healthy: func() int { return 1 }})
 	l.degrade("test", nil)
-	take := func(lim Limit, tries int) int {
+	take := func(lim tokenbucket.Limit, tries int) int {
 		n := 0
 		for range tries {
-			r := Request{Fallback: Fallback{Global: lim}, Activity: Limit{Rate: 0.001, Burst: 1000}, ActivityID: "a"}
+			r := Request{Fallback: Fallback{Global: lim}, Activity: tokenbucket.Limit{Rate: 0.001, Burst: 1000}, ActivityID: "a"}
 			if d, _ := l.Allow(context.Background(), r); d.Allowed {
 				n++
 			}
@@ -311,12 +312,12 @@ func TestFallbackConfigChangeClamps(t *testing.T) {
 		return n
 	}
 	steps := []struct {
-		give Limit
+		give tokenbucket.Limit
 		want int
 	}{
-		{give: Limit{Rate: 0.001, Burst: 10}, want: 2},
-		{give: Limit{Rate: 0.001, Burst: 5}, want: 5},
-		{give: Limit{Rate: 0.001, Burst: 50}, want: 0},
+		{give: tokenbucket.Limit{Rate: 0.001, Burst: 10}, want: 2},
+		{give: tokenbucket.Limit{Rate: 0.001, Burst: 5}, want: 5},
+		{give: tokenbucket.Limit{Rate: 0.001, Burst: 50}, want: 0},
 	}
 	tries := []int{2, 20, 20}
 	for i, s := range steps {
@@ -341,8 +342,8 @@ func TestDegradeUnderConcurrentLoad(t *testing.T) {
 	l := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
 	runLimiter(t, l)
 	fb := Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 20,
-		ProbeEvery: 100 * time.Millisecond, Global: Limit{Rate: 1e6, Burst: 1e6}}
-	r := Request{IP: Limit{Rate: 1e6, Burst: 1e6}, IPAddr: "10.5.0.1", Fallback: fb}
+		ProbeEvery: 100 * time.Millisecond, Global: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}}
+	r := Request{IP: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}, IPAddr: "10.5.0.1", Fallback: fb}
 	_, _ = l.Allow(context.Background(), r)
 	proxy.SetLatency(100 * time.Millisecond)
 	const callers = 32
@@ -386,7 +387,7 @@ func TestDegradeOnCluster(t *testing.T) {
 	rdb.AddHook(slow)
 	l := newTestLimiter(t, rdb, nil, Options{})
 	runLimiter(t, l)
-	r := Request{Activity: Limit{Rate: 1, Burst: 1000}, ActivityID: "a", IP: Limit{Rate: 100, Burst: 100},
+	r := Request{Activity: tokenbucket.Limit{Rate: 1, Burst: 1000}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 100, Burst: 100},
 		IPAddr: "10.5.1.1", Fallback: drillFallback}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatal(d)
@@ -408,9 +409,9 @@ func TestDegradeOnCluster(t *testing.T) {
 func TestDegradedWhileRedisDownWithoutTraffic(t *testing.T) {
 	t.Parallel()
 	proxy, rdb := proxied(t)
-	m := NewMetrics(prometheus.NewRegistry())
+	m := must(NewMetrics(prometheus.NewRegistry()))
 	prefix := uniq(t)
-	l := New(rdb, Options{}, m, slog.New(slog.DiscardHandler))
+	l := must(New(rdb, Options{}, m, slog.New(slog.DiscardHandler)))
 	l.prefix, l.instancesKey = prefix, prefix+"instances"
 	runLimiter(t, l)
 	if got := testutil.ToFloat64(m.degraded); got != 0 {

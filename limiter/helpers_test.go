@@ -114,7 +114,7 @@ func newTestLimiterPrefix(t testing.TB, rdb redis.UniversalClient, clk *fakeCloc
 	if clk != nil {
 		opts.Clock = clk
 	}
-	l := New(rdb, opts, nil, slog.New(slog.DiscardHandler))
+	l := must(New(rdb, opts, nil, slog.New(slog.DiscardHandler)))
 	l.prefix = prefix
 	l.instancesKey = prefix + "instances"
 	if clk != nil {
@@ -160,3 +160,12 @@ func (h *sleepHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 }
 
 var _ redis.Hook = (*sleepHook)(nil)
+
+// must returns v, or stops the test binary when a constructor failed (an embedded script
+// that does not load, a metric registered twice): a defect no test can go on from.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // pool holds the tokens this instance leased from one shared budget (a Redis token bucket,
@@ -21,7 +23,7 @@ type pool struct {
 	used atomic.Int64 // unix nanoseconds of the last take
 
 	mu         sync.Mutex
-	lim        Limit
+	lim        tokenbucket.Limit
 	tokens     int           // leased and unspent
 	stale      int           // expired, to hand back to Redis
 	low        int           // refill when tokens fall to this
@@ -41,15 +43,15 @@ func (l *Limiter) pool(d int, name string, now time.Time) *pool {
 
 // leaseSize is how many tokens one lease asks for: lim's rate over the lease window, shared by
 // the healthy instances, at least 1 and at most the burst.
-func (l *Limiter) leaseSize(lim Limit) int {
+func (l *Limiter) leaseSize(lim tokenbucket.Limit) int {
 	n := lim.Rate * l.opts.LeaseWindow.Seconds() / float64(l.healthyCount())
-	return int(min(max(1, math.Ceil(n)), float64(lim.burst())))
+	return int(min(max(1, math.Ceil(n)), float64(lim.Capacity())))
 }
 
 // reconfigureLocked applies a changed Limit: every unspent token goes back to Redis with the
 // next lease call, where the bucket clamps to the new burst, so a change never adds tokens and
 // this instance never holds more than the new limit allows.
-func (p *pool) reconfigureLocked(lim Limit) {
+func (p *pool) reconfigureLocked(lim tokenbucket.Limit) {
 	p.lim = lim
 	p.stale += p.tokens
 	p.tokens = 0
@@ -71,7 +73,7 @@ var errLeaseDegraded = errors.New("limiter: lease failed, limiter degraded")
 // take spends one token of the budget, leasing from Redis when the pool runs low. It returns
 // the bucket's refill time when the budget is empty, and an error only when the lease call
 // failed and no token was taken.
-func (p *pool) take(ctx context.Context, l *Limiter, now time.Time, lim Limit) (bool, time.Duration, error) {
+func (p *pool) take(ctx context.Context, l *Limiter, now time.Time, lim tokenbucket.Limit) (bool, time.Duration, error) {
 	p.used.Store(now.UnixNano())
 	p.mu.Lock()
 	if lim != p.lim {
@@ -128,7 +130,7 @@ func (p *pool) take(ctx context.Context, l *Limiter, now time.Time, lim Limit) (
 
 // lease runs one lease call for the pool, whose inflight channel the caller set; it hands back
 // the stale tokens in the same call.
-func (p *pool) lease(ctx context.Context, l *Limiter, lim Limit) error {
+func (p *pool) lease(ctx context.Context, l *Limiter, lim tokenbucket.Limit) error {
 	want := l.leaseSize(lim)
 	p.mu.Lock()
 	give := p.stale
@@ -203,12 +205,12 @@ func (p *pool) available() int {
 }
 
 // leaseCall takes up to want tokens of the budget at key after handing back give.
-func (l *Limiter) leaseCall(ctx context.Context, key string, lim Limit, want, give int) (int, time.Duration, error) {
+func (l *Limiter) leaseCall(ctx context.Context, key string, lim tokenbucket.Limit, want, give int) (int, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.CallTimeout)
 	defer cancel()
 	l.callsLease.Inc()
 	start := time.Now()
-	res, err := l.leaseScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.burst(), want, give, l.nowArg()).Int64Slice()
+	res, err := l.leaseScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.Capacity(), want, give, l.nowArg()).Int64Slice()
 	l.observe(time.Since(start), err)
 	if err != nil {
 		return 0, 0, err

@@ -43,38 +43,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/tokenbucket"
 )
-
-// Limit is a token bucket: Rate tokens per second refill a bucket holding at most Burst. A Rate
-// of 0 (or less) switches the dimension off. A positive Rate with a Burst below 1 acts as Burst 1.
-type Limit struct {
-	Rate  float64
-	Burst int
-}
-
-func (l Limit) off() bool { return l.Rate <= 0 }
-
-// burst is the capacity the scripts and buckets use: at least 1.
-func (l Limit) burst() int { return max(1, l.Burst) }
-
-// div is l shared by n instances: Rate/n and Burst/n, Burst at least 1.
-func (l Limit) div(n int) Limit {
-	if n <= 1 {
-		return l
-	}
-	return Limit{Rate: l.Rate / float64(n), Burst: max(1, l.Burst/n)}
-}
 
 // Fallback is the policy while Redis is slow or down, as values from the configuration
 // snapshot. Zero fields take the defaults of docs/API.md section 6: RedisSlow 20 ms,
 // SlowCallsToDegrade 20, ProbeEvery 1 s. A Global with Rate 0 leaves the global dimension
 // unlimited while degraded.
 type Fallback struct {
-	RedisSlow          time.Duration // a Redis call slower than this is slow
-	SlowCallsToDegrade int           // net slow calls (slow minus fast, floor 0) that trigger a check (see health)
-	ProbeEvery         time.Duration // how often the single prober tries Redis while degraded
-	Global             Limit         // the global budget of all instances together while degraded
+	RedisSlow          time.Duration     // a Redis call slower than this is slow
+	SlowCallsToDegrade int               // net slow calls (slow minus fast, floor 0) that trigger a check (see health)
+	ProbeEvery         time.Duration     // how often the single prober tries Redis while degraded
+	Global             tokenbucket.Limit // the global budget of all instances together while degraded
 }
 
 func (f Fallback) withDefaults() Fallback {
@@ -94,7 +76,7 @@ func (f Fallback) withDefaults() Fallback {
 // configuration snapshot, and the names they apply to. A dimension whose Limit has Rate 0, or
 // whose name is empty (campaign, activity, channel, IP), is not limited.
 type Request struct {
-	Global, Campaign, Activity, Channel, IP Limit
+	Global, Campaign, Activity, Channel, IP tokenbucket.Limit
 
 	CampaignID, ActivityID, ChannelName, IPAddr string
 	UserHash                                    string // inventory.UserHash of the user, for the local memory
@@ -180,7 +162,7 @@ type taken struct {
 	local   [nLeased]*localBucket // fallback buckets a token was taken from
 	ipLocal *localBucket          // fallback per-IP bucket
 	ipKey   string                // Redis per-IP bucket a token was taken from
-	ipLimit Limit
+	ipLimit tokenbucket.Limit
 }
 
 // Clock tells the time; tests inject one. Nil means the system clock.
@@ -214,7 +196,7 @@ type Options struct {
 	// failure (degrade). Default 300 ms.
 	CallTimeout time.Duration
 	// Namespace keeps deployments (and test runs) sharing one Redis apart, the convention of
-	// inventory.Namespaced: every limiter key (budgets, IP buckets, sk:instances) gets the
+	// keyspace.Namespaced: every limiter key (budgets, IP buckets, sk:instances) gets the
 	// suffix ":<Namespace>". Empty: the default deployment, the key names of docs/DESIGN.md.
 	Namespace string
 	// MaxKeys bounds each local map (remembered users, remembered IPs, fallback per-IP
@@ -281,7 +263,7 @@ type Limiter struct {
 
 // New builds a Limiter over rdb (standalone or cluster: every script touches one key). m may be
 // nil (unregistered metrics), log may be nil (slog.Default()).
-func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) *Limiter {
+func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) (*Limiter, error) {
 	if opts.InstanceID == "" {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -303,37 +285,34 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		opts.MaxKeys = 100_000
 	}
 	if m == nil {
-		m = NewMetrics(nil)
+		m = newMetrics()
 	}
 	if log == nil {
 		log = slog.Default()
 	}
 	l := &Limiter{
-		rdb:             rdb,
-		opts:            opts,
-		clock:           opts.Clock,
-		log:             log.With("component", "limiter"),
-		leaseScript:     mustLoad("limiter_lease.lua"),
-		bucketScript:    mustLoad("limiter_bucket.lua"),
-		heartbeatScript: mustLoad("limiter_heartbeat.lua"),
-		ipLoc:           newShardMap[*localBucket](opts.MaxKeys),
-		users:           newMemo(opts.MaxKeys),
-		ips:             newMemo(opts.MaxKeys),
-		prefix:          "sk:",
-		suffix:          nsSuffix(opts.Namespace),
-		instancesKey:    "sk:instances" + nsSuffix(opts.Namespace),
-		wake:            make(chan struct{}, 1),
-		rejectVec:       m.reject,
-		retryH:          m.retryAfter,
-		degradedG:       m.degraded,
-		healthyG:        m.healthy,
-		slowC:           m.slowCalls,
-		callsLease:      m.redisCalls.WithLabelValues("lease"),
-		callsBucket:     m.redisCalls.WithLabelValues("bucket"),
-		callsRefund:     m.redisCalls.WithLabelValues("refund"),
-		callsHB:         m.redisCalls.WithLabelValues("heartbeat"),
-		callsProbe:      m.redisCalls.WithLabelValues("probe"),
-		callsConfirm:    m.redisCalls.WithLabelValues("confirm"),
+		rdb:          rdb,
+		opts:         opts,
+		clock:        opts.Clock,
+		log:          log.With("component", "limiter"),
+		ipLoc:        newShardMap[*localBucket](opts.MaxKeys),
+		users:        newMemo(opts.MaxKeys),
+		ips:          newMemo(opts.MaxKeys),
+		prefix:       "sk:",
+		suffix:       keyspace.Suffix(opts.Namespace),
+		instancesKey: keyspace.Namespaced(opts.Namespace, keyspace.Instances),
+		wake:         make(chan struct{}, 1),
+		rejectVec:    m.reject,
+		retryH:       m.retryAfter,
+		degradedG:    m.degraded,
+		healthyG:     m.healthy,
+		slowC:        m.slowCalls,
+		callsLease:   m.redisCalls.WithLabelValues("lease"),
+		callsBucket:  m.redisCalls.WithLabelValues("bucket"),
+		callsRefund:  m.redisCalls.WithLabelValues("refund"),
+		callsHB:      m.redisCalls.WithLabelValues("heartbeat"),
+		callsProbe:   m.redisCalls.WithLabelValues("probe"),
+		callsConfirm: m.redisCalls.WithLabelValues("confirm"),
 		checkC: [2]prometheus.Counter{m.slowChecks.WithLabelValues("confirmed"),
 			m.slowChecks.WithLabelValues("refuted")},
 		toDegraded:  m.transitions.WithLabelValues("degraded"),
@@ -353,18 +332,18 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 			l.rejectC[d][r] = m.rejectCounter(dn, rn)
 		}
 	}
-	l.degradedG.Set(0)
-	return l
-}
-
-// mustLoad loads an embedded script; the names are constants of this package, so a failure is
-// a build defect that the package tests catch.
-func mustLoad(name string) *redis.Script {
-	s, err := lua.Load(name)
-	if err != nil {
-		panic(err)
+	for _, x := range []struct {
+		dst  **redis.Script
+		name string
+	}{{&l.leaseScript, "limiter_lease.lua"}, {&l.bucketScript, "limiter_bucket.lua"}, {&l.heartbeatScript, "limiter_heartbeat.lua"}} {
+		s, err := lua.Load(x.name)
+		if err != nil {
+			return nil, fmt.Errorf("limiter: %w", err)
+		}
+		*x.dst = s
 	}
-	return s
+	l.degradedG.Set(0)
+	return l, nil
 }
 
 // Allow decides r for every dimension at once, all or nothing: when one dimension rejects, the
@@ -397,11 +376,11 @@ func (l *Limiter) Allow(ctx context.Context, r Request) (Decision, error) {
 
 func leasedDims(r *Request) [nLeased]struct {
 	name string
-	lim  Limit
+	lim  tokenbucket.Limit
 } {
 	return [nLeased]struct {
 		name string
-		lim  Limit
+		lim  tokenbucket.Limit
 	}{
 		{"", r.Global},
 		{r.CampaignID, r.Campaign},
@@ -413,17 +392,13 @@ func leasedDims(r *Request) [nLeased]struct {
 func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (Decision, error) {
 	var t taken
 	for d, x := range leasedDims(r) {
-		if x.lim.off() || (d != dGlobal && x.name == "") {
+		if !x.lim.Limited() || (d != dGlobal && x.name == "") {
 			continue
 		}
 		p := l.pool(d, x.name, now)
 		ok, retry, err := p.take(ctx, l, now, x.lim)
 		if err != nil {
-			l.giveBack(&t, now)
-			if ctx.Err() != nil {
-				return l.reject(dNone, rCanceled, 0), ctx.Err()
-			}
-			return l.allowLocal(now, r), nil
+			return l.redisFailed(ctx, &t, now, r)
 		}
 		if !ok {
 			l.giveBack(&t, now)
@@ -431,15 +406,11 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		}
 		t.pools[d] = p
 	}
-	if !r.IP.off() && r.IPAddr != "" && !r.IPInReservation {
+	if r.IP.Limited() && r.IPAddr != "" && !r.IPInReservation {
 		key := l.ipKey(r.IPAddr)
 		ok, retry, err := l.bucketCall(ctx, key, r.IP, 1)
 		if err != nil {
-			l.giveBack(&t, now)
-			if ctx.Err() != nil {
-				return l.reject(dNone, rCanceled, 0), ctx.Err()
-			}
-			return l.allowLocal(now, r), nil
+			return l.redisFailed(ctx, &t, now, r)
 		}
 		if !ok {
 			l.giveBack(&t, now)
@@ -459,10 +430,10 @@ func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
 	dims := leasedDims(r)
 	dims[dGlobal].lim = r.Fallback.Global
 	for d, x := range dims {
-		if x.lim.off() || (d != dGlobal && x.name == "") {
+		if !x.lim.Limited() || (d != dGlobal && x.name == "") {
 			continue
 		}
-		lim := x.lim.div(n)
+		lim := x.lim.Share(n)
 		b := l.local[d].getOrAdd(x.name, func() *localBucket { return newLocalBucket(lim, now) }, nil)
 		b.configure(lim, now)
 		ok, retry := b.take(now)
@@ -472,8 +443,8 @@ func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
 		}
 		t.local[d] = b
 	}
-	if !r.IP.off() && r.IPAddr != "" {
-		lim := r.IP.div(n)
+	if r.IP.Limited() && r.IPAddr != "" {
+		lim := r.IP.Share(n)
 		nowNs := now.UnixNano()
 		b := l.ipLoc.getOrAdd(r.IPAddr, func() *localBucket { return newLocalBucket(lim, now) },
 			func(b *localBucket) bool { return nowNs-b.used.Load() > int64(time.Minute) })
@@ -511,6 +482,16 @@ func (l *Limiter) reject(d, reason int, retry time.Duration) Decision {
 		dim = dimNames[d]
 	}
 	return Decision{Dimension: dim, Reason: reasonNames[reason], RetryAfter: retry}
+}
+
+// redisFailed answers a request whose Redis call failed: the tokens taken so far go back
+// and the request is decided locally, or rejected as canceled when ctx is done.
+func (l *Limiter) redisFailed(ctx context.Context, t *taken, now time.Time, r *Request) (Decision, error) {
+	l.giveBack(t, now)
+	if ctx.Err() != nil {
+		return l.reject(dNone, rCanceled, 0), ctx.Err()
+	}
+	return l.allowLocal(now, r), nil
 }
 
 // giveBack returns the local tokens of t (leased and fallback buckets); no Redis call.
@@ -605,13 +586,6 @@ func (l *Limiter) ipKey(ip string) string {
 	return l.prefix + "{ip:" + string(s) + "}:tb" + l.suffix
 }
 
-func nsSuffix(ns string) string {
-	if ns == "" {
-		return ""
-	}
-	return ":" + ns
-}
-
 func (l *Limiter) budgetKey(d int, name string) string {
 	if d == dGlobal {
 		return l.prefix + "{budget:global}" + l.suffix
@@ -627,7 +601,7 @@ func (l *Limiter) nowArg() int64 {
 }
 
 // bucketCall runs the exact bucket script: n > 0 takes, n < 0 gives back.
-func (l *Limiter) bucketCall(ctx context.Context, key string, lim Limit, n int) (bool, time.Duration, error) {
+func (l *Limiter) bucketCall(ctx context.Context, key string, lim tokenbucket.Limit, n int) (bool, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.opts.CallTimeout)
 	defer cancel()
 	if n < 0 {
@@ -636,7 +610,7 @@ func (l *Limiter) bucketCall(ctx context.Context, key string, lim Limit, n int) 
 		l.callsBucket.Inc()
 	}
 	start := time.Now()
-	res, err := l.bucketScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.burst(), n, l.nowArg()).Int64Slice()
+	res, err := l.bucketScript.Run(ctx, l.rdb, []string{key}, lim.Rate, lim.Capacity(), n, l.nowArg()).Int64Slice()
 	l.observe(time.Since(start), err)
 	if err != nil {
 		return false, 0, err

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // remaining is what is left of a leased budget: the tokens this Limiter holds plus the
@@ -38,7 +39,7 @@ func remaining(t *testing.T, l *Limiter, d int, name string) int {
 
 func TestAllowAllOrNothing(t *testing.T) {
 	rdb := testsvc.Redis(t)
-	slow := func(b int) Limit { return Limit{Rate: 0.0001, Burst: b} } // no refill during the test
+	slow := func(b int) tokenbucket.Limit { return tokenbucket.Limit{Rate: 0.0001, Burst: b} } // no refill during the test
 	tests := []struct {
 		name         string
 		give         Request
@@ -102,8 +103,8 @@ func TestRefundGivesBackEverything(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
-	r := Request{Activity: Limit{Rate: 0.0001, Burst: 10}, ActivityID: "act",
-		IP: Limit{Rate: 0.0001, Burst: 1}, IPAddr: "10.0.0.2"}
+	r := Request{Activity: tokenbucket.Limit{Rate: 0.0001, Burst: 10}, ActivityID: "act",
+		IP: tokenbucket.Limit{Rate: 0.0001, Burst: 1}, IPAddr: "10.0.0.2"}
 	d, _ := l.Allow(context.Background(), r)
 	if !d.Allowed {
 		t.Fatalf("first request rejected: %+v", d)
@@ -127,7 +128,7 @@ func TestRememberedCostsNoRedisCall(t *testing.T) {
 	rdb.AddHook(calls)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
-	r := Request{Global: Limit{Rate: 1000, Burst: 1000}, IP: Limit{Rate: 1, Burst: 2},
+	r := Request{Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}, IP: tokenbucket.Limit{Rate: 1, Burst: 2},
 		IPAddr: "10.1.1.1", UserHash: "00000000000000aa"}
 
 	l.Remember(r.UserHash, "", 2*time.Second)
@@ -178,7 +179,7 @@ func TestCanceledRequestIsRejected(t *testing.T) {
 	l := newTestLimiter(t, rdb, newFakeClock(), Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	d, err := l.Allow(ctx, Request{Global: Limit{Rate: 10, Burst: 10}})
+	d, err := l.Allow(ctx, Request{Global: tokenbucket.Limit{Rate: 10, Burst: 10}})
 	if d.Allowed || d.Reason != ReasonCanceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %+v, %v; want a canceled rejection", d, err)
 	}
@@ -191,9 +192,9 @@ func TestLeaseCostsFewRedisCalls(t *testing.T) {
 	rdb.AddHook(calls)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
-	r := Request{Global: Limit{Rate: 50000, Burst: 100000}, Campaign: Limit{Rate: 30000, Burst: 60000},
-		CampaignID: "c", Activity: Limit{Rate: 20000, Burst: 40000}, ActivityID: "a",
-		Channel: Limit{Rate: 20000, Burst: 40000}, ChannelName: "web"}
+	r := Request{Global: tokenbucket.Limit{Rate: 50000, Burst: 100000}, Campaign: tokenbucket.Limit{Rate: 30000, Burst: 60000},
+		CampaignID: "c", Activity: tokenbucket.Limit{Rate: 20000, Burst: 40000}, ActivityID: "a",
+		Channel: tokenbucket.Limit{Rate: 20000, Burst: 40000}, ChannelName: "web"}
 	_, _ = l.Allow(context.Background(), r) // loads the script
 	before := calls.n.Load()
 	const n = 10000
@@ -216,7 +217,7 @@ func TestConfigChangeClampsLeasedBudget(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
-	take := func(lim Limit, tries int) int {
+	take := func(lim tokenbucket.Limit, tries int) int {
 		got := 0
 		for range tries {
 			if d, _ := l.Allow(context.Background(), Request{Activity: lim, ActivityID: "a"}); d.Allowed {
@@ -225,19 +226,19 @@ func TestConfigChangeClampsLeasedBudget(t *testing.T) {
 		}
 		return got
 	}
-	if got := take(Limit{Rate: 1000, Burst: 100}, 2); got != 2 {
+	if got := take(tokenbucket.Limit{Rate: 1000, Burst: 100}, 2); got != 2 {
 		t.Fatalf("took %d, want 2", got)
 	}
 	// 98 left (48 leased here, 50 in Redis); a shrink to 20 leaves exactly 20.
-	if got := take(Limit{Rate: 1000, Burst: 20}, 100); got != 20 {
+	if got := take(tokenbucket.Limit{Rate: 1000, Burst: 20}, 100); got != 20 {
 		t.Fatalf("after shrinking to 20: admitted %d, want 20", got)
 	}
 	// Growing never refills.
-	if got := take(Limit{Rate: 1000, Burst: 500}, 100); got != 0 {
+	if got := take(tokenbucket.Limit{Rate: 1000, Burst: 500}, 100); got != 0 {
 		t.Fatalf("after growing: admitted %d, want 0", got)
 	}
 	clk.Advance(10 * time.Millisecond)
-	if got := take(Limit{Rate: 1000, Burst: 500}, 100); got != 10 {
+	if got := take(tokenbucket.Limit{Rate: 1000, Burst: 500}, 100); got != 10 {
 		t.Fatalf("10ms later at 1000/s: admitted %d, want 10", got)
 	}
 }
@@ -246,7 +247,7 @@ func TestLeaseRejectionRetryAfterIsRefillTime(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
-	r := Request{Activity: Limit{Rate: 4, Burst: 2}, ActivityID: "a"}
+	r := Request{Activity: tokenbucket.Limit{Rate: 4, Burst: 2}, ActivityID: "a"}
 	for range 2 {
 		if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 			t.Fatal("burst rejected")
@@ -268,8 +269,8 @@ func TestLeasedBudgetOnCluster(t *testing.T) {
 	l := newTestLimiter(t, rdb, clk, Options{})
 	allowed := 0
 	for i := range 40 {
-		r := Request{Global: Limit{Rate: 1, Burst: 30}, Activity: Limit{Rate: 1, Burst: 25}, ActivityID: "a",
-			IP: Limit{Rate: 1, Burst: 1}, IPAddr: "10.9.0." + strconv.Itoa(i)}
+		r := Request{Global: tokenbucket.Limit{Rate: 1, Burst: 30}, Activity: tokenbucket.Limit{Rate: 1, Burst: 25}, ActivityID: "a",
+			IP: tokenbucket.Limit{Rate: 1, Burst: 1}, IPAddr: "10.9.0." + strconv.Itoa(i)}
 		if d, _ := l.Allow(context.Background(), r); d.Allowed {
 			allowed++
 		}
@@ -298,7 +299,7 @@ func TestLeasingErrorOfGlobalRate(t *testing.T) {
 		l.healthy.Store(3)
 		ls = append(ls, l)
 	}
-	r := Request{Global: Limit{Rate: rate, Burst: burst}}
+	r := Request{Global: tokenbucket.Limit{Rate: rate, Burst: burst}}
 	var admitted, requests atomic.Int64
 	var slots [int(duration/slot) + 2]atomic.Int64 // admissions per 100 ms
 	var wg sync.WaitGroup

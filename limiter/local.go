@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seckill/seckill/tokenbucket"
 	"golang.org/x/time/rate"
 )
 
@@ -21,8 +22,8 @@ type localBucket struct {
 	used     atomic.Int64 // unix nanoseconds of the last take, for housekeeping
 }
 
-func newLocalBucket(l Limit, now time.Time) *localBucket {
-	b := &localBucket{lim: rate.NewLimiter(rate.Limit(l.Rate), l.burst())}
+func newLocalBucket(l tokenbucket.Limit, now time.Time) *localBucket {
+	b := &localBucket{lim: rate.NewLimiter(rate.Limit(l.Rate), l.Capacity())}
 	b.rateBits.Store(math.Float64bits(l.Rate))
 	b.burst.Store(int64(l.Burst))
 	b.used.Store(now.UnixNano())
@@ -30,7 +31,7 @@ func newLocalBucket(l Limit, now time.Time) *localBucket {
 }
 
 // configure makes b enforce l from now on; a no-op when l is the current Limit.
-func (b *localBucket) configure(l Limit, now time.Time) {
+func (b *localBucket) configure(l tokenbucket.Limit, now time.Time) {
 	if b.rateBits.Load() == math.Float64bits(l.Rate) && b.burst.Load() == int64(l.Burst) {
 		return
 	}
@@ -42,7 +43,7 @@ func (b *localBucket) configure(l Limit, now time.Time) {
 	// SetBurstAt advances the bucket under the old limit; the next advance clamps the tokens
 	// to the new burst. Tokens are never added by a change.
 	b.lim.SetLimitAt(now, rate.Limit(l.Rate))
-	b.lim.SetBurstAt(now, l.burst())
+	b.lim.SetBurstAt(now, l.Capacity())
 	b.rateBits.Store(math.Float64bits(l.Rate))
 	b.burst.Store(int64(l.Burst))
 }

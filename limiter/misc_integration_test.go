@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // TestExpiredLeaseGoesBack: tokens leased but not spent within LeaseTTL return to the Redis
@@ -20,7 +21,7 @@ func TestExpiredLeaseGoesBack(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{LeaseWindow: 10000 * time.Second})
-	r := Request{Activity: Limit{Rate: 0.001, Burst: 100}, ActivityID: "a"} // lease of 10
+	r := Request{Activity: tokenbucket.Limit{Rate: 0.001, Burst: 100}, ActivityID: "a"} // lease of 10
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatal(d)
 	}
@@ -47,15 +48,15 @@ func TestExpiredLeaseGoesBack(t *testing.T) {
 
 func TestMetricsCountDecisions(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := NewMetrics(reg)
+	m := must(NewMetrics(reg))
 	rdb := testsvc.Redis(t)
 	clk := newFakeClock()
 	prefix := uniq(t)
 	cleanupKeys(t, rdb, prefix)
-	l := New(rdb, Options{Clock: clk}, m, slog.New(slog.DiscardHandler))
+	l := must(New(rdb, Options{Clock: clk}, m, slog.New(slog.DiscardHandler)))
 	l.prefix, l.instancesKey = prefix, prefix+"instances"
 	l.scriptNow = func() int64 { return clk.Now().UnixMicro() }
-	r := Request{Activity: Limit{Rate: 0.001, Burst: 2}, ActivityID: "a", UserHash: "u"}
+	r := Request{Activity: tokenbucket.Limit{Rate: 0.001, Burst: 2}, ActivityID: "a", UserHash: "u"}
 	for range 3 {
 		_, _ = l.Allow(context.Background(), r)
 	}
@@ -83,7 +84,7 @@ func TestMetricsCountDecisions(t *testing.T) {
 func TestBurstZeroActsAsOne(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	l := newTestLimiter(t, rdb, newFakeClock(), Options{})
-	r := Request{Activity: Limit{Rate: 0.001}, ActivityID: "a", IP: Limit{Rate: 0.001}, IPAddr: "10.6.0.1"}
+	r := Request{Activity: tokenbucket.Limit{Rate: 0.001}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 0.001}, IPAddr: "10.6.0.1"}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("burst 0 never admits: %+v", d)
 	}

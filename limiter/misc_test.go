@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // TestScriptsRunOnMiniredis: the embedded mode runs the same scripts on miniredis.
@@ -17,8 +18,8 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
-	l := New(rdb, Options{InstanceID: "solo"}, nil, slog.New(slog.DiscardHandler))
-	r := Request{Global: Limit{Rate: 0.001, Burst: 3}, IP: Limit{Rate: 0.001, Burst: 2}}
+	l := must(New(rdb, Options{InstanceID: "solo"}, nil, slog.New(slog.DiscardHandler)))
+	r := Request{Global: tokenbucket.Limit{Rate: 0.001, Burst: 3}, IP: tokenbucket.Limit{Rate: 0.001, Burst: 2}}
 	allowed := 0
 	for i := range 5 {
 		r.IPAddr = "10.8.0." + string(rune('0'+i))
@@ -37,7 +38,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	if l.healthyCount() != 1 {
 		t.Fatalf("healthy %d, want 1", l.healthyCount())
 	}
-	w := NewRedisWindow(rdb)
+	w := must(NewRedisWindow(rdb))
 	for i, want := range []bool{true, true, false} {
 		ok, retry, err := w.Take(context.Background(), "w", Window{Size: time.Minute, Max: 2}, string(rune('a'+i)))
 		if err != nil || ok != want || (!ok && retry < 59*time.Second) {
@@ -76,7 +77,7 @@ func TestKeyNames(t *testing.T) {
 		{ns: "blue", wantGlobal: "sk:{budget:global}:blue", wantAct: "sk:{budget:activity:flash-1}:blue", wantIns: "sk:instances:blue"},
 	}
 	for _, tt := range tests {
-		l := New(nil, Options{Namespace: tt.ns}, nil, slog.New(slog.DiscardHandler))
+		l := must(New(nil, Options{Namespace: tt.ns}, nil, slog.New(slog.DiscardHandler)))
 		if got := l.budgetKey(dGlobal, ""); got != tt.wantGlobal {
 			t.Errorf("global %q, want %q", got, tt.wantGlobal)
 		}
@@ -96,7 +97,7 @@ func TestKeyNames(t *testing.T) {
 // before the first event, and the decisions the reservation script reports are counted under
 // the user and IP dimensions with their Retry-After.
 func TestMetricsPreCreatedAndScriptDecisions(t *testing.T) {
-	m := NewMetrics(prometheus.NewRegistry())
+	m := must(NewMetrics(prometheus.NewRegistry()))
 	for _, c := range []struct {
 		give prometheus.Collector
 		want int
@@ -111,7 +112,7 @@ func TestMetricsPreCreatedAndScriptDecisions(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
-	l := New(rdb, Options{}, m, slog.New(slog.DiscardHandler))
+	l := must(New(rdb, Options{}, m, slog.New(slog.DiscardHandler)))
 	l.ScriptAdmitted(true, true)
 	l.ScriptAdmitted(true, false)
 	l.ScriptRejected(DimUser, ReasonWindow, 2*time.Second)

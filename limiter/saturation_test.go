@@ -21,6 +21,7 @@ import (
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // saturationFor is how long TestNoDegradeUnderCPUSaturation saturates the CPU: 60 s, or the Go
@@ -74,8 +75,8 @@ func saturate() (stop func()) {
 // script, at the default policy (20 ms, 20 net slow calls).
 func TestNoDegradeUnderCPUSaturation(t *testing.T) {
 	run := saturationFor(t)
-	fb := Fallback{Global: Limit{Rate: 1e6, Burst: 1e6}} // RedisSlow 20 ms, 20 slow calls, probe 1 s
-	r := Request{IP: Limit{Rate: 1e9, Burst: 1e9}, IPAddr: "10.6.0.1", Fallback: fb}
+	fb := Fallback{Global: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}} // RedisSlow 20 ms, 20 slow calls, probe 1 s
+	r := Request{IP: tokenbucket.Limit{Rate: 1e9, Burst: 1e9}, IPAddr: "10.6.0.1", Fallback: fb}
 	// load runs 32 callers against l until the returned stop is called.
 	load := func(l *Limiter, rdb redis.UniversalClient) (stop func()) {
 		var done atomic.Bool

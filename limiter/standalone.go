@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 // RedisBucket is an exact token bucket in Redis (lua/limiter_bucket.lua over
@@ -17,14 +19,18 @@ type RedisBucket struct {
 	now    func() int64 // tests: microseconds passed as the script clock; nil = Redis TIME
 }
 
-// NewRedisBucket returns a RedisBucket over rdb.
-func NewRedisBucket(rdb redis.UniversalClient) *RedisBucket {
-	return &RedisBucket{rdb: rdb, script: mustLoad("limiter_bucket.lua")}
+// NewRedisBucket returns a RedisBucket over rdb; an error means its script did not load.
+func NewRedisBucket(rdb redis.UniversalClient) (*RedisBucket, error) {
+	s, err := lua.Load("limiter_bucket.lua")
+	if err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	return &RedisBucket{rdb: rdb, script: s}, nil
 }
 
 // Take takes n >= 1 tokens from the bucket at key, all or nothing, under lim. When it cannot,
 // it returns false and the time until n tokens are there. A Limit with Rate 0 always allows.
-func (b *RedisBucket) Take(ctx context.Context, key string, lim Limit, n int) (bool, time.Duration, error) {
+func (b *RedisBucket) Take(ctx context.Context, key string, lim tokenbucket.Limit, n int) (bool, time.Duration, error) {
 	if n < 1 {
 		return false, 0, fmt.Errorf("limiter: take %d tokens: n must be >= 1", n)
 	}
@@ -32,7 +38,7 @@ func (b *RedisBucket) Take(ctx context.Context, key string, lim Limit, n int) (b
 }
 
 // Give returns n >= 1 tokens to the bucket at key, clamped to its burst.
-func (b *RedisBucket) Give(ctx context.Context, key string, lim Limit, n int) error {
+func (b *RedisBucket) Give(ctx context.Context, key string, lim tokenbucket.Limit, n int) error {
 	if n < 1 {
 		return fmt.Errorf("limiter: give %d tokens: n must be >= 1", n)
 	}
@@ -40,12 +46,12 @@ func (b *RedisBucket) Give(ctx context.Context, key string, lim Limit, n int) er
 	return err
 }
 
-func (b *RedisBucket) run(ctx context.Context, key string, lim Limit, n int) (bool, time.Duration, error) {
+func (b *RedisBucket) run(ctx context.Context, key string, lim tokenbucket.Limit, n int) (bool, time.Duration, error) {
 	var now int64
 	if b.now != nil {
 		now = b.now()
 	}
-	res, err := b.script.Run(ctx, b.rdb, []string{key}, lim.Rate, lim.burst(), n, now).Int64Slice()
+	res, err := b.script.Run(ctx, b.rdb, []string{key}, lim.Rate, lim.Capacity(), n, now).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("limiter: bucket %s: %w", key, err)
 	}
@@ -67,9 +73,13 @@ type RedisWindow struct {
 	now    func() int64 // tests: microseconds passed as the script clock; nil = Redis TIME
 }
 
-// NewRedisWindow returns a RedisWindow over rdb.
-func NewRedisWindow(rdb redis.UniversalClient) *RedisWindow {
-	return &RedisWindow{rdb: rdb, script: mustLoad("limiter_window.lua")}
+// NewRedisWindow returns a RedisWindow over rdb; an error means its script did not load.
+func NewRedisWindow(rdb redis.UniversalClient) (*RedisWindow, error) {
+	s, err := lua.Load("limiter_window.lua")
+	if err != nil {
+		return nil, fmt.Errorf("limiter: %w", err)
+	}
+	return &RedisWindow{rdb: rdb, script: s}, nil
 }
 
 // Take records the event member (unique per event) in the window at key when fewer than w.Max

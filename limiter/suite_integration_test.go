@@ -12,10 +12,10 @@ import (
 func TestSuiteRedisBucket(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
-	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
+	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
-		b := NewRedisBucket(rdb)
+		b := must(NewRedisBucket(rdb))
 		b.now = func() int64 { return clk.Now().UnixMicro() }
 		return redisBucketAdapter{b: b, prefix: p}
 	})
@@ -24,10 +24,10 @@ func TestSuiteRedisBucket(t *testing.T) {
 func TestSuiteRedisBucketCluster(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.RedisCluster(t)
-	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
+	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
-		b := NewRedisBucket(rdb)
+		b := must(NewRedisBucket(rdb))
 		b.now = func() int64 { return clk.Now().UnixMicro() }
 		return redisBucketAdapter{b: b, prefix: p}
 	})
@@ -36,10 +36,10 @@ func TestSuiteRedisBucketCluster(t *testing.T) {
 func TestSuiteRedisWindow(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
-	runBucketSuite(t, bucketKind{gradual: false}, func(t *testing.T, clk *fakeClock) bucket {
+	runBucketSuite(t, bucketKind{gradual: false}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		p := uniq(t)
 		cleanupKeys(t, rdb, p)
-		w := NewRedisWindow(rdb)
+		w := must(NewRedisWindow(rdb))
 		w.now = func() int64 { return clk.Now().UnixMicro() }
 		return redisWindowAdapter{w: w, prefix: p, seq: new(atomic.Int64)}
 	})

@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/tokenbucket"
 )
 
-// bucket is what the shared suite drives: one take of one token at the clock's time.
-type bucket interface {
-	take(key string, lim Limit) (bool, time.Duration, error)
+// suiteBucket is what the shared suite drives: one take of one token at the clock's time.
+type suiteBucket interface {
+	take(key string, lim tokenbucket.Limit) (bool, time.Duration, error)
 }
 
 // bucketKind says which cases of the suite apply: a sliding window frees its whole budget at
@@ -23,15 +25,15 @@ type bucketKind struct {
 
 // runBucketSuite runs the same cases against every limiter implementation: the Redis token
 // bucket, the Redis sliding window and the local fallback bucket.
-func runBucketSuite(t *testing.T, kind bucketKind, newBucket func(t *testing.T, clk *fakeClock) bucket) {
+func runBucketSuite(t *testing.T, kind bucketKind, newBucket func(t *testing.T, clk *fakeClock) suiteBucket) {
 	type step struct {
 		advance time.Duration
 		key     string
-		lim     Limit
+		lim     tokenbucket.Limit
 		tries   int
 		want    int // admitted of tries
 	}
-	r10b5 := Limit{Rate: 10, Burst: 5}
+	r10b5 := tokenbucket.Limit{Rate: 10, Burst: 5}
 	tests := []struct {
 		name        string
 		gradualOnly bool
@@ -53,23 +55,23 @@ func runBucketSuite(t *testing.T, kind bucketKind, newBucket func(t *testing.T, 
 			{advance: 100 * time.Millisecond, key: "a", lim: r10b5, tries: 3, want: 1},
 			{advance: 250 * time.Millisecond, key: "a", lim: r10b5, tries: 3, want: 2},
 		}},
-		{name: "rate 0 is off", give: []step{{key: "a", lim: Limit{}, tries: 50, want: 50}}},
+		{name: "rate 0 is off", give: []step{{key: "a", lim: tokenbucket.Limit{}, tries: 50, want: 50}}},
 		{name: "keys are independent", give: []step{
 			{key: "a", lim: r10b5, tries: 6, want: 5},
 			{key: "b", lim: r10b5, tries: 6, want: 5},
 		}},
 		{name: "shrinking clamps a full bucket", give: []step{
-			{key: "a", lim: Limit{Rate: 20, Burst: 10}, tries: 0, want: 0},
-			{key: "a", lim: Limit{Rate: 20, Burst: 3}, tries: 10, want: 3},
+			{key: "a", lim: tokenbucket.Limit{Rate: 20, Burst: 10}, tries: 0, want: 0},
+			{key: "a", lim: tokenbucket.Limit{Rate: 20, Burst: 3}, tries: 10, want: 3},
 		}},
 		{name: "shrinking clamps a partly used bucket", gradualOnly: true, give: []step{
-			{key: "a", lim: Limit{Rate: 20, Burst: 10}, tries: 2, want: 2},
-			{key: "a", lim: Limit{Rate: 20, Burst: 5}, tries: 10, want: 5},
+			{key: "a", lim: tokenbucket.Limit{Rate: 20, Burst: 10}, tries: 2, want: 2},
+			{key: "a", lim: tokenbucket.Limit{Rate: 20, Burst: 5}, tries: 10, want: 5},
 		}},
 		{name: "growing does not refill", gradualOnly: true, give: []step{
-			{key: "a", lim: Limit{Rate: 10, Burst: 3}, tries: 5, want: 3},
-			{key: "a", lim: Limit{Rate: 10, Burst: 100}, tries: 5, want: 0},
-			{advance: 100 * time.Millisecond, key: "a", lim: Limit{Rate: 10, Burst: 100}, tries: 5, want: 1},
+			{key: "a", lim: tokenbucket.Limit{Rate: 10, Burst: 3}, tries: 5, want: 3},
+			{key: "a", lim: tokenbucket.Limit{Rate: 10, Burst: 100}, tries: 5, want: 0},
+			{advance: 100 * time.Millisecond, key: "a", lim: tokenbucket.Limit{Rate: 10, Burst: 100}, tries: 5, want: 1},
 		}},
 	}
 	for _, tt := range tests {
@@ -101,7 +103,7 @@ func runBucketSuite(t *testing.T, kind bucketKind, newBucket func(t *testing.T, 
 	}
 
 	t.Run("retry-after is honest", func(t *testing.T) {
-		for _, lim := range []Limit{{Rate: 10, Burst: 5}, {Rate: 3, Burst: 1}, {Rate: 1000, Burst: 20}} {
+		for _, lim := range []tokenbucket.Limit{{Rate: 10, Burst: 5}, {Rate: 3, Burst: 1}, {Rate: 1000, Burst: 20}} {
 			clk := newFakeClock()
 			b := newBucket(t, clk)
 			for {
@@ -132,7 +134,7 @@ func runBucketSuite(t *testing.T, kind bucketKind, newBucket func(t *testing.T, 
 	t.Run("concurrent takers get exactly the burst", func(t *testing.T) {
 		clk := newFakeClock()
 		b := newBucket(t, clk)
-		lim := Limit{Rate: 1, Burst: 50}
+		lim := tokenbucket.Limit{Rate: 1, Burst: 50}
 		var admitted atomic.Int64
 		var wg sync.WaitGroup
 		for range 40 {
@@ -161,7 +163,7 @@ type redisBucketAdapter struct {
 	prefix string
 }
 
-func (a redisBucketAdapter) take(key string, lim Limit) (bool, time.Duration, error) {
+func (a redisBucketAdapter) take(key string, lim tokenbucket.Limit) (bool, time.Duration, error) {
 	return a.b.Take(context.Background(), a.prefix+"{"+key+"}", lim, 1)
 }
 
@@ -171,9 +173,9 @@ type redisWindowAdapter struct {
 	seq    *atomic.Int64
 }
 
-func (a redisWindowAdapter) take(key string, lim Limit) (bool, time.Duration, error) {
+func (a redisWindowAdapter) take(key string, lim tokenbucket.Limit) (bool, time.Duration, error) {
 	win := Window{}
-	if !lim.off() {
+	if lim.Limited() {
 		win = Window{Size: time.Duration(float64(lim.Burst) / lim.Rate * float64(time.Second)), Max: lim.Burst}
 	}
 	return a.w.Take(context.Background(), a.prefix+"{"+key+"}", win, fmt.Sprint(a.seq.Add(1)))
@@ -186,8 +188,8 @@ type localAdapter struct {
 	m   *shardMap[*localBucket]
 }
 
-func (a localAdapter) take(key string, lim Limit) (bool, time.Duration, error) {
-	if lim.off() {
+func (a localAdapter) take(key string, lim tokenbucket.Limit) (bool, time.Duration, error) {
+	if !lim.Limited() {
 		return true, 0, nil
 	}
 	now := a.clk.Now()
@@ -199,7 +201,7 @@ func (a localAdapter) take(key string, lim Limit) (bool, time.Duration, error) {
 
 func TestSuiteLocalFallback(t *testing.T) {
 	t.Parallel()
-	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) bucket {
+	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
 		return localAdapter{clk: clk, m: newShardMap[*localBucket](1000)}
 	})
 }

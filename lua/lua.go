@@ -10,7 +10,9 @@
 package lua
 
 import (
+	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -66,4 +68,51 @@ func Names() []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// Call is one invocation of a script: its keys and arguments.
+type Call struct {
+	Keys []string
+	Args []any
+}
+
+// RunMany runs s once for each call in one pipeline (EVALSHA), then runs again one by one
+// (EVAL through Script.Run) the calls that met NOSCRIPT. It returns each call's command, in
+// the order of calls, and the first error of any call (redis.Nil is not an error).
+func RunMany(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, calls []Call) ([]*redis.Cmd, error) {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		cmds[i] = s.EvalSha(ctx, pipe, c.Keys, c.Args...)
+	}
+	if _, err := pipe.Exec(ctx); err == nil || errors.Is(err, redis.Nil) {
+		return cmds, nil
+	}
+	var first error
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			if redis.HasErrorPrefix(err, "NOSCRIPT") {
+				cmds[i] = s.Run(ctx, rdb, calls[i].Keys, calls[i].Args...)
+				err = cmds[i].Err()
+				if err == nil || errors.Is(err, redis.Nil) {
+					continue
+				}
+			}
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return cmds, first
+}
+
+// Decode turns a script's integer answer into its typed result code: one of known, or an
+// error naming the script and the code (an unknown answer is never treated as any code).
+func Decode[T ~int](script string, v int64, known ...T) (T, error) {
+	for _, k := range known {
+		if int64(k) == v {
+			return k, nil
+		}
+	}
+	return 0, fmt.Errorf("lua: %s returned unknown code %d", script, v)
 }

@@ -25,3 +25,20 @@ func TestMissingScriptIsAnError(t *testing.T) {
 		t.Fatal("want an error for a missing script")
 	}
 }
+
+func TestDecodeRefusesUnknownCodes(t *testing.T) {
+	type answer int
+	const (
+		unknown answer = iota
+		one
+		two
+	)
+	if got, err := Decode("x.lua", 2, one, two); err != nil || got != two {
+		t.Errorf("Decode(2) = %v, %v", got, err)
+	}
+	for _, v := range []int64{0, 3, -1} {
+		if got, err := Decode("x.lua", v, one, two); err == nil || got != unknown {
+			t.Errorf("Decode(%d) = %v, %v; want unknown and an error", v, got, err)
+		}
+	}
+}

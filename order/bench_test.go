@@ -55,13 +55,13 @@ func TestThroughputReport(t *testing.T) {
 		m := testMetrics()
 		wdb := writerDB(t, testsvc.MySQLDSN+"&interpolateParams=true")
 		stmts := countStatements(wdb)
-		w := NewWriter(wdb, rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 8}, m, log)
+		w := must(NewWriter(wdb, rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 8}, m, log))
 		q0 := questions(t, db)
 		start := time.Now()
 		if err := sub.Subscribe(w.Handle); err != nil {
 			t.Fatal(err)
 		}
-		startRelay(t, context.Background(), NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log))
+		startRelay(t, context.Background(), must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
 		waitFor(t, 120*time.Second, "all orders", func() (bool, string) {
 			return a.statuses()["CONFIRMED"] == n, ""
 		})
@@ -88,7 +88,7 @@ func TestThroughputReport(t *testing.T) {
 		msgs := a.reserve(n)
 		wdb := writerDB(t, testsvc.MySQLDSN+"&interpolateParams=true")
 		stmts := countStatements(wdb)
-		w := NewWriter(wdb, rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 8}, testMetrics(), log)
+		w := must(NewWriter(wdb, rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 8}, testMetrics(), log))
 		q0 := questions(t, db)
 		start := time.Now()
 		var next atomic.Int64

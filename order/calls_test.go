@@ -55,7 +55,7 @@ func TestWriterRedisCallsPerOrder(t *testing.T) {
 	wr, calls := countingRedis(t)
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	stmts := countStatements(wdb)
-	w := NewWriter(wdb, wr, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	w := must(NewWriter(wdb, wr, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	ctx := context.Background()
 	for len(msgs) > 0 {
 		n := min(len(msgs), memBatch)
@@ -90,8 +90,8 @@ func TestRelayRedisCallsPerEntry(t *testing.T) {
 	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	stop := startRelay(t, context.Background(), NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
-		JournalsKey: a.journals, Poll: time.Second}, testMetrics(), testLogger(t)))
+	stop := startRelay(t, context.Background(), must(NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
+		JournalsKey: a.journals, Poll: time.Second}, testMetrics(), testLogger(t))))
 	waitFor(t, 30*time.Second, "2048 relayed", func() (bool, string) { return got.Load() >= 2048 && a.pendingEntries() == 0, "" })
 	stop()
 	t.Logf("%d Redis commands for 2048 entries", calls.n.Load())

@@ -37,15 +37,15 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewCompensator(cdb, rdb, testMetrics(), testLogger(t)).Compensate(ctx, x, "test"); err != nil {
+	if err := must(NewCompensator(cdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, x, "test"); err != nil {
 		t.Fatalf("compensate: %v", err)
 	}
 	t.Logf("after compensation: orders %+v, compensation rows %d, statuses %v", countOrders(t, db, a.id), compensationRows(t, db, a.id), a.statuses())
-	k, n := x.keys()
+	k, n := keysOf(x)
 	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil { // record TTL ran out before the redelivery
 		t.Fatal(err)
 	}
-	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	if err := w.Handle(ctx, msgs); err != nil {
 		t.Fatalf("redelivery: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func([]Message) { panic("transient bug") }
 	if err := w.Handle(ctx, late(msgs, 2)); err == nil {
 		t.Fatal("first delivery: want an error (compensation incomplete)")
@@ -87,7 +87,7 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 		t.Fatalf("redelivery: %v", err)
 	}
 	t.Logf("after redelivery: statuses %v, orders %+v, comp rows %d", a.statuses(), countOrders(t, db, a.id), compensationRows(t, db, a.id))
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil {
 		t.Fatal(err)
 	}

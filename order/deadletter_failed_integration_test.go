@@ -15,7 +15,7 @@ import (
 )
 
 // TestDeadLetterOverFailedRecordUndoesTheOrder: a dead-letter compensation is cut short
-// after order_fail.lua (record FAILED, unit back in stock, no compensations row). The
+// after the fail step (record FAILED, unit back in stock, no compensations row). The
 // redelivery inserts the order and then panics again (after its insert) past MaxAttempts,
 // so it is dead-lettered: Compensate finds the order and its record FAILED. The order must
 // go and the compensation be finished; before, Compensate ignored the FAILED answer, returned
@@ -43,7 +43,7 @@ func TestDeadLetterOverFailedRecordUndoesTheOrder(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func([]Message) { panic("transient bug") }
 	if err := w.Handle(ctx, late(msgs, 2)); err == nil {
 		t.Fatal("first delivery: want an error (compensation incomplete)")
@@ -52,7 +52,7 @@ func TestDeadLetterOverFailedRecordUndoesTheOrder(t *testing.T) {
 	w.beforeInsert = nil
 	panicReadBack.Store(true)
 	err := w.Handle(ctx, late(msgs, 3))
-	k, _ := msgs[0].keys()
+	k, _ := keysOf(msgs[0])
 	stock, _ := rdb.Get(ctx, k.Stock()).Int64()
 	t.Logf("second delivery returned %v (nil = acked); statuses %v, orders %+v, comp rows %d, stock %d of 10",
 		err, a.statuses(), countOrders(t, db, a.id), compensationRows(t, db, a.id), stock)

@@ -35,7 +35,7 @@ func TestWriterKilledMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
-	startRelay(t, context.Background(), NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log))
+	startRelay(t, context.Background(), must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
 
 	consume := func() *RocketMQ {
 		o := opts
@@ -44,7 +44,7 @@ func TestWriterKilledMidStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 100, MaxOrdersPerSecond: 1500}, m, log)
+		w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 100, MaxOrdersPerSecond: 1500}, m, log))
 		if err := q.Subscribe(w.Handle); err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestWriterKilledMidStream(t *testing.T) {
 	if mid >= 3000 {
 		t.Logf("note: the first writer finished before it was killed (%d)", mid)
 	}
-	assertReconciled(t, NewReconciler(db, rdb, ReconcileOptions{}, m, log), a, 3000)
+	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 3000)
 }
 
 // stallingPublisher publishes the first n batches, then blocks until ctx ends: a relay
@@ -100,14 +100,14 @@ func TestRelayKilledMidStream(t *testing.T) {
 	m := testMetrics()
 	q := NewMemQueue(4096)
 	t.Cleanup(func() { q.Close() })
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log)
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
 	sp := &stallingPublisher{inner: q, stalled: make(chan struct{})}
 	sp.n.Store(3)
-	stop := startRelay(t, context.Background(), NewRelay(rdb, sp, RelayOptions{InstanceID: uniq("dying"), Batch: 100,
-		ClaimIdle: time.Second, JournalsKey: a.journals}, m, log))
+	stop := startRelay(t, context.Background(), must(NewRelay(rdb, sp, RelayOptions{InstanceID: uniq("dying"), Batch: 100,
+		ClaimIdle: time.Second, JournalsKey: a.journals}, m, log)))
 	select {
 	case <-sp.stalled:
 	case <-time.After(20 * time.Second):
@@ -119,14 +119,14 @@ func TestRelayKilledMidStream(t *testing.T) {
 		t.Fatal("the killed relay left nothing pending; the drill proves nothing")
 	}
 	t.Logf("killed relay left %d entries pending", left)
-	startRelay(t, context.Background(), NewRelay(rdb, q, RelayOptions{InstanceID: uniq("heir"), Batch: 100,
-		ClaimIdle: time.Second, JournalsKey: a.journals}, m, log))
+	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("heir"), Batch: 100,
+		ClaimIdle: time.Second, JournalsKey: a.journals}, m, log)))
 	waitOrders(t, db, a, 2000, 60*time.Second)
 	c := countOrders(t, db, a.id)
 	if c.rows != 2000 || c.distinct != 2000 {
 		t.Fatalf("orders %+v", c)
 	}
-	assertReconciled(t, NewReconciler(db, rdb, ReconcileOptions{}, m, log), a, 2000)
+	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 2000)
 }
 
 // switchPublisher sends through down while the switch is off and through up once it is on.
@@ -174,15 +174,15 @@ func TestQueueUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Close() })
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log)
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
 	if err := live.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
 	sw := &switchPublisher{down: dead, up: live}
-	startRelay(t, context.Background(), NewRelay(rdb, sw, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals,
-		MaxBackoff: 300 * time.Millisecond, ClaimIdle: 2 * time.Second}, m, log))
+	startRelay(t, context.Background(), must(NewRelay(rdb, sw, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals,
+		MaxBackoff: 300 * time.Millisecond, ClaimIdle: 2 * time.Second}, m, log)))
 	time.Sleep(3 * time.Second)
-	rep, err := NewReconciler(db, rdb, ReconcileOptions{}, m, log).Report(context.Background(), a.id)
+	rep, err := must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)).Report(context.Background(), a.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestQueueUnavailable(t *testing.T) {
 	if c := countOrders(t, db, a.id); c.rows != 1000 || c.distinct != 1000 {
 		t.Fatalf("orders %+v", c)
 	}
-	assertReconciled(t, NewReconciler(db, rdb, ReconcileOptions{}, m, log), a, 1000)
+	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 1000)
 }
 
 // TestMySQLUnavailable cuts the writer off MariaDB (a fault proxy) mid-stream, then lets it
@@ -213,14 +213,14 @@ func TestMySQLUnavailable(t *testing.T) {
 	}
 	t.Cleanup(func() { proxy.Close() })
 	dsn := strings.Replace(testsvc.MySQLDSN, "127.0.0.1:3306", proxy.Addr(), 1) + "&timeout=1s&readTimeout=3s&writeTimeout=3s"
-	w := NewWriter(openDB(t, dsn), rdb, WriterOptions{BatchSize: 50, MaxOrdersPerSecond: 500, PoolSize: 3}, m, log)
+	w := must(NewWriter(openDB(t, dsn), rdb, WriterOptions{BatchSize: 50, MaxOrdersPerSecond: 500, PoolSize: 3}, m, log))
 	peak := poolWatch(t, w)
 	q := NewMemQueue(4096)
 	t.Cleanup(func() { q.Close() })
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
-	startRelay(t, context.Background(), NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log))
+	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
 	waitFor(t, 30*time.Second, "first orders", func() (bool, string) { return countOrders(t, db, a.id).rows >= 300, "" })
 	if err := proxy.Disable(); err != nil {
 		t.Fatal(err)
@@ -240,7 +240,7 @@ func TestMySQLUnavailable(t *testing.T) {
 	if p := peak(); p > 3 {
 		t.Fatalf("writer pool peaked at %d, pool size 3", p)
 	}
-	assertReconciled(t, NewReconciler(db, rdb, ReconcileOptions{}, m, log), a, 2000)
+	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 2000)
 }
 
 // pendingEntries counts journal entries read by some relay but not acknowledged.

@@ -36,7 +36,7 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func testMetrics() *Metrics { return NewMetrics(prometheus.NewRegistry()) }
+func testMetrics() *Metrics { return must(NewMetrics(prometheus.NewRegistry())) }
 
 // uniq returns a name unique to this run, usable as an activity id, topic or group.
 func uniq(prefix string) string {
@@ -274,4 +274,20 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// keysOf returns the shard keys and record number of a valid message's reservation, for
+// tests that arrange or inspect inventory's Redis state directly.
+func keysOf(m Message) (inventory.ShardKeys, int64) {
+	k, n, _ := inventory.ParseReservationID(m.ReservationID)
+	return k, n
+}
+
+// must returns v, or stops the test binary when a constructor failed (an embedded script
+// that does not load, a metric registered twice): a defect no test can go on from.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

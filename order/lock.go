@@ -10,12 +10,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/lua"
 )
 
 // ErrLockBusy is returned when an (activity, user) lock stayed held by another holder for
 // longer than the wait allowed. It is transient: the message comes again later.
 var ErrLockBusy = errors.New("order: (activity, user) lock busy")
+
+// lockKey is the compensator's lock on (activity, user): sk:lock:{<activity>:<user hash>}.
+func lockKey(activity, userHash string) string {
+	return "sk:lock:{" + activity + ":" + userHash + "}"
+}
 
 // userLocks is a set of held (activity, user) locks, each with its own random token.
 type userLocks struct {
@@ -35,7 +40,7 @@ func lockUsers(ctx context.Context, rdb redis.UniversalClient, sc *scripts, msgs
 	seen := map[string]bool{}
 	var want []string
 	for _, m := range msgs {
-		k := inventory.Lock(m.ActivityID, m.UserHash)
+		k := lockKey(m.ActivityID, m.UserHash)
 		if !seen[k] {
 			seen[k] = true
 			want = append(want, k)
@@ -91,47 +96,11 @@ func (l *userLocks) release(ctx context.Context, rdb redis.UniversalClient, sc *
 	if l == nil || len(l.keys) == 0 {
 		return nil
 	}
-	calls := make([]scriptCall, len(l.keys))
+	calls := make([]lua.Call, len(l.keys))
 	for i, k := range l.keys {
-		calls[i] = scriptCall{keys: []string{k}, args: []any{l.tokens[i]}}
+		calls[i] = lua.Call{Keys: []string{k}, Args: []any{l.tokens[i]}}
 	}
-	_, err := runScripts(ctx, rdb, sc.unlock, calls)
+	_, err := lua.RunMany(ctx, rdb, sc.unlock, calls)
 	l.keys, l.tokens = nil, nil
 	return err
-}
-
-// scriptCall is one invocation of a script.
-type scriptCall struct {
-	keys []string
-	args []any
-}
-
-// runScripts runs one script many times in a pipeline (EVALSHA), loading the script and
-// running the calls that hit NOSCRIPT again one by one. It returns each call's result, and
-// the first error.
-func runScripts(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, calls []scriptCall) ([]*redis.Cmd, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.Cmd, len(calls))
-	for i, c := range calls {
-		cmds[i] = s.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
-	if _, err := pipe.Exec(ctx); err == nil || errors.Is(err, redis.Nil) {
-		return cmds, nil
-	}
-	var first error
-	for i, c := range cmds {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			if redis.HasErrorPrefix(err, "NOSCRIPT") {
-				cmds[i] = s.Run(ctx, rdb, calls[i].keys, calls[i].args...)
-				err = cmds[i].Err()
-				if err == nil || errors.Is(err, redis.Nil) {
-					continue
-				}
-			}
-			if first == nil {
-				first = err
-			}
-		}
-	}
-	return cmds, first
 }

@@ -39,8 +39,8 @@ func TestRelayOneBrokenJournalLogsOnce(t *testing.T) {
 	q := NewMemQueue(1)
 	t.Cleanup(func() { q.Close() })
 	m := testMetrics()
-	r := NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,
-		Discover: 10 * time.Millisecond, JournalsKey: journals}, m, log)
+	r := must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,
+		Discover: 10 * time.Millisecond, JournalsKey: journals}, m, log))
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	// Both entries are bad journal entries (dead-lettered): once both are counted, both

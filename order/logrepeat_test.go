@@ -85,8 +85,8 @@ func TestRelayWithRedisDownLogsOnce(t *testing.T) {
 	m := testMetrics()
 	q := NewMemQueue(1)
 	t.Cleanup(func() { q.Close() })
-	r := NewRelay(deadRedis(t), q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,
-		Discover: 10 * time.Millisecond, JournalsKey: uniq("test:journals")}, m, log)
+	r := must(NewRelay(deadRedis(t), q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,
+		Discover: 10 * time.Millisecond, JournalsKey: uniq("test:journals")}, m, log))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := r.Run(ctx); err != nil {

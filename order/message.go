@@ -72,12 +72,6 @@ func (m Message) Validate() error {
 	return nil
 }
 
-// keys returns the reservation's shard keys and record number; the message must be valid.
-func (m Message) keys() (inventory.ShardKeys, int64) {
-	k, n, _ := inventory.ParseReservationID(m.ReservationID)
-	return k, n
-}
-
 // messageFromEntry decodes a journal stream entry (fields rid aid uid uh qty seq home shard
 // epoch ts).
 func messageFromEntry(v map[string]any) (Message, error) {

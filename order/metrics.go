@@ -1,6 +1,10 @@
 package order
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the order pipeline's Prometheus series. Build one per process with
 // NewMetrics and share it between the relay, writer, compensator and reconciler. Labels
@@ -38,8 +42,8 @@ var (
 )
 
 // NewMetrics builds the order metrics, creates every series of the closed label sets at 0
-// and registers them with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// and registers them with reg; an error when reg refuses one (a name already registered).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		JournalLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_journal_lag_units",
 			Help: "Units reserved in Redis but not yet handed to the queue."}, []string{"activity"}),
@@ -95,8 +99,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, v := range repairKinds {
 		m.Repairs.WithLabelValues(v)
 	}
-	reg.MustRegister(m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
+	for _, c := range []prometheus.Collector{m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
 		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.DeadLetters, m.Compensations, m.Drift,
-		m.Orphans, m.Repairs, m.ReconcileFails)
-	return m
+		m.Orphans, m.Repairs, m.ReconcileFails} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("order: register metrics: %w", err)
+		}
+	}
+	return m, nil
 }

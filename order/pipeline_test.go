@@ -90,12 +90,12 @@ func TestPipeline5000(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Close() })
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 4}, m, log)
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 4}, m, log))
 	peak := poolWatch(t, w)
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
-	startRelay(t, context.Background(), NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log))
+	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
 
 	waitOrders(t, db, a, 5000, 90*time.Second)
 	c := countOrders(t, db, a.id)
@@ -105,7 +105,7 @@ func TestPipeline5000(t *testing.T) {
 	if st := a.statuses(); st["CONFIRMED"] != 5000 {
 		t.Fatalf("statuses %v", st)
 	}
-	rec := NewReconciler(db, rdb, ReconcileOptions{}, m, log)
+	rec := must(NewReconciler(db, rdb, ReconcileOptions{}, m, log))
 	assertReconciled(t, rec, a, 5000)
 	if p := peak(); p > 4 {
 		t.Fatalf("writer pool peaked at %d connections, pool size 4", p)

@@ -22,13 +22,13 @@ func TestReconcileDetectsDeletedOrder(t *testing.T) {
 	log := testLogger(t)
 	q := NewMemQueue(16)
 	t.Cleanup(func() { q.Close() })
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log)
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
-	startRelay(t, context.Background(), NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log))
+	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
 	waitOrders(t, db, a, 3, 20*time.Second)
-	rec := NewReconciler(db, rdb, ReconcileOptions{ActivitiesKey: a.activities}, m, log)
+	rec := must(NewReconciler(db, rdb, ReconcileOptions{ActivitiesKey: a.activities}, m, log))
 	assertReconciled(t, rec, a, 6)
 	if err := db.Exec("DELETE FROM orders WHERE reservation_id = ?", msgs[1].ReservationID).Error; err != nil {
 		t.Fatal(err)
@@ -60,11 +60,11 @@ func TestReconcileRepairsOrphan(t *testing.T) {
 		msgs[0].ReservationID, a.id, msgs[0].UserID, 1, 1).Error; err != nil {
 		t.Fatal(err)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	// Pretend the relay sent them.
 	rdb.HIncrBy(ctx, k.Stats(), "relayed", 2)
 	m := testMetrics()
-	rec := NewReconciler(db, rdb, ReconcileOptions{OrphanAfter: time.Millisecond, Repair: true, ActivitiesKey: a.activities}, m, testLogger(t))
+	rec := must(NewReconciler(db, rdb, ReconcileOptions{OrphanAfter: time.Millisecond, Repair: true, ActivitiesKey: a.activities}, m, testLogger(t)))
 	time.Sleep(5 * time.Millisecond)
 	rec.Round(ctx)
 	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "CONFIRMED" {
@@ -86,7 +86,7 @@ func TestReconcileRepairsOrphan(t *testing.T) {
 func TestReportUnknownActivity(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	db := mysqlDB(t)
-	_, err := NewReconciler(db, rdb, ReconcileOptions{}, testMetrics(), testLogger(t)).Report(context.Background(), uniq("none"))
+	_, err := must(NewReconciler(db, rdb, ReconcileOptions{}, testMetrics(), testLogger(t))).Report(context.Background(), uniq("none"))
 	if err == nil || !contains(err.Error(), "unknown activity") {
 		t.Fatalf("err = %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 )
 
 // RelayGroup is the consumer group every relay reads the journal streams with.
@@ -33,13 +34,13 @@ type RelayOptions struct {
 	Discover time.Duration
 	// MaxBackoff caps the pause between failed publishes (default 5 s).
 	MaxBackoff time.Duration
-	// JournalsKey is the set listing the journal streams (default inventory.JournalsKey;
+	// JournalsKey is the set listing the journal streams (default keyspace.Journals;
 	// tests sharing a Redis use their own).
 	JournalsKey string
 }
 
 // Relay moves journal entries to the queue: it reads each stream of sk:journals with the
-// consumer group "relay", publishes, and acknowledges (order_ack.lua) only after the
+// consumer group "relay", publishes, and acknowledges (inventory's Ack) only after the
 // Publisher confirmed the send. Entries another relay left pending longer than ClaimIdle are
 // claimed and sent again. A Relay is used by one goroutine, the one calling Run.
 type Relay struct {
@@ -49,14 +50,14 @@ type Relay struct {
 	m       *Metrics
 	log     *slog.Logger
 	sc      *scripts
-	scErr   error
 	groups  map[string]bool // streams whose group exists
 	streams []string
 	rl      *RepeatLog // repeated failures: one line per kind per 10 s
 }
 
-// NewRelay returns a relay; it starts working with Run.
-func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Metrics, log *slog.Logger) *Relay {
+// NewRelay returns a relay; it starts working with Run. An error means an embedded script
+// did not load.
+func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Metrics, log *slog.Logger) (*Relay, error) {
 	if opts.InstanceID == "" {
 		opts.InstanceID = "relay-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	}
@@ -76,23 +77,23 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 		opts.MaxBackoff = 5 * time.Second
 	}
 	if opts.JournalsKey == "" {
-		opts.JournalsKey = inventory.JournalsKey
+		opts.JournalsKey = keyspace.Journals
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	sc, err := loadScripts()
+	sc, err := loadScripts(rdb)
 	log = log.With("component", "relay", "instance", opts.InstanceID)
-	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, scErr: err, groups: map[string]bool{},
-		log: log, rl: NewRepeatLog(log, 0)}
+	if err != nil {
+		return nil, err
+	}
+	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, groups: map[string]bool{},
+		log: log, rl: NewRepeatLog(log, 0)}, nil
 }
 
 // Run relays until ctx is done and then returns nil. Entries read but not yet acknowledged
 // when ctx ends stay pending and are claimed by the next relay after ClaimIdle.
 func (r *Relay) Run(ctx context.Context) error {
-	if r.scErr != nil {
-		return r.scErr
-	}
 	var lastDiscover, lastClaim time.Time
 	for ctx.Err() == nil {
 		now := time.Now()
@@ -152,7 +153,7 @@ func (r *Relay) discover(ctx context.Context) error {
 	}
 	streams := names[:0]
 	for _, s := range names {
-		if _, ok := parseJournalKey(s); !ok {
+		if !inventory.IsJournal(s) {
 			continue
 		}
 		if !r.groups[s] {
@@ -173,36 +174,6 @@ func (r *Relay) discover(ctx context.Context) error {
 	}
 	r.streams = streams
 	return nil
-}
-
-// parseJournalKey returns the shard whose journal stream is named key.
-func parseJournalKey(key string) (inventory.ShardKeys, bool) {
-	inner, ok := strings.CutPrefix(key, "sk:{")
-	if !ok {
-		return inventory.ShardKeys{}, false
-	}
-	inner, ok = strings.CutSuffix(inner, "}:journal")
-	if !ok {
-		return inventory.ShardKeys{}, false
-	}
-	i := strings.LastIndexByte(inner, ':')
-	if i < 0 {
-		return inventory.ShardKeys{}, false
-	}
-	j := strings.LastIndexByte(inner[:i], ':')
-	if j < 0 {
-		return inventory.ShardKeys{}, false
-	}
-	e, err1 := strconv.Atoi(inner[j+1 : i])
-	sh, err2 := strconv.Atoi(inner[i+1:])
-	if err1 != nil || err2 != nil {
-		return inventory.ShardKeys{}, false
-	}
-	k := inventory.Shard(inner[:j], e, sh)
-	if k.Journal() != key {
-		return inventory.ShardKeys{}, false
-	}
-	return k, true
 }
 
 // stream relays one batch of new entries of one stream, and first, when claim is set, one
@@ -254,10 +225,8 @@ func (r *Relay) checkNoGroup(stream string, err error) {
 // relay publishes the entries, retrying with backoff until the Publisher confirms or ctx
 // ends, then acknowledges them.
 func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessage) error {
-	keys, _ := parseJournalKey(stream)
 	msgs := make([]Message, 0, len(entries))
-	ackArgs := make([]any, 0, 1+2*len(entries))
-	ackArgs = append(ackArgs, RelayGroup)
+	acks := make([]inventory.JournalEntry, 0, len(entries))
 	for _, e := range entries {
 		m, err := messageFromEntry(e.Values)
 		if err != nil {
@@ -266,11 +235,11 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 			// reconciliation to report.
 			r.m.DeadLetters.WithLabelValues("bad_journal_entry").Inc()
 			r.log.Error("malformed journal entry", "stream", stream, "id", e.ID, "err", err)
-			ackArgs = append(ackArgs, e.ID, m.Quantity)
+			acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
 			continue
 		}
 		msgs = append(msgs, m)
-		ackArgs = append(ackArgs, e.ID, m.Quantity)
+		acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
 	}
 	backoff := 100 * time.Millisecond
 	for len(msgs) > 0 {
@@ -290,11 +259,9 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 	}
 	backoff = 100 * time.Millisecond
 	for {
-		res, err := r.sc.ack.Run(ctx, r.rdb, []string{keys.Journal(), keys.Stats()}, ackArgs...).Int64Slice()
+		acked, _, err := r.sc.ledger.Ack(ctx, stream, RelayGroup, acks)
 		if err == nil {
-			if len(res) == 2 {
-				r.m.RelayAcked.Add(float64(res[0]))
-			}
+			r.m.RelayAcked.Add(float64(acked))
 			r.rl.OK("ack", "journal acks work again")
 			return nil
 		}

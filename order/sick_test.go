@@ -75,7 +75,7 @@ func TestStatementTimeoutWaitsForMySQL(t *testing.T) {
 	})
 	m := testMetrics()
 	wdb := openDB(t, testsvc.MySQLDSN+"&max_statement_time=1")
-	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, Retries: 1}, m, testLogger(t))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, Retries: 1}, m, testLogger(t)))
 	ctx := context.Background()
 	var last error
 	for _, batch := range [][]Message{msgs, late(msgs, 100)} {
@@ -181,7 +181,7 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 			in.install(t, wdb)
 			in.set(tt.give)
 			m := testMetrics()
-			w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, Retries: 1, MaxBackoff: 100 * time.Millisecond}, m, testLogger(t))
+			w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, Retries: 1, MaxBackoff: 100 * time.Millisecond}, m, testLogger(t)))
 			ctx := context.Background()
 			for _, batch := range [][]Message{msgs, late(msgs, 1), late(msgs, 100)} {
 				if err := w.Handle(ctx, batch); err == nil {
@@ -232,15 +232,15 @@ func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 	msgs := a.reserve(2)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
-	if err := NewCompensator(wdb, rdb, testMetrics(), testLogger(t)).Compensate(ctx, msgs[0], "test"); err != nil {
+	if err := must(NewCompensator(wdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, msgs[0], "test"); err != nil {
 		t.Fatal(err)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil { // the record's TTL ran out
 		t.Fatal(err)
 	}
 	m := testMetrics()
-	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
 	if err := w.Handle(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			msgs := a.reserve(1)
 			ctx := context.Background()
 			wdb := writerDB(t, testsvc.MySQLDSN)
-			w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+			w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 			stalled, resume := make(chan struct{}), make(chan struct{})
 			var first sync.Once
 			w.beforeInsert = func([]Message) {
@@ -285,14 +285,14 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- w.Handle(ctx, msgs) }()
 			<-stalled // the writer is stalled before its insert; the compensation runs meanwhile
-			c := NewCompensator(wdb, rdb, testMetrics(), testLogger(t))
+			c := must(NewCompensator(wdb, rdb, testMetrics(), testLogger(t)))
 			c.lockWait = 100 * time.Millisecond
 			if full {
 				if err := c.Compensate(ctx, msgs[0], "test"); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				k, n := msgs[0].keys()
+				k, n := keysOf(msgs[0])
 				if err := rdb.HSet(ctx, k.Record(n), "status", "FAILED").Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -320,8 +320,8 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 	msgs := a.reserve(300)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
-	w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, BatchSize: 20}, testMetrics(), testLogger(t))
-	c := NewCompensator(wdb, rdb, testMetrics(), testLogger(t))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, BatchSize: 20}, testMetrics(), testLogger(t)))
+	c := must(NewCompensator(wdb, rdb, testMetrics(), testLogger(t)))
 	done := make(chan error, 2)
 	go func() { done <- w.Handle(ctx, msgs) }()
 	go func() {
@@ -357,7 +357,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 		compensated[r] = true
 	}
 	for _, m := range msgs {
-		k, n := m.keys()
+		k, n := keysOf(m)
 		st, err := rdb.HGet(ctx, k.Record(n), "status").Result()
 		if err != nil {
 			t.Fatal(err)
@@ -386,7 +386,7 @@ func TestPanickingMessageIsIsolated(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 2, 10)
 	msgs := a.reserve(4)
 	bad := msgs[2].ReservationID
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 3}, testMetrics(), testLogger(t))
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 3}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func(batch []Message) {
 		for _, m := range batch {
 			if m.ReservationID == bad {
@@ -428,7 +428,7 @@ func TestPoisonErrorsAreDeadLettered(t *testing.T) {
 			in.install(t, wdb)
 			in.set(&mysql.MySQLError{Number: code, Message: "injected"})
 			m := testMetrics()
-			w := NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t))
+			w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
 			if err := w.Handle(context.Background(), msgs); err != nil {
 				t.Fatal(err)
 			}

@@ -11,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/inventory"
 )
 
 func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
@@ -22,27 +20,6 @@ func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
 		t.Fatal(err)
 	}
 	return m.GetGauge().GetValue()
-}
-
-func TestParseJournalKey(t *testing.T) {
-	tests := []struct {
-		give   string
-		want   inventory.ShardKeys
-		wantOK bool
-	}{
-		{give: inventory.Shard("flash-1001", 0, 3).Journal(), want: inventory.Shard("flash-1001", 0, 3), wantOK: true},
-		{give: inventory.Shard("a_b", 12, 15).Journal(), want: inventory.Shard("a_b", 12, 15), wantOK: true},
-		{give: inventory.Shard("x", 1, 2).Stats()},
-		{give: "sk:{x:1}:journal"},
-		{give: "sk:{x:a:1}:journal"},
-		{give: "journal"},
-	}
-	for _, tt := range tests {
-		got, ok := parseJournalKey(tt.give)
-		if ok != tt.wantOK || (ok && got != tt.want) {
-			t.Errorf("parseJournalKey(%q) = %v, %v; want %v, %v", tt.give, got, ok, tt.want, tt.wantOK)
-		}
-	}
 }
 
 func TestMessageFromEntry(t *testing.T) {
@@ -84,29 +61,6 @@ func TestMessageFromEntry(t *testing.T) {
 		}
 		if tt.name == "good" && (m.Quantity != 2 || m.Shard != 1 || m.TS != 1700000000000 || m.UserHash != uh) {
 			t.Errorf("decoded %+v", m)
-		}
-	}
-}
-
-func TestResultCodes(t *testing.T) {
-	for code, want := range map[int64]ConfirmResult{1: Confirmed, 2: AlreadyConfirmed, 3: ConfirmConflict, 4: ConfirmMissing} {
-		if got, err := confirmResult(code); err != nil || got != want {
-			t.Errorf("confirmResult(%d) = %v, %v", code, got, err)
-		}
-	}
-	for code, want := range map[int64]FailResult{1: FailedNow, 2: AlreadyFailed, 3: FailConfirmed, 4: FailMissing, 5: FailedNowMoved, 6: AlreadyFailedMoved} {
-		if got, err := failResult(code); err != nil || got != want {
-			t.Errorf("failResult(%d) = %v, %v", code, got, err)
-		}
-	}
-	for _, code := range []int64{0, 5, -1} {
-		if _, err := confirmResult(code); err == nil {
-			t.Errorf("confirmResult(%d): want error", code)
-		}
-	}
-	for _, code := range []int64{0, 7, -1} {
-		if _, err := failResult(code); err == nil {
-			t.Errorf("failResult(%d): want error", code)
 		}
 	}
 }

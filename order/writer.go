@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
 )
 
@@ -65,7 +66,6 @@ type Writer struct {
 	m    *Metrics
 	log  *slog.Logger
 	sc   *scripts
-	err  error
 	lim  *rate.Limiter
 	comp *Compensator
 	rl   *RepeatLog
@@ -137,8 +137,9 @@ func (w *Writer) backoff() time.Duration {
 }
 
 // NewWriter returns a writer. It sets db's pool to opts.PoolSize connections, so db must
-// not be shared with other parts.
-func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Metrics, log *slog.Logger) *Writer {
+// not be shared with other parts. An error means an embedded script did not load or db has
+// no pool.
+func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Metrics, log *slog.Logger) (*Writer, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 200
 	}
@@ -171,22 +172,28 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	}
 	w := &Writer{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "writer")}
 	w.rl = NewRepeatLog(w.log, 0)
-	w.sc, w.err = loadScripts()
-	if sdb, err := db.DB(); err != nil {
-		w.err = errors.Join(w.err, fmt.Errorf("order: writer pool: %w", err))
-	} else {
-		sdb.SetMaxOpenConns(opts.PoolSize)
-		sdb.SetMaxIdleConns(opts.PoolSize)
-		sdb.SetConnMaxIdleTime(5 * time.Minute)
+	sc, err := loadScripts(rdb)
+	if err != nil {
+		return nil, err
 	}
+	w.sc = sc
+	sdb, err := db.DB()
+	if err != nil {
+		return nil, fmt.Errorf("order: writer pool: %w", err)
+	}
+	sdb.SetMaxOpenConns(opts.PoolSize)
+	sdb.SetMaxIdleConns(opts.PoolSize)
+	sdb.SetConnMaxIdleTime(5 * time.Minute)
 	lim := rate.Limit(opts.MaxOrdersPerSecond)
 	if opts.MaxOrdersPerSecond < 0 {
 		lim = rate.Inf
 	}
 	w.lim = rate.NewLimiter(lim, max(opts.BatchSize, int(math.Ceil(opts.MaxOrdersPerSecond/10))))
-	w.comp = NewCompensator(db, rdb, m, log)
+	if w.comp, err = NewCompensator(db, rdb, m, log); err != nil {
+		return nil, err
+	}
 	w.comp.lockTTL, w.comp.lockWait = opts.LockTTL, opts.LockWait
-	return w
+	return w, nil
 }
 
 // Compensator is the writer's compensator (same pool, same locks).
@@ -204,9 +211,6 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) (err error) {
 			err = &PanicError{Value: r}
 		}
 	}()
-	if w.err != nil {
-		return w.err
-	}
 	seen := make(map[string]bool, len(msgs))
 	good := make([]Message, 0, len(msgs))
 	for _, m := range msgs {
@@ -447,70 +451,43 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	return errors.Join(errs...)
 }
 
-// confirm runs order_confirm.lua once per shard of the batch for the reservations that have
-// an order, and undoes the orders of those whose record is FAILED.
+// confirm confirms in Redis the reservations that have an order (inventory's Confirm: one
+// script call per shard of the batch), and undoes the orders of those whose record is FAILED.
 func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[string]int64) error {
-	type group struct {
-		call scriptCall
-		msgs []Message
-	}
-	var groups []*group
-	byShard := map[string]*group{}
+	var cs []inventory.Confirmation
+	var msgs []Message
 	for _, m := range batch {
 		id, ok := orderIDs[m.ReservationID]
 		if !ok {
 			continue
 		}
-		keys, n := m.keys()
-		g := byShard[keys.Stats()]
-		if g == nil {
-			g = &group{}
-			byShard[keys.Stats()] = g
-			groups = append(groups, g)
-		}
-		g.call.keys = append(g.call.keys, keys.Record(n))
-		g.call.args = append(g.call.args, id)
-		g.msgs = append(g.msgs, m)
-	}
-	calls := make([]scriptCall, len(groups))
-	for i, g := range groups {
-		k, _ := g.msgs[0].keys()
-		g.call.keys = append(g.call.keys, k.Stats())
-		calls[i] = g.call
+		cs = append(cs, inventory.Confirmation{ReservationID: m.ReservationID, OrderID: id})
+		msgs = append(msgs, m)
 	}
 	var errs []error
-	cmds, err := runScripts(ctx, w.rdb, w.sc.confirm, calls)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("order: confirm: %w", err))
+	var results []inventory.ConfirmResult
+	if len(cs) > 0 {
+		var err error
+		results, err = w.sc.ledger.Confirm(ctx, cs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("order: %w", err))
+		}
 	}
 	var undo, missing []string
 	var failed []Message
-	for i, c := range cmds {
-		if c.Err() != nil {
-			continue
-		}
-		codes, err := confirmCodes(c, len(groups[i].msgs))
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for j, code := range codes {
-			res, err := confirmResult(code)
-			m := groups[i].msgs[j]
-			switch {
-			case err != nil:
-				errs = append(errs, err)
-			case res == Confirmed:
-				w.m.WriterCommits.Inc()
-			case res == ConfirmConflict:
-				// The reservation was failed for good (its units returned) before this
-				// order's confirm: the record is the arbiter, the order goes, and a
-				// compensation that was cut short is finished now.
-				undo = append(undo, m.ReservationID)
-				failed = append(failed, m)
-			case res == ConfirmMissing:
-				missing = append(missing, m.ReservationID)
-			}
+	for i, res := range results {
+		m := msgs[i]
+		switch res {
+		case inventory.Confirmed:
+			w.m.WriterCommits.Inc()
+		case inventory.ConfirmConflict:
+			// The reservation was failed for good (its units returned) before this
+			// order's confirm: the record is the arbiter, the order goes, and a
+			// compensation that was cut short is finished now.
+			undo = append(undo, m.ReservationID)
+			failed = append(failed, m)
+		case inventory.ConfirmMissing:
+			missing = append(missing, m.ReservationID)
 		}
 	}
 	// A record that expired cannot arbitrate: a compensations row (written by a compensator
@@ -535,26 +512,6 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// confirmCodes reads order_confirm.lua's answer for n records: one code when n is 1, else a
-// list of n.
-func confirmCodes(c *redis.Cmd, n int) ([]int64, error) {
-	if n == 1 {
-		code, err := c.Int64()
-		if err != nil {
-			return nil, fmt.Errorf("order: order_confirm.lua: %w", err)
-		}
-		return []int64{code}, nil
-	}
-	codes, err := c.Int64Slice()
-	if err != nil {
-		return nil, fmt.Errorf("order: order_confirm.lua: %w", err)
-	}
-	if len(codes) != n {
-		return nil, fmt.Errorf("order: order_confirm.lua returned %d codes for %d records", len(codes), n)
-	}
-	return codes, nil
 }
 
 // compensated reports which of rids have a row in compensations.

@@ -20,7 +20,7 @@ func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	db := mysqlDB(t)
 	a := newTestActivity(t, rdb, db, 2, 10)
 	msgs := a.reserve(1)
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	// Three deliveries, two of them concurrent, one in a batch with itself.
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ {
@@ -39,7 +39,7 @@ func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	if c := countOrders(t, db, a.id); c.rows != 1 {
 		t.Fatalf("orders %+v, want 1", c)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	rec, _ := rdb.HGetAll(context.Background(), k.Record(n)).Result()
 	if rec["status"] != "CONFIRMED" || rec["orderId"] == "" {
 		t.Fatalf("record %v", rec)
@@ -56,9 +56,9 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 1, 10)
 	msgs := a.reserveFor([]string{"buyer-" + a.id}, 3)
 	ctx := context.Background()
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	before, _ := rdb.Get(ctx, k.Stock()).Int64()
-	c := NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t))
+	c := must(NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t)))
 	var wg sync.WaitGroup
 	for i := 0; i < 3; i++ {
 		wg.Add(1)
@@ -95,14 +95,14 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 		t.Fatalf("%d compensation rows", rows)
 	}
 	// A late delivery of the failed reservation never becomes an order.
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	if err := w.Handle(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
 	if c := countOrders(t, db, a.id); c.rows != 0 {
 		t.Fatalf("orders %+v for a compensated reservation", c)
 	}
-	rep, err := NewReconciler(db, rdb, ReconcileOptions{}, testMetrics(), testLogger(t)).Report(ctx, a.id)
+	rep, err := must(NewReconciler(db, rdb, ReconcileOptions{}, testMetrics(), testLogger(t))).Report(ctx, a.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +126,11 @@ func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 		msgs[0].ReservationID, a.id, msgs[0].UserID, 1, 1).Error; err != nil {
 		t.Fatal(err)
 	}
-	err := NewCompensator(wdb, rdb, testMetrics(), testLogger(t)).Compensate(ctx, msgs[0], "test")
+	err := must(NewCompensator(wdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, msgs[0], "test")
 	if !errors.Is(err, ErrOrderExists) {
 		t.Fatalf("err = %v, want ErrOrderExists", err)
 	}
-	k, n := msgs[0].keys()
+	k, n := keysOf(msgs[0])
 	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "CONFIRMED" {
 		t.Fatalf("status %q, want CONFIRMED", st)
 	}
@@ -146,7 +146,7 @@ func TestSeqConflictIsCompensated(t *testing.T) {
 	a.users[user] = 0 // a buggy upstream hands out seq 1 twice
 	second := a.reserveFor([]string{user}, 1)
 	m := testMetrics()
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t))
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
 	if err := w.Handle(context.Background(), append(first, second...)); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	db := mysqlDB(t)
 	a := newTestActivity(t, rdb, db, 2, 100)
 	msgs := a.reserve(50)
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t))
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	q := NewMemQueue(100)
 	var panics atomic.Int32
 	if err := q.Subscribe(func(ctx context.Context, ms []Message) error {
@@ -198,7 +198,7 @@ func TestDataErrorIsDeadLettered(t *testing.T) {
 	bad := msgs[0]
 	bad.Seq = 1 << 40
 	m := testMetrics()
-	w := NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t))
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
 	if err := w.Handle(context.Background(), []Message{bad, good[0]}); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 1, 10)
 	msgs := a.reserveFor([]string{"moved-" + a.id}, 2)
 	ctx := context.Background()
-	old, n := msgs[0].keys()
+	old, n := keysOf(msgs[0])
 	// What a reshard 1 -> 2 leaves behind: the old shard drained (stock key gone, marker set),
 	// its 8 remaining units on the new layout, meta on epoch 1.
 	remaining, _ := rdb.Get(ctx, old.Stock()).Int64()
@@ -248,7 +248,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	})
 	home := newShards[inventory.HomeShard(msgs[0].UserHash, 2)]
 	before, _ := rdb.Get(ctx, home.Stock()).Int64()
-	c := NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t))
+	c := must(NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t)))
 	for i := 0; i < 3; i++ {
 		if err := c.Compensate(ctx, msgs[0], "test"); err != nil {
 			t.Fatal(err)

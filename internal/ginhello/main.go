@@ -39,6 +39,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/limiter"
+	"github.com/seckill/seckill/tokenbucket"
 )
 
 //go:embed min_reserve.lua
@@ -88,7 +89,10 @@ func run() error {
 			}
 		}()
 		script := redis.NewScript(minReserveSrc)
-		bucket := limiter.NewRedisBucket(rdb)
+		bucket, err := limiter.NewRedisBucket(rdb)
+		if err != nil {
+			return err
+		}
 		var seq atomic.Int64
 		reserve := func(c *gin.Context, user string) {
 			rid := *ns + "-" + strconv.FormatInt(seq.Add(1), 10)
@@ -104,7 +108,7 @@ func run() error {
 		r.POST("/two", func(c *gin.Context) {
 			user := c.GetHeader("X-User-Id")
 			ok, _, err := bucket.Take(c.Request.Context(), "sk:{ginhello-tb:"+*ns+":"+user+"}",
-				limiter.Limit{Rate: 1000, Burst: 1000}, 1)
+				tokenbucket.Limit{Rate: 1000, Burst: 1000}, 1)
 			if err != nil || !ok {
 				c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE", "message": fmt.Sprint(err)})
 				return

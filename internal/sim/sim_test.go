@@ -31,6 +31,7 @@ import (
 
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
@@ -242,11 +243,21 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := order.NewMetrics(prometheus.NewRegistry())
-	w := order.NewWriter(db, rdb, order.WriterOptions{MaxOrdersPerSecond: -1, LockTTL: 2 * time.Second,
+	m, err := order.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := order.NewWriter(db, rdb, order.WriterOptions{MaxOrdersPerSecond: -1, LockTTL: 2 * time.Second,
 		LockWait: 300 * time.Millisecond, PoolSize: 1, Retries: 1}, m, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := order.NewReconciler(db, rdb, order.ReconcileOptions{ActivitiesKey: keyspace.Namespaced(ns, keyspace.Activities)}, m, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &sim{t: t, seed: seed, rng: rng, ctx: ctx, rdb: rdb, store: store, w: w, comp: w.Compensator(), db: db,
-		rec:   order.NewReconciler(db, rdb, order.ReconcileOptions{ActivitiesKey: inventory.Namespaced(ns, inventory.ActivitiesKey)}, m, quietLog()),
+		rec:   rec,
 		aid:   "sim-" + strings.ReplaceAll(run, ".", "-"),
 		stock: stock, limit: limit,
 		ukeys: map[string][]string{}, keys: map[string]string{}, failed: map[string]bool{},

@@ -1,4 +1,4 @@
--- order_fail.lua: fail a reservation for good and give its stock back to its shard.
+-- inventory_fail.lua: fail a reservation for good and give its stock back to its shard.
 -- KEYS[1] reservation record hash, KEYS[2] shard stock, KEYS[3] stats hash,
 -- KEYS[4] the shard's drained marker, KEYS[5] the shard's xout hash (all the same shard)
 -- ARGV: none (the quantity comes from the record)

@@ -1,4 +1,4 @@
--- order_refund.lua: give a failed reservation's units back to the buyer's count, once.
+-- inventory_refund.lua: give a failed reservation's units back to the buyer's count, once.
 -- KEYS[1] users hash, KEYS[2] stock, KEYS[3] drained marker, all of the user's home shard in
 -- the current layout (a reshard copies the users hash, refund markers included).
 -- ARGV[1] user hash, ARGV[2] quantity in units, ARGV[3] reservation id

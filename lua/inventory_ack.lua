@@ -1,4 +1,4 @@
--- order_ack.lua: acknowledge journal entries the relay has handed to the queue.
+-- inventory_ack.lua: acknowledge journal entries the relay has handed to the queue.
 -- KEYS[1] journal stream, KEYS[2] stats hash (same shard, same hash tag)
 -- ARGV[1] consumer group; then pairs ARGV[2k]=entry id, ARGV[2k+1]=quantity in units
 -- For each entry: XACK; only when XACK acknowledged it (it was still pending) add its

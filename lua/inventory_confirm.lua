@@ -1,4 +1,4 @@
--- order_confirm.lua: mark reservations confirmed once their orders are committed in MySQL.
+-- inventory_confirm.lua: mark reservations confirmed once their orders are committed in MySQL.
 -- KEYS[1..n] reservation record hashes, KEYS[n+1] the stats hash (all on one shard, one hash tag)
 -- ARGV[1..n] order ids (MySQL orders.id), ARGV[i] for KEYS[i]
 -- For each record, on PENDING -> CONFIRMED: sets status and orderId; stats.confirmed grows by

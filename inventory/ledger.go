@@ -1,0 +1,557 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
+)
+
+// Ledger is what happens to a reservation after Reserve took it, seen from the order
+// pipeline: its journal entry is acknowledged once relayed (Ack), the reservation is
+// confirmed once its order is committed (Confirm), or failed for good with its units given
+// back (Fail, Refund, MarkCompensated); and reconciliation reads the counts (Counts) and
+// the reservations left PENDING (PendingScan). Every key it touches is inventory's; the
+// caller names reservations by id and activities by id only. Every verb is idempotent.
+// Safe for concurrent use.
+type Ledger struct {
+	rdb                        redis.UniversalClient
+	ack, confirm, fail, refund *redis.Script
+	mv                         *Mover
+}
+
+// NewLedger returns a ledger on rdb; an error means an embedded script did not load.
+func NewLedger(rdb redis.UniversalClient) (*Ledger, error) {
+	l := &Ledger{rdb: rdb}
+	for _, x := range []struct {
+		name string
+		dst  **redis.Script
+	}{
+		{"inventory_ack.lua", &l.ack}, {"inventory_confirm.lua", &l.confirm},
+		{"inventory_fail.lua", &l.fail}, {"inventory_refund.lua", &l.refund},
+	} {
+		sc, err := lua.Load(x.name)
+		if err != nil {
+			return nil, fmt.Errorf("inventory: %w", err)
+		}
+		*x.dst = sc
+	}
+	mv, err := NewMover(rdb)
+	if err != nil {
+		return nil, err
+	}
+	l.mv = mv
+	return l, nil
+}
+
+// ConfirmResult is the outcome of inventory_confirm.lua for one reservation. The zero value
+// is Unknown.
+type ConfirmResult int
+
+// Confirm outcomes, numbered as the script answers them.
+const (
+	ConfirmUnknown   ConfirmResult = iota
+	Confirmed                      // PENDING -> CONFIRMED now
+	AlreadyConfirmed               // it was CONFIRMED already
+	ConfirmConflict                // the record is FAILED; nothing changed
+	ConfirmMissing                 // no record (expired or never written)
+)
+
+// FailResult is the outcome of inventory_fail.lua. The zero value is Unknown.
+type FailResult int
+
+// Fail outcomes, numbered as the script answers them.
+const (
+	FailUnknown        FailResult = iota
+	FailedNow                     // PENDING -> FAILED now, stock returned
+	AlreadyFailed                 // it was FAILED already
+	FailConfirmed                 // the record is CONFIRMED; nothing changed
+	FailMissing                   // no record
+	FailedNowMoved                // PENDING -> FAILED now; the shard was drained: units in transit
+	AlreadyFailedMoved            // FAILED already, its units still in transit: finish the credit
+)
+
+// refundResult is the outcome of inventory_refund.lua. The zero value is unknown.
+type refundResult int
+
+const (
+	refundUnknown  refundResult = iota
+	refundedNow                 // the count was lowered now
+	refundedBefore              // the marker was there: refunded before
+	refundClosed                // the shard is drained or not sealed: a reshard moves the users hash
+)
+
+// ConfirmResultOf decodes an answer of inventory_confirm.lua; any other number is an error.
+func ConfirmResultOf(code int64) (ConfirmResult, error) {
+	return lua.Decode("inventory_confirm.lua", code, Confirmed, AlreadyConfirmed, ConfirmConflict, ConfirmMissing)
+}
+
+// FailResultOf decodes an answer of inventory_fail.lua; any other number is an error.
+func FailResultOf(code int64) (FailResult, error) {
+	return lua.Decode("inventory_fail.lua", code, FailedNow, AlreadyFailed, FailConfirmed, FailMissing, FailedNowMoved, AlreadyFailedMoved)
+}
+
+// Confirmation asks to confirm one reservation with the id of its committed order.
+type Confirmation struct {
+	ReservationID string
+	OrderID       int64
+}
+
+// Confirm marks the reservations CONFIRMED with their order ids: one script call per shard,
+// all of them in one pipeline. It returns a result per confirmation, in order;
+// ConfirmUnknown where the call of that shard failed or the reservation id is malformed,
+// and then the error says why (the others' results stand).
+func (l *Ledger) Confirm(ctx context.Context, cs []Confirmation) ([]ConfirmResult, error) {
+	out := make([]ConfirmResult, len(cs))
+	type group struct {
+		call lua.Call
+		idx  []int
+	}
+	var groups []*group
+	var errs []error
+	byShard := map[string]*group{}
+	for i, c := range cs {
+		k, n, ok := ParseReservationID(c.ReservationID)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%w: reservation id %q", ErrInvalid, c.ReservationID))
+			continue
+		}
+		g := byShard[k.Stats()]
+		if g == nil {
+			g = &group{}
+			byShard[k.Stats()] = g
+			groups = append(groups, g)
+		}
+		g.call.Keys = append(g.call.Keys, k.Record(n))
+		g.call.Args = append(g.call.Args, c.OrderID)
+		g.idx = append(g.idx, i)
+	}
+	if len(groups) == 0 {
+		return out, errors.Join(errs...)
+	}
+	calls := make([]lua.Call, len(groups))
+	for i, g := range groups {
+		k, _, _ := ParseReservationID(cs[g.idx[0]].ReservationID)
+		g.call.Keys = append(g.call.Keys, k.Stats())
+		calls[i] = g.call
+	}
+	cmds, err := lua.RunMany(ctx, l.rdb, l.confirm, calls)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("inventory: confirm: %w", err))
+	}
+	for i, c := range cmds {
+		if c.Err() != nil {
+			continue
+		}
+		codes, err := confirmCodes(c, len(groups[i].idx))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for j, code := range codes {
+			res, err := ConfirmResultOf(code)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out[groups[i].idx[j]] = res
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// confirmCodes reads inventory_confirm.lua's answer for n records: one code when n is 1,
+// else a list of n.
+func confirmCodes(c *redis.Cmd, n int) ([]int64, error) {
+	if n == 1 {
+		code, err := c.Int64()
+		if err != nil {
+			return nil, fmt.Errorf("inventory: inventory_confirm.lua: %w", err)
+		}
+		return []int64{code}, nil
+	}
+	codes, err := c.Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("inventory: inventory_confirm.lua: %w", err)
+	}
+	if len(codes) != n {
+		return nil, fmt.Errorf("inventory: inventory_confirm.lua returned %d codes for %d records", len(codes), n)
+	}
+	return codes, nil
+}
+
+// Fail fails the reservation for good (PENDING -> FAILED) and gives its units back: to the
+// selling shard's stock, or, when a reshard drained that shard, in transit to the buyer's
+// home shard of the current layout (credited once per reservation id; a repeated call
+// finishes a credit an earlier one left). userHash is the buyer's. It returns the outcome
+// and the reservation's quantity; FailConfirmed and FailMissing change nothing.
+func (l *Ledger) Fail(ctx context.Context, rid, userHash string) (FailResult, int64, error) {
+	k, n, ok := ParseReservationID(rid)
+	if !ok {
+		return FailUnknown, 0, fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
+	}
+	res, err := l.fail.Run(ctx, l.rdb, []string{k.Record(n), k.Stock(), k.Stats(), k.Drained(), k.XOut()}).Int64Slice()
+	if err != nil {
+		return FailUnknown, 0, fmt.Errorf("inventory: fail %s: %w", rid, err)
+	}
+	if len(res) != 2 {
+		return FailUnknown, 0, fmt.Errorf("inventory: inventory_fail.lua returned %v", res)
+	}
+	code, err := FailResultOf(res[0])
+	if err != nil {
+		return FailUnknown, 0, err
+	}
+	if code == FailedNowMoved || code == AlreadyFailedMoved {
+		if err := l.mv.Settle(ctx, k, rid, userHash); err != nil {
+			return code, res[1], fmt.Errorf("inventory: credit %s: %w", rid, err)
+		}
+	}
+	return code, res[1], nil
+}
+
+// refundTries bounds how often Refund reads the layout again while a reshard moves the
+// users hashes (50 ms apart).
+const refundTries = 40
+
+// Refund lowers the buyer's count by qty on the user's home shard of the current layout,
+// once per reservation (a marker in the users hash; the user's sequence is never lowered).
+// While a reshard moves the users hashes (the home shard is drained and the new layout not
+// switched yet) it waits and reads the layout again.
+func (l *Ledger) Refund(ctx context.Context, rid, userHash string, qty int64) error {
+	k, _, ok := ParseReservationID(rid)
+	if !ok {
+		return fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
+	}
+	for attempt := 0; attempt < refundTries; attempt++ {
+		vals, err := l.rdb.HMGet(ctx, Meta(k.Activity), "epoch", "shards").Result()
+		if err != nil {
+			return fmt.Errorf("inventory: refund %s: read layout: %w", rid, err)
+		}
+		epoch, ok1 := asInt(vals[0])
+		shards, ok2 := asInt(vals[1])
+		if !ok1 || !ok2 || shards < 1 {
+			return fmt.Errorf("inventory: refund %s: no layout in meta", rid)
+		}
+		home := Shard(k.Activity, int(epoch), HomeShard(userHash, int(shards)))
+		v, err := l.refund.Run(ctx, l.rdb, []string{home.Users(), home.Stock(), home.Drained()},
+			userHash, qty, rid).Int64()
+		if err != nil {
+			return fmt.Errorf("inventory: refund %s: %w", rid, err)
+		}
+		res, err := lua.Decode("inventory_refund.lua", v, refundedNow, refundedBefore, refundClosed)
+		if err != nil {
+			return err
+		}
+		if res != refundClosed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("inventory: refund %s: the layout kept changing", rid)
+}
+
+// Compensated reports whether a compensation of the reservation finished every step
+// (MarkCompensated); false also when the record is gone.
+func (l *Ledger) Compensated(ctx context.Context, rid string) (bool, error) {
+	k, n, ok := ParseReservationID(rid)
+	if !ok {
+		return false, fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
+	}
+	v, err := l.rdb.HGet(ctx, k.Record(n), "comp").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("inventory: read compensation state of %s: %w", rid, err)
+	}
+	return v == "1", nil
+}
+
+// MarkCompensated records on the reservation that its compensation finished every step.
+func (l *Ledger) MarkCompensated(ctx context.Context, rid string) error {
+	k, n, ok := ParseReservationID(rid)
+	if !ok {
+		return fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
+	}
+	if err := l.rdb.HSet(ctx, k.Record(n), "comp", 1).Err(); err != nil {
+		return fmt.Errorf("inventory: mark %s compensated: %w", rid, err)
+	}
+	return nil
+}
+
+// ParseJournal returns the shard whose journal stream is named stream.
+func ParseJournal(stream string) (ShardKeys, bool) {
+	inner, ok := strings.CutPrefix(stream, "sk:{")
+	if !ok {
+		return ShardKeys{}, false
+	}
+	inner, ok = strings.CutSuffix(inner, "}:journal")
+	if !ok {
+		return ShardKeys{}, false
+	}
+	i := strings.LastIndexByte(inner, ':')
+	if i < 0 {
+		return ShardKeys{}, false
+	}
+	j := strings.LastIndexByte(inner[:i], ':')
+	if j < 0 {
+		return ShardKeys{}, false
+	}
+	e, err1 := strconv.Atoi(inner[j+1 : i])
+	sh, err2 := strconv.Atoi(inner[i+1:])
+	if err1 != nil || err2 != nil {
+		return ShardKeys{}, false
+	}
+	k := Shard(inner[:j], e, sh)
+	if k.Journal() != stream {
+		return ShardKeys{}, false
+	}
+	return k, true
+}
+
+// IsJournal reports whether stream names a shard's journal stream.
+func IsJournal(stream string) bool {
+	_, ok := ParseJournal(stream)
+	return ok
+}
+
+// JournalEntry is a journal entry handed on: its stream id and the units it claims.
+type JournalEntry struct {
+	ID    string
+	Units int64
+}
+
+// Ack acknowledges journal entries of one journal stream that the relay handed to the
+// queue, for the consumer group, and deletes them: each entry's units count as relayed once,
+// however many relays acknowledge it. It returns the entries and units acknowledged now.
+func (l *Ledger) Ack(ctx context.Context, stream, group string, entries []JournalEntry) (acked, units int64, err error) {
+	k, ok := ParseJournal(stream)
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: journal %q", ErrInvalid, stream)
+	}
+	args := make([]any, 0, 1+2*len(entries))
+	args = append(args, group)
+	for _, e := range entries {
+		args = append(args, e.ID, e.Units)
+	}
+	res, err := l.ack.Run(ctx, l.rdb, []string{k.Journal(), k.Stats()}, args...).Int64Slice()
+	if err != nil {
+		return 0, 0, fmt.Errorf("inventory: ack %s: %w", stream, err)
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("inventory: inventory_ack.lua returned %v", res)
+	}
+	return res[0], res[1], nil
+}
+
+// Layout is one epoch's shard count.
+type Layout struct{ Epoch, Shards int }
+
+// layouts reads the activity's loaded stock and every layout it ever had (meta `layouts`,
+// or the current epoch and shards when that field is absent). ErrNotFound for an activity
+// without meta.
+func (l *Ledger) layouts(ctx context.Context, activityID string) (int64, []Layout, error) {
+	meta, err := l.rdb.HMGet(ctx, Meta(activityID), "stock", "layouts", "epoch", "shards").Result()
+	if err != nil {
+		return 0, nil, fmt.Errorf("inventory: read meta of %s: %w", activityID, err)
+	}
+	str := func(i int) string { s, _ := meta[i].(string); return s }
+	if str(0) == "" {
+		return 0, nil, fmt.Errorf("%w: activity %s", ErrNotFound, activityID)
+	}
+	stock, err := strconv.ParseInt(str(0), 10, 64)
+	if err != nil {
+		return 0, nil, fmt.Errorf("inventory: meta stock of %s: %w", activityID, err)
+	}
+	spec := str(1)
+	if spec == "" {
+		spec = str(2) + ":" + str(3)
+	}
+	out, err := parseLayouts(activityID, spec)
+	return stock, out, err
+}
+
+// parseLayouts reads meta's layouts field: "<epoch>:<shards>" comma-separated.
+func parseLayouts(activityID, spec string) ([]Layout, error) {
+	var out []Layout
+	for _, p := range strings.Split(spec, ",") {
+		e, n, ok := parseTarget(strings.TrimSpace(p))
+		if !ok {
+			return nil, fmt.Errorf("inventory: meta layouts of %s: bad %q", activityID, p)
+		}
+		out = append(out, Layout{e, n})
+	}
+	return out, nil
+}
+
+// Counts are an activity's units as Redis counts them, summed over every shard of every
+// epoch.
+type Counts struct {
+	Stock       int64 // units loaded (meta stock)
+	Remaining   int64 // sum of the shards' stock plus the units in transit between shards
+	Taken       int64 // units reserved (journalled)
+	Relayed     int64 // units whose journal entry was handed to the queue
+	Confirmed   int64 // units of reservations confirmed
+	Failed      int64 // units of reservations failed for good
+	Compensated int64 // units given back by compensation
+}
+
+// Counts reads the activity's counts in one pipelined read after the meta read.
+// ErrNotFound for an activity without meta.
+func (l *Ledger) Counts(ctx context.Context, activityID string) (Counts, error) {
+	stock, lays, err := l.layouts(ctx, activityID)
+	if err != nil {
+		return Counts{}, err
+	}
+	pipe := l.rdb.Pipeline()
+	var stocks []*redis.StringCmd
+	var stats []*redis.SliceCmd
+	for _, lay := range lays {
+		for i := 0; i < lay.Shards; i++ {
+			k := Shard(activityID, lay.Epoch, i)
+			stocks = append(stocks, pipe.Get(ctx, k.Stock()))
+			stats = append(stats, pipe.HMGet(ctx, k.Stats(), "taken", "relayed", "confirmed", "failed", "compensated", "xout", "xin"))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return Counts{}, fmt.Errorf("inventory: read shards of %s: %w", activityID, err)
+	}
+	c := Counts{Stock: stock}
+	for i := range stocks {
+		if v, err := stocks[i].Int64(); err == nil {
+			c.Remaining += v
+		}
+		vals := stats[i].Val()
+		get := func(j int) int64 {
+			if j >= len(vals) {
+				return 0
+			}
+			s, _ := vals[j].(string)
+			n, _ := strconv.ParseInt(s, 10, 64)
+			return n
+		}
+		c.Taken += get(0)
+		c.Relayed += get(1)
+		c.Confirmed += get(2)
+		c.Failed += get(3)
+		c.Compensated += get(4)
+		// Units in transit between shards (a transfer, a reshard, a compensation on a
+		// drained shard) are still in Redis: out of one shard, not yet into another.
+		c.Remaining += get(5) - get(6)
+	}
+	return c, nil
+}
+
+// Pending is a reservation still PENDING: its id and its record's time (ms or µs since the
+// epoch, as written).
+type Pending struct {
+	ReservationID string
+	TS            int64
+}
+
+// PendingScan finds the reservations left PENDING. It remembers, per shard, the records up
+// to which every one is settled (CONFIRMED, FAILED or gone), so each call reads only the
+// records after those. Safe for concurrent use.
+type PendingScan struct {
+	rdb redis.UniversalClient
+	l   *Ledger
+	mu  sync.Mutex
+	low map[string]int64 // journal key -> records 1..low are settled
+}
+
+// NewPendingScan returns a scan that starts at each shard's first record.
+func (l *Ledger) NewPendingScan() *PendingScan {
+	return &PendingScan{rdb: l.rdb, l: l, low: map[string]int64{}}
+}
+
+// Old returns the activity's PENDING reservations older than age (by Redis time), over
+// every shard of every epoch.
+func (p *PendingScan) Old(ctx context.Context, activityID string, age time.Duration) ([]Pending, error) {
+	_, lays, err := p.l.layouts(ctx, activityID)
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("inventory: redis time: %w", err)
+	}
+	nowMs := t.UnixMilli()
+	var out []Pending
+	for _, lay := range lays {
+		for i := 0; i < lay.Shards; i++ {
+			out, err = p.shard(ctx, Shard(activityID, lay.Epoch, i), nowMs, age, out)
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// tsMillis reads a record timestamp written in ms or µs since the epoch.
+func tsMillis(ts int64) int64 {
+	if ts > 1e14 {
+		return ts / 1000
+	}
+	return ts
+}
+
+func (p *PendingScan) shard(ctx context.Context, k ShardKeys, nowMs int64, age time.Duration, out []Pending) ([]Pending, error) {
+	top, err := p.rdb.Get(ctx, k.Seq()).Int64()
+	if errors.Is(err, redis.Nil) {
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("inventory: read %s: %w", k.Seq(), err)
+	}
+	p.mu.Lock()
+	low := p.low[k.Journal()]
+	p.mu.Unlock()
+	const chunk = 500
+	settledTo := low
+	contiguous := true
+	for from := low + 1; from <= top; from += chunk {
+		to := min(from+chunk-1, top)
+		pipe := p.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, 0, to-from+1)
+		for n := from; n <= to; n++ {
+			cmds = append(cmds, pipe.HMGet(ctx, k.Record(n), "status", "ts", "rid"))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return out, fmt.Errorf("inventory: read records: %w", err)
+		}
+		for j, c := range cmds {
+			n := from + int64(j)
+			v := c.Val()
+			st, _ := v[0].(string)
+			if st == "PENDING" {
+				contiguous = false
+				tss, _ := v[1].(string)
+				ts, _ := strconv.ParseInt(tss, 10, 64)
+				rid, _ := v[2].(string)
+				if rid == "" {
+					rid = ReservationID(k.Activity, k.Epoch, k.Shard, n)
+				}
+				if nowMs-tsMillis(ts) >= age.Milliseconds() {
+					out = append(out, Pending{ReservationID: rid, TS: ts})
+				}
+				continue
+			}
+			if contiguous {
+				settledTo = n
+			}
+		}
+	}
+	p.mu.Lock()
+	p.low[k.Journal()] = settledTo
+	p.mu.Unlock()
+	return out, nil
+}

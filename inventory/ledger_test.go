@@ -1,0 +1,122 @@
+package inventory
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestParseJournal(t *testing.T) {
+	tests := []struct {
+		give   string
+		want   ShardKeys
+		wantOK bool
+	}{
+		{give: Shard("flash-1001", 0, 3).Journal(), want: Shard("flash-1001", 0, 3), wantOK: true},
+		{give: Shard("a_b", 12, 15).Journal(), want: Shard("a_b", 12, 15), wantOK: true},
+		{give: Shard("x", 1, 2).Stats()},
+		{give: "sk:{x:1}:journal"},
+		{give: "sk:{x:a:1}:journal"},
+		{give: "journal"},
+	}
+	for _, tt := range tests {
+		got, ok := ParseJournal(tt.give)
+		if ok != tt.wantOK || (ok && got != tt.want) {
+			t.Errorf("ParseJournal(%q) = %v, %v; want %v, %v", tt.give, got, ok, tt.want, tt.wantOK)
+		}
+		if IsJournal(tt.give) != tt.wantOK {
+			t.Errorf("IsJournal(%q) = %v", tt.give, !tt.wantOK)
+		}
+	}
+}
+
+func TestLedgerResultCodes(t *testing.T) {
+	for code, want := range map[int64]ConfirmResult{1: Confirmed, 2: AlreadyConfirmed, 3: ConfirmConflict, 4: ConfirmMissing} {
+		if got, err := ConfirmResultOf(code); err != nil || got != want {
+			t.Errorf("ConfirmResultOf(%d) = %v, %v", code, got, err)
+		}
+	}
+	for code, want := range map[int64]FailResult{1: FailedNow, 2: AlreadyFailed, 3: FailConfirmed, 4: FailMissing, 5: FailedNowMoved, 6: AlreadyFailedMoved} {
+		if got, err := FailResultOf(code); err != nil || got != want {
+			t.Errorf("FailResultOf(%d) = %v, %v", code, got, err)
+		}
+	}
+	for _, code := range []int64{0, 5, -1} {
+		if _, err := ConfirmResultOf(code); err == nil {
+			t.Errorf("ConfirmResultOf(%d): want error", code)
+		}
+	}
+	for _, code := range []int64{0, 7, -1} {
+		if _, err := FailResultOf(code); err == nil {
+			t.Errorf("FailResultOf(%d): want error", code)
+		}
+	}
+}
+
+func TestScriptAnswersDecodeOrFail(t *testing.T) {
+	reshard, copySc := &script{name: "reshard"}, &script{name: "copy"}
+	tests := []struct {
+		name    string
+		got     func() (int, error)
+		want    int
+		wantErr bool
+	}{
+		{"0 stands for its meaning", func() (int, error) {
+			c, err := answer(reshard, []any{int64(0), int64(3)}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, int(beginMovedOn), false},
+		{"a known number", func() (int, error) {
+			c, err := answer(reshard, []any{int64(2), "1:4"}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, int(beginOther), false},
+		{"an unknown number", func() (int, error) {
+			c, err := answer(reshard, []any{int64(7)}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, 0, true},
+		{"not a number", func() (int, error) {
+			c, err := answer(reshard, []any{"OK"}, beginMovedOn, begun, beginOther)
+			return int(c), err
+		}, 0, true},
+		{"0 where the script has no 0 answer", func() (int, error) {
+			c, err := answer(copySc, []any{int64(0)}, copyUnknown, copied, copyRefused)
+			return int(c), err
+		}, 0, true},
+		{"reserve: a gap in the numbers", func() (int, error) {
+			c, err := answer(&script{name: "reserve"}, []any{int64(9)}, rcUnknown, rcReserved, rcShardClosed, rcIPRate)
+			return int(c), err
+		}, 0, true},
+		{"transfer: unknown", func() (int, error) {
+			c, err := transferAnswerOf([]any{int64(4)}, xfDone, xfBefore, xfClosed)
+			return int(c), err
+		}, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := tt.got()
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("%s: got %d, %v; want %d, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestParseReservationIDAcceptsExactlyTheDocumentedForm: the parser takes what docs/DESIGN.md
+// documents (the regex below) and nothing else, and gives back what ReservationID made.
+func TestParseReservationIDAcceptsExactlyTheDocumentedForm(t *testing.T) {
+	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.[0-9]{1,9}\.[0-9]{1,4}\.[0-9]{1,19}$`)
+	long := strings.Repeat("a", 64)
+	for _, rid := range []string{"a.0.0.1", "flash-1001.12.3.9001", long + ".1.2.3", long + "a.1.2.3",
+		"a.0.0", "a.0.0.1.2", ".0.0.1", "a..0.1", "a.0.0.", "a.1234567890.0.1", "a.0.12345.1",
+		"a.0.0.12345678901234567890", "a.0.0.9223372036854775807", "a.0.0.9999999999999999999",
+		"a b.0.0.1", "a.0.x.1", "a.-1.0.1", "a.0.0.1\n", "é.0.0.1"} {
+		k, n, ok := ParseReservationID(rid)
+		want := re.MatchString(rid)
+		if rid == "a.0.0.9999999999999999999" {
+			want = false // matches the form, but n overflows int64
+		}
+		if ok != want {
+			t.Errorf("ParseReservationID(%q) ok = %v, want %v", rid, ok, want)
+		}
+		if ok && ReservationID(k.Activity, k.Epoch, k.Shard, n) != rid {
+			t.Errorf("ParseReservationID(%q) = %v %d: does not round-trip", rid, k, n)
+		}
+	}
+}
