@@ -14,27 +14,29 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/inventory"
 )
 
-// Error codes of the JSON error model (docs/API.md section 4).
+// Error codes of the JSON error model (docs/API.md section 4); those of the admission step's
+// rejections are its own.
 const (
 	CodeBadRequest       = "BAD_REQUEST"
 	CodeTooLarge         = "PAYLOAD_TOO_LARGE"
 	CodeUnauthenticated  = "UNAUTHENTICATED"
-	CodeForbidden        = "FORBIDDEN"
-	CodeTokenRequired    = "TOKEN_REQUIRED"
+	CodeForbidden        = admission.CodeForbidden
+	CodeTokenRequired    = admission.CodeTokenRequired
 	CodeNotFound         = "NOT_FOUND"
 	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	CodeConflict         = "CONFLICT"
-	CodeAlreadyPurchased = "ALREADY_PURCHASED"
-	CodeSoldOut          = "SOLD_OUT"
-	CodeClosed           = "CLOSED"
-	CodeNotOpen          = "NOT_OPEN"
-	CodeRateLimited      = "RATE_LIMITED"
-	CodeNotAdmitted      = "NOT_ADMITTED"
-	CodeDisabled         = "DISABLED"
-	CodeUnavailable      = "UNAVAILABLE"
+	CodeAlreadyPurchased = admission.CodeAlreadyPurchased
+	CodeSoldOut          = admission.CodeSoldOut
+	CodeClosed           = admission.CodeClosed
+	CodeNotOpen          = admission.CodeNotOpen
+	CodeRateLimited      = admission.CodeRateLimited
+	CodeNotAdmitted      = admission.CodeNotAdmitted
+	CodeDisabled         = admission.CodeDisabled
+	CodeUnavailable      = admission.CodeUnavailable
 	// CodeOutcomeUnknown is a 503 whose reservation may have been made (the script may have
 	// run after the request gave up): retry with the idempotencyKey of the answer.
 	CodeOutcomeUnknown = "OUTCOME_UNKNOWN"

@@ -342,34 +342,3 @@ func TestIdentityModeIsFixedAfterStart(t *testing.T) {
 		t.Fatalf("header -> jwt edit: %+v", st)
 	}
 }
-
-// TestUnknownChannelTakesTheDefaultBudget: a request without X-Channel, or naming a channel that
-// is not configured, takes limits.channels.default when configured, so inventing a channel
-// name is no way around the channel budgets.
-func TestUnknownChannelTakesTheDefaultBudget(t *testing.T) {
-	web := config.Limit{Rate: 10, Burst: 20}
-	def := config.Limit{Rate: 1, Burst: 2}
-	tests := []struct {
-		name     string
-		channels map[string]config.Limit
-		give     string
-		wantName string
-		want     config.Limit
-	}{
-		{name: "configured channel", channels: map[string]config.Limit{"web": web, "default": def}, give: "web", wantName: "web", want: web},
-		{name: "unknown channel", channels: map[string]config.Limit{"web": web, "default": def}, give: "zzz", wantName: "default", want: def},
-		{name: "no channel", channels: map[string]config.Limit{"web": web, "default": def}, give: "", wantName: "default", want: def},
-		{name: "unknown channel, no default", channels: map[string]config.Limit{"web": web}, give: "zzz", wantName: "", want: config.Limit{}},
-		{name: "no channel, no default", channels: map[string]config.Limit{"web": web}, give: "", wantName: "", want: config.Limit{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.Limits.Channels = tt.channels
-			r := (&Snapshot{Cfg: cfg}).limiterRequest("a", "", tt.give, "127.0.0.1", "uh")
-			if r.ChannelName != tt.wantName || r.Channel != toLimit(tt.want) {
-				t.Fatalf("channel %q -> %q %+v, want %q %+v", tt.give, r.ChannelName, r.Channel, tt.wantName, toLimit(tt.want))
-			}
-		})
-	}
-}
