@@ -33,7 +33,6 @@ const TokenTTL = 5 * time.Minute
 
 // Stock is what the admission step needs of the inventory.
 type Stock interface {
-	UserHash(userID string) string
 	// ChecksIP reports whether the reservation script can take the per-IP token (single node).
 	ChecksIP() bool
 	Replay(ctx context.Context, activityID, userID, key string) (string, bool, error)
@@ -127,8 +126,7 @@ type Admission struct {
 
 	r        *Request
 	decision limiter.Decision // what the limiter took, refunded when a later layer refuses
-	userHash string
-	ipKey    string // limit key of the client's IP, "" when unknown
+	ipKey    string           // limit key of the client's IP, "" when unknown
 	reserve  inventory.ReserveRequest
 }
 
@@ -186,8 +184,9 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 		}
 		return Admission{r: r, ipKey: ipKey}, nil
 	}
-	uh := g.stock.UserHash(r.UserID)
-	lreq := p.limiterRequest(v.ID, v.CampaignID, r.Channel, ipKey, uh)
+	// The limiter's memory of rejected users is in this process only: the user id keys it,
+	// so no request hashes the user here (the reservation script does, once).
+	lreq := p.limiterRequest(v.ID, v.CampaignID, r.Channel, ipKey, r.UserID)
 	ipInScript := g.ipInReservation(p, ipKey)
 	lreq.IPInReservation = ipInScript
 	dec, err := g.lim.Allow(ctx, lreq)
@@ -205,7 +204,7 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 			return adm, err
 		}
 	}
-	adm := Admission{r: r, decision: dec, userHash: uh, ipKey: ipKey, reserve: inventory.ReserveRequest{
+	adm := Admission{r: r, decision: dec, ipKey: ipKey, reserve: inventory.ReserveRequest{
 		ActivityID: v.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey, Quantity: r.Quantity,
 		UserRate: p.userRate, Window: p.window, WindowMax: p.windowMax,
 	}}
@@ -299,7 +298,7 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reserved, error) {
 		_, e := r.reject(rateLimited(limiter.DimIP, res.RetryAfter))
 		return Reserved{}, e
 	case inventory.UserRateLimited, inventory.UserWindowLimited:
-		g.lim.Remember(a.userHash, "", res.RetryAfter)
+		g.lim.Remember(r.UserID, "", res.RetryAfter)
 		_, e := r.reject(rateLimited(limiter.DimUser, res.RetryAfter))
 		return Reserved{}, e
 	}
@@ -332,16 +331,22 @@ func (g *Gate) readBudget(p *Policy, addr netip.Addr, user string) (bool, string
 		}
 	}
 	if user != "" {
-		if ok, wait := g.budgets.Allow("r|u|"+g.stock.UserHash(user), p.reads, now); !ok {
+		if ok, wait := g.budgets.Allow("r|u|"+user, p.reads, now); !ok { // local: no hash needed
 			return false, limiter.DimUser, wait
 		}
 	}
 	return true, "", 0
 }
 
-// newIdempotencyKey is a server-generated idempotency key: 128 random bits.
+// newIdempotencyKey is a server-generated idempotency key: "srv-" and 128 random bits, in
+// base64url (one allocation: the string).
 func newIdempotencyKey() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return "srv-" + base64.RawURLEncoding.EncodeToString(b[:])
+	var s [len(keyPrefix) + 22]byte
+	copy(s[:], keyPrefix)
+	base64.RawURLEncoding.Encode(s[len(keyPrefix):], b[:])
+	return string(s[:])
 }
+
+const keyPrefix = "srv-"

@@ -94,7 +94,7 @@ func (p *Policy) Config() *config.Config { return p.cfg }
 
 // limiterRequest is the limiter's request for one reservation: the thresholds of every
 // dimension, as values, and the names they apply to.
-func (p *Policy) limiterRequest(activityID, campaignID, channel, ip, userHash string) limiter.Request {
+func (p *Policy) limiterRequest(activityID, campaignID, channel, ip, user string) limiter.Request {
 	r := limiter.Request{
 		Global:     p.global,
 		Activity:   p.activity,
@@ -102,7 +102,7 @@ func (p *Policy) limiterRequest(activityID, campaignID, channel, ip, userHash st
 		ActivityID: activityID,
 		CampaignID: campaignID,
 		IPAddr:     ip,
-		UserHash:   userHash,
+		UserHash:   user,
 		Fallback:   p.fallback,
 	}
 	if l, ok := p.activities[activityID]; ok {

@@ -522,7 +522,7 @@ func (a *api) postReservation(c *gin.Context) {
 		return
 	}
 	setOutcome(c, outcomeReserved)
-	c.JSON(http.StatusAccepted, gin.H{"reservationId": res.ID, "activityId": r.Activity.ID, "status": "PENDING"})
+	writeReserved(c, res.ID, r.Activity.ID)
 }
 
 // storefrontRequest decodes what comes before the admission layers (docs/API.md section 4,
