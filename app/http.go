@@ -177,7 +177,7 @@ func (a *api) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	a.metrics.latency.WithLabelValues(route, o).Observe(time.Since(start).Seconds())
+	a.metrics.observer(route, o).Observe(time.Since(start).Seconds())
 	// Nothing keeps the context after the request (gin resets it), so the map can be reused.
 	if a.states != nil && lent {
 		c.Keys = nil
