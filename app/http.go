@@ -494,7 +494,8 @@ func decodeReservationJSON(r *http.Request) (reservationBody, *apiError) {
 	return b, nil
 }
 
-// postReservation: decode, admit, reserve, answer (docs/API.md sections 3 and 4).
+// postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
+// sections 3 and 4), every refusal answered by answerError.
 func (a *api) postReservation(c *gin.Context) {
 	snap := snapshot(c)
 	r, e := a.storefrontRequest(c, snap, admission.ForReservation)
