@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,30 +32,6 @@ func must503(t *testing.T, what string, a answer, code string) {
 	t.Helper()
 	if a.status != http.StatusServiceUnavailable || a.body["code"] != code || a.header.Get("Retry-After") == "" || a.body["retryAfterSeconds"] == nil {
 		t.Fatalf("%s: got %d %v (Retry-After %q), want 503 %s with Retry-After", what, a.status, a.body, a.header.Get("Retry-After"), code)
-	}
-}
-
-func TestLimitKey(t *testing.T) {
-	tests := []struct {
-		give   string
-		prefix int
-		want   string
-	}{
-		{"192.0.2.1", 64, "192.0.2.1"},
-		{"2001:db8:1:2:3:4:5:6", 64, "2001:db8:1:2::/64"},
-		{"2001:db8:1:2:ffff::1", 64, "2001:db8:1:2::/64"},
-		{"2001:db8:1:2:3:4:5:6", 48, "2001:db8:1::/48"},
-		{"2001:db8::1", 128, "2001:db8::1"},
-		{"fe80::1%eth0", 128, "fe80::1"},
-		{"fe80::1%eth0", 64, "fe80::/64"},
-	}
-	for _, tt := range tests {
-		if got := limitKey(netip.MustParseAddr(tt.give), tt.prefix); got != tt.want {
-			t.Errorf("limitKey(%s, %d) = %s, want %s", tt.give, tt.prefix, got, tt.want)
-		}
-	}
-	if got := limitKey(netip.Addr{}, 64); got != "" {
-		t.Errorf("invalid address: %q", got)
 	}
 }
 

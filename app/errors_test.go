@@ -1,7 +1,9 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +14,9 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/admission"
 )
 
 // jsonTrickyStrings are strings whose JSON encoding needs every escape encoding/json makes.
@@ -138,6 +143,36 @@ func TestAppendErrorAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestReservedBodyMatchesEncodingJSON: the hand-written 202 body is byte for byte what Gin's
+// c.JSON wrote for the map of its fields, and the answer carries Gin's JSON content type.
+func TestReservedBodyMatchesEncodingJSON(t *testing.T) {
+	tests := []struct{ rid, aid string }{
+		{"act-1.0.3.42", "act-1"},
+		{"a.1.2.3", "A_b-9"},
+		{`we"ird<&>\` + "\u2028\x01\xff", "x"},
+	}
+	gin.SetMode(gin.ReleaseMode)
+	for _, tt := range tests {
+		want, err := json.Marshal(gin.H{"reservationId": tt.rid, "activityId": tt.aid, "status": "PENDING"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendReserved(nil, tt.rid, tt.aid); string(got) != string(want) {
+			t.Errorf("appendReserved(%q, %q) = %s, want %s", tt.rid, tt.aid, got, want)
+		}
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		writeReserved(c, tt.rid, tt.aid)
+		ref := httptest.NewRecorder()
+		rc, _ := gin.CreateTestContext(ref)
+		rc.JSON(http.StatusAccepted, gin.H{"reservationId": tt.rid, "activityId": tt.aid, "status": "PENDING"})
+		if w.Code != ref.Code || w.Body.String() != ref.Body.String() || w.Header().Get("Content-Type") != ref.Header().Get("Content-Type") {
+			t.Errorf("writeReserved: %d %q %q, c.JSON: %d %q %q", w.Code, w.Header().Get("Content-Type"), w.Body.String(),
+				ref.Code, ref.Header().Get("Content-Type"), ref.Body.String())
+		}
+	}
+}
+
 // TestPanicAfterAnswerWritesNothingMore: a handler that panics after writing its answer gets
 // no error body appended to it (the client would read two JSON documents).
 func TestPanicAfterAnswerWritesNothingMore(t *testing.T) {
@@ -159,5 +194,45 @@ func TestPanicAfterAnswerWritesNothingMore(t *testing.T) {
 	r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/early", nil))
 	if w.Code != http.StatusInternalServerError || !strings.Contains(w.Body.String(), CodeInternal) {
 		t.Fatalf("early panic: %d %q, want 500 %s", w.Code, w.Body.String(), CodeInternal)
+	}
+}
+
+// TestAdmissionErrorMapping: every error of the admission step maps to the error model in one
+// place: a rejection with its fields, a fault of the reservation script to OUTCOME_UNKNOWN
+// (may have run) or UNAVAILABLE (surely not sent), any other fault to UNAVAILABLE.
+func TestAdmissionErrorMapping(t *testing.T) {
+	a := &api{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	opens := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		give error
+		want string // the body
+	}{
+		{"rate limited", &admission.Rejection{Status: 429, Code: CodeRateLimited, Message: "too many requests",
+			RetryAfter: 1500 * time.Millisecond, Dimension: "activity"},
+			`{"code":"RATE_LIMITED","dimension":"activity","message":"too many requests","retryAfterSeconds":2}`},
+		{"not open", &admission.Rejection{Status: 425, Code: CodeNotOpen, Message: "the activity is not open yet", OpensAt: opens},
+			`{"code":"NOT_OPEN","message":"the activity is not open yet","opensAt":"2026-12-01T08:00:00.000Z"}`},
+		{"already purchased, no id", &admission.Rejection{Status: 409, Code: CodeAlreadyPurchased, Message: "the per-user limit is reached"},
+			`{"code":"ALREADY_PURCHASED","message":"the per-user limit is reached","reservationId":""}`},
+		{"wrapped rejection", fmt.Errorf("x: %w", &admission.Rejection{Status: 410, Code: CodeSoldOut, Message: "sold out"}),
+			`{"code":"SOLD_OUT","message":"sold out"}`},
+		{"script may have run", &admission.Fault{Err: context.DeadlineExceeded, IdempotencyKey: "srv-k"},
+			`{"code":"OUTCOME_UNKNOWN","idempotencyKey":"srv-k","message":"the reservation may or may not have been made: retry with the same Idempotency-Key","retryAfterSeconds":1}`},
+		{"script not sent", &admission.Fault{Err: redis.ErrPoolTimeout, IdempotencyKey: "srv-k"},
+			`{"code":"UNAVAILABLE","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`},
+		{"read failed", &admission.Fault{Err: io.EOF},
+			`{"code":"UNAVAILABLE","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`},
+		{"cancelled", &admission.Fault{Err: context.Canceled},
+			`{"code":"UNAVAILABLE","message":"request cancelled","retryAfterSeconds":1}`},
+	}
+	gin.SetMode(gin.ReleaseMode)
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		c, _ := gin.CreateTestContext(w)
+		a.answerError(c, tt.give)
+		if got := w.Body.String(); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
 	}
 }

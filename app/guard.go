@@ -4,8 +4,6 @@ import (
 	"container/list"
 	"context"
 	"math"
-	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -112,8 +110,8 @@ type localLimits struct {
 
 func newLocalLimits(max int) *localLimits { return &localLimits{buckets: newLRU[*bucket](max)} }
 
-// allow takes one token of key under l (not limited when l.Rate <= 0).
-func (ll *localLimits) allow(key string, l tokenbucket.Limit, now time.Time) (bool, time.Duration) {
+// Allow takes one token of key under l (not limited when l.Rate <= 0).
+func (ll *localLimits) Allow(key string, l tokenbucket.Limit, now time.Time) (bool, time.Duration) {
 	if !l.Limited() {
 		return true, 0
 	}
@@ -149,21 +147,4 @@ func (p *readyProbe) check(now time.Time) error {
 	p.err = p.ping(ctx)
 	p.at = time.Now()
 	return p.err
-}
-
-// limitKey is the per-IP limit key of addr: the address itself for IPv4, its prefix of
-// prefixLen bits for IPv6 (one subscriber usually holds a whole /64), without a zone.
-func limitKey(addr netip.Addr, prefixLen int) string {
-	if !addr.IsValid() {
-		return ""
-	}
-	addr = addr.WithZone("")
-	if addr.Is4() || prefixLen <= 0 || prefixLen >= 128 {
-		return addr.String()
-	}
-	p, err := addr.Prefix(prefixLen)
-	if err != nil {
-		return addr.String()
-	}
-	return p.Addr().String() + "/" + strconv.Itoa(prefixLen)
 }

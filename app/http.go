@@ -3,8 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -22,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/keyspace"
@@ -29,20 +28,15 @@ import (
 	"github.com/seckill/seckill/order"
 )
 
-const (
-	maxBodyBytes = 4 << 10
-	// tokenTTL is how long a grab token stays valid.
-	tokenTTL = 5 * time.Minute
-	// notAdmittedRetry is the Retry-After of a user outside the canary: the ratio is edited by
-	// hand, so there is no point in coming back sooner.
-	notAdmittedRetry = 30 * time.Second
-)
+const maxBodyBytes = 4 << 10
 
 // api serves the HTTP interface of docs/API.md section 4.
 type api struct {
-	cfg        *config.Reloader[Snapshot]
-	inv        *inventory.Store
-	lim        *limiter.Limiter
+	cfg *config.Reloader[Snapshot]
+	inv *inventory.Store
+	lim *limiter.Limiter
+	// gate is the admission step of the storefront routes (built by newAPI).
+	gate       *admission.Gate
 	rec        *order.Reconciler
 	admin      *adminStore
 	rdb        redis.UniversalClient
@@ -84,6 +78,9 @@ const (
 func newAPI(a api) *api {
 	a.unknown = newLRU[struct{}](maxUnknown)
 	a.local = newLocalLimits(maxLocalKeys)
+	if a.inv != nil {
+		a.gate = admission.NewGate(a.inv, a.lim, a.local, a.now, a.log)
+	}
 	rdb := a.rdb
 	a.ready = &readyProbe{period: readyProbeEvery, ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
 	a.states = &sync.Pool{New: func() any { return &reqState{keys: make(map[any]any, 1)} }}
@@ -141,6 +138,10 @@ type reqState struct {
 	keys    map[any]any
 	snap    *Snapshot
 	outcome string
+	// adm is the request to the admission step, which holds its rejection until the answer
+	// is written (see admission.Request); rej is the target of answerError's errors.As.
+	adm admission.Request
+	rej *admission.Rejection
 }
 
 // state is the request's reqState, nil outside observe.
@@ -177,7 +178,7 @@ func (a *api) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	a.metrics.latency.WithLabelValues(route, o).Observe(time.Since(start).Seconds())
+	a.metrics.observer(route, o).Observe(time.Since(start).Seconds())
 	// Nothing keeps the context after the request (gin resets it), so the map can be reused.
 	if a.states != nil && lent {
 		c.Keys = nil
@@ -315,8 +316,8 @@ func (a *api) lookup(c *gin.Context, snap *Snapshot, id string) (inventory.Activ
 		return inventory.ActivityView{}, newError(http.StatusNotFound, CodeNotFound, "no such activity")
 	}
 	if snap != nil {
-		if e := a.readBudget(c, snap, ""); e != nil {
-			return inventory.ActivityView{}, e
+		if err := a.readBudget(c, snap, ""); err != nil {
+			return inventory.ActivityView{}, a.admissionError(err)
 		}
 	}
 	v, ok, err := a.inv.Lookup(c.Request.Context(), id)
@@ -332,20 +333,8 @@ func (a *api) lookup(c *gin.Context, snap *Snapshot, id string) (inventory.Activ
 
 // readBudget takes one token of the read budget (limits.reads) of the client's IP (prefix)
 // and, when known, of the user: 429 RATE_LIMITED when either is empty.
-func (a *api) readBudget(c *gin.Context, snap *Snapshot, user string) *apiError {
-	l := snap.Cfg.Limits.Reads
-	now := a.now()
-	if k := limitKey(clientIP(c, snap.Cfg), snap.Cfg.Limits.IPv6Prefix); k != "" {
-		if ok, wait := a.local.allow("r|ip|"+k, l, now); !ok {
-			return newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).withDimension("ip")
-		}
-	}
-	if user != "" {
-		if ok, wait := a.local.allow("r|u|"+a.inv.UserHash(user), l, now); !ok {
-			return newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).withDimension("user")
-		}
-	}
-	return nil
+func (a *api) readBudget(c *gin.Context, snap *Snapshot, user string) error {
+	return a.gate.ReadBudget(snap.Admission, clientIP(c, snap.Cfg), user)
 }
 
 // storeError maps an error of Redis whose request surely made no reservation to 503
@@ -420,67 +409,28 @@ func tokenCountKey(activityID, userHash string) string {
 	return "sk:{" + activityID + "}:tokn:" + userHash
 }
 
-// postToken issues a grab token after the admission layers that fit it: kill switch,
-// activity state, blacklist, canary, the per-IP token budget (limits.tokens, local) and the
-// per-user cap (limits.tokensPerUser per token lifetime, in Redis, across instances).
+// postToken issues a grab token after the admission step's layers that fit it (kill switch,
+// activity state, blacklist, canary, the per-IP token budget limits.tokens) and the per-user
+// cap (limits.tokensPerUser per token lifetime, in Redis, across instances).
 func (a *api) postToken(c *gin.Context) {
-	id, e := activityID(c)
-	if e != nil {
-		writeError(c, e)
-		return
-	}
 	snap := snapshot(c)
-	cfg := snap.Cfg
-	user, e := identity(c, snap)
+	r, e := a.storefrontRequest(c, snap, admission.ForToken)
 	if e != nil {
 		writeError(c, e)
 		return
-	}
-	v, e := a.lookup(c, snap, id)
-	if e != nil {
-		writeError(c, e)
-		return
-	}
-	if cfg.KillSwitch || cfg.ActivityKilled(id) {
-		writeError(c, newError(http.StatusServiceUnavailable, CodeDisabled, "reservations are disabled").after(5*time.Second))
-		return
-	}
-	now := a.now()
-	// A token lives tokenTTL: one taken earlier than that before the opening is useless.
-	if now.Add(tokenTTL).Before(v.OpensAt) {
-		writeError(c, newError(http.StatusTooEarly, CodeNotOpen, "the activity is not open yet").withOpensAt(millis(v.OpensAt)))
-		return
-	}
-	if !v.ClosesAt.IsZero() && !now.Before(v.ClosesAt) {
-		writeError(c, newError(http.StatusGone, CodeClosed, "the activity is closed"))
-		return
-	}
-	if v.SoldOut {
-		writeError(c, newError(http.StatusGone, CodeSoldOut, "sold out"))
-		return
-	}
-	ip := clientIP(c, cfg)
-	if cfg.BlockedUser(user) || (ip.IsValid() && cfg.BlockedAddr(ip)) {
-		writeError(c, newError(http.StatusForbidden, CodeForbidden, "forbidden"))
-		return
-	}
-	if !cfg.CanaryAdmits(id, user) {
-		writeError(c, newError(http.StatusTooManyRequests, CodeNotAdmitted, "not admitted to this sale yet").after(notAdmittedRetry))
-		return
-	}
-	if k := limitKey(ip, cfg.Limits.IPv6Prefix); k != "" {
-		if ok, wait := a.local.allow("t|ip|"+k, cfg.Limits.Tokens, now); !ok {
-			writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(wait).withDimension("ip"))
-			return
-		}
 	}
 	ctx := c.Request.Context()
+	if _, err := a.gate.Admit(ctx, snap.Admission, r); err != nil {
+		a.answerError(c, err)
+		return
+	}
+	id, user := r.Activity.ID, r.UserID
 	ck := tokenCountKey(id, a.inv.UserHash(user))
 	var n *redis.IntCmd
 	var ttl *redis.DurationCmd
 	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		n = p.Incr(ctx, ck)
-		p.ExpireNX(ctx, ck, tokenTTL)
+		p.ExpireNX(ctx, ck, admission.TokenTTL)
 		ttl = p.PTTL(ctx, ck)
 		return nil
 	})
@@ -488,11 +438,11 @@ func (a *api) postToken(c *gin.Context) {
 		writeError(c, a.storeError(err))
 		return
 	}
-	if n.Val() > int64(cfg.Limits.TokensPerUser) {
+	if n.Val() > int64(snap.Cfg.Limits.TokensPerUser) {
 		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many grab tokens").after(ttl.Val()).withDimension("user"))
 		return
 	}
-	tok, exp, err := a.inv.IssueToken(ctx, id, user, tokenTTL)
+	tok, exp, err := a.inv.IssueToken(ctx, id, user, admission.TokenTTL)
 	if err != nil {
 		writeError(c, a.storeError(err))
 		return
@@ -545,211 +495,139 @@ func decodeReservationJSON(r *http.Request) (reservationBody, *apiError) {
 	return b, nil
 }
 
+// postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
+// sections 3 and 4), every refusal answered by answerError.
 func (a *api) postReservation(c *gin.Context) {
-	// 1. Malformed requests and identity first.
+	snap := snapshot(c)
+	r, e := a.storefrontRequest(c, snap, admission.ForReservation)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	ctx := c.Request.Context()
+	adm, err := a.gate.Admit(ctx, snap.Admission, r)
+	if err != nil {
+		a.answerError(c, err)
+		return
+	}
+	if adm.Replay != "" {
+		a.answerReplay(c, r.Activity.ID, adm.Replay)
+		return
+	}
+	res, err := a.gate.Reserve(ctx, &adm)
+	if err != nil {
+		a.answerError(c, err)
+		return
+	}
+	if res.Replayed {
+		a.answerReplay(c, r.Activity.ID, res.ID)
+		return
+	}
+	setOutcome(c, outcomeReserved)
+	writeReserved(c, res.ID, r.Activity.ID)
+}
+
+// storefrontRequest decodes what comes before the admission layers (docs/API.md section 4,
+// precedence): a malformed request (400, 413), the identity (401), then the activity (404)
+// and, for a reservation, its quantity against the per-user limit (400). The request lives in
+// the pooled state of the request when there is one.
+func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.Kind) (*admission.Request, *apiError) {
 	id, e := activityID(c)
 	if e != nil {
-		writeError(c, e)
-		return
+		return nil, e
 	}
-	if c.Request.ContentLength > maxBodyBytes {
-		writeError(c, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB"))
-		return
+	var body reservationBody
+	var idem, channel string
+	if kind == admission.ForReservation {
+		if c.Request.ContentLength > maxBodyBytes {
+			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB")
+		}
+		if body, e = decodeReservationBody(c.Request); e != nil {
+			return nil, e
+		}
+		idem = c.GetHeader("Idempotency-Key")
+		if _, present := c.Request.Header["Idempotency-Key"]; present && (len(idem) < 1 || len(idem) > 128) {
+			return nil, badRequest("Idempotency-Key must be 1 to 128 bytes")
+		}
+		channel = c.GetHeader("X-Channel")
+		if len(channel) > 64 || (channel != "" && !keyspace.ValidActivityID(channel)) {
+			return nil, badRequest("X-Channel must match [A-Za-z0-9_-]{1,64}")
+		}
 	}
-	body, e := decodeReservationBody(c.Request)
-	if e != nil {
-		writeError(c, e)
-		return
-	}
-	idem := c.GetHeader("Idempotency-Key")
-	if _, present := c.Request.Header["Idempotency-Key"]; present && (len(idem) < 1 || len(idem) > 128) {
-		writeError(c, badRequest("Idempotency-Key must be 1 to 128 bytes"))
-		return
-	}
-	channel := c.GetHeader("X-Channel")
-	if len(channel) > 64 || (channel != "" && !keyspace.ValidActivityID(channel)) {
-		writeError(c, badRequest("X-Channel must match [A-Za-z0-9_-]{1,64}"))
-		return
-	}
-	snap := snapshot(c)
 	user, e := identity(c, snap)
 	if e != nil {
-		writeError(c, e)
-		return
+		return nil, e
 	}
-	cfg := snap.Cfg
-
-	// 2. Unknown activity.
 	v, e := a.lookup(c, snap, id)
 	if e != nil {
-		writeError(c, e)
-		return
+		return nil, e
 	}
 	qty := 1
 	if body.Quantity != nil {
 		qty = *body.Quantity
 	}
-	if qty > v.PerUserLimit {
-		writeError(c, badRequest("quantity must be between 1 and the per-user limit").withPerUserLimit(v.PerUserLimit))
-		return
+	if kind == admission.ForReservation && qty > v.PerUserLimit {
+		return nil, badRequest("quantity must be between 1 and the per-user limit").withPerUserLimit(v.PerUserLimit)
 	}
-
-	// 3. Kill switches.
-	if cfg.KillSwitch || cfg.ActivityKilled(id) {
-		writeError(c, newError(http.StatusServiceUnavailable, CodeDisabled, "reservations are disabled").after(5*time.Second))
-		return
+	var r *admission.Request
+	if st := state(c); st != nil {
+		r = &st.adm
+	} else {
+		r = new(admission.Request)
 	}
-	// 4. State from the local snapshot: no Redis call for a known answer.
-	now := a.now()
-	if now.Before(v.OpensAt) {
-		writeError(c, newError(http.StatusTooEarly, CodeNotOpen, "the activity is not open yet").withOpensAt(millis(v.OpensAt)))
-		return
-	}
-	if !v.ClosesAt.IsZero() && !now.Before(v.ClosesAt) {
-		writeError(c, newError(http.StatusGone, CodeClosed, "the activity is closed"))
-		return
-	}
-	if v.SoldOut {
-		// A retry of a reservation that took one of the last units (after an
-		// OUTCOME_UNKNOWN, say) must still find it: a keyed request costs one hash read,
-		// within the client's read budget (past it, the answer is the plain 410).
-		if idem != "" && a.readBudget(c, snap, user) == nil && a.replay(c, id, user, idem) {
-			return
-		}
-		writeError(c, newError(http.StatusGone, CodeSoldOut, "sold out"))
-		return
-	}
-	// 5. Blacklist.
-	ip := clientIP(c, cfg)
-	if cfg.BlockedUser(user) || (ip.IsValid() && cfg.BlockedAddr(ip)) {
-		writeError(c, newError(http.StatusForbidden, CodeForbidden, "forbidden"))
-		return
-	}
-	// 6. Canary.
-	if !cfg.CanaryAdmits(id, user) {
-		writeError(c, newError(http.StatusTooManyRequests, CodeNotAdmitted, "not admitted to this sale yet").after(notAdmittedRetry))
-		return
-	}
-	// 7. Rate limits, all dimensions at once.
-	uh := a.inv.UserHash(user)
-	ipStr := limitKey(ip, cfg.Limits.IPv6Prefix)
-	lreq := snap.limiterRequest(id, v.CampaignID, channel, ipStr, uh)
-	// On a single Redis node the reservation script takes the per-IP token in its own round
-	// trip, so an admitted request costs exactly one Redis call.
-	ipInScript := ipStr != "" && cfg.Limits.IP.Rate > 0 && a.inv.ChecksIP()
-	lreq.IPInReservation = ipInScript
-	dec, err := a.lim.Allow(c.Request.Context(), lreq)
-	if err != nil {
-		writeError(c, unavailable("request cancelled"))
-		return
-	}
-	if !dec.Allowed {
-		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(dec.RetryAfter).withDimension(dec.Dimension))
-		return
-	}
-	// 8. Grab token. A replayed key is answered before the one-time token is spent, so a
-	// safe retry (with the already used token) returns the reservation.
-	if v.RequireToken {
-		if idem != "" && a.replay(c, id, user, idem) {
-			a.lim.Refund(dec)
-			return
-		}
-		ok := false
-		if body.Token != "" {
-			ok, err = a.inv.ConsumeToken(c.Request.Context(), id, user, body.Token)
-			if err != nil {
-				a.lim.Refund(dec)
-				writeError(c, a.storeError(err))
-				return
-			}
-		}
-		if !ok {
-			a.lim.Refund(dec)
-			writeError(c, newError(http.StatusForbidden, CodeTokenRequired, "a valid grab token is required"))
-			return
-		}
-	}
-	// 9. Reserve: idempotency, per-user limits and stock in one script on the user's shard.
-	// A request without a key gets one, so that a reservation whose answer is lost can be
-	// found again by retrying with it.
-	key := idem
-	if key == "" {
-		key = newIdempotencyKey()
-	}
-	start := time.Now()
-	rreq := inventory.ReserveRequest{
-		ActivityID: id, UserID: user, IdempotencyKey: key, Quantity: qty,
-		UserRate:  cfg.Limits.User,
-		Window:    cfg.Limits.UserWindow.Window.D(),
-		WindowMax: cfg.Limits.UserWindow.Max,
-	}
-	if ipInScript {
-		rreq.IPKey = a.lim.IPKey(ipStr)
-		rreq.IPRate = cfg.Limits.IP
-	}
-	res, err := a.inv.Reserve(c.Request.Context(), rreq)
-	a.lim.ObserveRedis(time.Since(start), err)
-	if err != nil {
-		a.lim.Refund(dec)
-		writeError(c, a.reserveError(err, key))
-		return
-	}
-	switch res.Code {
-	case inventory.Reserved:
-		setOutcome(c, outcomeReserved)
-		c.JSON(http.StatusAccepted, gin.H{"reservationId": res.ReservationID, "activityId": id, "status": "PENDING"})
-		return
-	case inventory.Replayed:
-		a.lim.Refund(dec)
-		a.answerReplay(c, id, res.ReservationID)
-		return
-	}
-	a.lim.Refund(dec)
-	switch res.Code {
-	case inventory.AlreadyPurchased:
-		writeError(c, newError(http.StatusConflict, CodeAlreadyPurchased, "the per-user limit is reached").withReservationID(res.ReservationID))
-	case inventory.SoldOut:
-		writeError(c, newError(http.StatusGone, CodeSoldOut, "sold out"))
-	case inventory.NotOpen:
-		opens := res.OpensAt
-		if opens.IsZero() {
-			opens = v.OpensAt
-		}
-		writeError(c, newError(http.StatusTooEarly, CodeNotOpen, "the activity is not open yet").withOpensAt(millis(opens)))
-	case inventory.Closed:
-		writeError(c, newError(http.StatusGone, CodeClosed, "the activity is closed"))
-	case inventory.IPRateLimited:
-		a.lim.Remember("", ipStr, res.RetryAfter)
-		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(res.RetryAfter).withDimension("ip"))
-	case inventory.UserRateLimited, inventory.UserWindowLimited:
-		a.lim.Remember(uh, "", res.RetryAfter)
-		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(res.RetryAfter).withDimension("user"))
-	default:
-		a.log.Error("unexpected reservation result", "code", res.Code)
-		writeError(c, unavailable("unexpected stock answer"))
-	}
+	*r = admission.Request{Kind: kind, Activity: v, UserID: user, Addr: clientIP(c, snap.Cfg), Channel: channel,
+		Quantity: qty, IdempotencyKey: idem, Token: body.Token}
+	return r, nil
 }
 
-// newIdempotencyKey is a server-generated idempotency key: 128 random bits.
-func newIdempotencyKey() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "srv-" + base64.RawURLEncoding.EncodeToString(b[:])
+// answerError answers an error of the admission step (see admissionError). A rejection
+// allocates nothing: the target of errors.As is the pooled request state's, and the answer
+// is built on the stack.
+func (a *api) answerError(c *gin.Context, err error) {
+	var target **admission.Rejection
+	if st := state(c); st != nil {
+		target = &st.rej
+	} else {
+		target = new(*admission.Rejection)
+	}
+	if errors.As(err, target) {
+		e := rejectionError(*target)
+		writeError(c, &e)
+		return
+	}
+	writeError(c, a.admissionError(err))
 }
 
-// replay answers the reservation the user's idempotency key is bound to, if any, and reports
-// whether it answered (a Redis error is answered 503 UNAVAILABLE: the read changed nothing).
-func (a *api) replay(c *gin.Context, id, user, key string) bool {
-	rid, ok, err := a.inv.Replay(c.Request.Context(), id, user, key)
-	if err != nil {
-		writeError(c, a.storeError(err))
-		return true
+// admissionError maps every error of the admission step, in one place: a
+// *admission.Rejection is its status, code and fields; a *admission.Fault is 503
+// (OUTCOME_UNKNOWN with the idempotency key when the reservation script may have run, else
+// UNAVAILABLE); anything else is UNAVAILABLE.
+func (a *api) admissionError(err error) *apiError {
+	var rej *admission.Rejection
+	if errors.As(err, &rej) {
+		e := rejectionError(rej)
+		return &e
 	}
-	if !ok {
-		return false
+	var f *admission.Fault
+	if errors.As(err, &f) && f.IdempotencyKey != "" {
+		return a.reserveError(f.Err, f.IdempotencyKey)
 	}
-	a.answerReplay(c, id, rid)
-	return true
+	return a.storeError(err)
+}
+
+// rejectionError is the error-model answer of a rejection.
+func rejectionError(r *admission.Rejection) apiError {
+	e := apiError{status: r.Status, code: r.Code, message: r.Message, retryAfter: r.RetryAfter}
+	if r.Dimension != "" {
+		e.withDimension(r.Dimension)
+	}
+	if !r.OpensAt.IsZero() {
+		e.withOpensAt(millis(r.OpensAt))
+	}
+	if r.Code == CodeAlreadyPurchased {
+		e.withReservationID(r.ReservationID)
+	}
+	return e
 }
 
 // answerReplay answers 200 with a replayed reservation and its current status.
@@ -783,8 +661,8 @@ func (a *api) getReservation(c *gin.Context) {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such reservation"))
 		return
 	}
-	if e := a.readBudget(c, snap, user); e != nil {
-		writeError(c, e)
+	if err := a.readBudget(c, snap, user); err != nil {
+		a.answerError(c, err)
 		return
 	}
 	r, err := a.inv.Reservation(c.Request.Context(), rid)

@@ -38,6 +38,19 @@ const reservationRoute = "/api/v1/activities/:id/reservations"
 // httpMetrics are the HTTP layer's metrics.
 type httpMetrics struct {
 	latency *prometheus.HistogramVec
+	// reservation holds the latency children of the reservation route by outcome, resolved
+	// once (read-only after newHTTPMetrics), so its requests skip the label lookup.
+	reservation map[string]prometheus.Observer
+}
+
+// observer is the latency child of (route, outcome).
+func (m *httpMetrics) observer(route, outcome string) prometheus.Observer {
+	if route == reservationRoute {
+		if o, ok := m.reservation[outcome]; ok {
+			return o
+		}
+	}
+	return m.latency.WithLabelValues(route, outcome)
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -49,8 +62,9 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "outcome"}),
 	}
+	m.reservation = make(map[string]prometheus.Observer, len(reservationOutcomes))
 	for _, o := range reservationOutcomes {
-		m.latency.WithLabelValues(reservationRoute, o)
+		m.reservation[o] = m.latency.WithLabelValues(reservationRoute, o)
 	}
 	reg.MustRegister(m.latency)
 	return m

@@ -8,8 +8,8 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/config"
-	"github.com/seckill/seckill/limiter"
 )
 
 // Snapshot is everything a request needs from the configuration, built once per reload and
@@ -18,6 +18,8 @@ import (
 type Snapshot struct {
 	Cfg  *config.Config
 	Meta config.Meta
+	// Admission is the admission step's view of Cfg, its limits resolved once.
+	Admission *admission.Policy
 
 	auth authenticator
 }
@@ -76,7 +78,7 @@ func (k authKeys) buildSnapshot(cfg *config.Config, meta config.Meta) (*Snapshot
 	if err := cfg.AuthChosen(); err != nil {
 		return nil, err
 	}
-	s := &Snapshot{Cfg: cfg, Meta: meta, auth: authenticator{mode: cfg.Auth.Mode}}
+	s := &Snapshot{Cfg: cfg, Meta: meta, Admission: admission.NewPolicy(cfg), auth: authenticator{mode: cfg.Auth.Mode}}
 	if cfg.Auth.Mode != config.AuthJWT {
 		return s, nil
 	}
@@ -125,46 +127,6 @@ func (a *authenticator) verify(token string) (string, bool) {
 	}
 	return claims.Subject, true
 }
-
-// limiterRequest assembles the thresholds of every dimension for one reservation, as values.
-func (s *Snapshot) limiterRequest(activityID, campaignID, channel, ip, userHash string) limiter.Request {
-	c := s.Cfg
-	r := limiter.Request{
-		Global:      c.Limits.Global,
-		Activity:    c.ActivityLimit(activityID),
-		IP:          c.Limits.IP,
-		ActivityID:  activityID,
-		CampaignID:  campaignID,
-		ChannelName: channel,
-		IPAddr:      ip,
-		UserHash:    userHash,
-		Fallback: limiter.Fallback{
-			RedisSlow:          msDuration(c.Fallback.RedisSlowMs),
-			SlowCallsToDegrade: c.Fallback.SlowCallsToDegrade,
-			ProbeEvery:         c.Fallback.ProbeEvery.D(),
-			Global:             c.Fallback.Global,
-		},
-	}
-	if campaignID != "" {
-		r.Campaign = c.CampaignLimit(campaignID)
-	}
-	// A request of a configured channel takes that channel's budget. One with no X-Channel, or
-	// one naming a channel that is not configured, takes the budget of the channel named
-	// DefaultChannel when the operator configured one (else no channel budget): naming an
-	// unknown channel must not be a way around the channel budgets.
-	if l, ok := c.ChannelLimit(channel); channel != "" && ok {
-		r.Channel = l
-	} else if l, ok := c.ChannelLimit(DefaultChannel); ok {
-		r.ChannelName, r.Channel = DefaultChannel, l
-	} else {
-		r.ChannelName = ""
-	}
-	return r
-}
-
-// DefaultChannel is the entry of limits.channels that budgets requests without a configured
-// channel (no X-Channel, or an unknown one).
-const DefaultChannel = "default"
 
 // bearerToken returns the token of an Authorization header of the Bearer scheme, whose name
 // is case-insensitive (RFC 9110 section 11.1).

@@ -13,7 +13,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/seckill/seckill/config"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 // GET /admin/v1/config says when the last refusal happened and whether a later edit
@@ -341,36 +340,5 @@ func TestIdentityModeIsFixedAfterStart(t *testing.T) {
 	if st := hb.cfg.Status(); st.Config.Auth.Mode != config.AuthHeader || !st.Config.Auth.TrustedGateway ||
 		!strings.Contains(st.LastError, "restart") {
 		t.Fatalf("header -> jwt edit: %+v", st)
-	}
-}
-
-// TestUnknownChannelTakesTheDefaultBudget: a request without X-Channel, or naming a channel that
-// is not configured, takes limits.channels.default when configured, so inventing a channel
-// name is no way around the channel budgets.
-func TestUnknownChannelTakesTheDefaultBudget(t *testing.T) {
-	web := tokenbucket.Limit{Rate: 10, Burst: 20}
-	def := tokenbucket.Limit{Rate: 1, Burst: 2}
-	tests := []struct {
-		name     string
-		channels map[string]tokenbucket.Limit
-		give     string
-		wantName string
-		want     tokenbucket.Limit
-	}{
-		{name: "configured channel", channels: map[string]tokenbucket.Limit{"web": web, "default": def}, give: "web", wantName: "web", want: web},
-		{name: "unknown channel", channels: map[string]tokenbucket.Limit{"web": web, "default": def}, give: "zzz", wantName: "default", want: def},
-		{name: "no channel", channels: map[string]tokenbucket.Limit{"web": web, "default": def}, give: "", wantName: "default", want: def},
-		{name: "unknown channel, no default", channels: map[string]tokenbucket.Limit{"web": web}, give: "zzz", wantName: "", want: tokenbucket.Limit{}},
-		{name: "no channel, no default", channels: map[string]tokenbucket.Limit{"web": web}, give: "", wantName: "", want: tokenbucket.Limit{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.Limits.Channels = tt.channels
-			r := (&Snapshot{Cfg: cfg}).limiterRequest("a", "", tt.give, "127.0.0.1", "uh")
-			if r.ChannelName != tt.wantName || r.Channel != tt.want {
-				t.Fatalf("channel %q -> %q %+v, want %q %+v", tt.give, r.ChannelName, r.Channel, tt.wantName, tt.want)
-			}
-		})
 	}
 }

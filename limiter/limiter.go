@@ -79,7 +79,9 @@ type Request struct {
 	Global, Campaign, Activity, Channel, IP tokenbucket.Limit
 
 	CampaignID, ActivityID, ChannelName, IPAddr string
-	UserHash                                    string // inventory.UserHash of the user, for the local memory
+	// UserHash is the user's key in the local memory of rejected users: inventory.UserHash of
+	// the user, or the user id itself (the memory never leaves the process).
+	UserHash string
 
 	// IPInReservation says the caller's reservation script takes the per-IP token itself,
 	// in the same round trip as the reservation (single-node Redis; see IPKey): Allow then
@@ -526,7 +528,7 @@ func (l *Limiter) Refund(d Decision) {
 	}
 }
 
-// Remember answers the user (by hash) and the IP locally with 429 until retryAfter from now,
+// Remember answers the user (by the key of Request.UserHash) and the IP locally with 429 until retryAfter from now,
 // with no Redis call: the app calls it when the reservation script rejected the user for rate.
 // Empty keys are skipped; a non-positive retryAfter remembers nothing; a longer deadline already
 // remembered is kept. The user memory is per user across activities.

@@ -1,0 +1,352 @@
+// Package admission is the admission step of a storefront request (docs/API.md section 3,
+// steps 1 to 5, and the grab token): the layers run in order, and the first that refuses
+// answers one typed *Rejection. A reservation is then
+//
+//	adm, err := gate.Admit(ctx, policy, req) // kill switch, state, blacklist, canary, limits, token
+//	res, err := gate.Reserve(ctx, &adm)      // the reservation script, refunds, memory of rejects
+//
+// and its caller maps every error in one place: a *Rejection is an answer, a *Fault a 503.
+// The grab-token route runs the same step with Request.Kind ForToken (its layers are a subset).
+//
+// Who takes the per-IP token is decided here, once: the reservation script on a single Redis
+// node (one round trip for an admitted request), the limiter on Redis Cluster (where the IP
+// bucket lives in another slot).
+package admission
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/limiter"
+	"github.com/seckill/seckill/tokenbucket"
+)
+
+// TokenTTL is how long a grab token stays valid; the token route admits from TokenTTL before
+// the opening.
+const TokenTTL = 5 * time.Minute
+
+// Stock is what the admission step needs of the inventory.
+type Stock interface {
+	// ChecksIP reports whether the reservation script can take the per-IP token (single node).
+	ChecksIP() bool
+	Replay(ctx context.Context, activityID, userID, key string) (string, bool, error)
+	ConsumeToken(ctx context.Context, activityID, userID, token string) (bool, error)
+	Reserve(ctx context.Context, r inventory.ReserveRequest) (inventory.ReserveResult, error)
+}
+
+// Limiter is what the admission step needs of the rate limiter.
+type Limiter interface {
+	Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error)
+	Refund(d limiter.Decision)
+	Remember(userHash, ip string, retryAfter time.Duration)
+	ObserveRedis(d time.Duration, err error)
+	IPKey(ip string) string
+}
+
+// Budgets are the per-instance token buckets by key (limits.tokens and limits.reads).
+type Budgets interface {
+	Allow(key string, l tokenbucket.Limit, now time.Time) (bool, time.Duration)
+}
+
+var (
+	_ Stock   = (*inventory.Store)(nil)
+	_ Limiter = (*limiter.Limiter)(nil)
+)
+
+// Gate runs the admission step. Build it with NewGate; safe for concurrent use.
+type Gate struct {
+	stock   Stock
+	lim     Limiter
+	budgets Budgets
+	log     *slog.Logger
+	now     func() time.Time
+	// checksIP is whether the reservation script takes the per-IP token (Stock.ChecksIP,
+	// fixed by the kind of Redis client).
+	checksIP bool
+}
+
+// NewGate returns a Gate over the stock, the limiter and the local budgets. now is the clock of
+// the activity state (nil: time.Now); log may be nil (slog.Default()).
+func NewGate(stock Stock, lim Limiter, budgets Budgets, now func() time.Time, log *slog.Logger) *Gate {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Gate{stock: stock, lim: lim, budgets: budgets, log: log, now: now, checksIP: stock.ChecksIP()}
+}
+
+// Kind is which route a Request is for.
+type Kind int
+
+const (
+	// ForReservation is POST .../reservations: every layer.
+	ForReservation Kind = iota
+	// ForToken is POST .../tokens: kill switch, state (from TokenTTL before the opening),
+	// blacklist, canary and the per-IP token budget.
+	ForToken
+)
+
+// Request is one request to admit, decoded and validated by the caller, its activity looked up
+// (an unknown one is answered 404 before admission). A Request also holds the Rejection that
+// Admit or Reserve returns when it carries something of the request: keep it (a pooled value,
+// say) until the answer is written.
+type Request struct {
+	Kind     Kind
+	Activity inventory.ActivityView
+	UserID   string
+	Addr     netip.Addr // client address; invalid when unknown
+	Channel  string     // X-Channel, "" when absent
+	Quantity int        // 1..Activity.PerUserLimit
+	// IdempotencyKey is the client's key, "" when absent (Reserve then makes one).
+	IdempotencyKey string
+	Token          string // grab token of the body, "" when absent
+
+	rej Rejection
+}
+
+// reject returns x held by r, as an error.
+func (r *Request) reject(x Rejection) (Admission, error) {
+	r.rej = x
+	return Admission{}, &r.rej
+}
+
+// Admission is an admitted request, what Reserve needs. When Replay is set the request's
+// idempotency key is already bound to that reservation (found after a sell-out, or before a
+// one-time grab token was spent): nothing is held, answer it instead of reserving.
+type Admission struct {
+	Replay string
+
+	r        *Request
+	decision limiter.Decision // what the limiter took, refunded when a later layer refuses
+	ipKey    string           // limit key of the client's IP, "" when unknown
+	reserve  inventory.ReserveRequest
+}
+
+// Admit runs the layers of docs/API.md section 3 in order: kill switches, activity state from
+// the local snapshot, blacklist, canary, rate limits (the limiter, or the token route's per-IP
+// budget), then the grab token. It returns an Admission, or a *Rejection (the first layer that
+// refused), or a *Fault (Redis failed on a read of the token layer or of a replay). Whatever it
+// took is given back when it refuses.
+func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, error) {
+	v, cfg := &r.Activity, p.cfg
+	// 1. Kill switches (the global one included).
+	if cfg.ActivityKilled(v.ID) {
+		return Admission{}, rejDisabled
+	}
+	// 2. State from the local snapshot: no Redis call for a known answer.
+	now := g.now()
+	opens := v.OpensAt
+	if r.Kind == ForToken {
+		opens = opens.Add(-TokenTTL) // an earlier token would expire before the opening
+	}
+	if now.Before(opens) {
+		return r.reject(notOpen(v.OpensAt))
+	}
+	if !v.ClosesAt.IsZero() && !now.Before(v.ClosesAt) {
+		return Admission{}, rejClosed
+	}
+	if v.SoldOut {
+		// A retry of a reservation that took one of the last units (after an OUTCOME_UNKNOWN,
+		// say) must still find it: a keyed request costs one hash read, within the client's
+		// read budget (past it, the answer is the plain 410).
+		if r.Kind == ForReservation && r.IdempotencyKey != "" && g.readAllowed(p, r.Addr, r.UserID) {
+			if rid, ok, err := g.stock.Replay(ctx, v.ID, r.UserID, r.IdempotencyKey); err != nil {
+				return Admission{}, &Fault{Err: err}
+			} else if ok {
+				return Admission{Replay: rid}, nil
+			}
+		}
+		return Admission{}, rejSoldOut
+	}
+	// 3. Blacklist.
+	if cfg.BlockedUser(r.UserID) || (r.Addr.IsValid() && cfg.BlockedAddr(r.Addr)) {
+		return Admission{}, rejForbidden
+	}
+	// 4. Canary.
+	if !cfg.CanaryAdmits(v.ID, r.UserID) {
+		return Admission{}, rejNotAdmitted
+	}
+	// 5. Rate limits.
+	ipKey := LimitKey(r.Addr, p.ipv6Prefix)
+	if r.Kind == ForToken {
+		if ipKey != "" {
+			if ok, wait := g.budgets.Allow("t|ip|"+ipKey, p.tokens, now); !ok {
+				return r.reject(rateLimited(limiter.DimIP, wait))
+			}
+		}
+		return Admission{r: r, ipKey: ipKey}, nil
+	}
+	// The limiter's memory of rejected users is in this process only: the user id keys it,
+	// so no request hashes the user here (the reservation script does, once).
+	lreq := p.limiterRequest(v.ID, v.CampaignID, r.Channel, ipKey, r.UserID)
+	ipInScript := g.ipInReservation(p, ipKey)
+	lreq.IPInReservation = ipInScript
+	dec, err := g.lim.Allow(ctx, lreq)
+	if err != nil {
+		return Admission{}, rejCanceled
+	}
+	if !dec.Allowed {
+		return r.reject(rateLimited(dec.Dimension, dec.RetryAfter))
+	}
+	// 6. Grab token. A replayed key is answered before the one-time token is spent, so a safe
+	// retry (with the already used token) returns the reservation.
+	if v.RequireToken {
+		if adm, err := g.checkToken(ctx, r); adm.Replay != "" || err != nil {
+			g.lim.Refund(dec)
+			return adm, err
+		}
+	}
+	adm := Admission{r: r, decision: dec, ipKey: ipKey, reserve: inventory.ReserveRequest{
+		ActivityID: v.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey, Quantity: r.Quantity,
+		UserRate: p.userRate, Window: p.window, WindowMax: p.windowMax,
+	}}
+	if ipInScript {
+		adm.reserve.IPKey, adm.reserve.IPRate = g.lim.IPKey(ipKey), p.ipRate
+	}
+	return adm, nil
+}
+
+// ipInReservation is the one place that decides who takes the per-IP token: the reservation
+// script when it can (single Redis node) and the IP is limited, else the limiter.
+func (g *Gate) ipInReservation(p *Policy, ipKey string) bool {
+	return g.checksIP && ipKey != "" && p.ip.Rate > 0
+}
+
+// checkToken is the grab-token layer: the reservation the idempotency key is bound to, if any,
+// else the one-time token is spent (403 TOKEN_REQUIRED when there is none or it is not valid).
+func (g *Gate) checkToken(ctx context.Context, r *Request) (Admission, error) {
+	id := r.Activity.ID
+	if r.IdempotencyKey != "" {
+		rid, ok, err := g.stock.Replay(ctx, id, r.UserID, r.IdempotencyKey)
+		if err != nil {
+			return Admission{}, &Fault{Err: err}
+		}
+		if ok {
+			return Admission{Replay: rid}, nil
+		}
+	}
+	if r.Token == "" {
+		return Admission{}, rejTokenRequired
+	}
+	ok, err := g.stock.ConsumeToken(ctx, id, r.UserID, r.Token)
+	if err != nil {
+		return Admission{}, &Fault{Err: err}
+	}
+	if !ok {
+		return Admission{}, rejTokenRequired
+	}
+	return Admission{}, nil
+}
+
+// Reserved is a reservation made (or found again by its idempotency key: Replayed).
+type Reserved struct {
+	ID       string
+	Replayed bool
+}
+
+// Reserve runs the reservation script for an admission (idempotency, per-user limits and stock
+// in one script on the user's home shard; the per-IP token too when the script takes it). A
+// request without an idempotency key gets one, so that a reservation whose answer is lost can
+// be found again by retrying with it. Every answer but a new reservation refunds what the
+// limiter took; a rate rejection of the script is remembered by the limiter, so the next
+// request of that user or IP is answered locally. It returns the reservation, a *Rejection, or
+// a *Fault whose IdempotencyKey is set (the script may have run).
+func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reserved, error) {
+	req := a.reserve
+	if req.IdempotencyKey == "" {
+		req.IdempotencyKey = newIdempotencyKey()
+	}
+	start := time.Now()
+	res, err := g.stock.Reserve(ctx, req)
+	g.lim.ObserveRedis(time.Since(start), err)
+	if err == nil && res.Code == inventory.Reserved {
+		return Reserved{ID: res.ReservationID}, nil
+	}
+	g.lim.Refund(a.decision)
+	if err != nil {
+		return Reserved{}, &Fault{Err: err, IdempotencyKey: req.IdempotencyKey}
+	}
+	r := a.r
+	switch res.Code {
+	case inventory.Replayed:
+		return Reserved{ID: res.ReservationID, Replayed: true}, nil
+	case inventory.AlreadyPurchased:
+		_, e := r.reject(Rejection{Status: http.StatusConflict, Code: CodeAlreadyPurchased,
+			Message: "the per-user limit is reached", ReservationID: res.ReservationID})
+		return Reserved{}, e
+	case inventory.SoldOut:
+		return Reserved{}, rejSoldOut
+	case inventory.NotOpen:
+		opens := res.OpensAt
+		if opens.IsZero() {
+			opens = r.Activity.OpensAt
+		}
+		_, e := r.reject(notOpen(opens))
+		return Reserved{}, e
+	case inventory.Closed:
+		return Reserved{}, rejClosed
+	case inventory.IPRateLimited:
+		g.lim.Remember("", a.ipKey, res.RetryAfter)
+		_, e := r.reject(rateLimited(limiter.DimIP, res.RetryAfter))
+		return Reserved{}, e
+	case inventory.UserRateLimited, inventory.UserWindowLimited:
+		g.lim.Remember(r.UserID, "", res.RetryAfter)
+		_, e := r.reject(rateLimited(limiter.DimUser, res.RetryAfter))
+		return Reserved{}, e
+	}
+	g.log.Error("unexpected reservation result", "code", res.Code)
+	return Reserved{}, rejUnexpected
+}
+
+// ReadBudget takes one token of the read budget (limits.reads) of the client's IP (prefix) and,
+// when user is not empty, of the user. It returns nil, or a *Rejection 429 RATE_LIMITED naming
+// the dimension that is empty.
+func (g *Gate) ReadBudget(p *Policy, addr netip.Addr, user string) error {
+	if ok, dim, wait := g.readBudget(p, addr, user); !ok {
+		r := rateLimited(dim, wait)
+		return &r
+	}
+	return nil
+}
+
+// readAllowed is ReadBudget for a caller that only needs to know.
+func (g *Gate) readAllowed(p *Policy, addr netip.Addr, user string) bool {
+	ok, _, _ := g.readBudget(p, addr, user)
+	return ok
+}
+
+func (g *Gate) readBudget(p *Policy, addr netip.Addr, user string) (bool, string, time.Duration) {
+	now := g.now()
+	if k := LimitKey(addr, p.ipv6Prefix); k != "" {
+		if ok, wait := g.budgets.Allow("r|ip|"+k, p.reads, now); !ok {
+			return false, limiter.DimIP, wait
+		}
+	}
+	if user != "" {
+		if ok, wait := g.budgets.Allow("r|u|"+user, p.reads, now); !ok { // local: no hash needed
+			return false, limiter.DimUser, wait
+		}
+	}
+	return true, "", 0
+}
+
+// newIdempotencyKey is a server-generated idempotency key: "srv-" and 128 random bits, in
+// base64url (one allocation: the string).
+func newIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	var s [len(keyPrefix) + 22]byte
+	copy(s[:], keyPrefix)
+	base64.RawURLEncoding.Encode(s[len(keyPrefix):], b[:])
+	return string(s[:])
+}
+
+const keyPrefix = "srv-"

@@ -1,0 +1,286 @@
+package admission
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/limiter"
+	"github.com/seckill/seckill/tokenbucket"
+)
+
+// countBudgets is a Budgets that allows n takes per key and then refuses with a wait of 1 s.
+type countBudgets struct {
+	mu   sync.Mutex
+	n    int
+	used map[string]int
+}
+
+func (b *countBudgets) Allow(key string, _ tokenbucket.Limit, _ time.Time) (bool, time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used[key] >= b.n {
+		return false, time.Second
+	}
+	b.used[key]++
+	return true, 0
+}
+
+// gateFixture is a Gate over a real Store and Limiter on miniredis (pure logic: the scripts
+// run in miniredis's Lua).
+type gateFixture struct {
+	gate  *Gate
+	inv   *inventory.Store
+	lim   *limiter.Limiter
+	now   time.Time
+	price *countBudgets
+}
+
+func newGateFixture(t *testing.T) *gateFixture {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	inv, err := inventory.New(rdb, inventory.Options{InstanceID: "t", UserHashKey: bytes.Repeat([]byte{7}, 32)}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := limiter.New(rdb, limiter.Options{InstanceID: "t"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &gateFixture{inv: inv, lim: lim, now: time.Now(), price: &countBudgets{n: 1, used: map[string]int{}}}
+	f.gate = NewGate(inv, lim, f.price, func() time.Time { return f.now }, nil)
+	return f
+}
+
+func (f *gateFixture) create(t *testing.T, a inventory.Activity) inventory.ActivityView {
+	t.Helper()
+	if a.Shards == 0 {
+		a.Shards = 1
+	}
+	if _, _, err := f.inv.Create(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := f.inv.Activity(a.ID)
+	if !ok {
+		t.Fatalf("activity %s not known after Create", a.ID)
+	}
+	return v
+}
+
+func policy(t *testing.T, yaml string) *Policy {
+	t.Helper()
+	cfg, err := config.Decode([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewPolicy(cfg)
+}
+
+const generous = `
+auth: {mode: header, trustedGateway: true}
+limits:
+  global:   {rate: 1000000, burst: 1000000}
+  activity: {rate: 1000000, burst: 1000000}
+  user:     {rate: 1000, burst: 1000}
+  ip:       {rate: 1000000, burst: 1000000}
+  userWindow: {window: 60s, max: 1000}
+`
+
+func rejection(t *testing.T, err error) *Rejection {
+	t.Helper()
+	var r *Rejection
+	if !errors.As(err, &r) {
+		t.Fatalf("want a *Rejection, got %v", err)
+	}
+	return r
+}
+
+// TestAdmitLayersInOrder: each layer answers its rejection, and when several layers would
+// refuse, the outermost one answers (docs/API.md section 3).
+func TestAdmitLayersInOrder(t *testing.T) {
+	f := newGateFixture(t)
+	open := f.create(t, inventory.Activity{ID: "open", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute)})
+	later := open
+	later.OpensAt = f.now.Add(time.Hour)
+	soon := open
+	soon.OpensAt = f.now.Add(time.Minute) // within TokenTTL of the opening
+	closed := open
+	closed.ClosesAt = f.now.Add(-time.Second)
+	soldOut := open
+	soldOut.SoldOut = true
+	base := generous + `
+blacklist: {users: [mallory], ips: [192.0.2.0/24]}
+`
+	addr := netip.MustParseAddr("198.51.100.7")
+	tests := []struct {
+		name       string
+		cfg        string
+		kind       Kind
+		view       inventory.ActivityView
+		user       string
+		addr       netip.Addr
+		wantStatus int
+		wantCode   string
+	}{
+		{name: "kill switch first", cfg: base + "killSwitch: true\n", view: soldOut, user: "mallory", addr: addr, wantStatus: 503, wantCode: CodeDisabled},
+		{name: "not open", cfg: base, view: later, user: "u", addr: addr, wantStatus: http.StatusTooEarly, wantCode: CodeNotOpen},
+		{name: "token before TokenTTL of the opening", cfg: base, kind: ForToken, view: later, user: "u", addr: addr, wantStatus: http.StatusTooEarly, wantCode: CodeNotOpen},
+		{name: "token within TokenTTL of the opening", cfg: base, kind: ForToken, view: soon, user: "u", addr: addr},
+		{name: "closed", cfg: base, view: closed, user: "mallory", addr: addr, wantStatus: 410, wantCode: CodeClosed},
+		{name: "sold out before the blacklist", cfg: base, view: soldOut, user: "mallory", addr: addr, wantStatus: 410, wantCode: CodeSoldOut},
+		{name: "blocked user", cfg: base, view: open, user: "mallory", addr: addr, wantStatus: 403, wantCode: CodeForbidden},
+		{name: "blocked address", cfg: base, view: open, user: "u", addr: netip.MustParseAddr("192.0.2.9"), wantStatus: 403, wantCode: CodeForbidden},
+		{name: "outside the canary", cfg: base + "activities: {open: {canaryRatio: 0}}\n", view: open, user: "u", addr: addr, wantStatus: 429, wantCode: CodeNotAdmitted},
+		{name: "admitted", cfg: base, view: open, user: "u", addr: addr},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Request{Kind: tt.kind, Activity: tt.view, UserID: tt.user, Addr: tt.addr, Quantity: 1}
+			adm, err := f.gate.Admit(context.Background(), policy(t, tt.cfg), r)
+			if tt.wantCode == "" {
+				if err != nil {
+					t.Fatalf("want admitted, got %v", err)
+				}
+				if tt.kind == ForReservation {
+					f.lim.Refund(adm.decision)
+				}
+				return
+			}
+			rej := rejection(t, err)
+			if rej.Status != tt.wantStatus || rej.Code != tt.wantCode {
+				t.Fatalf("got %d %s, want %d %s", rej.Status, rej.Code, tt.wantStatus, tt.wantCode)
+			}
+			if rej.Code == CodeNotOpen && !rej.OpensAt.Equal(tt.view.OpensAt) {
+				t.Fatalf("opensAt %v, want %v", rej.OpensAt, tt.view.OpensAt)
+			}
+			if (rej.Status == 429 || rej.Status == 503) && rej.RetryAfter <= 0 {
+				t.Fatalf("%s without a Retry-After", rej.Code)
+			}
+		})
+	}
+}
+
+// TestAdmitRateLimitsAndRefunds: an exhausted activity budget answers 429 naming the
+// activity dimension; a request the token layer refuses gives its budget token back.
+func TestAdmitRateLimitsAndRefunds(t *testing.T) {
+	f := newGateFixture(t)
+	v := f.create(t, inventory.Activity{ID: "tok", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute), RequireToken: true})
+	p := policy(t, generous+"activities: {tok: {limits: {rate: 0.001, burst: 1}}}\n")
+	ctx := context.Background()
+	// The only token of the budget, taken and given back three times over by a request
+	// without a grab token.
+	for i := 0; i < 3; i++ {
+		_, err := f.gate.Admit(ctx, p, &Request{Activity: v, UserID: "u", Quantity: 1})
+		if rej := rejection(t, err); rej.Code != CodeTokenRequired || rej.Status != 403 {
+			t.Fatalf("request %d without a token: %d %s", i, rej.Status, rej.Code)
+		}
+	}
+	tok, _, err := f.inv.IssueToken(ctx, "tok", "u", TokenTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := f.gate.Admit(ctx, p, &Request{Activity: v, UserID: "u", Quantity: 1, Token: tok})
+	if err != nil {
+		t.Fatalf("with a grab token: %v", err)
+	}
+	_, err = f.gate.Admit(ctx, p, &Request{Activity: v, UserID: "w", Quantity: 1, Token: tok})
+	if rej := rejection(t, err); rej.Code != CodeRateLimited || rej.Dimension != limiter.DimActivity || rej.RetryAfter <= 0 {
+		t.Fatalf("budget spent: %+v", rej)
+	}
+	res, err := f.gate.Reserve(ctx, &adm)
+	if err != nil || res.ID == "" || res.Replayed {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+}
+
+// TestReserveAnswers: a new reservation, a replayed idempotency key (also after a sell-out,
+// from Admit, before any budget), and the per-user limit with the last reservation's id.
+func TestReserveAnswers(t *testing.T) {
+	f := newGateFixture(t)
+	v := f.create(t, inventory.Activity{ID: "res", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute)})
+	p := policy(t, generous)
+	ctx := context.Background()
+	reserve := func(user, key string, view inventory.ActivityView) (Admission, Reserved, error) {
+		r := &Request{Activity: view, UserID: user, Quantity: 1, IdempotencyKey: key}
+		adm, err := f.gate.Admit(ctx, p, r)
+		if err != nil || adm.Replay != "" {
+			return adm, Reserved{}, err
+		}
+		res, err := f.gate.Reserve(ctx, &adm)
+		return adm, res, err
+	}
+	_, first, err := reserve("u", "k1", v)
+	if err != nil || first.ID == "" || first.Replayed {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	if _, again, err := reserve("u", "k1", v); err != nil || again.ID != first.ID || !again.Replayed {
+		t.Fatalf("replayed key: %+v %v, want %s replayed", again, err, first.ID)
+	}
+	_, _, err = reserve("u", "k2", v)
+	if rej := rejection(t, err); rej.Status != 409 || rej.Code != CodeAlreadyPurchased || rej.ReservationID != first.ID {
+		t.Fatalf("second key: %+v", rej)
+	}
+	soldOut := v
+	soldOut.SoldOut = true
+	if adm, _, err := reserve("u", "k1", soldOut); err != nil || adm.Replay != first.ID {
+		t.Fatalf("replay after a sell-out: %+v %v", adm, err)
+	}
+	if _, _, err := reserve("u", "k3", soldOut); rejection(t, err).Code != CodeSoldOut {
+		t.Fatalf("unknown key after a sell-out: %v", err)
+	}
+	// Past the read budget (one read per client here), a keyed request after a sell-out gets
+	// the plain 410 without a read.
+	if _, _, err := reserve("u", "k1", soldOut); rejection(t, err).Code != CodeSoldOut {
+		t.Fatalf("replay past the read budget: %v", err)
+	}
+}
+
+// TestRejectionsAllocateNothing: a rejection allocates nothing. The 410 of a known sell-out
+// allocates nothing at all; the 429 of a spent budget allocates only the IP key that the
+// limiter's request names (measured alongside, the same way).
+func TestRejectionsAllocateNothing(t *testing.T) {
+	f := newGateFixture(t)
+	v := f.create(t, inventory.Activity{ID: "alloc", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute)})
+	p := policy(t, generous+"activities: {alloc: {limits: {rate: 0.001, burst: 1}}}\n")
+	ctx := context.Background()
+	addr := netip.MustParseAddr("198.51.100.7")
+	r := &Request{Activity: v, UserID: "u", Quantity: 1, Addr: addr}
+	if _, err := f.gate.Admit(ctx, p, r); err != nil {
+		t.Fatal(err) // spends the budget
+	}
+	soldOut := *r
+	soldOut.Activity.SoldOut = true
+	names := testing.AllocsPerRun(100, func() {
+		if LimitKey(addr, 64) == "" {
+			t.Fatal("empty name")
+		}
+	})
+	tests := []struct {
+		name string
+		r    *Request
+		want string
+		max  float64
+	}{{"410", &soldOut, CodeSoldOut, 0}, {"429", r, CodeRateLimited, names}}
+	for _, tt := range tests {
+		n := testing.AllocsPerRun(100, func() {
+			if _, err := f.gate.Admit(ctx, p, tt.r); err == nil || err.(*Rejection).Code != tt.want {
+				t.Fatalf("want %s, got %v", tt.want, err)
+			}
+		})
+		if n > tt.max {
+			t.Errorf("%s: %.1f allocations per Admit, want at most %.1f", tt.name, n, tt.max)
+		}
+	}
+}
