@@ -1,15 +1,15 @@
 -- inventory_reserve.lua: one reservation on the user's home stock shard {A:e:h}. A reservation
 -- never spans two shards: when this shard has too few units the caller moves units here
 -- (inventory_transfer.lua) and runs this script again.
--- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats  KEYS[6] drained
--- KEYS[7] record prefix ("sk:{A:e:h}:r:", the script appends n)
+-- KEYS[1] stock  KEYS[2] users  KEYS[3] journal  KEYS[4] stats  KEYS[5] drained
+-- KEYS[6] record prefix ("sk:{A:e:h}:r:", the script appends n)
 -- ARGV[1] activity id  ARGV[2] user id  ARGV[3] user hash  ARGV[4] quantity
 -- ARGV[5] per-user limit  ARGV[6] opensAt ms (0 none)  ARGV[7] closesAt ms (0 none)
 -- ARGV[8] bucket rate/s (0 off)  ARGV[9] bucket burst  ARGV[10] window ms (0 off)
 -- ARGV[11] window max (0 off)  ARGV[12] idempotency field "<uh>:i:<hash>" or ""
 -- ARGV[13] epoch  ARGV[14] shard  ARGV[15] record expiry, unix ms (closesAt + the TTL after
 -- close, at least 1 h), or 0 when there is no closesAt  ARGV[16] record TTL ms without closesAt
--- Optional, single-node Redis only (the key is in another slot): KEYS[8] the per-IP token
+-- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
 -- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[17] IP rate/s, ARGV[18] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
@@ -33,8 +33,12 @@
 -- when the answer is EMPTY (the caller refills the shard and asks again).
 -- The record hash holds rid uid uh qty status ts (orderId and comp are added by the order
 -- pipeline; the activity id is in the rid).
--- Redis calls of a reservation (IP bucket off): MGET, HMGET, TIME, DECRBY, INCR, HSET record,
--- PEXPIRE(AT) record, HSET users, HINCRBY stats, XADD. Numbers are turned into strings as
+-- The reservation number n (rid = <activity>.<epoch>.<shard>.<n>, record key prefix .. n) is
+-- stats.taken after this reservation's HINCRBY: units only grow, so n is unique and rising on
+-- the shard (with gaps when a quantity is > 1; records of the format before issue 12 were
+-- numbered by the INCR counter "seq", always below taken, so numbers are never reused).
+-- Redis calls of a reservation (IP bucket off): MGET, HMGET, TIME, DECRBY, HINCRBY stats,
+-- HSET record, PEXPIRE(AT) record, HSET users, XADD. Numbers are turned into strings as
 -- rarely as possible (quantity and epoch/shard are passed through as the caller's strings, the
 -- time in ms is cut from TIME's strings).
 -- Returns:
@@ -47,10 +51,10 @@
 --   {7, retryMs}              USER_WINDOW (sliding window counter)
 --   {8, stock}                EMPTY: stock < quantity here
 --   {10}                      SHARD_CLOSED: stock key missing or drained (reshard): refresh
---   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[8] is given)
+--   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
 --#include lib_bucket.lua
 --#include lib_window.lua
-local sd = redis.call('MGET', KEYS[1], KEYS[6])
+local sd = redis.call('MGET', KEYS[1], KEYS[5])
 if not sd[1] or sd[2] then
   return {10}
 end
@@ -116,10 +120,10 @@ if wms > 0 and wmax > 0 then
   wcu = tostring(c1)
 end
 local iprate, ipburst, ip_tokens = 0, 0, 0
-if KEYS[8] then
+if KEYS[7] then
   iprate, ipburst = tonumber(ARGV[17]), tonumber(ARGV[18])
   local ip_ok, ip_retry
-  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[8], iprate, ipburst, 1, now)
+  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
   if not ip_ok then
     return {12, ip_retry}
   end
@@ -128,7 +132,7 @@ local limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .
 
 local held = tonumber(u[1] or '0')
 if held + qty > tonumber(ARGV[5]) then
-  if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
+  if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
   if legacy then last = redis.call('HGET', KEYS[2], uh .. ':l') end
   last = last or ''
   redis.call('HSET', KEYS[2], uh .. ':s', seq_s .. '|' .. last .. '|' .. limits)
@@ -137,13 +141,13 @@ end
 if stock < qty then
   return {8, stock}
 end
-if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
+if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
 
 local left = redis.call('DECRBY', KEYS[1], qs)
 local seq = tostring(tonumber(seq_s) + qty)
-local n = tostring(redis.call('INCR', KEYS[3]))
+local n = tostring(redis.call('HINCRBY', KEYS[4], 'taken', qs))
 local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
-local rec = KEYS[7] .. n
+local rec = KEYS[6] .. n
 local ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
 redis.call('HSET', rec, 'rid', rid, 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING', 'ts', ms)
 if closes > 0 then
@@ -158,7 +162,6 @@ if idf ~= '' then
 else
   redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq .. '|' .. rid .. '|' .. limits)
 end
-redis.call('HINCRBY', KEYS[5], 'taken', qs)
-redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
+redis.call('XADD', KEYS[3], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
   'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms)
 return {1, rid, left}
