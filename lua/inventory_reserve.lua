@@ -115,9 +115,10 @@ if wms > 0 and wmax > 0 then
     return {7, retry}
   end
   if s1 ~= s0 then
-    wst, wpr = tostring(s1), tostring(p1)
+    wst = tostring(s1)
+    if p1 == 0 then wpr = '0' else wpr = tostring(p1) end
   end
-  wcu = tostring(c1)
+  if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
 end
 local iprate, ipburst, ip_tokens = 0, 0, 0
 if KEYS[7] then
@@ -144,7 +145,8 @@ end
 if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
 
 local left = redis.call('DECRBY', KEYS[1], qs)
-local seq = tostring(tonumber(seq_s) + qty)
+local seq = qs -- a new user's sequence is the quantity (no number to format)
+if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
 local n = tostring(redis.call('HINCRBY', KEYS[4], 'taken', qs))
 local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
 local rec = KEYS[6] .. n
