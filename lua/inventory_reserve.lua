@@ -109,12 +109,12 @@ if rate > 0 then
 end
 local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
 if wms > 0 and wmax > 0 then
-  local s0 = tonumber(wst)
-  local ok, retry, s1, p1, c1 = wc_check(s0, tonumber(wpr), tonumber(wcu), wms, wmax, now_ms)
+  local s0, p0 = tonumber(wst), tonumber(wpr)
+  local ok, retry, s1, p1, c1 = wc_check(s0, p0, tonumber(wcu), wms, wmax, now_ms)
   if not ok then
     return {7, retry}
   end
-  if s1 ~= s0 then
+  if s1 ~= s0 or p1 ~= p0 then
     wst = tostring(s1)
     if p1 == 0 then wpr = '0' else wpr = tostring(p1) end
   end
@@ -136,7 +136,9 @@ if held + qty > tonumber(ARGV[5]) then
   if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
   if legacy then last = redis.call('HGET', KEYS[2], uh .. ':l') end
   last = last or ''
-  redis.call('HSET', KEYS[2], uh .. ':s', seq_s .. '|' .. last .. '|' .. limits)
+  if rate > 0 or (wms > 0 and wmax > 0) then -- the attempt counts against bucket and window
+    redis.call('HSET', KEYS[2], uh .. ':s', seq_s .. '|' .. last .. '|' .. limits)
+  end
   return {3, last}
 end
 if stock < qty then
