@@ -490,13 +490,13 @@ func TestUserRateAndWindow(t *testing.T) {
 				t.Fatalf("window = %+v", r)
 			}
 		}
-		// "seq|lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur" (inventory_reserve.lua)
-		packed, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("both")+":s").Result()
+		// "lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur" (inventory_reserve.lua)
+		packed, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("both")+":p").Result()
 		parts := strings.Split(packed, "|")
-		if len(parts) != 8 {
+		if len(parts) != 7 {
 			t.Fatalf("packed user state %q", packed)
 		}
-		tok, _ := strconv.ParseFloat(parts[2], 64)
+		tok, _ := strconv.ParseFloat(parts[1], 64)
 		if tok < 0.99 {
 			t.Fatalf("bucket holds %v tokens after window rejections, want ~1", tok)
 		}
@@ -764,9 +764,10 @@ func TestUserLimitsSurviveReshard(t *testing.T) {
 	})
 }
 
-// A user written by the reservation script before issue 12 ("<uh>:s" the sequence alone, the
-// last id in "<uh>:l") is read as such: the 409 names the old last id, the sequence goes on
-// from the old one, and the field is rewritten in the packed form.
+// A user written by the reservation script before issue 12 (no "<uh>:p", the last id in
+// "<uh>:l") is read as such: the 409 names the old last id, the sequence "<uh>:s" goes on from
+// the old one, and the packed "<uh>:p" is written; "<uh>:s" stays a plain number, so the
+// script before issue 12 (a rolling upgrade runs both) still reads it.
 func TestUserStateBeforeIssue12(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
@@ -793,9 +794,16 @@ func TestUserStateBeforeIssue12(t *testing.T) {
 		if len(xs) != 1 || xs[0].Values["seq"] != "6" {
 			t.Fatalf("journal %v, want one entry with seq 6", xs)
 		}
-		packed := rdb.HGet(ctx, k.Users(), uh+":s").Val()
-		if !strings.HasPrefix(packed, "6|"+r.ReservationID+"|") {
-			t.Fatalf("user state %q, want the packed form from seq 6", packed)
+		if got := rdb.HGet(ctx, k.Users(), uh+":s").Val(); got != "6" {
+			t.Fatalf("sequence %q, want 6", got)
+		}
+		// The reservation number comes from the INCR counter both versions use.
+		if _, n, _ := ParseReservationID(r.ReservationID); rdb.Get(ctx, k.Seq()).Val() != strconv.FormatInt(n, 10) {
+			t.Fatalf("rid %s, seq counter %q", r.ReservationID, rdb.Get(ctx, k.Seq()).Val())
+		}
+		packed := rdb.HGet(ctx, k.Users(), uh+":p").Val()
+		if !strings.HasPrefix(packed, r.ReservationID+"|") {
+			t.Fatalf("user state %q, want the packed form with the last id", packed)
 		}
 		rid := r.ReservationID
 		if r, err := s.Reserve(ctx, req); err != nil || r.Code != AlreadyPurchased || r.ReservationID != rid {

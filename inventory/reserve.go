@@ -222,7 +222,7 @@ func recordExpiry(closes time.Time, after time.Duration) int64 {
 func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, mayRefill bool) (ReserveResult, attempt, error) {
 	home := HomeShard(uh, l.shards)
 	k := l.keys[home]
-	keys := []string{k.Stock(), k.Users(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()}
+	keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()}
 	args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
 		l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds()}
@@ -409,7 +409,7 @@ func (s *Store) Reservation(ctx context.Context, rid string) (Reservation, error
 	if !ok {
 		return Reservation{}, ErrNotFound
 	}
-	// The activity id is the rid's (records of issue 12 on no longer hold "aid").
+	// The activity id is the rid's (the record's "aid" says the same).
 	v, err := s.rdb.HMGet(ctx, k.Record(n), "rid", "uid", "qty", "status", "orderId").Result()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("inventory: read reservation: %w", err)

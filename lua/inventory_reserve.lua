@@ -1,28 +1,31 @@
 -- inventory_reserve.lua: one reservation on the user's home stock shard {A:e:h}. A reservation
 -- never spans two shards: when this shard has too few units the caller moves units here
 -- (inventory_transfer.lua) and runs this script again.
--- KEYS[1] stock  KEYS[2] users  KEYS[3] journal  KEYS[4] stats  KEYS[5] drained
--- KEYS[6] record prefix ("sk:{A:e:h}:r:", the script appends n)
+-- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats  KEYS[6] drained
+-- KEYS[7] record prefix ("sk:{A:e:h}:r:", the script appends n)
 -- ARGV[1] activity id  ARGV[2] user id  ARGV[3] user hash  ARGV[4] quantity
 -- ARGV[5] per-user limit  ARGV[6] opensAt ms (0 none)  ARGV[7] closesAt ms (0 none)
 -- ARGV[8] bucket rate/s (0 off)  ARGV[9] bucket burst  ARGV[10] window ms (0 off)
 -- ARGV[11] window max (0 off)  ARGV[12] idempotency field "<uh>:i:<hash>" or ""
 -- ARGV[13] epoch  ARGV[14] shard  ARGV[15] record expiry, unix ms (closesAt + the TTL after
 -- close, at least 1 h), or 0 when there is no closesAt  ARGV[16] record TTL ms without closesAt
--- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
+-- Optional, single-node Redis only (the key is in another slot): KEYS[8] the per-IP token
 -- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[17] IP rate/s, ARGV[18] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
--- lowered by refunds: order_refund.lua), <uh>:i:<hash> idempotency bindings, <uh>:r:<rid>
--- refund markers, and <uh>:s the rest packed in one value
---   "seq|lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur"
--- seq the user's sequence (only ever raised, so a seq is never handed out twice), lastRid the
--- last reservation id (the ALREADY answer), tokens/tsSec/tsUsec the user's token bucket
--- (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's window
--- counter (lib_window.lua); the parts of a dimension that is off are kept as they are (empty
--- if never used). A <uh>:s of digits only is the format before issue 12 (seq alone, last id in
--- <uh>:l); it is read as such and rewritten packed. One HMGET reads a user, one HSET writes
--- it. A reshard copies the whole hash, so bucket and window follow the user to the new home.
+-- lowered by refunds: order_refund.lua), <uh>:s the user's sequence (only ever raised, so a
+-- seq is never handed out twice), <uh>:i:<hash> idempotency bindings, <uh>:r:<rid> refund
+-- markers, and <uh>:p the rest packed in one value
+--   "lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur"
+-- lastRid the last reservation id (the ALREADY answer), tokens/tsSec/tsUsec the user's token
+-- bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
+-- window counter (lib_window.lua); the parts of a dimension that is off are kept as they are
+-- (empty if never used). One HMGET reads a user, one HSET writes it. A reshard copies the
+-- whole hash, so bucket and window follow the user to the new home shard.
+-- Compatible both ways with the script before issue 12 (a rolling upgrade runs both): <uh>,
+-- <uh>:s, the bindings and the INCR counter seq keep their meaning; a user without <uh>:p
+-- has the last id in <uh>:l (read on ALREADY only); the older script ignores <uh>:p and keeps
+-- its own bucket and window keys, so during the upgrade each version limits on its own.
 -- The per-user window is a sliding window COUNTER (lib_window.lua): two fixed windows, the
 -- previous one weighted by how much of it the sliding span still covers. It never admits more
 -- than max events in one fixed window nor 2 * max in any span of the window's length, and is
@@ -31,16 +34,12 @@
 -- Order: shard open? -> idempotency replay -> open/close (Redis TIME) -> user bucket and
 -- window -> IP bucket -> per-user limit -> stock -> record + journal. Tokens are not taken
 -- when the answer is EMPTY (the caller refills the shard and asks again).
--- The record hash holds rid uid uh qty status ts (orderId and comp are added by the order
--- pipeline; the activity id is in the rid).
--- The reservation number n (rid = <activity>.<epoch>.<shard>.<n>, record key prefix .. n) is
--- stats.taken after this reservation's HINCRBY: units only grow, so n is unique and rising on
--- the shard (with gaps when a quantity is > 1; records of the format before issue 12 were
--- numbered by the INCR counter "seq", always below taken, so numbers are never reused).
--- Redis calls of a reservation (IP bucket off): MGET, HMGET, TIME, DECRBY, HINCRBY stats,
--- HSET record, PEXPIRE(AT) record, HSET users, XADD. Numbers are turned into strings as
--- rarely as possible (quantity and epoch/shard are passed through as the caller's strings, the
--- time in ms is cut from TIME's strings).
+-- The record hash holds rid aid uid uh qty status ts (orderId and comp are added by the order
+-- pipeline).
+-- Redis calls of a reservation (IP bucket off): MGET, HMGET, TIME, DECRBY, INCR seq, HSET
+-- record, PEXPIRE(AT) record, HSET users, HINCRBY stats, XADD. Numbers are turned into strings
+-- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
+-- the time in ms is cut from TIME's strings).
 -- Returns:
 --   {1, rid, stockAfter}      RESERVED
 --   {2, rid}                  REPLAYED (the idempotency key is bound to rid)
@@ -51,10 +50,10 @@
 --   {7, retryMs}              USER_WINDOW (sliding window counter)
 --   {8, stock}                EMPTY: stock < quantity here
 --   {10}                      SHARD_CLOSED: stock key missing or drained (reshard): refresh
---   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
+--   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[8] is given)
 --#include lib_bucket.lua
 --#include lib_window.lua
-local sd = redis.call('MGET', KEYS[1], KEYS[5])
+local sd = redis.call('MGET', KEYS[1], KEYS[6])
 if not sd[1] or sd[2] then
   return {10}
 end
@@ -65,12 +64,12 @@ local qty = tonumber(qs)
 local idf = ARGV[12]
 local u
 if idf ~= '' then
-  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', idf)
-  if u[3] then
-    return {2, u[3]}
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', idf)
+  if u[4] then
+    return {2, u[4]}
   end
 else
-  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s')
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p')
 end
 
 local t = redis.call('TIME')
@@ -85,15 +84,15 @@ if closes > 0 and now_ms >= closes then
   return {5}
 end
 
--- the user's packed state (see the header)
-local seq_s, last, btok, bsec, busec, wst, wpr, wcu = '0', false, '', '', '', '', '', ''
-local legacy = false
-if u[2] then
-  local a, b, c, d, e, f, g, h = string.match(u[2], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-  if a then
-    seq_s, last, btok, bsec, busec, wst, wpr, wcu = a, b, c, d, e, f, g, h
-  else
-    seq_s, legacy = u[2], true
+-- the user's sequence and packed state (see the header)
+local seq_s = u[2] or '0'
+local last, btok, bsec, busec, wst, wpr, wcu = false, '', '', '', '', '', ''
+local legacy = true -- no <uh>:p: the last id is in <uh>:l
+if u[3] then
+  local b, c, d, e, f, g, h = string.match(u[3], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+  if b then
+    last, btok, bsec, busec, wst, wpr, wcu = b, c, d, e, f, g, h
+    legacy = false
   end
 end
 
@@ -121,10 +120,10 @@ if wms > 0 and wmax > 0 then
   if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
 end
 local iprate, ipburst, ip_tokens = 0, 0, 0
-if KEYS[7] then
+if KEYS[8] then
   iprate, ipburst = tonumber(ARGV[17]), tonumber(ARGV[18])
   local ip_ok, ip_retry
-  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
+  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[8], iprate, ipburst, 1, now)
   if not ip_ok then
     return {12, ip_retry}
   end
@@ -133,27 +132,28 @@ local limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .
 
 local held = tonumber(u[1] or '0')
 if held + qty > tonumber(ARGV[5]) then
-  if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
+  if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
   if legacy then last = redis.call('HGET', KEYS[2], uh .. ':l') end
   last = last or ''
   if rate > 0 or (wms > 0 and wmax > 0) then -- the attempt counts against bucket and window
-    redis.call('HSET', KEYS[2], uh .. ':s', seq_s .. '|' .. last .. '|' .. limits)
+    redis.call('HSET', KEYS[2], uh .. ':p', last .. '|' .. limits)
   end
   return {3, last}
 end
 if stock < qty then
   return {8, stock}
 end
-if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
+if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
 
 local left = redis.call('DECRBY', KEYS[1], qs)
 local seq = qs -- a new user's sequence is the quantity (no number to format)
 if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
-local n = tostring(redis.call('HINCRBY', KEYS[4], 'taken', qs))
+local n = tostring(redis.call('INCR', KEYS[3]))
 local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
-local rec = KEYS[6] .. n
+local rec = KEYS[7] .. n
 local ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
-redis.call('HSET', rec, 'rid', rid, 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING', 'ts', ms)
+redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING',
+  'ts', ms)
 if closes > 0 then
   redis.call('PEXPIREAT', rec, ARGV[15])
 else
@@ -162,10 +162,11 @@ end
 local count = qs
 if held > 0 then count = held + qty end
 if idf ~= '' then
-  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq .. '|' .. rid .. '|' .. limits, idf, rid)
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':p', rid .. '|' .. limits, idf, rid)
 else
-  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq .. '|' .. rid .. '|' .. limits)
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':p', rid .. '|' .. limits)
 end
-redis.call('XADD', KEYS[3], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
+redis.call('HINCRBY', KEYS[5], 'taken', qs)
+redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
   'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms)
 return {1, rid, left}

@@ -247,7 +247,7 @@ type pendingRecord struct {
 	ts       int64
 }
 
-// repair walks the reservation records of every shard (1..stats.taken, from the last settled one)
+// repair walks the reservation records of every shard (1..seq, from the last settled one)
 // and confirms PENDING records older than OrphanAfter whose order is in MySQL. It returns
 // how many old PENDING records it could not repair; they are logged (their order may still
 // be on its way, or the reservation was lost: nothing is guessed).
@@ -290,20 +290,12 @@ func tsMillis(ts int64) int64 {
 }
 
 func (r *Reconciler) repairShard(ctx context.Context, k inventory.ShardKeys, nowMs int64) (int, error) {
-	// The shard's highest reservation number: stats.taken since issue 12 (the reservation
-	// script numbers a reservation by the units taken after it, with gaps), the INCR counter
-	// seq for records written before (always below taken).
-	pipe := r.rdb.Pipeline()
-	seqCmd := pipe.Get(ctx, k.Seq())
-	takenCmd := pipe.HGet(ctx, k.Stats(), "taken")
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("order: read %s: %w", k.Stats(), err)
-	}
-	seqTop, _ := seqCmd.Int64()
-	taken, _ := takenCmd.Int64()
-	top := max(seqTop, taken)
-	if top == 0 {
+	top, err := r.rdb.Get(ctx, k.Seq()).Int64()
+	if errors.Is(err, redis.Nil) {
 		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("order: read %s: %w", k.Seq(), err)
 	}
 	r.mu.Lock()
 	low := r.low[k.Journal()]

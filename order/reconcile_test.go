@@ -83,32 +83,6 @@ func TestReconcileRepairsOrphan(t *testing.T) {
 	}
 }
 
-// TestReconcileRepairsRecordsNumberedByTaken: since issue 12 the reservation script numbers a
-// reservation by stats.taken and writes no seq counter; the repair still walks its records.
-func TestReconcileRepairsRecordsNumberedByTaken(t *testing.T) {
-	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
-	msgs := a.reserve(2)
-	ctx := context.Background()
-	if err := db.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq) VALUES (?,?,?,?,?)",
-		msgs[1].ReservationID, a.id, msgs[1].UserID, 1, 1).Error; err != nil {
-		t.Fatal(err)
-	}
-	k, n := msgs[1].keys()
-	if err := rdb.Del(ctx, k.Seq()).Err(); err != nil { // as the reservation script leaves it
-		t.Fatal(err)
-	}
-	rdb.HIncrBy(ctx, k.Stats(), "relayed", 2)
-	rec := NewReconciler(db, rdb, ReconcileOptions{OrphanAfter: time.Millisecond, Repair: true, ActivitiesKey: a.activities}, testMetrics(), testLogger(t))
-	time.Sleep(5 * time.Millisecond)
-	rec.Round(ctx)
-	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "CONFIRMED" {
-		t.Fatalf("record %d: status %q, want CONFIRMED", n, st)
-	}
-}
-
 func TestReportUnknownActivity(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	db := mysqlDB(t)

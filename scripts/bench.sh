@@ -106,7 +106,7 @@ evalsha_run() {
   local before after
   before=$(cmdstat evalsha)
   redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n "$n" -r 100000000 -q \
-    evalsha "$sha" 6 "sk:$t:stock" "sk:$t:users" "sk:$t:journal" "sk:$t:stats" "sk:$t:drained" "sk:$t:r:" \
+    evalsha "$sha" 7 "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" "sk:$t:drained" "sk:$t:r:" \
     "$A" "u-__rand_int__" "__rand_int__" 1 1 0 0 1000 1000 60000 1000 "" 0 0 \
     86400000 604800000 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
     | sed "s/.*: \([0-9.]* requests per second\)/$label: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
@@ -116,10 +116,9 @@ evalsha_run() {
     split(b, x, " "); split(a, y, " "); c = y[1] - x[1]; u = y[2] - x[2];
     printf "%s: EVALSHA calls counted by the server %d (sent %d), server time %.1f us/call\n", l, c, n, u / c }' | tee -a "$OUT/redis-evalsha.txt"
   RESERVE_US=$(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%.1f", (y[2] - x[2]) / (y[1] - x[1]) }')
-  # clean up: the records r:1..r:<stats.taken> (the reservation numbers) and the shard's keys
-  # (no keyspace SCAN)
+  # clean up: the records r:1..r:seq and the shard's keys (no keyspace SCAN)
   local seq i
-  seq=$(rcli hget "sk:$t:stats" taken || true)
+  seq=$(rcli get "sk:$t:seq" || true)
   seq=${seq:-0}
   for ((i = 1; i <= seq; i += 1000)); do
     local j keys=()
