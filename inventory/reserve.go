@@ -409,15 +409,14 @@ func (s *Store) Reservation(ctx context.Context, rid string) (Reservation, error
 	if !ok {
 		return Reservation{}, ErrNotFound
 	}
-	// The activity id is the rid's (the record's "aid" says the same).
-	v, err := s.rdb.HMGet(ctx, k.Record(n), "rid", "uid", "qty", "status", "orderId").Result()
+	v, err := s.rdb.HMGet(ctx, k.Record(n), "rid", "aid", "uid", "qty", "status", "orderId").Result()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("inventory: read reservation: %w", err)
 	}
 	if v[0] == nil || asString(v[0]) != rid {
 		return Reservation{}, ErrNotFound
 	}
-	q, _ := strconv.Atoi(asString(v[2]))
-	return Reservation{ID: rid, ActivityID: k.Activity, UserID: asString(v[1]), Quantity: q,
-		Status: asString(v[3]), OrderID: asString(v[4])}, nil
+	q, _ := strconv.Atoi(asString(v[3]))
+	return Reservation{ID: rid, ActivityID: asString(v[1]), UserID: asString(v[2]), Quantity: q,
+		Status: asString(v[4]), OrderID: asString(v[5])}, nil
 }
