@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -491,7 +492,13 @@ func TestUserRateAndWindow(t *testing.T) {
 				t.Fatalf("window = %+v", r)
 			}
 		}
-		tok, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Bucket(s.UserHash("both")), "t").Float64()
+		// "lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur" (inventory_reserve.lua)
+		packed, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("both")+":p").Result()
+		parts := strings.Split(packed, "|")
+		if len(parts) != 7 {
+			t.Fatalf("packed user state %q", packed)
+		}
+		tok, _ := strconv.ParseFloat(parts[1], 64)
 		if tok < 0.99 {
 			t.Fatalf("bucket holds %v tokens after window rejections, want ~1", tok)
 		}
@@ -726,6 +733,83 @@ func TestIPBucketInTheReservationScript(t *testing.T) {
 		}
 		if held != 2 {
 			t.Fatalf("%d buyers recorded, want 2 (the IP rejection must take nothing)", held)
+		}
+	})
+}
+
+// The per-user bucket and window live in the user's packed field of the users hash, which a
+// reshard copies: a user at the window's max stays limited on the new home shard, and the
+// bucket's tokens come along (before issue 12 both restarted on a reshard).
+func TestUserLimitsSurviveReshard(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 1000, 10, 2))
+		ctx := ctxT(t)
+		win := ReserveRequest{ActivityID: a.ID, UserID: "win", Quantity: 1, Window: time.Hour, WindowMax: 2}
+		tb := ReserveRequest{ActivityID: a.ID, UserID: "tb", Quantity: 1, UserRate: tokenbucket.Limit{Rate: 0.0001, Burst: 2}}
+		for _, req := range []ReserveRequest{win, win, tb, tb} {
+			if r, err := s.Reserve(ctx, req); err != nil || r.Code != Reserved {
+				t.Fatalf("%s: %+v, %v", req.UserID, r, err)
+			}
+		}
+		for _, n := range []int{3, 5} {
+			if err := s.Reshard(ctx, a.ID, n); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s.Reserve(ctx, win); err != nil || r.Code != UserWindowLimited {
+				t.Fatalf("window after a reshard to %d shards: %+v, %v", n, r, err)
+			}
+			if r, err := s.Reserve(ctx, tb); err != nil || r.Code != UserRateLimited {
+				t.Fatalf("bucket after a reshard to %d shards: %+v, %v", n, r, err)
+			}
+		}
+	})
+}
+
+// A user written by the reservation script before issue 12 (no "<uh>:p", the last id in
+// "<uh>:l") is read as such: the 409 names the old last id, the sequence "<uh>:s" goes on from
+// the old one, and the packed "<uh>:p" is written; "<uh>:s" stays a plain number, so the
+// script before issue 12 (a rolling upgrade runs both) still reads it.
+func TestUserStateBeforeIssue12(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 2, 1))
+		ctx := ctxT(t)
+		k := Shard(a.ID, 0, 0)
+		uh := s.UserHash("old")
+		oldRid := ReservationID(a.ID, 0, 0, 77)
+		if err := rdb.HSet(ctx, k.Users(), uh, 2, uh+":s", 5, uh+":l", oldRid).Err(); err != nil {
+			t.Fatal(err)
+		}
+		req := ReserveRequest{ActivityID: a.ID, UserID: "old", Quantity: 1, Window: time.Hour, WindowMax: 10}
+		if r, err := s.Reserve(ctx, req); err != nil || r.Code != AlreadyPurchased || r.ReservationID != oldRid {
+			t.Fatalf("at the limit: %+v, %v; want AlreadyPurchased %s", r, err, oldRid)
+		}
+		if err := rdb.HSet(ctx, k.Users(), uh, 1).Err(); err != nil { // a refund
+			t.Fatal(err)
+		}
+		r, err := s.Reserve(ctx, req)
+		if err != nil || r.Code != Reserved {
+			t.Fatalf("after the refund: %+v, %v", r, err)
+		}
+		xs := rdb.XRange(ctx, k.Journal(), "-", "+").Val()
+		if len(xs) != 1 || xs[0].Values["seq"] != "6" {
+			t.Fatalf("journal %v, want one entry with seq 6", xs)
+		}
+		if got := rdb.HGet(ctx, k.Users(), uh+":s").Val(); got != "6" {
+			t.Fatalf("sequence %q, want 6", got)
+		}
+		// The reservation number comes from the INCR counter both versions use.
+		if _, n, _ := ParseReservationID(r.ReservationID); rdb.Get(ctx, k.Seq()).Val() != strconv.FormatInt(n, 10) {
+			t.Fatalf("rid %s, seq counter %q", r.ReservationID, rdb.Get(ctx, k.Seq()).Val())
+		}
+		packed := rdb.HGet(ctx, k.Users(), uh+":p").Val()
+		if !strings.HasPrefix(packed, r.ReservationID+"|") {
+			t.Fatalf("user state %q, want the packed form with the last id", packed)
+		}
+		rid := r.ReservationID
+		if r, err := s.Reserve(ctx, req); err != nil || r.Code != AlreadyPurchased || r.ReservationID != rid {
+			t.Fatalf("at the limit again: %+v, %v; want AlreadyPurchased %s", r, err, rid)
 		}
 	})
 }

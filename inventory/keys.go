@@ -189,10 +189,13 @@ func (k ShardKeys) Record(n int64) string { return k.tag + "r:" + strconv.Format
 // RecordPrefix is the prefix of the shard's reservation records (scripts append n).
 func (k ShardKeys) RecordPrefix() string { return k.tag + "r:" }
 
-// Bucket is the user's token bucket within the activity.
+// Bucket was the user's token bucket key before issue 12; the bucket is now part of the
+// field "<uh>:p" of Users. Kept to name the keys an older release may leave (they expire).
 func (k ShardKeys) Bucket(userHash string) string { return k.tag + "tb:" + userHash }
 
-// Window is the user's sliding window within the activity.
+// Window was the user's sliding-window key before issue 12; the window counter is now part
+// of the field "<uh>:p" of Users. Kept to name the keys an older release may leave (they
+// expire).
 func (k ShardKeys) Window(userHash string) string { return k.tag + "sw:" + userHash }
 
 // Meta is the activity's metadata hash (tag {A}).

@@ -211,15 +211,23 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	return ReserveResult{}, ErrBusy
 }
 
+// recordExpiry is when a reservation record of an activity closing at closes expires, in unix
+// ms: closes + after, at least an hour after closing (reservations are only taken before
+// closes). 0 when the activity has no closing time (the record then gets recordTTLNoClose).
+func recordExpiry(closes time.Time, after time.Duration) int64 {
+	if closes.IsZero() {
+		return 0
+	}
+	return closes.Add(max(after, time.Hour)).UnixMilli()
+}
+
 func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, mayRefill bool) (ReserveResult, attempt, error) {
 	home := HomeShard(uh, l.shards)
 	k := l.keys[home]
-	nonce := s.opts.InstanceID + ":" + strconv.FormatUint(s.nonce.Add(1), 36)
-	keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(),
-		k.Bucket(uh), k.Window(uh), k.RecordPrefix()}
+	keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()}
 	args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
-		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf, nonce,
-		l.epoch, home, s.opts.RecordTTLAfterClose.Milliseconds(), recordTTLNoClose.Milliseconds()}
+		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
+		l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds()}
 	if r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP() {
 		keys = append(keys, r.IPKey)
 		args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))

@@ -2,23 +2,44 @@
 -- never spans two shards: when this shard has too few units the caller moves units here
 -- (inventory_transfer.lua) and runs this script again.
 -- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats  KEYS[6] drained
--- KEYS[7] tb:<uh>  KEYS[8] sw:<uh>  KEYS[9] record prefix ("sk:{A:e:h}:r:", the script appends n)
+-- KEYS[7] record prefix ("sk:{A:e:h}:r:", the script appends n)
 -- ARGV[1] activity id  ARGV[2] user id  ARGV[3] user hash  ARGV[4] quantity
 -- ARGV[5] per-user limit  ARGV[6] opensAt ms (0 none)  ARGV[7] closesAt ms (0 none)
--- ARGV[8] bucket rate/s  ARGV[9] bucket burst  ARGV[10] window ms  ARGV[11] window max
--- ARGV[12] idempotency field "<uh>:i:<hash>" or ""  ARGV[13] request nonce (window member)
--- ARGV[14] epoch  ARGV[15] shard  ARGV[16] record TTL after close ms
--- ARGV[17] record TTL without closesAt ms
--- Optional, single-node Redis only (the key is in another slot): KEYS[10] the per-IP token
--- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[18] IP rate/s, ARGV[19] IP burst: one IP
+-- ARGV[8] bucket rate/s (0 off)  ARGV[9] bucket burst  ARGV[10] window ms (0 off)
+-- ARGV[11] window max (0 off)  ARGV[12] idempotency field "<uh>:i:<hash>" or ""
+-- ARGV[13] epoch  ARGV[14] shard  ARGV[15] record expiry, unix ms (closesAt + the TTL after
+-- close, at least 1 h), or 0 when there is no closesAt  ARGV[16] record TTL ms without closesAt
+-- Optional, single-node Redis only (the key is in another slot): KEYS[8] the per-IP token
+-- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[17] IP rate/s, ARGV[18] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
--- The users hash keeps everything of a user on this shard: <uh> units held (lowered by
--- refunds), <uh>:s the user's sequence (only ever raised, so a seq is never handed out
--- twice), <uh>:l the last reservation id, <uh>:i:<hash> idempotency bindings and
--- <uh>:r:<rid> refund markers (order_refund.lua). A reshard copies the whole hash.
+-- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
+-- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a
+-- seq is never handed out twice), <uh>:i:<hash> idempotency bindings, <uh>:r:<rid> refund
+-- markers, and <uh>:p the rest packed in one value
+--   "lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur"
+-- lastRid the last reservation id (the ALREADY answer), tokens/tsSec/tsUsec the user's token
+-- bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
+-- window counter (lib_window.lua); the parts of a dimension that is off are kept as they are
+-- (empty if never used). One HMGET reads a user, one HSET writes it. A reshard copies the
+-- whole hash, so bucket and window follow the user to the new home shard.
+-- Compatible both ways with the script before issue 12 (a rolling upgrade runs both): <uh>,
+-- <uh>:s, the bindings and the INCR counter seq keep their meaning; a user without <uh>:p
+-- has the last id in <uh>:l (read on ALREADY only); the older script ignores <uh>:p and keeps
+-- its own bucket and window keys, so during the upgrade each version limits on its own.
+-- The per-user window is a sliding window COUNTER (lib_window.lua): two fixed windows, the
+-- previous one weighted by how much of it the sliding span still covers. It never admits more
+-- than max events in one fixed window nor 2 * max in any span of the window's length, and is
+-- exact when the previous window's events were spread evenly.
+-- A dimension that is off (rate 0, window 0 or max 0, no idempotency key) costs no field.
 -- Order: shard open? -> idempotency replay -> open/close (Redis TIME) -> user bucket and
--- window -> per-user limit -> stock -> record + journal. Tokens are not taken when the
--- answer is EMPTY (the caller refills the shard and asks again).
+-- window -> IP bucket -> per-user limit -> stock -> record + journal. Tokens are not taken
+-- when the answer is EMPTY (the caller refills the shard and asks again).
+-- The record hash holds rid aid uid uh qty status ts (orderId and comp are added by the order
+-- pipeline).
+-- Redis calls of a reservation (IP bucket off): MGET, HMGET, TIME, DECRBY, INCR seq, HSET
+-- record, PEXPIRE(AT) record, HSET users, HINCRBY stats, XADD. Numbers are turned into strings
+-- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
+-- the time in ms is cut from TIME's strings).
 -- Returns:
 --   {1, rid, stockAfter}      RESERVED
 --   {2, rid}                  REPLAYED (the idempotency key is bound to rid)
@@ -26,29 +47,33 @@
 --   {4, opensAtMs}            NOT_OPEN
 --   {5}                       CLOSED
 --   {6, retryMs}              USER_RATE (token bucket)
---   {7, retryMs}              USER_WINDOW (sliding window)
+--   {7, retryMs}              USER_WINDOW (sliding window counter)
 --   {8, stock}                EMPTY: stock < quantity here
 --   {10}                      SHARD_CLOSED: stock key missing or drained (reshard): refresh
---   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[10] is given)
---#include lib_time.lua
+--   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[8] is given)
 --#include lib_bucket.lua
 --#include lib_window.lua
-local stock = redis.call('GET', KEYS[1])
-if not stock or redis.call('EXISTS', KEYS[6]) == 1 then
+local sd = redis.call('MGET', KEYS[1], KEYS[6])
+if not sd[1] or sd[2] then
   return {10}
 end
-stock = tonumber(stock)
+local stock = tonumber(sd[1])
 local uh = ARGV[3]
-local qty = tonumber(ARGV[4])
+local qs = ARGV[4]
+local qty = tonumber(qs)
 local idf = ARGV[12]
+local u
 if idf ~= '' then
-  local prev = redis.call('HGET', KEYS[2], idf)
-  if prev then
-    return {2, prev}
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', idf)
+  if u[4] then
+    return {2, u[4]}
   end
+else
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p')
 end
 
-local now = now_us()
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now_ms = math.floor(now / 1000)
 local opens = tonumber(ARGV[6])
 local closes = tonumber(ARGV[7])
@@ -59,60 +84,89 @@ if closes > 0 and now_ms >= closes then
   return {5}
 end
 
-local rate, burst = tonumber(ARGV[8]), tonumber(ARGV[9])
-local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
-local tb_ok, tb_retry, tb_tokens = tb_check(KEYS[7], rate, burst, 1, now)
-if not tb_ok then
-  return {6, tb_retry}
+-- the user's sequence and packed state (see the header)
+local seq_s = u[2] or '0'
+local last, btok, bsec, busec, wst, wpr, wcu = false, '', '', '', '', '', ''
+local legacy = true -- no <uh>:p: the last id is in <uh>:l
+if u[3] then
+  local b, c, d, e, f, g, h = string.match(u[3], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+  if b then
+    last, btok, bsec, busec, wst, wpr, wcu = b, c, d, e, f, g, h
+    legacy = false
+  end
 end
-local sw_ok, sw_retry = sw_check(KEYS[8], wms, wmax, now)
-if not sw_ok then
-  return {7, sw_retry}
+
+local rate = tonumber(ARGV[8])
+if rate > 0 then
+  local ts
+  if bsec ~= '' then ts = tonumber(bsec) * 1000000 + tonumber(busec) end
+  local ok, retry, after = tb_take(tonumber(btok), ts, rate, tonumber(ARGV[9]), 1, now)
+  if not ok then
+    return {6, retry}
+  end
+  btok, bsec, busec = tostring(after), t[1], t[2]
+end
+local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
+if wms > 0 and wmax > 0 then
+  local s0, p0 = tonumber(wst), tonumber(wpr)
+  local ok, retry, s1, p1, c1 = wc_check(s0, p0, tonumber(wcu), wms, wmax, now_ms)
+  if not ok then
+    return {7, retry}
+  end
+  if s1 ~= s0 or p1 ~= p0 then
+    wst = tostring(s1)
+    if p1 == 0 then wpr = '0' else wpr = tostring(p1) end
+  end
+  if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
 end
 local iprate, ipburst, ip_tokens = 0, 0, 0
-if KEYS[10] then
-  iprate, ipburst = tonumber(ARGV[18]), tonumber(ARGV[19])
+if KEYS[8] then
+  iprate, ipburst = tonumber(ARGV[17]), tonumber(ARGV[18])
   local ip_ok, ip_retry
-  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[10], iprate, ipburst, 1, now)
+  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[8], iprate, ipburst, 1, now)
   if not ip_ok then
     return {12, ip_retry}
   end
 end
-local function commit()
-  if KEYS[10] then tb_commit(KEYS[10], ip_tokens, now, iprate, ipburst) end
-  tb_commit(KEYS[7], tb_tokens, now, rate, burst)
-  if wmax > 0 then sw_commit(KEYS[8], ARGV[13], now, wms) end
-end
+local limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu
 
-local u = redis.call('HMGET', KEYS[2], uh, uh .. ':s')
 local held = tonumber(u[1] or '0')
 if held + qty > tonumber(ARGV[5]) then
-  commit()
-  return {3, redis.call('HGET', KEYS[2], uh .. ':l') or ''}
+  if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
+  if legacy then last = redis.call('HGET', KEYS[2], uh .. ':l') end
+  last = last or ''
+  if rate > 0 or (wms > 0 and wmax > 0) then -- the attempt counts against bucket and window
+    redis.call('HSET', KEYS[2], uh .. ':p', last .. '|' .. limits)
+  end
+  return {3, last}
 end
 if stock < qty then
   return {8, stock}
 end
-commit()
+if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
 
-local left = redis.call('DECRBY', KEYS[1], qty)
-local seq = tonumber(u[2] or '0') + qty
-local n = redis.call('INCR', KEYS[3])
-local rid = ARGV[1] .. '.' .. ARGV[14] .. '.' .. ARGV[15] .. '.' .. n
-local rec = KEYS[9] .. n
-redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qty,
-  'status', 'PENDING', 'orderId', '', 'home', ARGV[15], 'ts', now_ms)
-local ttl = tonumber(ARGV[17])
+local left = redis.call('DECRBY', KEYS[1], qs)
+local seq = qs -- a new user's sequence is the quantity (no number to format)
+if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
+local n = tostring(redis.call('INCR', KEYS[3]))
+local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
+local rec = KEYS[7] .. n
+local ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
+redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING',
+  'ts', ms)
 if closes > 0 then
-  ttl = math.max(closes + tonumber(ARGV[16]) - now_ms, 3600000)
-end
-redis.call('PEXPIRE', rec, ttl)
-if idf ~= '' then
-  redis.call('HSET', KEYS[2], uh, held + qty, uh .. ':s', seq, uh .. ':l', rid, idf, rid)
+  redis.call('PEXPIREAT', rec, ARGV[15])
 else
-  redis.call('HSET', KEYS[2], uh, held + qty, uh .. ':s', seq, uh .. ':l', rid)
+  redis.call('PEXPIRE', rec, ARGV[16])
 end
-redis.call('HINCRBY', KEYS[5], 'taken', qty)
+local count = qs
+if held > 0 then count = held + qty end
+if idf ~= '' then
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':p', rid .. '|' .. limits, idf, rid)
+else
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':p', rid .. '|' .. limits)
+end
+redis.call('HINCRBY', KEYS[5], 'taken', qs)
 redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
-  'qty', qty, 'seq', seq, 'home', ARGV[15], 'shard', ARGV[15], 'epoch', ARGV[14], 'ts', now_ms)
+  'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms)
 return {1, rid, left}

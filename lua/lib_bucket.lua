@@ -1,16 +1,20 @@
 -- lib_bucket.lua: token bucket, included by other scripts (not run on its own).
--- State: hash KEY {t = tokens (float), ts = last update in microseconds}.
 -- rate is tokens per second, burst the capacity. rate <= 0 disables the bucket (always allows).
 -- Tokens of a bucket whose burst shrank are clamped to the new burst on the next call.
 --
--- tb_check(key, rate, burst, n, now_us) -> ok (bool), retry_after_ms, tokens_after
---   Looks without writing; tokens_after is what tb_commit stores when ok.
+-- tb_take(tokens, ts, rate, burst, n, now_us) -> ok (bool), retry_after_ms, tokens_after
+--   The arithmetic alone, on a state already read (tokens or ts nil: a full bucket). Looks
+--   without writing; tokens_after is what to store when ok.
+--
+-- A bucket of its own (the limiter's per-IP and budget buckets): hash KEY {t = tokens (float),
+-- ts = last update in microseconds}.
+-- tb_check(key, rate, burst, n, now_us) -> ok (bool), retry_after_ms, tokens_after (HMGET + tb_take)
 -- tb_commit(key, tokens, now_us, rate, burst) stores the new state with a TTL of a full refill.
-local function tb_check(key, rate, burst, n, now_us)
+--
+-- The reservation script keeps the per-user bucket inside the user's packed field of the
+-- shard's users hash and runs tb_take on it (see inventory_reserve.lua).
+local function tb_take(tokens, ts, rate, burst, n, now_us)
   if rate <= 0 then return true, 0, 0 end
-  local st = redis.call('HMGET', key, 't', 'ts')
-  local tokens = tonumber(st[1])
-  local ts = tonumber(st[2])
   if tokens == nil or ts == nil then
     tokens = burst
     ts = now_us
@@ -24,6 +28,12 @@ local function tb_check(key, rate, burst, n, now_us)
   local retry = math.ceil((n - tokens) * 1000 / rate)
   if retry < 1 then retry = 1 end
   return false, retry, tokens
+end
+
+local function tb_check(key, rate, burst, n, now_us)
+  if rate <= 0 then return true, 0, 0 end
+  local st = redis.call('HMGET', key, 't', 'ts')
+  return tb_take(tonumber(st[1]), tonumber(st[2]), rate, burst, n, now_us)
 end
 
 local function tb_commit(key, tokens, now_us, rate, burst)

@@ -1,5 +1,6 @@
--- limiter_window.lua: one sliding-window decision on its own (the reservation script runs the
--- same library for the per-user window; this script serves tests and standalone use).
+-- limiter_window.lua: one exact sliding-window decision on its own (the sliding-window log of
+-- lib_window.lua; the reservation script runs that library's counter instead, kept in the
+-- user's field of the users hash; this script serves tests and standalone use).
 -- KEYS[1]  window, a zset of events scored by time in microseconds
 -- ARGV[1]  window in milliseconds (<= 0: off)
 -- ARGV[2]  max events within the window (<= 0: off)

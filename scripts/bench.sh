@@ -96,9 +96,9 @@ cmdstat() { # command -> "calls usec"
 }
 
 # evalsha_run <label> <stock> <requests>: one activity shard {A:0:0} with <stock> units, every
-# request a new random user (user hash, bucket and window keys differ), per-user limit 1,
-# bucket 1000/s, window 60 s / 1000, no idempotency key. KEYS and ARGV as documented at the
-# top of lua/inventory_reserve.lua.
+# request a new random user (user hash, so its bucket and window fields, differ), per-user
+# limit 1, bucket 1000/s, window 60 s / 1000 (both on, so both are paid for), no idempotency
+# key, no IP bucket. KEYS and ARGV as documented at the top of lua/inventory_reserve.lua.
 evalsha_run() {
   local label=$1 stock=$2 n=$3 sha=$4
   local A="bench-$RUN-$label" t="{bench-$RUN-$label:0:0}"
@@ -106,9 +106,8 @@ evalsha_run() {
   local before after
   before=$(cmdstat evalsha)
   redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n "$n" -r 100000000 -q \
-    evalsha "$sha" 9 "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" \
-    "sk:$t:drained" "sk:$t:tb:__rand_int__" "sk:$t:sw:__rand_int__" "sk:$t:r:" \
-    "$A" "u-__rand_int__" "__rand_int__" 1 1 0 0 1000 1000 60000 1000 "" "n-__rand_int__" 0 0 \
+    evalsha "$sha" 7 "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" "sk:$t:drained" "sk:$t:r:" \
+    "$A" "u-__rand_int__" "__rand_int__" 1 1 0 0 1000 1000 60000 1000 "" 0 0 \
     86400000 604800000 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
     | sed "s/.*: \([0-9.]* requests per second\)/$label: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
   after=$(cmdstat evalsha)
@@ -116,6 +115,7 @@ evalsha_run() {
   awk -v b="$before" -v a="$after" -v n="$n" -v l="$label" 'BEGIN {
     split(b, x, " "); split(a, y, " "); c = y[1] - x[1]; u = y[2] - x[2];
     printf "%s: EVALSHA calls counted by the server %d (sent %d), server time %.1f us/call\n", l, c, n, u / c }' | tee -a "$OUT/redis-evalsha.txt"
+  RESERVE_US=$(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%.1f", (y[2] - x[2]) / (y[1] - x[1]) }')
   # clean up: the records r:1..r:seq and the shard's keys (no keyspace SCAN)
   local seq i
   seq=$(rcli get "sk:$t:seq" || true)
@@ -126,17 +126,43 @@ evalsha_run() {
     rcli unlink "${keys[@]}" >/dev/null
   done
   rcli unlink "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" "sk:$t:drained" >/dev/null
-  # bucket and window keys of random users expire on their own (PEXPIRE in the scripts)
+}
+
+# ceiling_run <label> <requests> <sha>: internal/ginhello/min_reserve.lua (DECRBY + TIME + an
+# XADD of the journal entry's size), the one-round-trip ceiling, every call a new user; sets CEIL_US.
+ceiling_run() {
+  local label=$1 n=$2 sha=$3
+  local A="bench-$RUN-$label" t="{bench-$RUN-$label}"
+  rcli set "sk:$t:stock" "$((n * 2))" >/dev/null
+  local before after
+  before=$(cmdstat evalsha)
+  redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n "$n" -r 100000000 -q \
+    evalsha "$sha" 2 "sk:$t:stock" "sk:$t:journal" \
+    "$A.0.0.__rand_int__" "$A" "u-__rand_int__" "__rand_int__" 1 0 0 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
+    | sed "s/.*: \([0-9.]* requests per second\)/$label: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
+  after=$(cmdstat evalsha)
+  CEIL_US=$(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%.1f", (y[2] - x[2]) / (y[1] - x[1]) }')
+  echo "$label: server time $CEIL_US us/call (min_reserve.lua, the one-round-trip ceiling)" | tee -a "$OUT/redis-evalsha.txt"
+  rcli unlink "sk:$t:stock" "sk:$t:journal" >/dev/null
 }
 
 step_redis() {
   say "ceiling: redis-benchmark EVALSHA inventory_reserve.lua, -c $CONNS"
   expand_lua inventory_reserve.lua >"$OUT/inventory_reserve.expanded.lua"
-  local sha
+  local sha csha c1 c2
   sha=$(rcli -x script load <"$OUT/inventory_reserve.expanded.lua")
+  csha=$(rcli -x script load <internal/ginhello/min_reserve.lua)
   echo "script sha1 $sha ($(wc -l <"$OUT/inventory_reserve.expanded.lua") lines expanded)" | tee "$OUT/redis-evalsha.txt"
+  # the ceiling before and after the reserve path, so the load of a shared machine cancels out
+  ceiling_run ceiling-before 100000 "$csha"
+  c1=$CEIL_US
   # reserve path: stock for every request (each one a new user who buys 1 unit)
   evalsha_run reserve 100000 100000 "$sha"
+  ceiling_run ceiling-after 100000 "$csha"
+  c2=$CEIL_US
+  awk -v r="$RESERVE_US" -v a="$c1" -v b="$c2" 'BEGIN { c = (a + b) / 2;
+    printf "reserve: %.1f us/call against the ceiling %.1f us/call (mean of %.1f and %.1f): %.2f x the ceiling\n", r, c, a, b, r / c }' \
+    | tee -a "$OUT/redis-evalsha.txt"
   # sold-out path: stock 1000, then EMPTY for the rest (what a shard answers once it is dry)
   evalsha_run soldout 1000 100000 "$sha"
   # the per-IP bucket (limiter_bucket.lua), one call per request that passes the leased budgets:
