@@ -3,10 +3,12 @@
 package config
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // Nacos stops and starts again: the service keeps its snapshot meanwhile and picks up an
@@ -16,6 +18,9 @@ import (
 // reconnect, which -race would pin on this test (startChild still fails the test on any race
 // that touches our code).
 func TestNacosRestart(t *testing.T) {
+	// In parallel with TestNacosPropagationThreeInstances, after the other tests: this one is
+	// mostly two boots of a private server, that one mostly pauses between edits.
+	t.Parallel()
 	srv := testsvc.StartNacos(t, t.TempDir())
 	addr := srv.Addr
 
@@ -43,11 +48,15 @@ func TestNacosRestart(t *testing.T) {
 	}
 
 	srv.Stop()
-	select {
-	case ev := <-events:
-		t.Fatalf("snapshot replaced while nacos was down: %+v", ev)
-	case <-time.After(3 * time.Second):
-	}
+	var ev childEvent
+	testwait.Never(t, 3*time.Second, func() bool {
+		select {
+		case ev = <-events:
+			return true
+		default:
+			return false
+		}
+	}, "snapshot replaced while nacos was down: %+v", testwait.Lazy(func() string { return fmt.Sprintf("%+v", ev) }))
 
 	srv.Restart()
 	back := time.Now()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -45,13 +46,8 @@ func TestRelayOneBrokenJournalLogsOnce(t *testing.T) {
 	go func() { done <- r.Run(ctx) }()
 	// Both entries are bad journal entries (dead-lettered): once both are counted, both
 	// journals were discovered and read.
-	deadline := time.Now().Add(2 * time.Second)
-	for counterValue(t, m.DeadLetters.WithLabelValues("bad_journal_entry")) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("the relay did not read both journals within 2 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 2*time.Second, func() bool { return counterValue(t, m.DeadLetters.WithLabelValues("bad_journal_entry")) >= 2 },
+		"the relay read both journals")
 	if err := rdb.Del(ctx, broken).Err(); err != nil {
 		t.Fatal(err)
 	}
