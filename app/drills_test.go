@@ -24,6 +24,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -54,41 +55,61 @@ import (
 // drillBin is the seckill binary built once per test process for the drills that kill a
 // real process.
 var drillBin struct {
-	once sync.Once
-	path string
-	err  error
+	once, logged sync.Once
+	path         string
+	took         time.Duration
+	err          error
 }
 
-// seckillBinary builds ./cmd/seckill (once per test process) into a fixed path under the temp
-// dir, replaced atomically, so repeated runs do not pile up binaries.
+// TestMain starts building the seckill binary in the background when the whole package runs
+// (no -run pattern, as in make test): the build then overlaps the first tests instead of
+// lengthening the console test, the first to need it.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" && !testing.Short() {
+		go drillBin.once.Do(buildSeckill)
+	}
+	os.Exit(m.Run())
+}
+
+// buildSeckill builds ./cmd/seckill into a fixed path under the temp dir, replaced
+// atomically, so repeated runs do not pile up binaries; it fills drillBin.
+func buildSeckill() {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		drillBin.err = fmt.Errorf("go tool not found: %w", err)
+		return
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("seckill-drills-%d", os.Getuid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		drillBin.err = err
+		return
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf("seckill.%d", os.Getpid()))
+	start := time.Now()
+	cmd := exec.Command(goBin, "build", "-o", tmp, "./cmd/seckill")
+	cmd.Dir = ".." // the module root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		drillBin.err = fmt.Errorf("go build ./cmd/seckill: %v\n%s", err, out)
+		return
+	}
+	drillBin.path = filepath.Join(dir, "seckill")
+	drillBin.err = os.Rename(tmp, drillBin.path)
+	drillBin.took = time.Since(start)
+}
+
+// seckillBinary returns the path of the seckill binary, built once per test process (or
+// waits for the build TestMain started).
 func seckillBinary(t *testing.T) string {
 	t.Helper()
-	drillBin.once.Do(func() {
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			drillBin.err = fmt.Errorf("go tool not found: %w", err)
-			return
-		}
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("seckill-drills-%d", os.Getuid()))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			drillBin.err = err
-			return
-		}
-		tmp := filepath.Join(dir, fmt.Sprintf("seckill.%d", os.Getpid()))
-		start := time.Now()
-		cmd := exec.Command(goBin, "build", "-o", tmp, "./cmd/seckill")
-		cmd.Dir = ".." // the module root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			drillBin.err = fmt.Errorf("go build ./cmd/seckill: %v\n%s", err, out)
-			return
-		}
-		drillBin.path = filepath.Join(dir, "seckill")
-		drillBin.err = os.Rename(tmp, drillBin.path)
-		t.Logf("built %s in %v", drillBin.path, time.Since(start).Round(100*time.Millisecond))
-	})
+	start := time.Now()
+	drillBin.once.Do(buildSeckill)
 	if drillBin.err != nil {
 		t.Fatal(drillBin.err)
 	}
+	drillBin.logged.Do(func() {
+		t.Logf("built %s in %v (the first test to need it waited %v)", drillBin.path, drillBin.took.Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	})
 	return drillBin.path
 }
 

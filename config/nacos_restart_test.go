@@ -18,10 +18,12 @@ import (
 // reconnect, which -race would pin on this test (startChild still fails the test on any race
 // that touches our code).
 func TestNacosRestart(t *testing.T) {
-	// In parallel with TestNacosPropagationThreeInstances, after the other tests: this one is
-	// mostly two boots of a private server, that one mostly pauses between edits.
+	// The first boot runs in the background while the package's sequential tests run; the
+	// rest in parallel with TestNacosPropagationThreeInstances: this one is mostly two boots
+	// of a private server, that one mostly pauses between edits.
+	srv, ready := testsvc.LaunchNacos(t, t.TempDir())
 	t.Parallel()
-	srv := testsvc.StartNacos(t, t.TempDir())
+	ready()
 	addr := srv.Addr
 
 	id := uniqueDataID(t)
