@@ -10,8 +10,14 @@
 
 GO        ?= go
 # -p 1: one package at a time; the packages share the real servers and 2 cores, and the
-# fault drills and Nacos push timing are steadier without a second suite competing.
+# fault drills and Nacos push timing are steadier without a second suite competing. Within a
+# package, tests that mostly wait (the app's fault drills, the simulation's seeds, order's
+# pipeline tests) run in parallel with t.Parallel, -parallel (GOMAXPROCS) at a time.
 TEST_FLAGS ?= -race -count=1 -p 1 -timeout 75m
+# A -race binary sleeps 1 s at exit (atexit_sleep_ms, for reports of goroutines still running)
+# by default: 1 s per test binary and per child process the tests start. A race inside a
+# test fails that test whatever this is; kept as the caller's if GORACE is set.
+export GORACE ?= atexit_sleep_ms=0
 BENCH     ?= .
 PKGS      ?= ./...
 

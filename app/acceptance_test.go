@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -128,24 +129,17 @@ func rush(t *testing.T, targets []*testApp, activity string, users, conns int, d
 func waitOrders(t *testing.T, activity string, want, perUser int) {
 	t.Helper()
 	db := testsvc.MySQL(t)
-	deadline := time.Now().Add(90*time.Second + time.Duration(want)*5*time.Millisecond)
 	var units, rows int64
-	for {
+	count := func() {
 		if err := db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows); err != nil {
 			t.Fatal(err)
 		}
-		if units >= int64(want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(500 * time.Millisecond) // anything beyond want would show up now
-	if err := db.Raw("SELECT COALESCE(SUM(quantity),0), COUNT(*) FROM orders WHERE activity_id = ?", activity).Row().Scan(&units, &rows); err != nil {
-		t.Fatal(err)
-	}
-	if units != int64(want) {
-		t.Fatalf("orders in MySQL: %d units in %d rows, want exactly %d", units, rows, want)
-	}
+	testwait.Eventually(t, 90*time.Second+time.Duration(want)*5*time.Millisecond, func() bool { count(); return units >= int64(want) },
+		"%d units of orders in MySQL (last %v)", want, testwait.Lazy(func() string { return fmt.Sprintf("%d units in %d rows", units, rows) }))
+	// Anything beyond want (a unit sold twice, a duplicate order) would show up by now.
+	testwait.Never(t, 500*time.Millisecond, func() bool { count(); return units != int64(want) },
+		"orders in MySQL changed to %v, want exactly %d units", testwait.Lazy(func() string { return fmt.Sprintf("%d units in %d rows", units, rows) }), want)
 	var over int64
 	if err := db.Raw("SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE activity_id = ? GROUP BY user_id HAVING SUM(quantity) > ?) x", activity, perUser).Row().Scan(&over); err != nil {
 		t.Fatal(err)
@@ -157,17 +151,12 @@ func waitOrders(t *testing.T, activity string, want, perUser int) {
 
 func waitDriftZero(t *testing.T, ta *testApp, activity string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		a := ta.admin(t, "GET", "/admin/v1/activities/"+activity+"/reconciliation", "")
-		if a.status == 200 && a.body["drift"] == float64(0) && a.body["journalPending"] == float64(0) {
-			return a.body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reconciliation never reached zero drift: %d %v", a.status, a.body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	var a answer
+	testwait.Eventually(t, 30*time.Second, func() bool {
+		a = ta.admin(t, "GET", "/admin/v1/activities/"+activity+"/reconciliation", "")
+		return a.status == 200 && a.body["drift"] == float64(0) && a.body["journalPending"] == float64(0)
+	}, "reconciliation at zero drift, nothing pending (last %v)", testwait.Lazy(func() string { return fmt.Sprint(a.status, a.body) }))
+	return a.body
 }
 
 // rushScale multiplies the users and stock of the rush acceptance tests: SECKILL_RUSH_SCALE=10
@@ -195,6 +184,7 @@ func rocketOptions(t *testing.T) Options {
 // Acceptance 1, 2 and 3: 10,000 distinct users rush stock 1,000 through the production path
 // (Redis, RocketMQ, MariaDB).
 func TestAcceptanceRush(t *testing.T) {
+	t.Parallel() // with the drills; see drills_test.go
 	opts := rocketOptions(t)
 	opts.MySQLPool = 4
 	ta := startApp(t, opts, testConfig)
@@ -246,6 +236,7 @@ func TestAcceptanceRush(t *testing.T) {
 
 // Acceptance 7: three instances sharing one Redis sell exactly the stock.
 func TestAcceptanceThreeInstances(t *testing.T) {
+	t.Parallel() // with the drills; see drills_test.go
 	opts := rocketOptions(t)
 	opts.Namespace = uniq(t, "three")
 	var apps []*testApp
@@ -267,6 +258,7 @@ func TestAcceptanceThreeInstances(t *testing.T) {
 
 // Acceptance 10: changing the shard count mid-rush still sells exactly the stock.
 func TestAcceptanceReshardMidRush(t *testing.T) {
+	t.Parallel() // with the drills; see drills_test.go
 	ta := startApp(t, realOptions(t), testConfig)
 	id := uniq(t, "reshard")
 	const stock = 2000
@@ -285,17 +277,12 @@ func TestAcceptanceReshardMidRush(t *testing.T) {
 		t.Fatalf("accepted %d reservations of stock %d", accepted, stock)
 	}
 	// Both reshards happened while the rush ran or right after it.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		v, ok := ta.inv.Activity(id)
-		if ok && v.Shards == 3 && v.Epoch >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("activity never resharded to 3: %+v", v)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var v inventory.ActivityView
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		var ok bool
+		v, ok = ta.inv.Activity(id)
+		return ok && v.Shards == 3 && v.Epoch >= 2
+	}, "activity resharded to 3 (last %v)", testwait.Lazy(func() string { return fmt.Sprintf("%+v", v) }))
 	// Every unit not sold is still in stock: sold + remaining == stock.
 	waitOrders(t, id, accepted, 1)
 	rep := waitDriftZero(t, ta, id)
@@ -307,6 +294,7 @@ func TestAcceptanceReshardMidRush(t *testing.T) {
 
 // The rush on the 3-master Redis Cluster.
 func TestAcceptanceRushOnCluster(t *testing.T) {
+	t.Parallel() // with the drills; see drills_test.go
 	testsvc.RedisCluster(t)
 	opts := realOptions(t)
 	opts.RedisAddr = testsvc.RedisClusterAddr
@@ -363,6 +351,10 @@ func scrapeSum(t *testing.T, ta *testApp, metric string) float64 {
 
 // Acceptance 4: after sell-out, requests cause zero MySQL statements (MariaDB's own
 // per-user counters) and, once the instance knows, zero Redis calls for stock.
+//
+// Sequential, not with the drills: run beside a drill it once sold 46 of its 50 units and
+// answered the other 154 users SOLD_OUT (stock 50 on 2 shards, 16 connections), a result it
+// asserts exactly; it takes 3 s.
 func TestAcceptanceNothingReachesStoresAfterSellOut(t *testing.T) {
 	opts := realOptions(t)
 	opts.MySQLDSN = observedDSN()
@@ -375,16 +367,10 @@ func TestAcceptanceNothingReachesStoresAfterSellOut(t *testing.T) {
 	if res.byCode["202"] != 50 {
 		t.Fatalf("accepted %d, want 50", res.byCode["202"])
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if v, ok := ta.inv.Activity(id); ok && v.SoldOut {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("instance did not learn the sell-out within 2 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 2*time.Second, func() bool {
+		v, ok := ta.inv.Activity(id)
+		return ok && v.SoldOut
+	}, "instance learned the sell-out")
 	stockScripts := func() float64 {
 		return scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_reserve"}`) +
 			scrapeSum(t, ta, `seckill_redis_script_calls_total{script="inventory_transfer"}`)

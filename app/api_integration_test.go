@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 func TestAPIErrorModel(t *testing.T) {
@@ -107,29 +109,16 @@ func TestReservationLifecycle(t *testing.T) {
 	if a := ta.reserve(t, id, "dave", ""); a.status != http.StatusGone || a.body["code"] != CodeSoldOut {
 		t.Fatalf("after sell-out: %d %v", a.status, a.body)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		a := ta.do(t, "GET", "/api/v1/activities/"+id, nil, "")
-		if a.body["status"] == "SOLD_OUT" && a.body["remaining"] == float64(0) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("activity read after sell-out: %v", a.body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var a answer
+	testwait.Eventually(t, 3*time.Second, func() bool {
+		a = ta.do(t, "GET", "/api/v1/activities/"+id, nil, "")
+		return a.body["status"] == "SOLD_OUT" && a.body["remaining"] == float64(0)
+	}, "activity read SOLD_OUT after sell-out (last %v)", testwait.Lazy(func() string { return fmt.Sprint(a.body) }))
 	// Reconciliation agrees once the writer drained.
-	deadline = time.Now().Add(20 * time.Second)
-	for {
-		a := ta.admin(t, "GET", "/admin/v1/activities/"+id+"/reconciliation", "")
-		if a.status == 200 && a.body["ordersInDb"] == float64(3) && a.body["drift"] == float64(0) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reconciliation: %d %v", a.status, a.body)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		a = ta.admin(t, "GET", "/admin/v1/activities/"+id+"/reconciliation", "")
+		return a.status == 200 && a.body["ordersInDb"] == float64(3) && a.body["drift"] == float64(0)
+	}, "reconciliation: 3 orders, drift 0 (last %v)", testwait.Lazy(func() string { return fmt.Sprint(a.status, a.body) }))
 }
 
 func TestOperatorControls(t *testing.T) {

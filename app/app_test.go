@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // testConfig is a configuration generous enough that only what a test sets limits anything.
@@ -124,18 +125,14 @@ func startAppUnready(t testing.TB, opts Options, yaml string) *testApp {
 
 func (ta *testApp) waitReady(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(t, 30*time.Second, func() bool {
 		resp, err := http.Get(ta.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("instance not ready within 30 s")
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, "instance %s ready", ta.base)
 }
 
 // setConfig rewrites the instance's config file and waits until the new version is applied.
@@ -146,15 +143,10 @@ func (ta *testApp) setConfig(t *testing.T, yaml string) {
 	if err := os.WriteFile(ta.cfgPath, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Eventually(t, 5*time.Second, func() bool {
 		st := ta.cfg.Status()
-		if st.Version != before || !st.LastErrorAt.Equal(errAt) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("config edit not picked up within 5 s")
+		return st.Version != before || !st.LastErrorAt.Equal(errAt)
+	}, "config edit picked up")
 }
 
 type answer struct {
@@ -237,13 +229,10 @@ func TestEmbeddedModeServesTheDemo(t *testing.T) {
 		}
 	}
 	var act answer
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if act = ta.do(t, "GET", "/api/v1/activities/demo", nil, ""); act.status == http.StatusOK {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		act = ta.do(t, "GET", "/api/v1/activities/demo", nil, "")
+		return act.status == http.StatusOK
+	}, "demo activity readable (last %v)", testwait.Lazy(func() string { return fmt.Sprint(act.status, act.body) }))
 	if act.status != http.StatusOK || act.body["status"] != "OPEN" {
 		t.Fatalf("demo activity: %d %v", act.status, act.body)
 	}
@@ -263,16 +252,11 @@ func TestEmbeddedModeServesTheDemo(t *testing.T) {
 
 func waitStatus(t *testing.T, ta *testApp, user, rid, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	var got answer
-	for time.Now().Before(deadline) {
+	testwait.Eventually(t, 20*time.Second, func() bool {
 		got = ta.do(t, "GET", "/api/v1/reservations/"+rid, map[string]string{"X-User-Id": user}, "")
-		if got.status == http.StatusOK && got.body["status"] == want {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("reservation %s: want %s, last %d %v", rid, want, got.status, got.body)
+		return got.status == http.StatusOK && got.body["status"] == want
+	}, "reservation %s %s (last %v)", rid, want, testwait.Lazy(func() string { return fmt.Sprint(got.status, got.body) }))
 }
 
 // parallel runs f for i in [0, n) on c goroutines.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/limiter"
@@ -134,20 +135,14 @@ func benchAppConfig(b *testing.B, real bool, extra string) (*App, string) {
 		a.Close()
 	})
 	base := "http://" + a.Addr()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Eventually(b, 30*time.Second, func() bool {
 		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b.Fatal("instance not ready within 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, "instance ready")
 	return a, base
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // console drives the Nacos web console in a headless Chromium, as an operator would.
@@ -348,14 +349,12 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 
 	// A bad edit: refused everywhere, the old configuration stays and sales go on.
 	c.edit("false", "maybe", func(time.Time) {})
-	deadline := time.Now().Add(10 * time.Second)
+	refusedBy := time.Now().Add(10 * time.Second)
 	for i, b := range admins {
-		st := getConfigStatus(t, b)
-		for st.LastError == nil && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			st = getConfigStatus(t, b)
-		}
-		if st.LastError == nil || st.Version != released[i] {
+		var st configStatus
+		testwait.Eventually(t, time.Until(refusedBy), func() bool { st = getConfigStatus(t, b); return st.LastError != nil },
+			"instance %d: the bad console edit refused (lastError set)", i)
+		if st.Version != released[i] {
 			t.Fatalf("instance %d: bad console edit not refused (version %s, was %s, lastError %v)", i, st.Version, released[i], st.LastError)
 		}
 		t.Logf("instance %d refused the bad edit: %s", i, *st.LastError)
@@ -403,17 +402,10 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 		waitMetric(t, admins[i], "seckill_rate_limiter_healthy_instances", 2, 15*time.Second, fmt.Sprintf("instance %d counts 2 healthy", i))
 	}
 	t.Logf("healthy count 2 on both survivors %v after the kill", time.Since(killed).Round(10*time.Millisecond))
-	deadline = time.Now().Add(15 * time.Second)
-	for {
+	testwait.Eventually(t, 15*time.Second, func() bool {
 		c.do("reload the service details", chromedp.Reload(), chromedp.WaitVisible(fmt.Sprintf(`//td[contains(., %q)]`, ids[0])))
-		if !strings.Contains(c.text(), ids[2]) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed instance %s is still listed in the console; see %s", ids[2], c.screenshot("service-after-kill"))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return !strings.Contains(c.text(), ids[2])
+	}, "the killed instance %s gone from the console; see %v", ids[2], testwait.Lazy(func() string { return c.screenshot("service-after-kill") }))
 	t.Logf("the console lists 2 instances after the kill; see %s", c.screenshot("service-seckill-after-kill"))
 	insts, err := admin.Instances(ns, "seckill", group)
 	if err != nil {
@@ -427,15 +419,7 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 // waitMetric waits until the instance's unlabelled metric equals want.
 func waitMetric(t *testing.T, base, name string, want float64, limit time.Duration, what string) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		got := metric(t, base, name)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s = %v after %v, want %v", what, name, got, limit, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var got float64
+	testwait.Eventually(t, limit, func() bool { got = metric(t, base, name); return got == want },
+		"%s: %s = %v, want %v", what, name, testwait.Lazy(func() string { return fmt.Sprint(got) }), want)
 }

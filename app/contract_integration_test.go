@@ -20,6 +20,7 @@ import (
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -150,20 +151,13 @@ func TestAPIRepostWithoutOpensAt(t *testing.T) {
 	if err := p.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		a = ta.admin(t, "POST", "/admin/v1/activities", body2)
-		if a.status == http.StatusOK || a.status == http.StatusCreated || time.Now().After(deadline) {
-			break
-		}
-		if a.status != http.StatusServiceUnavailable {
+		if a.status != http.StatusOK && a.status != http.StatusCreated && a.status != http.StatusServiceUnavailable {
 			t.Fatalf("retry after MySQL is back: %d %v", a.status, a.body)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if a.status != http.StatusOK && a.status != http.StatusCreated {
-		t.Fatalf("retry after MySQL is back: %d %v", a.status, a.body)
-	}
+		return a.status == http.StatusOK || a.status == http.StatusCreated
+	}, "create accepted after MySQL is back (last %v)", testwait.Lazy(func() string { return fmt.Sprint(a.status, a.body) }))
 }
 
 // Issue 9, defect 8: a replayed Idempotency-Key on a requireToken activity returns the
@@ -216,17 +210,13 @@ func TestAPIReplayAnswersCurrentStatus(t *testing.T) {
 	if r := ta.reserve(t, id, "rs-last", ""); r.status != http.StatusAccepted {
 		t.Fatalf("last unit: %d %v", r.status, r.body)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	testwait.Eventually(t, 3*time.Second, func() bool {
 		if v, ok := ta.inv.Activity(id); ok && v.SoldOut {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sell-out not learned within 3 s")
+			return true
 		}
 		ta.reserve(t, id, "rs-other", "")
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	}, "sell-out learned")
 	replay := ta.reserve(t, id, "rs-user", "rs-key")
 	if replay.status != http.StatusOK || replay.body["reservationId"] != rid || replay.body["status"] != "CONFIRMED" {
 		t.Fatalf("replay of a confirmed reservation after sell-out: %d %v, want 200 %s CONFIRMED", replay.status, replay.body, rid)

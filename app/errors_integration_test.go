@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // countingWriter is a ResponseWriter that keeps only the status, with a header map reused
@@ -56,16 +57,13 @@ func TestRejectionAllocationsWithinHello(t *testing.T) {
 		t.Fatalf("selling the unit: %d %v", a.status, a.body)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.Eventually(t, 5*time.Second, func() bool {
 		if v, ok := ta.inv.Activity(soldOut); ok && v.SoldOut {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sell-out not known locally within 5 s")
+			return true
 		}
 		ta.reserve(t, soldOut, "alloc-late", "")
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	}, "sell-out known locally")
 	for i := 0; ; i++ {
 		if a := ta.reserve(t, limited, "alloc-warm-"+strconv.Itoa(i), ""); a.status == http.StatusTooManyRequests {
 			break

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // TestIdleConnectionsDoNotLockOutClients fills the storefront's connection cap with silent
@@ -113,7 +115,7 @@ func TestOverCapAnswer503(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	testwait.Eventually(t, 5*time.Second, func() bool { return ta.conns.open() == 2 }, "both connections counted against the cap")
 	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := c.Get(ta.base + "/healthz")
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // TestMetricsAddUpToHTTPOutcomes: every rate-limit decision is counted where it is made, the
@@ -105,14 +107,16 @@ func TestMetricsDegradedWhileRedisDown(t *testing.T) {
 	if err := p.Disable(); err != nil {
 		t.Fatal(err)
 	}
-	took := waitUntil(t, 5*time.Second, "seckill_rate_limiter_degraded 1 with Redis down", func() bool {
+	took := testwait.Eventually(t, 5*time.Second, func() bool {
 		return metric(t, ta.adminBase, "seckill_rate_limiter_degraded") == 1
-	})
+	}, "seckill_rate_limiter_degraded 1 with Redis down")
+
 	t.Logf("degraded %v after Redis went away, without traffic", took.Round(10*time.Millisecond))
 	if err := p.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "seckill_rate_limiter_degraded back to 0", func() bool {
+	testwait.Eventually(t, 10*time.Second, func() bool {
 		return metric(t, ta.adminBase, "seckill_rate_limiter_degraded") == 0
-	})
+	}, "seckill_rate_limiter_degraded back to 0")
+
 }

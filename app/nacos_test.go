@@ -14,6 +14,7 @@ import (
 
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // nacosOptions points o at the shared Nacos test server (auth on) with the test
@@ -48,6 +49,7 @@ func TestNacosWrongPasswordIsAStartError(t *testing.T) {
 // three instances; an invalid edit is refused everywhere and the old configuration stays.
 // (config's TestPropagation measures p50/p99 over 50 edits with one SDK client per process.)
 func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
+	t.Parallel() // with the drills; see drills_test.go
 	nacos := testsvc.NacosAdmin(t)
 	dataID := uniq(t, "seckill") + ".yaml"
 	group := "SECKILL_TEST"
@@ -137,9 +139,7 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 	publishNacos(t, dataID, group, strings.Replace(testConfig, "user:     {rate: 1000, burst: 1000}", "user:     {rate: -5, burst: 1}", 1))
 	deadline := time.Now().Add(10 * time.Second)
 	for i, ta := range apps {
-		for ta.cfg.Status().LastError == "" && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.Eventually(t, time.Until(deadline), func() bool { return ta.cfg.Status().LastError != "" }, "instance %d: the invalid edit refused", i)
 		st := ta.cfg.Status()
 		if !strings.Contains(st.LastError, "limits.user.rate") || st.Version != versions[i] {
 			t.Fatalf("instance %d: invalid edit not refused (version %s, was %s, lastError %q)", i, st.Version, versions[i], st.LastError)
@@ -154,13 +154,9 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 	canary := testConfig + "activities:\n  " + id + ":\n    canaryRatio: 0.1\n"
 	publishNacos(t, dataID, group, canary)
 	deadline = time.Now().Add(10 * time.Second)
-	for _, ta := range apps {
-		for ta.cfg.Current().Cfg.CanaryRatio(id) != 0.1 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if r := ta.cfg.Current().Cfg.CanaryRatio(id); r != 0.1 {
-			t.Fatalf("canary ratio %v, want 0.1", r)
-		}
+	for i, ta := range apps {
+		testwait.Eventually(t, time.Until(deadline), func() bool { return ta.cfg.Current().Cfg.CanaryRatio(id) == 0.1 },
+			"instance %d: canary ratio 0.1 (last %v)", i, testwait.Lazy(func() string { return fmt.Sprint(ta.cfg.Current().Cfg.CanaryRatio(id)) }))
 	}
 	const users = 3000
 	var mu sync.Mutex

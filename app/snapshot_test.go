@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // GET /admin/v1/config says when the last refusal happened and whether a later edit
@@ -291,10 +292,7 @@ func TestNoAuthModeNotReady(t *testing.T) {
 	go func() { done <- a.Run(ctx) }()
 	defer func() { cancel(); <-done; a.Close() }()
 	ta := &testApp{App: a, base: "http://" + a.Addr()}
-	deadline := time.Now().Add(5 * time.Second)
-	for ta.cfg.Status().LastError == "" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, 5*time.Second, func() bool { return ta.cfg.Status().LastError != "" }, "the refusal of the configuration")
 	if st := ta.cfg.Status(); st.Ready || !strings.Contains(st.LastError, "auth.mode is not set") {
 		t.Fatalf("status %+v", st)
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 func startFileSource(t *testing.T, path string) *Reloader[snap] {
@@ -76,7 +78,7 @@ func TestFileSourceEdits(t *testing.T) {
 			want := versionOf(t, tt.doc)
 			start := time.Now()
 			tt.apply(tt.doc)
-			waitFor(t, time.Second, "edit applied", func() bool { return r.Status().Version == want })
+			testwait.Eventually(t, time.Second, func() bool { return r.Status().Version == want }, "edit applied")
 			t.Logf("applied in %v", time.Since(start))
 		})
 	}
@@ -84,7 +86,7 @@ func TestFileSourceEdits(t *testing.T) {
 	// A bad edit keeps the last good snapshot; a fix is picked up.
 	before := r.Current()
 	write("limits: {user: {rate: -1, burst: 1}}")
-	waitFor(t, time.Second, "bad edit refused", func() bool { return r.Status().LastError != "" })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().LastError != "" }, "bad edit refused")
 	if r.Current() != before {
 		t.Fatal("bad edit replaced the snapshot")
 	}
@@ -92,7 +94,7 @@ func TestFileSourceEdits(t *testing.T) {
 	os.Remove(path)
 	time.Sleep(3 * FileDebounce)
 	write("limits: {user: {rate: 6, burst: 6}}")
-	waitFor(t, time.Second, "recreated file applied", func() bool { return r.Current().userRate == 6 })
+	testwait.Eventually(t, time.Second, func() bool { return r.Current().userRate == 6 }, "recreated file applied")
 }
 
 func TestFileSourceMissingAtStart(t *testing.T) {
@@ -130,7 +132,7 @@ func TestFileSourceRefusesNonRegularAndHugeFiles(t *testing.T) {
 		return os.WriteFile(tmp, make([]byte, MaxDocumentBytes+1), 0o644)
 	})
 	replace(func(tmp string) error { return os.WriteFile(tmp, []byte("killSwitch: true"), 0o644) })
-	waitFor(t, 2*time.Second, "good edit after the bad files", func() bool { return r.Current().cfg.KillSwitch })
+	testwait.Eventually(t, 2*time.Second, func() bool { return r.Current().cfg.KillSwitch }, "good edit after the bad files")
 }
 
 // A first payload whose build overran the reload bound (a loaded machine, not a bad edit) is

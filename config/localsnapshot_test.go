@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/testwait"
 	"golang.org/x/time/rate"
 )
 
@@ -46,26 +47,28 @@ func TestNacosSnapshotSavedOnlyAfterApply(t *testing.T) {
 	ctx := context.Background()
 
 	w.fetch(ctx, get)
-	waitFor(t, time.Second, "first content applied", func() bool { return r.Status().Ready })
-	waitFor(t, time.Second, "snapshot written", func() bool {
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().Ready }, "first content applied")
+	testwait.Eventually(t, time.Second, func() bool {
 		b, _ := os.ReadFile(path)
 		return string(b) == content
-	})
+	}, "snapshot written")
 
 	content = "killSwitch: true\n"
 	w.fetch(ctx, get)
-	waitFor(t, time.Second, "refusal", func() bool { return strings.Contains(r.Status().LastError, "cannot build") })
-	time.Sleep(100 * time.Millisecond) // a write racing the refusal would land by now
-	if b, _ := os.ReadFile(path); string(b) != "limits: {user: {rate: 1, burst: 1}}\n" {
-		t.Fatalf("a refused content became the local snapshot: %q", b)
-	}
+	testwait.Eventually(t, time.Second, func() bool { return strings.Contains(r.Status().LastError, "cannot build") }, "refusal")
+	// A write racing the refusal would land within this bound.
+	testwait.Never(t, 100*time.Millisecond, func() bool {
+		b, _ := os.ReadFile(path)
+		return string(b) != "limits: {user: {rate: 1, burst: 1}}\n"
+	}, "a refused content became the local snapshot")
 
 	content = "limits: {user: {rate: 2, burst: 2}}\n"
 	w.fetch(ctx, get)
-	waitFor(t, time.Second, "later good content saved", func() bool {
+	testwait.Eventually(t, time.Second, func() bool {
 		b, _ := os.ReadFile(path)
 		return string(b) == content
-	})
+	}, "later good content saved")
+
 }
 
 // A fresh instance that finds no content in Nacos (data id missing or deleted) and has no
@@ -77,11 +80,11 @@ func TestNacosMissingContentFailsClosed(t *testing.T) {
 	for range 3 {
 		w.fetch(context.Background(), func() (string, error) { return "", nil })
 	}
-	waitFor(t, time.Second, "refusal recorded", func() bool { return r.Status().LastError != "" })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().LastError != "" }, "refusal recorded")
 	if st := r.Status(); st.Ready || r.Current() != nil {
 		t.Fatalf("ready without any configuration: %+v", st)
 	}
 	// A publish afterwards makes it ready.
 	w.fetch(context.Background(), func() (string, error) { return "killSwitch: true\n", nil })
-	waitFor(t, time.Second, "ready after a publish", func() bool { return r.Status().Ready })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().Ready }, "ready after a publish")
 }

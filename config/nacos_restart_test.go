@@ -3,10 +3,12 @@
 package config
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // Nacos stops and starts again: the service keeps its snapshot meanwhile and picks up an
@@ -16,7 +18,12 @@ import (
 // reconnect, which -race would pin on this test (startChild still fails the test on any race
 // that touches our code).
 func TestNacosRestart(t *testing.T) {
-	srv := testsvc.StartNacos(t, t.TempDir())
+	// The first boot runs in the background while the package's sequential tests run; the
+	// rest in parallel with TestNacosPropagationThreeInstances: this one is mostly two boots
+	// of a private server, that one mostly pauses between edits.
+	srv, ready := testsvc.LaunchNacos(t, t.TempDir())
+	t.Parallel()
+	ready()
 	addr := srv.Addr
 
 	id := uniqueDataID(t)
@@ -43,11 +50,15 @@ func TestNacosRestart(t *testing.T) {
 	}
 
 	srv.Stop()
-	select {
-	case ev := <-events:
-		t.Fatalf("snapshot replaced while nacos was down: %+v", ev)
-	case <-time.After(3 * time.Second):
-	}
+	var ev childEvent
+	testwait.Never(t, 3*time.Second, func() bool {
+		select {
+		case ev = <-events:
+			return true
+		default:
+			return false
+		}
+	}, "snapshot replaced while nacos was down: %+v", testwait.Lazy(func() string { return fmt.Sprintf("%+v", ev) }))
 
 	srv.Restart()
 	back := time.Now()

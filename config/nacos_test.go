@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // Child-process mode: TestMain runs one NacosSource+Reloader pair and prints
@@ -122,11 +123,14 @@ func TestNacosUnreachableStart(t *testing.T) {
 	t.Run("without snapshot", func(t *testing.T) {
 		r := startNacosPair(t, authed(&NacosSource{Addr: wrongAddr, DataID: uniqueDataID(t),
 			LocalSnapshotPath: filepath.Join(t.TempDir(), "none.yaml")}))
-		select {
-		case <-r.Ready():
-			t.Fatalf("ready without nacos and without a snapshot: %+v", r.Status())
-		case <-time.After(3 * time.Second):
-		}
+		testwait.Never(t, 3*time.Second, func() bool {
+			select {
+			case <-r.Ready():
+				return true
+			default:
+				return false
+			}
+		}, "ready without nacos and without a snapshot: %v", testwait.Lazy(func() string { return fmt.Sprintf("%+v", r.Status()) }))
 		if r.Current() != nil {
 			t.Fatal("a snapshot appeared")
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // snap is a test snapshot: values a request would read from one Load.
@@ -36,18 +37,6 @@ func startReloader[T any](t *testing.T, build func(*Config, Meta) (*T, error), m
 	go func() { defer close(done); r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return r
-}
-
-// waitFor polls cond every millisecond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func versionOf(t *testing.T, doc string) string {
@@ -98,9 +87,10 @@ func TestReloaderGoodBadGood(t *testing.T) {
 	}
 	for i, tt := range tests {
 		r.Offer(Payload{Data: []byte(tt.give), Source: SourceNacos, Seq: uint64(2 + i)})
-		waitFor(t, time.Second, "failure counted", func() bool {
+		testwait.Eventually(t, time.Second, func() bool {
 			return testutil.ToFloat64(m.failures) == float64(i+1)
-		})
+		}, "failure counted")
+
 		if r.Current() != first {
 			t.Fatalf("%q replaced the snapshot", tt.give)
 		}
@@ -115,14 +105,14 @@ func TestReloaderGoodBadGood(t *testing.T) {
 
 	// The same content again is a no-op but the latest payload was good.
 	r.Offer(Payload{Data: []byte(good), Source: SourceNacos, Seq: 100})
-	waitFor(t, time.Second, "gauge back to 1", func() bool { return testutil.ToFloat64(m.lastSuccessful) == 1 })
+	testwait.Eventually(t, time.Second, func() bool { return testutil.ToFloat64(m.lastSuccessful) == 1 }, "gauge back to 1")
 	if r.Current() != first {
 		t.Fatal("same version rebuilt the snapshot")
 	}
 
 	good2 := "limits: {user: {rate: 2, burst: 2}}"
 	r.Offer(Payload{Data: []byte(good2), Source: SourceNacos, Seq: 101})
-	waitFor(t, time.Second, "second good payload", func() bool { return r.Status().Version == versionOf(t, good2) })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().Version == versionOf(t, good2) }, "second good payload")
 	if s := r.Current(); s.userRate != 2 || s.userBurst != 2 {
 		t.Fatalf("current = %+v", s)
 	}
@@ -147,7 +137,7 @@ func TestReloaderBuildErrorRefuses(t *testing.T) {
 	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 1})
 	<-r.Ready()
 	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 2})
-	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
+	testwait.Eventually(t, time.Second, func() bool { return testutil.ToFloat64(m.failures) == 1 }, "failure")
 	if r.Current().cfg.KillSwitch || !strings.Contains(r.Status().LastError, "cannot build") {
 		t.Fatalf("status %+v", r.Status())
 	}
@@ -162,7 +152,7 @@ func TestReloaderRefusesEmptyPayload(t *testing.T) {
 	<-r.Ready()
 	for i, give := range []string{"", " \n\t\n", "# nothing but a comment\n"} {
 		r.Offer(Payload{Data: []byte(give), Source: SourceFile, Seq: uint64(2 + i)})
-		waitFor(t, time.Second, "refusal", func() bool { return testutil.ToFloat64(m.failures) == float64(i+1) })
+		testwait.Eventually(t, time.Second, func() bool { return testutil.ToFloat64(m.failures) == float64(i+1) }, "refusal")
 		if !r.Current().cfg.KillSwitch {
 			t.Fatalf("payload %q lifted the kill switch", give)
 		}
@@ -177,7 +167,7 @@ func TestReloaderRefusesEmptyPayload(t *testing.T) {
 func TestReloaderEmptyFirstPayloadNotReady(t *testing.T) {
 	r := startReloader(t, buildSnap, nil)
 	r.Offer(Payload{Data: nil, Source: SourceNacos, Seq: 1})
-	waitFor(t, time.Second, "refusal", func() bool { return r.Status().LastError != "" })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().LastError != "" }, "refusal")
 	if st := r.Status(); st.Ready || r.Current() != nil {
 		t.Fatalf("ready on an empty document: %+v", st)
 	}
@@ -194,19 +184,19 @@ func TestReloaderLastErrorSuperseded(t *testing.T) {
 	}
 	before := time.Now()
 	r.Offer(Payload{Data: []byte("limits: {user: {rate: -1}}"), Source: SourceFile, Seq: 2})
-	waitFor(t, time.Second, "refusal", func() bool { return r.Status().LastError != "" })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().LastError != "" }, "refusal")
 	st := r.Status()
 	if st.LastErrorAt.Before(before) || st.LastErrorSuperseded {
 		t.Fatalf("after the refusal: %+v", st)
 	}
 	// The refused edit reverted to the running content: the error is history.
 	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceFile, Seq: 3})
-	waitFor(t, time.Second, "revert", func() bool { return r.Status().LastErrorSuperseded })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().LastErrorSuperseded }, "revert")
 	// Refused again, then a new config applied after it.
 	r.Offer(Payload{Data: []byte("limits: {user: {rate: -2}}"), Source: SourceFile, Seq: 4})
-	waitFor(t, time.Second, "second refusal", func() bool { return !r.Status().LastErrorSuperseded })
+	testwait.Eventually(t, time.Second, func() bool { return !r.Status().LastErrorSuperseded }, "second refusal")
 	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceFile, Seq: 5})
-	waitFor(t, time.Second, "applied", func() bool { return r.Status().LastErrorSuperseded })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().LastErrorSuperseded }, "applied")
 	st = r.Status()
 	if !st.AppliedAt.After(st.LastErrorAt) || !strings.Contains(st.LastError, "rate: -2") {
 		t.Fatalf("after a later good edit: %+v", st)
@@ -219,8 +209,10 @@ func TestReloaderStuckBuildDoesNotBlockLaterEdits(t *testing.T) {
 	m := must(NewMetrics(nil))
 	release := make(chan struct{})
 	defer close(release)
+	stuck := make(chan struct{})
 	r := NewReloader(func(c *Config, meta Meta) (*snap, error) {
 		if c.Limits.User.Rate == 3 {
+			close(stuck)
 			<-release // stuck until the test ends
 		}
 		return buildSnap(c, meta)
@@ -234,10 +226,10 @@ func TestReloaderStuckBuildDoesNotBlockLaterEdits(t *testing.T) {
 	r.Offer(Payload{Data: []byte("killSwitch: false"), Source: SourceNacos, Seq: 1})
 	<-r.Ready()
 	r.Offer(Payload{Data: []byte("limits: {user: {rate: 3, burst: 3}}"), Source: SourceNacos, Seq: 2})
-	time.Sleep(20 * time.Millisecond) // the stuck build has started
+	<-stuck // the stuck build has started
 	start := time.Now()
 	r.Offer(Payload{Data: []byte("killSwitch: true"), Source: SourceNacos, Seq: 3})
-	waitFor(t, 2*time.Second, "kill switch applied behind a stuck build", func() bool { return r.Current().cfg.KillSwitch })
+	testwait.Eventually(t, 2*time.Second, func() bool { return r.Current().cfg.KillSwitch }, "kill switch applied behind a stuck build")
 	t.Logf("kill switch applied %v after the edit", time.Since(start))
 	if st := r.Status(); !strings.Contains(st.LastError, "took longer than 200ms") || testutil.ToFloat64(m.failures) != 1 {
 		t.Fatalf("status %+v", st)
@@ -259,15 +251,15 @@ func TestReloaderDropsOlderSeq(t *testing.T) {
 	newer := "limits: {user: {rate: 5, burst: 5}}"
 	older := "limits: {user: {rate: 4, burst: 4}}"
 	r.Offer(Payload{Data: []byte(newer), Source: SourceNacos, Seq: 10})
-	waitFor(t, time.Second, "newer applied", func() bool { return r.Status().Version == versionOf(t, newer) })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().Version == versionOf(t, newer) }, "newer applied")
 	r.Offer(Payload{Data: []byte(older), Source: SourceNacos, Seq: 9})
-	waitFor(t, time.Second, "stale counted", func() bool { return testutil.ToFloat64(m.stale) == 1 })
+	testwait.Eventually(t, time.Second, func() bool { return testutil.ToFloat64(m.stale) == 1 }, "stale counted")
 	if r.Current().userRate != 5 {
 		t.Fatal("older payload overwrote the newer one")
 	}
 	// Another source has its own sequence.
 	r.Offer(Payload{Data: []byte(older), Source: SourceFile, Seq: 1})
-	waitFor(t, time.Second, "file payload", func() bool { return r.Status().Source == SourceFile })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().Source == SourceFile }, "file payload")
 
 	// Pending coalescing: an older offer does not replace a newer pending one.
 	r2 := NewReloader(buildSnap, nil, nil)
@@ -277,10 +269,7 @@ func TestReloaderDropsOlderSeq(t *testing.T) {
 	defer cancel()
 	go r2.Run(ctx)
 	<-r2.Ready()
-	time.Sleep(20 * time.Millisecond)
-	if r2.Current().userRate != 5 {
-		t.Fatal("coalescing kept the older payload")
-	}
+	testwait.Never(t, 20*time.Millisecond, func() bool { return r2.Current().userRate != 5 }, "coalescing kept the older payload")
 }
 
 func TestReloaderCacheThenNacosSameContent(t *testing.T) {
@@ -290,7 +279,7 @@ func TestReloaderCacheThenNacosSameContent(t *testing.T) {
 	<-r.Ready()
 	first := r.Current()
 	r.Offer(Payload{Data: []byte(doc), Source: SourceNacos, Seq: 1})
-	waitFor(t, time.Second, "source nacos", func() bool { return r.Status().Source == SourceNacos })
+	testwait.Eventually(t, time.Second, func() bool { return r.Status().Source == SourceNacos }, "source nacos")
 	if r.Current() != first {
 		t.Fatal("same content rebuilt")
 	}
@@ -352,7 +341,7 @@ func TestMetricsNames(t *testing.T) {
 	m := must(NewMetrics(reg))
 	r := startReloader(t, buildSnap, m)
 	r.Offer(Payload{Data: []byte("{"), Source: SourceFile, Seq: 1})
-	waitFor(t, time.Second, "failure", func() bool { return testutil.ToFloat64(m.failures) == 1 })
+	testwait.Eventually(t, time.Second, func() bool { return testutil.ToFloat64(m.failures) == 1 }, "failure")
 	want := `
 # HELP seckill_config_last_reload_successful 1 if the latest configuration payload was applied, 0 if it was refused.
 # TYPE seckill_config_last_reload_successful gauge
@@ -384,9 +373,9 @@ func TestReloaderLogsIdentityMode(t *testing.T) {
 		go func() { defer close(done); r.Run(ctx) }()
 		r.Offer(Payload{Data: []byte(tt.give), Source: SourceFile, Seq: 1})
 		<-r.Ready()
-		waitFor(t, time.Second, tt.want, func() bool { return strings.Contains(buf.String(), tt.want) })
+		testwait.Eventually(t, time.Second, func() bool { return strings.Contains(buf.String(), tt.want) }, "log line %q", tt.want)
 		r.Offer(Payload{Data: []byte(tt.other), Source: SourceFile, Seq: 2})
-		waitFor(t, time.Second, "identity change refused", func() bool { return r.Status().LastError != "" })
+		testwait.Eventually(t, time.Second, func() bool { return r.Status().LastError != "" }, "identity change refused")
 		if st := r.Status(); !strings.Contains(st.LastError, "restart") || st.Config.Auth.Mode == "" ||
 			strings.Contains(tt.other, st.Config.Auth.Mode) || strings.Count(buf.String(), "msg=\"config: identity from") != 1 {
 			t.Errorf("%s then %s: status %+v, log:\n%s", tt.give, tt.other, st, buf.String())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // TestThreeInstancesSellExactlyTheStock: three stores (instances) with their refreshers
@@ -58,13 +59,14 @@ func TestThreeInstancesSellExactlyTheStock(t *testing.T) {
 				}
 			}
 		}
-		waitFor(t, "every instance sold out", func() bool {
+		testwait.Eventually(t, time.Second, func() bool {
 			for _, s := range stores {
 				if v, _ := s.Activity(a.ID); !v.SoldOut || v.Remaining != 0 {
 					return false
 				}
 			}
 			return true
-		})
+		}, "every instance sold out")
+
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/keyspace"
 )
 
@@ -210,8 +211,8 @@ func TestRunLearnsAcrossInstances(t *testing.T) {
 		go func() { runErr <- b.Run(ctx) }()
 		time.Sleep(100 * time.Millisecond) // let the subscriber attach
 		act := mustCreate(t, a, openActivity(t, 3, 1, 2))
-		waitFor(t, "created visible", func() bool { _, ok := b.Activity(act.ID); return ok })
-		waitFor(t, "remaining 3", func() bool { v, _ := b.Activity(act.ID); return v.Remaining == 3 && !v.SoldOut })
+		testwait.Eventually(t, time.Second, func() bool { _, ok := b.Activity(act.ID); return ok }, "created visible")
+		testwait.Eventually(t, time.Second, func() bool { v, _ := b.Activity(act.ID); return v.Remaining == 3 && !v.SoldOut }, "remaining 3")
 		for i := 0; i < 6; i++ {
 			if _, err := a.Reserve(ctx, ReserveRequest{ActivityID: act.ID, UserID: fmt.Sprint("x", i), Quantity: 1}); err != nil {
 				t.Fatal(err)
@@ -220,17 +221,17 @@ func TestRunLearnsAcrossInstances(t *testing.T) {
 		if v, _ := a.Activity(act.ID); !v.SoldOut {
 			t.Fatal("seller did not learn its sell-out")
 		}
-		waitFor(t, "sold out seen", func() bool { v, _ := b.Activity(act.ID); return v.SoldOut && v.Remaining == 0 })
+		testwait.Eventually(t, time.Second, func() bool { v, _ := b.Activity(act.ID); return v.SoldOut && v.Remaining == 0 }, "sold out seen")
 		// Compensation gives a unit back: the refresher clears the mark.
 		if err := rdb.IncrBy(ctx, Shard(act.ID, 0, 1).Stock(), 1).Err(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "stock back", func() bool { v, _ := b.Activity(act.ID); return !v.SoldOut && v.Remaining == 1 })
+		testwait.Eventually(t, time.Second, func() bool { v, _ := b.Activity(act.ID); return !v.SoldOut && v.Remaining == 1 }, "stock back")
 		// A reshard on a is seen by b.
 		if err := a.Reshard(ctx, act.ID, 5); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "layout", func() bool { v, _ := b.Activity(act.ID); return v.Shards == 5 && v.Epoch == 1 && v.Remaining == 1 })
+		testwait.Eventually(t, time.Second, func() bool { v, _ := b.Activity(act.ID); return v.Shards == 5 && v.Epoch == 1 && v.Remaining == 1 }, "layout")
 		if r, err := b.Reserve(ctx, ReserveRequest{ActivityID: act.ID, UserID: "late", Quantity: 1}); err != nil || r.Code != Reserved {
 			t.Fatalf("after reshard = %+v, %v", r, err)
 		}
@@ -244,15 +245,4 @@ func TestRunLearnsAcrossInstances(t *testing.T) {
 			t.Fatal("Run did not return")
 		}
 	})
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 1s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/tokenbucket"
 )
 
@@ -45,17 +46,6 @@ func runLimiter(t *testing.T, l *Limiter) {
 			t.Errorf("Run: %v", err)
 		}
 	})
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s within %v", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 var drillFallback = Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
@@ -100,13 +90,11 @@ func TestDegradeOnLatencyAndRecover(t *testing.T) {
 	if n := testutil.ToFloat64(l.callsBucket) - before; n != 0 {
 		t.Fatalf("degraded limiter made %.0f Redis calls on the request path", n)
 	}
-	time.Sleep(300 * time.Millisecond) // several probes against a still slow Redis
-	if !l.Degraded() {
-		t.Fatal("recovered while Redis is still slow")
-	}
+	// Several probes against a still slow Redis.
+	testwait.Never(t, 300*time.Millisecond, func() bool { return !l.Degraded() }, "recovered while Redis is still slow")
 
 	proxy.SetLatency(0)
-	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+	testwait.Eventually(t, 3*time.Second, func() bool { return !l.Degraded() }, "recovered")
 	before = testutil.ToFloat64(l.callsBucket)
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("after recovery: %+v", d)
@@ -136,14 +124,12 @@ func TestDegradeOnSlowAppCalls(t *testing.T) {
 	runLimiter(t, fast)
 	_, _ = fast.Allow(context.Background(), Request{Fallback: drillFallback})
 	report(fast)
-	waitFor(t, 3*time.Second, "suspicion refuted", func() bool {
+	testwait.Eventually(t, 3*time.Second, func() bool {
 		return testutil.ToFloat64(fast.checkC[checkRefuted]) >= 1 && !fast.health.suspect.Load()
-	})
+	}, "suspicion refuted")
+
 	report(fast) // the score may have been reset mid-report; reach the threshold again
-	time.Sleep(200 * time.Millisecond)
-	if fast.Degraded() {
-		t.Fatal("degraded on reported slow calls while Redis answers fast")
-	}
+	testwait.Never(t, 200*time.Millisecond, fast.Degraded, "degraded on reported slow calls while Redis answers fast")
 
 	proxy, rdb := proxied(t)
 	slow := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
@@ -151,7 +137,7 @@ func TestDegradeOnSlowAppCalls(t *testing.T) {
 	_, _ = slow.Allow(context.Background(), Request{Fallback: drillFallback})
 	proxy.SetLatency(30 * time.Millisecond)
 	report(slow)
-	waitFor(t, 2*time.Second, "confirmed", func() bool { return testutil.ToFloat64(slow.checkC[checkConfirmed]) >= 1 })
+	testwait.Eventually(t, 2*time.Second, func() bool { return testutil.ToFloat64(slow.checkC[checkConfirmed]) >= 1 }, "confirmed")
 	report(slow) // the score reaches the threshold within confirmFresh of the confirmation
 	if !slow.Degraded() {
 		t.Fatal("not degraded after slow reservation calls against a slow Redis")
@@ -191,14 +177,11 @@ func TestRedisDownFallsBackAndRecovers(t *testing.T) {
 	if allowed != 3 || last.Dimension != DimGlobal || last.Reason != ReasonFallback || last.RetryAfter < time.Second {
 		t.Fatalf("fallback allowed %d (want 3), last rejection %+v", allowed, last)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if !l.Degraded() {
-		t.Fatal("recovered while Redis is down")
-	}
+	testwait.Never(t, 200*time.Millisecond, func() bool { return !l.Degraded() }, "recovered while Redis is down")
 	if err := proxy.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+	testwait.Eventually(t, 3*time.Second, func() bool { return !l.Degraded() }, "recovered")
 }
 
 // TestFallbackBudgetDividedByHealthy: the fallback global budget is divided by the healthy
@@ -244,13 +227,13 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 		b := newTestLimiterPrefix(t, rdb, clk, Options{InstanceID: "b"}, prefix)
 		runLimiter(t, a)
 		runLimiter(t, b)
-		waitFor(t, 3*time.Second, "2 healthy", func() bool { return a.healthyCount() == 2 && b.healthyCount() == 2 })
+		testwait.Eventually(t, 3*time.Second, func() bool { return a.healthyCount() == 2 && b.healthyCount() == 2 }, "2 healthy")
 		a.degrade("test", nil)
 		if got := admitted(a, tokenbucket.Limit{}); got != 20 {
 			t.Fatalf("admitted %d, want 20 (40 / 2)", got)
 		}
 		_ = b.Close() // leaves the set: a sees 1 at its next heartbeat
-		waitFor(t, 3*time.Second, "1 healthy", func() bool { return a.healthyCount() == 1 })
+		testwait.Eventually(t, 3*time.Second, func() bool { return a.healthyCount() == 1 }, "1 healthy")
 	})
 
 	t.Run("registry never reachable means 1", func(t *testing.T) {
@@ -361,7 +344,7 @@ func TestDegradeUnderConcurrentLoad(t *testing.T) {
 		})
 	}
 	start := time.Now()
-	waitFor(t, 3*time.Second, "degraded", l.Degraded)
+	testwait.Eventually(t, 3*time.Second, l.Degraded, "degraded")
 	took := time.Since(start)
 	atDegrade := testutil.ToFloat64(l.callsBucket) - before
 	wg.Wait()
@@ -375,7 +358,7 @@ func TestDegradeUnderConcurrentLoad(t *testing.T) {
 		t.Fatalf("%.0f Redis calls on the request path, want <= %.0f (in flight at the degrade)", total, bound)
 	}
 	proxy.SetLatency(0)
-	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+	testwait.Eventually(t, 3*time.Second, func() bool { return !l.Degraded() }, "recovered")
 }
 
 // TestDegradeOnCluster injects latency with a client hook (a proxy cannot sit in front of a
@@ -400,7 +383,7 @@ func TestDegradeOnCluster(t *testing.T) {
 		_, _ = l.Allow(context.Background(), r)
 	}
 	slow.delay.Store(0)
-	waitFor(t, 3*time.Second, "recovered", func() bool { return !l.Degraded() })
+	testwait.Eventually(t, 3*time.Second, func() bool { return !l.Degraded() }, "recovered")
 }
 
 // TestDegradedWhileRedisDownWithoutTraffic: an operator who kills Redis sees
@@ -420,13 +403,15 @@ func TestDegradedWhileRedisDownWithoutTraffic(t *testing.T) {
 	if err := proxy.Disable(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "degraded with Redis down and no traffic", func() bool {
+	testwait.Eventually(t, 5*time.Second, func() bool {
 		return l.Degraded() && testutil.ToFloat64(m.degraded) == 1
-	})
+	}, "degraded with Redis down and no traffic")
+
 	if err := proxy.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "recovered once Redis is back", func() bool {
+	testwait.Eventually(t, 5*time.Second, func() bool {
 		return !l.Degraded() && testutil.ToFloat64(m.degraded) == 0
-	})
+	}, "recovered once Redis is back")
+
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/tokenbucket"
 )
 
@@ -141,7 +142,7 @@ func TestNoDegradeUnderCPUSaturation(t *testing.T) {
 	slowDown()
 	stopLoad = load(pl, prdb)
 	defer stopLoad()
-	waitFor(t, 3*time.Second, "degraded", pl.Degraded)
+	testwait.Eventually(t, 3*time.Second, pl.Degraded, "degraded")
 	took := time.Since(start)
 	t.Logf("100 ms of latency under saturation: degraded after %v", took.Round(time.Millisecond))
 }

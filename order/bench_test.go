@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // countStatements counts the statements a GORM handle sends.
@@ -62,9 +63,7 @@ func TestThroughputReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		startRelay(t, context.Background(), must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
-		waitFor(t, 120*time.Second, "all orders", func() (bool, string) {
-			return a.statuses()["CONFIRMED"] == n, ""
-		})
+		testwait.Eventually(t, 120*time.Second, func() bool { return a.statuses()["CONFIRMED"] == n }, "all orders")
 		el := time.Since(start)
 		q1 := questions(t, db)
 		t.Logf("%-28s %5d orders in %6.2fs = %7.0f orders/s; writer statements/order %.3f; server Questions/order %.3f (includes the test's polling)",

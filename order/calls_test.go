@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // commandCounter is a go-redis hook counting the commands a client sends, pipelined ones
@@ -92,7 +93,7 @@ func TestRelayRedisCallsPerEntry(t *testing.T) {
 	}
 	stop := startRelay(t, context.Background(), must(NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
 		JournalsKey: a.journals, Poll: time.Second}, testMetrics(), testLogger(t))))
-	waitFor(t, 30*time.Second, "2048 relayed", func() (bool, string) { return got.Load() >= 2048 && a.pendingEntries() == 0, "" })
+	testwait.Eventually(t, 30*time.Second, func() bool { return got.Load() >= 2048 && a.pendingEntries() == 0 }, "2048 relayed")
 	stop()
 	t.Logf("%d Redis commands for 2048 entries", calls.n.Load())
 	if per := float64(calls.n.Load()) / 2048; per > 0.1 {

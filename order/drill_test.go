@@ -5,6 +5,7 @@ package order
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // TestWriterKilledMidStream closes the writer's consumer abruptly mid-stream and starts a
@@ -51,10 +53,7 @@ func TestWriterKilledMidStream(t *testing.T) {
 		return q
 	}
 	first := consume()
-	waitFor(t, 60*time.Second, "first orders", func() (bool, string) {
-		c := countOrders(t, db, a.id)
-		return c.rows >= 500, ""
-	})
+	testwait.Eventually(t, 60*time.Second, func() bool { return countOrders(t, db, a.id).rows >= 500 }, "first orders")
 	first.Close() // abrupt: in-flight batches are dropped and come again
 	mid := countOrders(t, db, a.id).rows
 	second := consume()
@@ -181,7 +180,8 @@ func TestQueueUnavailable(t *testing.T) {
 	sw := &switchPublisher{down: dead, up: live}
 	startRelay(t, context.Background(), must(NewRelay(rdb, sw, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals,
 		MaxBackoff: 300 * time.Millisecond, ClaimIdle: 2 * time.Second}, m, log)))
-	time.Sleep(3 * time.Second)
+	// Several delivery rounds fail (the relay backs off up to 300 ms between them).
+	testwait.Eventually(t, 10*time.Second, func() bool { return sw.failures.Load() >= 5 }, "five failed publishes to the dead queue")
 	rep, err := must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)).Report(context.Background(), a.id)
 	if err != nil {
 		t.Fatal(err)
@@ -221,15 +221,14 @@ func TestMySQLUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
-	waitFor(t, 30*time.Second, "first orders", func() (bool, string) { return countOrders(t, db, a.id).rows >= 300, "" })
+	testwait.Eventually(t, 30*time.Second, func() bool { return countOrders(t, db, a.id).rows >= 300 }, "first orders")
 	if err := proxy.Disable(); err != nil {
 		t.Fatal(err)
 	}
 	down := countOrders(t, db, a.id).rows
-	time.Sleep(4 * time.Second)
-	if n := countOrders(t, db, a.id).rows; n > down+50 {
-		t.Fatalf("orders grew from %d to %d with MySQL down", down, n)
-	}
+	var n int64
+	testwait.Never(t, 4*time.Second, func() bool { n = countOrders(t, db, a.id).rows; return n > down+50 },
+		"orders grew from %d to %v with MySQL down", down, testwait.Lazy(func() string { return fmt.Sprint(n) }))
 	if err := proxy.Enable(); err != nil {
 		t.Fatal(err)
 	}

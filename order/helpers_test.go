@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
 )
@@ -201,33 +202,20 @@ func countOrders(t testing.TB, db *gorm.DB, activity string) orderCounts {
 	return orderCounts{c.Rows, c.Distinct, c.Units}
 }
 
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		ok, s := cond()
-		if ok {
-			return
-		}
-		last = s
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
-}
-
 // waitOrders waits until the activity has want order rows and every record is settled.
 func waitOrders(t testing.TB, db *gorm.DB, a *testActivity, want int64, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, fmt.Sprintf("%d orders", want), func() (bool, string) {
+	var last string
+	testwait.Eventually(t, timeout, func() bool {
 		c := countOrders(t, db, a.id)
 		if c.rows < want {
-			return false, fmt.Sprintf("%d orders", c.rows)
+			last = fmt.Sprintf("%d orders", c.rows)
+			return false
 		}
 		st := a.statuses()
-		return st["PENDING"] == 0, fmt.Sprintf("%d orders, statuses %v", c.rows, st)
-	})
+		last = fmt.Sprintf("%d orders, statuses %v", c.rows, st)
+		return st["PENDING"] == 0
+	}, "%d orders, none PENDING (last: %v)", want, testwait.Lazy(func() string { return last }))
 }
 
 // writerDB opens the writer's own pool on dsn.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/testwait"
 )
 
 // hangBound is how long a step may take before the test calls it a hang.
@@ -274,18 +276,11 @@ func TestCloseEndsEverythingWithoutLeaks(t *testing.T) {
 		e.close()
 	}()
 
-	deadline := time.Now().Add(hangBound)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= before {
-			return
-		}
-		if time.Now().After(deadline) {
+	testwait.Eventually(t, hangBound, func() bool { return runtime.NumGoroutine() <= before },
+		"goroutines back to %d after Close:\n%v", before, testwait.Lazy(func() string {
 			buf := make([]byte, 1<<16)
-			t.Fatalf("goroutines: %d before, %d after Close\n%s", before, n, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+			return string(buf[:runtime.Stack(buf, true)])
+		}))
 }
 
 func TestUpstreamDownClosesClient(t *testing.T) {

@@ -249,7 +249,10 @@ func repoRoot() string {
 }
 
 // freeNacosPorts returns a main port p such that p-1000 (raft), p, p+1000, p+1001 (gRPC) and
-// a console port are free on loopback.
+// a console port p+2000 are free on loopback. All five lie below Linux's ephemeral range
+// (32768 up): a port taken from that range is free when checked but can be the local end of
+// any outgoing connection a moment later, and Restart binds the same ports again (a private
+// server once failed its restart with "Failed to bind to address 127.0.0.1:<p+1001>").
 func freeNacosPorts(t testing.TB) (int, int) {
 	t.Helper()
 	free := func(p int) bool {
@@ -260,16 +263,9 @@ func freeNacosPorts(t testing.TB) (int, int) {
 		l.Close()
 		return true
 	}
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p < 2000 || p+2001 > 65535 {
-			continue
-		}
+	seed := int(time.Now().UnixNano() % 4000)
+	for i := range 400 {
+		p := 13000 + (seed+i*13)%4000 // p-1000 >= 12000, p+2000 < 19000
 		if free(p) && free(p-1000) && free(p+1000) && free(p+1001) && free(p+2000) {
 			return p, p + 2000
 		}
@@ -284,26 +280,53 @@ func freeNacosPorts(t testing.TB) (int, int) {
 // on the same dir with Restart after Stop. It takes 10-40 s on two busy cores.
 func StartNacos(t testing.TB, dir string) *NacosServer {
 	t.Helper()
+	s, ready := LaunchNacos(t, dir)
+	ready()
+	return s
+}
+
+// LaunchNacos is StartNacos without the wait: the server boots in the background and ready
+// waits for it (failing the test if the boot failed). A test may call t.Parallel between the
+// two, so that the boot overlaps the package's sequential tests.
+func LaunchNacos(t testing.TB, dir string) (s *NacosServer, ready func()) {
+	t.Helper()
 	needIntegration(t, "a private nacos")
 	if testing.Short() {
 		t.Skip("-short: no private nacos")
 	}
 	port, console := freeNacosPorts(t)
-	s := &NacosServer{t: t, Dir: dir, port: port, console: console,
+	s = &NacosServer{t: t, Dir: dir, port: port, console: console,
 		Addr: "127.0.0.1:" + strconv.Itoa(port), ConsoleAddr: "127.0.0.1:" + strconv.Itoa(console)}
 	s.Admin = &NacosAPI{Addr: s.Addr, Username: NacosUsername, Password: NacosPassword}
-	s.Restart()
-	t.Cleanup(s.Stop)
-	return s
+	booted := make(chan error, 1)
+	go func() { booted <- s.boot() }()
+	var once sync.Once
+	var err error
+	wait := func() { once.Do(func() { err = <-booted }) }
+	// The cleanup waits for the boot first, so Stop sees the process it started.
+	t.Cleanup(func() { wait(); s.Stop() })
+	return s, func() {
+		t.Helper()
+		if wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // Restart starts the server (again) on its ports and dir and waits until it is usable.
 func (s *NacosServer) Restart() {
-	t := s.t
-	t.Helper()
+	s.t.Helper()
+	if err := s.boot(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// boot starts the server on its ports and dir and waits until it accepts logins. It does
+// not touch s.t but to log (LaunchNacos runs it in a goroutine of its own).
+func (s *NacosServer) boot() error {
 	out, err := os.OpenFile(filepath.Join(s.Dir, "nacos.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer out.Close()
 	cmd := exec.Command("bash", filepath.Join(repoRoot(), "scripts", "services.sh"), "nacos-server",
@@ -312,23 +335,20 @@ func (s *NacosServer) Restart() {
 	cmd.Env = append(os.Environ(), "SECKILL_NACOS_ADMIN_PASSWORD="+NacosPassword)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
 	go func() { cmd.Wait(); close(s.done) }()
 	start := time.Now()
 	deadline := start.Add(3 * time.Minute)
-	for {
+	for !s.ready() {
 		select {
 		case <-s.done:
-			t.Fatalf("private nacos exited during start-up:\n%s", tail(filepath.Join(s.Dir, "nacos.out"), 40))
+			return fmt.Errorf("private nacos exited during start-up:\n%s", tail(filepath.Join(s.Dir, "nacos.out"), 40))
 		default:
 		}
-		if s.ready() {
-			break
-		}
 		if time.Now().After(deadline) {
-			t.Fatalf("private nacos not ready in 3 min:\n%s", tail(filepath.Join(s.Dir, "nacos.out"), 40))
+			return fmt.Errorf("private nacos not ready in 3 min:\n%s", tail(filepath.Join(s.Dir, "nacos.out"), 40))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -346,11 +366,12 @@ func (s *NacosServer) Restart() {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("private nacos: no login in 3 min: %v", err)
+			return fmt.Errorf("private nacos: no login in 3 min: %w", err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Logf("private nacos on %s (console %s) usable %v after the JVM start", s.Addr, s.ConsoleAddr, time.Since(start).Round(100*time.Millisecond))
+	s.t.Logf("private nacos on %s (console %s) usable %v after the JVM start", s.Addr, s.ConsoleAddr, time.Since(start).Round(100*time.Millisecond))
+	return nil
 }
 
 func (s *NacosServer) ready() bool {
