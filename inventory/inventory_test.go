@@ -813,3 +813,47 @@ func TestUserStateBeforeIssue12(t *testing.T) {
 		}
 	})
 }
+
+// TestUnitsInTransitAreNotSoldOut: while the last units are moving between shards (debited
+// from one, not yet credited to another) every shard's stock reads 0, yet the activity is
+// not sold out. Neither the refresh nor a reservation that finds every shard empty may
+// mark it sold out (that answered SOLD_OUT to every later request of a rush while a unit was
+// still for sale); once the transfer lands the unit is sold.
+func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
+		ctx := ctxT(t)
+		user := "waiter"
+		home := HomeShard(s.UserHash(user), 2)
+		k := Shard(a.ID, 0, home)
+		src := Shard(a.ID, 0, 1-home)
+		// The one unit on the other shard, whichever shard Create gave it to.
+		rdb.Set(ctx, k.Stock(), 0, 0)
+		rdb.Set(ctx, src.Stock(), 1, 0)
+		// Another instance's transfer, cut short between debit and credit.
+		units, _, closed, err := s.mover.debit(ctx, src, k, "slow-1", 1)
+		if err != nil || closed || units != 1 {
+			t.Fatalf("debit = %d, %v, %v", units, closed, err)
+		}
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := s.Activity(a.ID); !ok || v.SoldOut {
+			t.Fatalf("after a refresh with one unit in transit: %+v, want not sold out", v)
+		}
+		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Activity(a.ID); v.SoldOut {
+			t.Fatalf("a reservation (%+v) that found every shard empty marked the activity sold out with one unit in transit", r)
+		}
+		if _, err := s.Recover(ctx, a.ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1}); err != nil || r.Code != Reserved {
+			t.Fatalf("after the transfer landed = %+v, %v", r, err)
+		}
+	})
+}

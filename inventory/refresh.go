@@ -170,14 +170,16 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		e    *entry
 		l    *layout
 		cmds []*redis.StringCmd
+		xout []*redis.IntCmd
 	}
 	jobs := make([]job, 0, len(entries))
 	pipe := s.rdb.Pipeline()
 	for _, e := range entries {
 		l := e.layout.Load()
-		j := job{e: e, l: l, cmds: make([]*redis.StringCmd, l.shards)}
+		j := job{e: e, l: l, cmds: make([]*redis.StringCmd, l.shards), xout: make([]*redis.IntCmd, l.shards)}
 		for k := range l.keys {
 			j.cmds[k] = pipe.Get(ctx, l.keys[k].Stock())
+			j.xout[k] = pipe.HLen(ctx, l.keys[k].XOut())
 		}
 		jobs = append(jobs, j)
 	}
@@ -189,8 +191,11 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		return err
 	}
 	for _, j := range jobs {
-		var sum int64
+		var sum, moving int64
 		missing := false
+		for _, c := range j.xout {
+			moving += c.Val()
+		}
 		for k, c := range j.cmds {
 			n, err := c.Int64()
 			if err != nil {
@@ -208,7 +213,9 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		j.e.remaining.Store(sum)
 		j.e.gauge.Set(float64(sum))
 		switch {
-		case sum == 0:
+		case sum == 0 && moving == 0:
+			// Units in transit between shards (a transfer debited, not yet credited)
+			// are still for sale: only an activity with none is sold out.
 			s.markSoldOut(ctx, j.e, "refresh")
 		case j.e.soldOut.Load() && j.e.soldOutAt.Load() < started:
 			if j.e.soldOut.CompareAndSwap(true, false) {

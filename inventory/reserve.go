@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/tokenbucket"
 )
@@ -95,6 +96,7 @@ const (
 	refilled         // units were moved to the home shard: run the reservation again
 	recheck          // nothing could be moved, but others may have refilled the home shard: run once more
 	pause            // units are being moved by this instance: wait a moment and run again
+	landing          // every shard is empty but units are in transit (any instance): wait once, run again
 )
 
 // busyWait bounds how long Reserve waits for a reshard before ErrBusy.
@@ -165,6 +167,23 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			continue
 		case recheck:
 			refills = maxRefills
+			continue
+		case landing:
+			// Once, wait pauseWait for a transfer of another instance to land (it takes
+			// two script calls), then look again; after that the answer is SOLD_OUT for
+			// this request, without marking the activity (the refresh does once nothing
+			// is in transit).
+			if paused {
+				return ReserveResult{Code: SoldOut}, nil
+			}
+			paused = true
+			t := time.NewTimer(pauseWait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ReserveResult{}, ctx.Err()
+			case <-t.C:
+			}
 			continue
 		case pause:
 			// Once, wait (without Redis calls, up to pauseWait) for the units this instance
@@ -294,6 +313,16 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			return ReserveResult{}, pause, nil
 		}
 		if here <= 0 && l.allEmpty() {
+			// Every shard reads empty. Units another instance is moving between shards
+			// (debited, not yet credited) are still for sale: then wait for them once
+			// instead of marking the activity sold out.
+			moving, err := s.inTransit(ctx, l)
+			if err != nil {
+				return ReserveResult{}, done, err
+			}
+			if moving {
+				return ReserveResult{}, landing, nil
+			}
 			s.markSoldOut(ctx, e, "reserve")
 		}
 		return ReserveResult{Code: SoldOut}, done, nil
@@ -375,6 +404,26 @@ func (l *layout) allEmpty() bool {
 		}
 	}
 	return true
+}
+
+// inTransit reports whether any shard of l has a transfer out that is not finished: units
+// debited from it and not yet credited to their target. One pipelined HLEN per shard, run
+// only when a request finds every shard empty.
+func (s *Store) inTransit(ctx context.Context, l *layout) (bool, error) {
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(l.keys))
+	for i := range l.keys {
+		cmds[i] = pipe.HLen(ctx, l.keys[i].XOut())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, err
+	}
+	for _, c := range cmds {
+		if c.Val() > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // markSoldOut marks the activity sold out locally; a reserve that found every shard empty
