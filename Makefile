@@ -10,8 +10,9 @@
 
 GO        ?= go
 # -p 1: one package at a time; the packages share the real servers and 2 cores, and the
-# fault drills and Nacos push timing are steadier without a second suite competing. Within a
-# package, tests that mostly wait (the app's fault drills, the simulation's seeds, order's
+# fault drills and Nacos push timing are steadier without a second suite competing
+# (scripts/test.sh runs config beside the Redis and MySQL packages, then app, then limiter,
+# each alone). Within a package, tests that mostly wait (the app's fault drills, the simulation's seeds, order's
 # pipeline tests) run in parallel with t.Parallel, -parallel (GOMAXPROCS) at a time.
 TEST_FLAGS ?= -race -count=1 -p 1 -timeout 75m
 # A -race binary sleeps 1 s at exit (atexit_sleep_ms, for reports of goroutines still running)
@@ -29,7 +30,7 @@ PKGS      ?= ./...
 # Tests that need a real server carry the build tag integration: plain `go test ./...` runs only
 # the pure tests (miniredis, SQLite, fakes); -tags integration runs every test.
 test: services-up
-	SECKILL_LIMITER_SATURATION=$${SECKILL_LIMITER_SATURATION:-15s} $(GO) test -tags integration $(TEST_FLAGS) $(PKGS)
+	GO=$(GO) TEST_FLAGS='$(TEST_FLAGS)' scripts/test.sh
 	cd deploy/validate && $(GO) test -count=1 ./...
 
 run:
