@@ -492,13 +492,13 @@ func TestUserRateAndWindow(t *testing.T) {
 				t.Fatalf("window = %+v", r)
 			}
 		}
-		// "lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur" (inventory_reserve.lua)
+		// "tokens|tsSec|tsUsec|winStart|winPrev|winCur" (inventory_reserve.lua)
 		packed, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("both")+":p").Result()
 		parts := strings.Split(packed, "|")
-		if len(parts) != 7 {
+		if len(parts) != 6 {
 			t.Fatalf("packed user state %q", packed)
 		}
-		tok, _ := strconv.ParseFloat(parts[1], 64)
+		tok, _ := strconv.ParseFloat(parts[0], 64)
 		if tok < 0.99 {
 			t.Fatalf("bucket holds %v tokens after window rejections, want ~1", tok)
 		}
@@ -766,10 +766,10 @@ func TestUserLimitsSurviveReshard(t *testing.T) {
 	})
 }
 
-// A user written by the reservation script before issue 12 (no "<uh>:p", the last id in
-// "<uh>:l") is read as such: the 409 names the old last id, the sequence "<uh>:s" goes on from
-// the old one, and the packed "<uh>:p" is written; "<uh>:s" stays a plain number, so the
-// script before issue 12 (a rolling upgrade runs both) still reads it.
+// A user written by the reservation script before issue 12 (no "<uh>:p") is read as such: the
+// 409 names the last id "<uh>:l", the sequence "<uh>:s" goes on from the old one, and the
+// packed "<uh>:p" is written; "<uh>:s" and "<uh>:l" keep their form, so the script before
+// issue 12 (a rolling upgrade runs both) still reads them.
 func TestUserStateBeforeIssue12(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
@@ -803,9 +803,11 @@ func TestUserStateBeforeIssue12(t *testing.T) {
 		if _, n, _ := ParseReservationID(r.ReservationID); rdb.Get(ctx, k.Seq()).Val() != strconv.FormatInt(n, 10) {
 			t.Fatalf("rid %s, seq counter %q", r.ReservationID, rdb.Get(ctx, k.Seq()).Val())
 		}
-		packed := rdb.HGet(ctx, k.Users(), uh+":p").Val()
-		if !strings.HasPrefix(packed, r.ReservationID+"|") {
-			t.Fatalf("user state %q, want the packed form with the last id", packed)
+		if last := rdb.HGet(ctx, k.Users(), uh+":l").Val(); last != r.ReservationID {
+			t.Fatalf("last id %q, want %s", last, r.ReservationID)
+		}
+		if packed := rdb.HGet(ctx, k.Users(), uh+":p").Val(); strings.Count(packed, "|") != 5 {
+			t.Fatalf("user state %q, want the packed limits state", packed)
 		}
 		rid := r.ReservationID
 		if r, err := s.Reserve(ctx, req); err != nil || r.Code != AlreadyPurchased || r.ReservationID != rid {

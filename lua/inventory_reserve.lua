@@ -14,17 +14,17 @@
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
 -- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a
--- seq is never handed out twice), <uh>:i:<hash> idempotency bindings, <uh>:r:<rid> refund
--- markers, and <uh>:p the rest packed in one value
---   "lastRid|tokens|tsSec|tsUsec|winStart|winPrev|winCur"
--- lastRid the last reservation id (the ALREADY answer), tokens/tsSec/tsUsec the user's token
--- bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
+-- seq is never handed out twice), <uh>:l the last reservation id (the ALREADY answer),
+-- <uh>:i:<hash> idempotency bindings, <uh>:r:<rid> refund markers, and <uh>:p the limits
+-- state packed in one value
+--   "tokens|tsSec|tsUsec|winStart|winPrev|winCur"
+-- tokens/tsSec/tsUsec the user's token bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
 -- window counter (lib_window.lua); the parts of a dimension that is off are kept as they are
 -- (empty if never used). One HMGET reads a user, one HSET writes it. A reshard copies the
 -- whole hash, so bucket and window follow the user to the new home shard.
 -- Compatible both ways with the script before issue 12 (a rolling upgrade runs both): <uh>,
--- <uh>:s, the bindings and the INCR counter seq keep their meaning; a user without <uh>:p
--- has the last id in <uh>:l (read on ALREADY only); the older script ignores <uh>:p and keeps
+-- <uh>:s, <uh>:l, the bindings and the INCR counter seq keep their meaning, so the 409 names
+-- the latest reservation whichever version took it; the older script ignores <uh>:p and keeps
 -- its own bucket and window keys, so during the upgrade each version limits on its own.
 -- The per-user window is a sliding window COUNTER (lib_window.lua): two fixed windows, the
 -- previous one weighted by how much of it the sliding span still covers. It never admits more
@@ -64,12 +64,12 @@ local qty = tonumber(qs)
 local idf = ARGV[12]
 local u
 if idf ~= '' then
-  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', idf)
-  if u[4] then
-    return {2, u[4]}
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', uh .. ':l', idf)
+  if u[5] then
+    return {2, u[5]}
   end
 else
-  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p')
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', uh .. ':l')
 end
 
 local t = redis.call('TIME')
@@ -86,13 +86,11 @@ end
 
 -- the user's sequence and packed state (see the header)
 local seq_s = u[2] or '0'
-local last, btok, bsec, busec, wst, wpr, wcu = false, '', '', '', '', '', ''
-local legacy = true -- no <uh>:p: the last id is in <uh>:l
+local btok, bsec, busec, wst, wpr, wcu = '', '', '', '', '', ''
 if u[3] then
-  local b, c, d, e, f, g, h = string.match(u[3], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-  if b then
-    last, btok, bsec, busec, wst, wpr, wcu = b, c, d, e, f, g, h
-    legacy = false
+  local c, d, e, f, g, h = string.match(u[3], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+  if c then
+    btok, bsec, busec, wst, wpr, wcu = c, d, e, f, g, h
   end
 end
 
@@ -133,12 +131,10 @@ local limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .
 local held = tonumber(u[1] or '0')
 if held + qty > tonumber(ARGV[5]) then
   if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
-  if legacy then last = redis.call('HGET', KEYS[2], uh .. ':l') end
-  last = last or ''
   if rate > 0 or (wms > 0 and wmax > 0) then -- the attempt counts against bucket and window
-    redis.call('HSET', KEYS[2], uh .. ':p', last .. '|' .. limits)
+    redis.call('HSET', KEYS[2], uh .. ':p', limits)
   end
-  return {3, last}
+  return {3, u[4] or ''}
 end
 if stock < qty then
   return {8, stock}
@@ -162,9 +158,9 @@ end
 local count = qs
 if held > 0 then count = held + qty end
 if idf ~= '' then
-  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':p', rid .. '|' .. limits, idf, rid)
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits, idf, rid)
 else
-  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':p', rid .. '|' .. limits)
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits)
 end
 redis.call('HINCRBY', KEYS[5], 'taken', qs)
 redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
