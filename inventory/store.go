@@ -111,8 +111,8 @@ type Store struct {
 type script struct {
 	name  string
 	s     *redis.Script
-	src   string // the source, for EVAL when Redis lost the script (callArgs)
-	hash  any    // s.Hash() boxed once, for callArgs
+	src   string // the source, for EVAL when Redis lost the script (runCall)
+	hash  any    // s.Hash() boxed once (reserveCallFor)
 	calls prometheus.Counter
 	secs  prometheus.Observer
 }
