@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/tokenbucket"
 )
 
@@ -86,6 +87,20 @@ const (
 	rcShardClosed reserveAnswer = 10
 	rcIPRate      reserveAnswer = 12
 )
+
+// reserveAnswers are the answers inventory_reserve.lua gives.
+var reserveAnswers = []reserveAnswer{rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
+	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate}
+
+// reserveCode is answer(s.reserve, res, rcUnknown, reserveAnswers...) without building the
+// script's file name on every call.
+func reserveCode(res []any) (reserveAnswer, error) {
+	n, ok := asInt(res[0])
+	if !ok {
+		return 0, fmt.Errorf("inventory: reserve script: unexpected answer %v", res)
+	}
+	return lua.Decode("inventory_reserve.lua", n, reserveAnswers...)
+}
 
 // attempt is what one pass over a layout decided.
 type attempt int
@@ -242,25 +257,22 @@ func recordExpiry(closes time.Time, after time.Duration) int64 {
 
 func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, mayRefill bool) (ReserveResult, attempt, error) {
 	home := HomeShard(uh, l.shards)
-	k := l.keys[home]
-	keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()}
-	args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
-		r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
-		l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds()}
-	if r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP() {
-		keys = append(keys, r.IPKey)
-		args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))
-	}
-	res, err := s.run(ctx, s.reserve, keys, args...)
+	// KEYS: stock, users, seq, journal, stats, drained, record prefix [, IP bucket]; ARGV:
+	// activity, user, user hash, quantity, per-user limit, opens, closes (ms), user rate,
+	// burst, window (ms), window max, idempotency field, epoch, shard, record expiry (ms),
+	// record TTL without closing (ms) [, IP rate, IP burst] (see reserve_args.go).
+	withIP := r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()
+	call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
+	res, err := s.runCall(ctx, s.reserve, call.args)
+	call.release()
 	if err != nil {
 		return ReserveResult{}, done, err
 	}
-	c, err := answer(s.reserve, res, rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
-		rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate)
+	c, err := reserveCode(res)
 	if err != nil {
 		return ReserveResult{}, done, err
 	}
-	s.m.countLimits(c, res, r, r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()) // as the IP key was passed above
+	s.m.countLimits(c, res, r, withIP) // as the IP key was passed above
 	arg := func(i int) any {
 		if i < len(res) {
 			return res[i]

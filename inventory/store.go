@@ -111,6 +111,8 @@ type Store struct {
 type script struct {
 	name  string
 	s     *redis.Script
+	src   string // the source, for EVAL when Redis lost the script (runCall)
+	hash  any    // s.Hash() boxed once (reserveCallFor)
 	calls prometheus.Counter
 	secs  prometheus.Observer
 }
@@ -126,6 +128,11 @@ type entry struct {
 	resharding atomic.Bool
 	issued     prometheus.Counter
 	gauge      prometheus.Gauge
+	// The reservation script's arguments boxed once (reserve_args.go): the activity's, and
+	// the last per-user and per-IP limits seen.
+	reserveArgs atomic.Pointer[entryArgs]
+	userLimits  atomic.Pointer[userLimitArgs]
+	ipLimits    atomic.Pointer[ipLimitArgs]
 }
 
 // layout is one epoch's shard set with the shards believed to have stock.
@@ -134,6 +141,7 @@ type layout struct {
 	keys          []ShardKeys
 	empty         []atomic.Bool
 	inbound       []atomic.Int64 // per shard: units this instance debited to refill it, not credited yet
+	args          []shardArgs    // per shard: the reservation script's keys and shard arguments, boxed
 }
 
 func newLayout(id string, epoch, shards int) *layout {
@@ -141,6 +149,7 @@ func newLayout(id string, epoch, shards int) *layout {
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
 	}
+	l.args = newShardArgs(l.keys, epoch)
 	return l
 }
 
@@ -198,11 +207,12 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
 		{&s.reshard, "reshard"}, {&s.token, "token"},
 	} {
-		sc, err := lua.Load("inventory_" + p.name + ".lua")
+		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {
 			return nil, err
 		}
-		*p.dst = &script{name: p.name, s: sc,
+		sc := redis.NewScript(src)
+		*p.dst = &script{name: p.name, s: sc, src: src, hash: sc.Hash(),
 			calls: m.calls.WithLabelValues("inventory_" + p.name),
 			secs:  m.callSeconds.WithLabelValues("inventory_" + p.name)}
 	}
@@ -226,6 +236,11 @@ func (s *Store) Hasher() *Hasher { return s.hasher }
 func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) ([]any, error) {
 	start := time.Now()
 	v, err := sc.s.Run(ctx, s.rdb, keys, args...).Result()
+	return sc.answerOf(v, err, start)
+}
+
+// answerOf counts a call of sc that started at start and returns its array answer.
+func (sc *script) answerOf(v any, err error, start time.Time) ([]any, error) {
 	sc.calls.Inc()
 	sc.secs.Observe(time.Since(start).Seconds())
 	if err != nil {
