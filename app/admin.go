@@ -192,6 +192,9 @@ func (a *api) postActivity(c *gin.Context) {
 	if created {
 		status = http.StatusCreated
 		a.log.Info("activity created", "activity", got.ID, "stock", got.Stock, "shards", got.Shards)
+		if a.activityCreated != nil {
+			a.activityCreated()
+		}
 	}
 	c.JSON(status, activityJSON(got))
 }

@@ -118,7 +118,7 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 // New builds the instance; it connects to every configured backing service and starts the
 // embedded stand-ins of the others. Run starts the work.
 func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
-	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry()}
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), layouts: newShardFollow()}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.DataDir == "" {
 		// Stable across restarts, so the last good Nacos snapshot is found again.
@@ -210,6 +210,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	if opts.has("writer") {
 		a.api.writerHealthy = a.writer.Healthy
 	}
+	a.api.activityCreated = a.layouts.activityCreated
 	if err := a.listen(); err != nil {
 		a.Close()
 		return nil, err

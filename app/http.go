@@ -55,7 +55,10 @@ type api struct {
 	// writerHealthy reports the order writer's health when this process runs the writer role
 	// (nil otherwise); servesAPI is whether it runs the api role. See readiness.
 	writerHealthy func() error
-	servesAPI     bool
+	// activityCreated, when set, is told of each activity the admin API created (the shard
+	// layouts follow the configuration, which may name the new activity's shard count).
+	activityCreated func()
+	servesAPI       bool
 	// states recycles the per-request state of observe.
 	states *sync.Pool
 }

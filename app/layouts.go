@@ -21,12 +21,27 @@ type shardFollow struct {
 	followed atomic.Pointer[Snapshot]
 	// retrying is true while the latest pass left a failed reshard to try again.
 	retrying atomic.Bool
+	// created wakes runReshard for one more pass: an activity was created here, and the
+	// configuration may name its shard count already (an operator prepares the sale's
+	// configuration, then posts the activity).
+	created chan struct{}
+}
+
+func newShardFollow() shardFollow { return shardFollow{created: make(chan struct{}, 1)} }
+
+// activityCreated asks runReshard for a pass over the current snapshot, without blocking.
+func (f *shardFollow) activityCreated() {
+	select {
+	case f.created <- struct{}{}:
+	default: // a pass is already asked for
+	}
 }
 
 // runReshard makes the shard layouts follow the configuration: each applied snapshot
 // (config.Reloader.Changed) starts one pass that reshards every activity whose
 // activities.<id>.shards differs from its current shard count, so a layout change starts
-// right after the apply, not at the next tick of a poll. Every instance follows the same
+// right after the apply, not at the next tick of a poll; an activity created on this
+// instance starts one more pass, for a configuration applied before the activity existed. Every instance follows the same
 // configuration; the inventory's reshard is idempotent and serialised in Redis, so the first
 // instance moves the stock and the others find it done. An instance also learns of a
 // reshard run elsewhere from the "layout <id>" event, and at the latest at its inventory's
@@ -56,6 +71,7 @@ func (a *App) runReshard(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-changed:
+		case <-a.layouts.created:
 		case <-retry.C:
 		}
 	}

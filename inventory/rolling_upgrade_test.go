@@ -33,7 +33,7 @@ func reserveWithPre12(ctx context.Context, t *testing.T, rdb redis.UniversalClie
 // not yet upgraded must get 409 ALREADY_PURCHASED with the existing reservationId
 // (docs/API.md); the script before issue 12 reads the last id from "<uh>:l", which the
 // current script no longer writes, so it answers an empty id.
-func TestReviewAlreadyAcrossVersionsNewThenOld(t *testing.T) {
+func TestAlreadyAcrossVersionsNewThenOld(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 10, 1, 1))
@@ -55,7 +55,7 @@ func TestReviewAlreadyAcrossVersionsNewThenOld(t *testing.T) {
 // The other way: a buyer whose latest reservation was made by an instance not yet upgraded
 // (limit 2: one reservation on each version) is answered by the current script with the
 // older reservation id kept in "<uh>:p", not the latest one.
-func TestReviewAlreadyAcrossVersionsOldThenNew(t *testing.T) {
+func TestAlreadyAcrossVersionsOldThenNew(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 10, 2, 1))

@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// TestReviewLayoutFollowsAnActivityCreatedAfterTheApply: the configuration names a shard count
+// TestLayoutFollowsAnActivityCreatedAfterTheApply: the configuration names a shard count
 // for an activity before the activity is created (an operator prepares the sale's config,
 // then posts the activity, whose body says 4 shards by default). runReshard's pass at the
 // apply skips the unknown activity and reports nothing pending, so no later pass comes until
 // the next config edit: the activity keeps 4 shards while the applied configuration says 2.
-func TestReviewLayoutFollowsAnActivityCreatedAfterTheApply(t *testing.T) {
+func TestLayoutFollowsAnActivityCreatedAfterTheApply(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig)
 	id := uniq(t, "later")
 	ta.setConfig(t, testConfig+fmt.Sprintf("activities:\n  %s:\n    shards: 2\n", id))
