@@ -14,7 +14,9 @@ GO        ?= go
 # (scripts/test.sh runs config beside the Redis and MySQL packages, then app, then limiter,
 # each alone). Within a package, tests that mostly wait (the app's fault drills, the simulation's seeds, order's
 # pipeline tests) run in parallel with t.Parallel, -parallel (GOMAXPROCS) at a time.
-TEST_FLAGS ?= -race -count=1 -p 1 -timeout 75m
+# -trimpath: build actions do not depend on the clone's path, so a fresh clone reuses the Go
+# build cache of an earlier one.
+TEST_FLAGS ?= -race -trimpath -count=1 -p 1 -timeout 75m
 # A -race binary sleeps 1 s at exit (atexit_sleep_ms, for reports of goroutines still running)
 # by default: 1 s per test binary and per child process the tests start. A race inside a
 # test fails that test whatever this is; kept as the caller's if GORACE is set.

@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 GO=${GO:-go}
-read -r -a flags <<<"${TEST_FLAGS:--race -count=1 -p 1 -timeout 75m}"
+read -r -a flags <<<"${TEST_FLAGS:--race -trimpath -count=1 -p 1 -timeout 75m}"
 export GORACE=${GORACE:-atexit_sleep_ms=0}
 export SECKILL_LIMITER_SATURATION=${SECKILL_LIMITER_SATURATION:-15s}
 module=$($GO list -m)

@@ -242,8 +242,20 @@ type NacosServer struct {
 	done    chan struct{}
 }
 
-// repoRoot finds the repository root from this source file's location.
+// repoRoot finds the repository root: the nearest directory above the working directory
+// (go test runs a test in its package's directory) holding go.mod, or else this source
+// file's location (which -trimpath turns into an import path).
 func repoRoot() string {
+	if dir, err := os.Getwd(); err == nil {
+		for d := dir; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				return d
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
