@@ -183,33 +183,25 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 		case recheck:
 			refills = maxRefills
 			continue
-		case landing:
-			// Once, wait pauseWait for a transfer of another instance to land (it takes
-			// two script calls), then look again; after that the answer is SOLD_OUT for
-			// this request, without marking the activity (the refresh does once nothing
-			// is in transit).
+		case pause, landing:
+			// Once, wait (without Redis calls, up to pauseWait) for units on their way,
+			// then look again: pause, units this instance is moving to the home shard (until
+			// they land); landing, every shard empty while units are in transit between
+			// shards (moved by any instance: the whole pauseWait, which covers the two
+			// script calls of a transfer). After that the answer is SOLD_OUT for this
+			// request, without marking the activity (the refresh does once nothing is in
+			// transit).
 			if paused {
 				return ReserveResult{Code: SoldOut}, nil
 			}
 			paused = true
-			t := time.NewTimer(pauseWait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return ReserveResult{}, ctx.Err()
-			case <-t.C:
+			home, step := HomeShard(uh, l.shards), time.Millisecond
+			if next == landing {
+				step = pauseWait
 			}
-			continue
-		case pause:
-			// Once, wait (without Redis calls, up to pauseWait) for the units this instance
-			// is moving to the home shard, then look again.
-			if paused {
-				return ReserveResult{Code: SoldOut}, nil
-			}
-			paused = true
 			until := time.Now().Add(pauseWait)
-			for l.inbound[HomeShard(uh, l.shards)].Load() > 0 && time.Now().Before(until) {
-				t := time.NewTimer(time.Millisecond)
+			for (next == landing || l.inbound[home].Load() > 0) && time.Now().Before(until) {
+				t := time.NewTimer(step)
 				select {
 				case <-ctx.Done():
 					t.Stop()
