@@ -406,12 +406,6 @@ func (a *api) getActivity(c *gin.Context) {
 	c.JSON(http.StatusOK, body)
 }
 
-// tokenCountKey counts the grab tokens a user minted for an activity within one token
-// lifetime. Only the activity id (validated) and the user's hash reach the key.
-func tokenCountKey(activityID, userHash string) string {
-	return "sk:{" + activityID + "}:tokn:" + userHash
-}
-
 // postToken issues a grab token after the admission step's layers that fit it (kill switch,
 // activity state, blacklist, canary, the per-IP token budget limits.tokens) and the per-user
 // cap (limits.tokensPerUser per token lifetime, in Redis, across instances).
@@ -428,21 +422,13 @@ func (a *api) postToken(c *gin.Context) {
 		return
 	}
 	id, user := r.Activity.ID, r.UserID
-	ck := tokenCountKey(id, a.inv.UserHash(user))
-	var n *redis.IntCmd
-	var ttl *redis.DurationCmd
-	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		n = p.Incr(ctx, ck)
-		p.ExpireNX(ctx, ck, admission.TokenTTL)
-		ttl = p.PTTL(ctx, ck)
-		return nil
-	})
+	n, ttl, err := a.inv.CountTokenMint(ctx, id, user, admission.TokenTTL)
 	if err != nil {
 		writeError(c, a.storeError(err))
 		return
 	}
-	if n.Val() > int64(snap.Cfg.Limits.TokensPerUser) {
-		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many grab tokens").after(ttl.Val()).withDimension("user"))
+	if n > int64(snap.Cfg.Limits.TokensPerUser) {
+		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many grab tokens").after(ttl).withDimension("user"))
 		return
 	}
 	tok, exp, err := a.inv.IssueToken(ctx, id, user, admission.TokenTTL)

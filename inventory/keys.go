@@ -204,6 +204,11 @@ func Meta(activity string) string { return "sk:{" + activity + "}:meta" }
 // Token is a one-time grab token of the activity.
 func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:tok:" + tokenHash }
 
+// TokenCount counts the grab tokens a user minted for the activity within one token lifetime.
+func TokenCount(activity, userHash string) string {
+	return "sk:{" + activity + "}:tokn:" + userHash
+}
+
 // ReservationID is the id of the n-th reservation of shard i of epoch e.
 func ReservationID(activity string, epoch, shard int, n int64) string {
 	return activity + "." + strconv.Itoa(epoch) + "." + strconv.Itoa(shard) + "." + strconv.FormatInt(n, 10)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/keyspace"
 )
 
@@ -33,6 +34,28 @@ func (s *Store) IssueToken(ctx context.Context, activityID, userID string, ttl t
 		return "", time.Time{}, fmt.Errorf("inventory: issue token: %w", err)
 	}
 	return tok, exp, nil
+}
+
+// CountTokenMint counts one more grab token minted by the user for the activity within a
+// window (the token lifetime, started by the user's first token) and returns the count so
+// far and how long until the window ends. The caller compares the count with its cap.
+func (s *Store) CountTokenMint(ctx context.Context, activityID, userID string, window time.Duration) (int64, time.Duration, error) {
+	if !keyspace.ValidActivityID(activityID) || userID == "" || window <= 0 {
+		return 0, 0, fmt.Errorf("%w: token count request", ErrInvalid)
+	}
+	k := TokenCount(activityID, s.UserHash(userID))
+	var n *redis.IntCmd
+	var ttl *redis.DurationCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		n = p.Incr(ctx, k)
+		p.ExpireNX(ctx, k, window)
+		ttl = p.PTTL(ctx, k)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("inventory: count grab tokens: %w", err)
+	}
+	return n.Val(), ttl.Val(), nil
 }
 
 // ConsumeToken uses up a grab token: true once, for the user and activity it was issued
