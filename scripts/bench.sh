@@ -359,6 +359,15 @@ create_activity() { # base id stock shards
     -d "{\"activityId\":\"$2\",\"stock\":$3,\"perUserLimit\":1,\"shards\":$4}" "$1/admin/v1/activities" >/dev/null
 }
 svc_mallocs() { metric_sum "$1" go_memstats_mallocs_total; }
+# CPU time of processes, in clock ticks (utime + stime of /proc/<pid>/stat), to split a run's
+# CPU per request between the HTTP server and Redis.
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+redis_pid() { rcli info server | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}'; }
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+cpu_note() { # server-ticks-delta redis-ticks-delta requests
+  awk -v s="$1" -v r="$2" -v n="$3" -v t="$TICK_US" 'BEGIN { if (n > 0)
+    printf "CPU per request: server %.0f us, Redis %.0f us", s * t / n, r * t / n }'
+}
 
 step_ratios() {
   # tid is a global: setup runs in the main Lua state and thread:set sets a global of the thread
@@ -383,11 +392,15 @@ LUA
   wrk_run hello "$g/hello"
   m1=$(curl -fs "$g/debug/mallocs")
   row "Gin hello-world" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" ""
+  local gpid=${PIDS[-1]} rpid s0 s1 r0 r1
+  rpid=$(redis_pid)
   before=$(cmdstat evalsha)
+  s0=$(ticks "$gpid") r0=$(ticks "$rpid")
   wrk_run one-evalsha "$g/one" "$nu"
+  s1=$(ticks "$gpid") r1=$(ticks "$rpid")
   after=$(cmdstat evalsha)
   row "Gin + one EVALSHA (DECRBY + XADD)" "$RPS" one "" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
-    split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/call", (y[2] - x[2]) / n }')"
+    split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/call", (y[2] - x[2]) / n }'); $(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS")"
   wrk_run two-call "$g/two" "$nu"
   row "Gin + bucket script + stock script" "$RPS" one "" ""
   cleanup
@@ -419,11 +432,13 @@ LUA
     row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$NON2XX non-2xx of $REQS"
     m0=$(svc_mallocs "$adm")
     before=$(cmdstat evalsha)
+    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
     wrk_run "202-$tag" "$u/api/v1/activities/$a202/reservations" "$nu"
+    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
     after=$(cmdstat evalsha)
     m1=$(svc_mallocs "$adm")
     row "seckill 202 admitted, roles $tag" "$RPS" one "$(per $((m1 - m0)) "$REQS")" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
-      split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/reservation, %.2f EVALSHA/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n }'), $NON2XX non-2xx"
+      split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/reservation, %.2f EVALSHA/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n }'); $(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"), $NON2XX non-2xx"
     echo "  limiter degrade events in this instance: $(grep -c 'degraded to local limiting' "$OUT/seckill-q$tag-0.log" || true)"
     cleanup
   done
