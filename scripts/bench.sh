@@ -388,12 +388,14 @@ LUA
   "$BIN/ginhello" --addr 127.0.0.1:$gport --redis "$REDIS_ADDR" --ns "bench$RUN" 2>"$OUT/ginhello-ratios.log" &
   PIDS+=($!)
   wait_http "$g/hello"
-  m0=$(curl -fs "$g/debug/mallocs")
-  wrk_run hello "$g/hello"
-  m1=$(curl -fs "$g/debug/mallocs")
-  row "Gin hello-world" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" ""
   local gpid=${PIDS[-1]} rpid s0 s1 r0 r1
   rpid=$(redis_pid)
+  m0=$(curl -fs "$g/debug/mallocs")
+  s0=$(ticks "$gpid") r0=$(ticks "$rpid")
+  wrk_run hello "$g/hello"
+  s1=$(ticks "$gpid") r1=$(ticks "$rpid")
+  m1=$(curl -fs "$g/debug/mallocs")
+  row "Gin hello-world" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS")"
   before=$(cmdstat evalsha)
   s0=$(ticks "$gpid") r0=$(ticks "$rpid")
   wrk_run one-evalsha "$g/one" "$nu"
@@ -423,13 +425,17 @@ LUA
     done
     sleep 0.5
     m0=$(svc_mallocs "$adm")
+    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
     wrk_run "410-$tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nu"
+    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
     m1=$(svc_mallocs "$adm")
-    row "seckill 410 sold out, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$NON2XX non-2xx of $REQS"
+    row "seckill 410 sold out, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
     m0=$(svc_mallocs "$adm")
+    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
     wrk_run "429-$tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nu"
+    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
     m1=$(svc_mallocs "$adm")
-    row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$NON2XX non-2xx of $REQS"
+    row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
     m0=$(svc_mallocs "$adm")
     before=$(cmdstat evalsha)
     s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
