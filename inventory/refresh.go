@@ -176,10 +176,13 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	pipe := s.rdb.Pipeline()
 	for _, e := range entries {
 		l := e.layout.Load()
-		j := job{e: e, l: l, cmds: make([]*redis.StringCmd, l.shards), xout: make([]*redis.IntCmd, l.shards)}
+		xk := e.xoutKeys(l)
+		j := job{e: e, l: l, cmds: make([]*redis.StringCmd, l.shards), xout: make([]*redis.IntCmd, len(xk))}
 		for k := range l.keys {
 			j.cmds[k] = pipe.Get(ctx, l.keys[k].Stock())
-			j.xout[k] = pipe.HLen(ctx, l.keys[k].XOut())
+		}
+		for k, key := range xk {
+			j.xout[k] = pipe.HLen(ctx, key)
 		}
 		jobs = append(jobs, j)
 	}

@@ -320,7 +320,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			// Every shard reads empty. Units another instance is moving between shards
 			// (debited, not yet credited) are still for sale: then wait for them once
 			// instead of marking the activity sold out.
-			moving, err := s.inTransit(ctx, l)
+			moving, err := s.inTransit(ctx, e.xoutKeys(l))
 			if err != nil {
 				return ReserveResult{}, done, err
 			}
@@ -410,14 +410,15 @@ func (l *layout) allEmpty() bool {
 	return true
 }
 
-// inTransit reports whether any shard of l has a transfer out that is not finished: units
-// debited from it and not yet credited to their target. One pipelined HLEN per shard, run
-// only when a request finds every shard empty.
-func (s *Store) inTransit(ctx context.Context, l *layout) (bool, error) {
+// inTransit reports whether any of the xout hashes has a transfer out that is not finished:
+// units debited from a shard (of any layout the activity had: a compensation of a drained
+// shard sends its unit from there) and not yet credited to their target. One pipelined HLEN
+// per shard, run only when a request finds every shard empty.
+func (s *Store) inTransit(ctx context.Context, xoutKeys []string) (bool, error) {
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(l.keys))
-	for i := range l.keys {
-		cmds[i] = pipe.HLen(ctx, l.keys[i].XOut())
+	cmds := make([]*redis.IntCmd, len(xoutKeys))
+	for i, k := range xoutKeys {
+		cmds[i] = pipe.HLen(ctx, k)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, err

@@ -133,6 +133,50 @@ type entry struct {
 	reserveArgs atomic.Pointer[entryArgs]
 	userLimits  atomic.Pointer[userLimitArgs]
 	ipLimits    atomic.Pointer[ipLimitArgs]
+	// transit is the xout key of every shard of every layout the activity had (meta
+	// layouts): units in transit from any of them are still for sale (the sold-out mark).
+	transit atomic.Pointer[transitKeys]
+}
+
+// transitKeys are the xout keys of the shards of the layouts named by spec.
+type transitKeys struct {
+	spec string
+	keys []string
+}
+
+// setTransit records the xout keys of every layout named by spec (meta layouts), once per
+// spec. An empty or unreadable spec leaves the current layout's keys in use (xoutKeys).
+func (e *entry) setTransit(id, spec string) {
+	if spec == "" {
+		return
+	}
+	if t := e.transit.Load(); t != nil && t.spec == spec {
+		return
+	}
+	lays, err := parseLayouts(id, spec)
+	if err != nil {
+		return
+	}
+	t := &transitKeys{spec: spec}
+	for _, l := range lays {
+		for i := 0; i < l.Shards; i++ {
+			t.keys = append(t.keys, Shard(id, l.Epoch, i).XOut())
+		}
+	}
+	e.transit.Store(t)
+}
+
+// xoutKeys returns the xout keys to read for units in transit: those of every layout the
+// activity had when meta named them, else those of l.
+func (e *entry) xoutKeys(l *layout) []string {
+	if t := e.transit.Load(); t != nil {
+		return t.keys
+	}
+	keys := make([]string, len(l.keys))
+	for i, k := range l.keys {
+		keys[i] = k.XOut()
+	}
+	return keys
 }
 
 // layout is one epoch's shard set with the shards believed to have stock.
@@ -464,9 +508,10 @@ type meta struct {
 	loaded     bool
 	resharding bool
 	reshard    string // "<epoch>:<shards>" of a reshard in progress
+	layouts    string // every epoch the activity had, "epoch:shards" comma-separated
 }
 
-var metaFields = []string{"def", "epoch", "shards", "loaded", "reshard"}
+var metaFields = []string{"def", "epoch", "shards", "loaded", "reshard", "layouts"}
 
 func parseMeta(id string, vals []any) (meta, bool, error) {
 	if len(vals) != len(metaFields) || vals[0] == nil {
@@ -488,6 +533,7 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 	m.loaded = asString(vals[3]) == "1"
 	m.reshard = asString(vals[4])
 	m.resharding = m.reshard != ""
+	m.layouts = asString(vals[5])
 	return m, true, nil
 }
 
@@ -567,12 +613,14 @@ func (s *Store) apply(m meta) *entry {
 			e.remaining.Store(m.def.Stock)
 			e.layout.Store(newLayout(id, m.epoch, m.shards))
 			e.resharding.Store(m.resharding)
+			e.setTransit(id, m.layouts)
 			s.acts[id] = e
 		}
 		s.mu.Unlock()
 		return e
 	}
 	e.resharding.Store(m.resharding)
+	e.setTransit(id, m.layouts)
 	for {
 		old := e.layout.Load()
 		if old.epoch >= m.epoch {

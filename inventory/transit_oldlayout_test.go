@@ -8,14 +8,14 @@ import (
 	"github.com/seckill/seckill/lua"
 )
 
-// TestReviewCompensationInTransitFromAnOldLayoutIsNotSoldOut: after a reshard, a failed
+// TestCompensationInTransitFromAnOldLayoutIsNotSoldOut: after a reshard, a failed
 // reservation of the old layout gives its unit back through a transfer from the old
 // (drained) shard to a shard of the current layout (inventory_fail.lua answer 5). While
 // that credit is not done (the Settle after the script met a Redis error; Recover finishes
 // it only after recoverAge) the unit is in transit and still for sale, yet the transit
 // check of the refresh and of Reserve reads only the xout hashes of the current layout's
 // shards: the activity is marked sold out (and a reservation broadcasts it) with a unit left.
-func TestReviewCompensationInTransitFromAnOldLayoutIsNotSoldOut(t *testing.T) {
+func TestCompensationInTransitFromAnOldLayoutIsNotSoldOut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 1, 1, 1))
