@@ -50,8 +50,8 @@ import (
 
 // Fallback is the policy while Redis is slow or down, as values from the configuration
 // snapshot. Zero fields take the defaults of docs/API.md section 6: RedisSlow 20 ms,
-// SlowCallsToDegrade 20, ProbeEvery 1 s. A Global with Rate 0 leaves the global dimension
-// unlimited while degraded.
+// SlowCallsToDegrade 20, ProbeEvery 1 s; a ProbeEvery over MaxProbeEvery acts as
+// MaxProbeEvery. A Global with Rate 0 leaves the global dimension unlimited while degraded.
 type Fallback struct {
 	RedisSlow          time.Duration     // a Redis call slower than this is slow
 	SlowCallsToDegrade int               // net slow calls (slow minus fast, floor 0) that trigger a check (see health)
@@ -69,8 +69,14 @@ func (f Fallback) withDefaults() Fallback {
 	if f.ProbeEvery <= 0 {
 		f.ProbeEvery = time.Second
 	}
+	f.ProbeEvery = min(f.ProbeEvery, MaxProbeEvery)
 	return f
 }
+
+// MaxProbeEvery is the longest the prober waits between tries while degraded (the
+// configuration refuses a longer fallback.probeEvery): one Redis blip must not leave the
+// looser local limits in force for longer.
+const MaxProbeEvery = time.Minute
 
 // Request is one admission decision: the limits of every dimension, as values from one
 // configuration snapshot, and the names they apply to. A dimension whose Limit has Rate 0, or
@@ -559,6 +565,7 @@ func (l *Limiter) notePolicy(f Fallback) {
 	nf := new(Fallback) // a fresh copy only on change: storing &f would move f to the heap
 	*nf = f
 	l.fb.Store(nf)
+	l.wakeRun() // a running prober re-arms with the new period
 }
 
 func (l *Limiter) policy() Fallback {
