@@ -517,22 +517,20 @@ func (a *api) postReservation(c *gin.Context) {
 }
 
 // storefrontRequest decodes what comes before the admission layers (docs/API.md section 4,
-// precedence): a malformed request (400, 413), the identity (401), then the activity (404)
-// and, for a reservation, its quantity against the per-user limit (400). The request lives in
-// the pooled state of the request when there is one.
+// precedence): what the headers show is malformed (400, 413), the identity (401), the
+// activity (404), and only then, for a reservation, the body and its quantity against the
+// per-user limit (400). What needs no body is answered before the body is read (and its
+// connection closed, see track), and the body of a killed activity is never read. The
+// request lives in the pooled state of the request when there is one.
 func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.Kind) (*admission.Request, *apiError) {
 	id, e := activityID(c)
 	if e != nil {
 		return nil, e
 	}
-	var body reservationBody
 	var idem, channel string
 	if kind == admission.ForReservation {
 		if c.Request.ContentLength > maxBodyBytes {
 			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB")
-		}
-		if body, e = decodeReservationBody(c.Request); e != nil {
-			return nil, e
 		}
 		idem = c.GetHeader("Idempotency-Key")
 		if _, present := c.Request.Header["Idempotency-Key"]; present && (len(idem) < 1 || len(idem) > 128) {
@@ -550,6 +548,12 @@ func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.K
 	v, e := a.lookup(c, snap, id)
 	if e != nil {
 		return nil, e
+	}
+	var body reservationBody
+	if kind == admission.ForReservation && !snap.Cfg.KillSwitch && !snap.Cfg.ActivityKilled(id) {
+		if body, e = decodeReservationBody(c.Request); e != nil {
+			return nil, e
+		}
 	}
 	qty := 1
 	if body.Quantity != nil {
