@@ -40,8 +40,10 @@ const (
 	// sending a byte a second holds a connection for a second, not for readTimeout.
 	bodyTimeout = time.Second
 	// addrShare is the share of the cap one client address may hold (an IPv6 client by its
-	// /64), unless it is a trusted proxy: one client cannot fill the cap alone.
-	addrShare = 8 // one eighth
+	// /64), unless it is a trusted proxy: one client cannot fill the cap alone. An address
+	// may always hold minPerAddr (a small cap is a test or a laptop, not a defence).
+	addrShare  = 8 // one eighth
+	minPerAddr = 64
 )
 
 // newServer is an http.Server with every timeout set deliberately.
@@ -85,7 +87,7 @@ type connInfo struct {
 }
 
 func newConnLimiter(limit int) *connLimiter {
-	return &connLimiter{max: limit, maxPerAddr: max(1, limit/addrShare), now: time.Now,
+	return &connLimiter{max: limit, maxPerAddr: max(minPerAddr, limit/addrShare), now: time.Now,
 		conns: make(map[net.Conn]connInfo), perAddr: make(map[netip.Prefix]int), rejecting: make(chan struct{}, maxRejecting)}
 }
 
