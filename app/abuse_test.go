@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -84,5 +87,97 @@ func TestRevertedLimitIsNotRemembered(t *testing.T) {
 				t.Fatalf("the revert took %v to reach the admission, want within 1 s", took)
 			}
 		})
+	}
+}
+
+// TestSmallAbuses: the smaller findings of round two, each answered as docs/API.md says.
+func TestSmallAbuses(t *testing.T) {
+	ta := startApp(t, Options{}, testConfig+"trustedProxies: [127.0.0.1/32]\n")
+	ta.createActivity(t, "small-1", 100, 5, 1, time.Now().Add(-time.Second))
+	ta.setConfig(t, testConfig+"trustedProxies: [127.0.0.1/32]\nadmin: {allowFrom: [10.9.9.9/32]}\n")
+	send := func(method, path string, h http.Header, body string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	res := ta.base + "/api/v1/activities/small-1/reservations"
+	if got := send("POST", res, http.Header{"X-User-Id": {"mallory", "alice"}}, ""); got != http.StatusUnauthorized {
+		t.Errorf("two X-User-Id headers: %d, want 401", got)
+	}
+	for _, u := range []string{"alice\u00a0", "alice\u3000", "\u2003alice"} {
+		if got := send("POST", res, http.Header{"X-User-Id": {u}}, ""); got != http.StatusUnauthorized {
+			t.Errorf("X-User-Id %q: %d, want 401", u, got)
+		}
+	}
+	for _, body := range []string{`{"quantity":2,"quantity":1}`, `{"QUANTITY":2}`, `{"Token":"x"}`} {
+		if got := send("POST", res, http.Header{"X-User-Id": {"bob"}}, body); got != http.StatusBadRequest {
+			t.Errorf("body %s: %d, want 400", body, got)
+		}
+	}
+	if got := send("POST", res, http.Header{"X-User-Id": {"bob"}}, `{"quantity":1}`); got != http.StatusAccepted {
+		t.Errorf("a plain body: %d, want 202", got)
+	}
+	if got := send("POST", ta.base+"/api/v1/activities/small-1/tokens", http.Header{"X-User-Id": {"bob"}}, ""); got != http.StatusBadRequest {
+		t.Errorf("a grab token for an activity that requires none: %d, want 400", got)
+	}
+	big := http.Header{"X-User-Id": {"bob"}, "X-Pad": {strings.Repeat("p", 17<<10)}}
+	if got := send("GET", ta.base+"/api/v1/activities/small-1", big, ""); got != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("17 KB of headers: %d, want 431", got)
+	}
+	fits := http.Header{"X-User-Id": {"bob"}, "X-Pad": {strings.Repeat("p", 15<<10)}}
+	if got := send("GET", ta.base+"/api/v1/activities/small-1", fits, ""); got != http.StatusOK {
+		t.Errorf("15 KB of headers: %d, want 200", got)
+	}
+	adm := http.Header{"Authorization": {"Bearer " + testAdminToken}, "X-Forwarded-For": {"10.9.9.9"}}
+	if got := send("GET", ta.adminBase+"/admin/v1/config", adm, ""); got != http.StatusForbidden {
+		t.Errorf("admin from 127.0.0.1 claiming X-Forwarded-For 10.9.9.9: %d, want 403", got)
+	}
+}
+
+// TestJWTCritAndSpacesRefused: a JWT whose header marks an extension critical (RFC 7515
+// section 4.1.11: none is understood here) and one whose sub ends in a Unicode space are
+// refused, as the same id in X-User-Id is.
+func TestJWTCritAndSpacesRefused(t *testing.T) {
+	secret := []byte(strings.Repeat("s", 32))
+	cfg, err := config.Decode([]byte("auth: {mode: jwt}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := authKeys{hsSecret: secret}.buildSnapshot(cfg, config.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(sub string, crit bool) string {
+		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub,
+			ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Minute))})
+		if crit {
+			tok.Header["crit"] = []string{"exp-unknown"}
+			tok.Header["exp-unknown"] = true
+		}
+		s, err := tok.SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if _, ok := snap.auth.verify(sign("alice", false)); !ok {
+		t.Fatal("a plain token is refused")
+	}
+	for _, tt := range []struct {
+		sub  string
+		crit bool
+	}{{"alice", true}, {"alice\u00a0", false}, {"alice\u3000", false}} {
+		if sub, ok := snap.auth.verify(sign(tt.sub, tt.crit)); ok {
+			t.Errorf("sub %q crit %v accepted as %q", tt.sub, tt.crit, sub)
+		}
 	}
 }

@@ -54,7 +54,9 @@ func newServer(h http.Handler, write time.Duration) *http.Server {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      write,
 		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
+		// net/http reads up to MaxHeaderBytes plus 4096 bytes of slack for the request
+		// line and headers: take the slack off, so the documented bound is the bound.
+		MaxHeaderBytes: maxHeaderBytes - 4096,
 	}
 }
 

@@ -535,8 +535,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // Unicode normal form C, without format characters (such as U+202E or U+200B, which make two
 // ids look alike) and without leading or trailing spaces.
 func ValidUserID(u string) bool {
-	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) || u[0] == ' ' || u[len(u)-1] == ' ' {
-		return false
+	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) || strings.TrimFunc(u, unicode.IsSpace) != u {
+		return false // leading or trailing space of any kind (U+00A0, U+3000 too)
 	}
 	for _, r := range u {
 		if !isPrint(r) || unicode.Is(unicode.Cf, r) {

@@ -434,6 +434,9 @@ func TestValidUserID(t *testing.T) {
 		{"\ufeffalice", false}, // byte order mark
 		{" alice", false},
 		{"alice ", false},
+		{"alice\u00a0", false}, // no-break space, the same id in a JWT sub as in X-User-Id
+		{"alice\u3000", false}, // ideographic space
+		{"\u2003alice", false}, // em space
 		{"a\tb", false},
 		{"a\x7fb", false},
 		{"\xff", false},
