@@ -63,6 +63,7 @@ type App struct {
 	adminLn  net.Listener
 
 	tokenGenerated bool // the admin token was generated here (printed in the banner)
+	started        time.Time
 
 	layouts shardFollow // runReshard's progress (layouts.go)
 
@@ -118,8 +119,14 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 // New builds the instance; it connects to every configured backing service and starts the
 // embedded stand-ins of the others. Run starts the work.
 func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
-	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), layouts: newShardFollow()}
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), layouts: newShardFollow(), started: time.Now()}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b := Build()
+	log.Info("seckill starting", "version", b.Version, "revision", b.Revision, "go", b.GoVersion,
+		"instance", opts.InstanceID, "roles", opts.Roles, "pid", os.Getpid())
+	if err := registerBuildInfo(a.reg, b); err != nil {
+		return nil, err
+	}
 	if opts.DataDir == "" {
 		// Stable across restarts, so the last good Nacos snapshot is found again.
 		opts.DataDir = DefaultDataDir(os.Getenv)
@@ -207,6 +214,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
 		log: log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
 	})
+	if opts.AccessLog {
+		a.api.accessLog = log.With("part", "access")
+	}
 	if opts.has("writer") {
 		a.api.writerHealthy = a.writer.Healthy
 	}
@@ -455,8 +465,13 @@ func (a *App) Run(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
+		a.log.Info("seckill stopping: signal received", "drainSeconds", drainTimeout.Seconds())
 	case runErr = <-errc:
+		a.log.Error("seckill stopping: a part failed", "err", runErr)
 	}
+	defer func() {
+		a.log.Info("seckill stopped", "uptimeSeconds", time.Since(a.started).Seconds(), "clean", runErr == nil)
+	}()
 	sctx, scancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer scancel()
 	if a.listener != nil {
@@ -518,7 +533,8 @@ func (a *App) loadDemo(ctx context.Context) error {
 	if err := a.api.admin.saveActivity(ctx, got); err != nil {
 		return fmt.Errorf("demo activity: %w", err)
 	}
-	fmt.Fprint(os.Stderr, a.banner())
+	// The banner is for a person at a terminal: stdout, apart from the JSON log on stderr.
+	fmt.Fprint(os.Stdout, a.banner())
 	return nil
 }
 
@@ -536,7 +552,8 @@ func (a *App) banner() string {
 			tok = a.opts.AdminToken
 			fmt.Fprintf(&b, "Admin token (generated, changes at each start): %s\n", tok)
 		}
-		fmt.Fprintf(&b, "  curl -s -H 'Authorization: Bearer %s' http://%s/admin/v1/activities/demo/reconciliation\n", tok, displayAddr(a.AdminAddr()))
+		// Double quotes, so a shell expands $SECKILL_ADMIN_TOKEN when the line is pasted.
+		fmt.Fprintf(&b, "  curl -s -H \"Authorization: Bearer %s\" http://%s/admin/v1/activities/demo/reconciliation\n", tok, displayAddr(a.AdminAddr()))
 	}
 	if a.opts.NacosAddr == "" {
 		fmt.Fprintf(&b, "Edit %s to change limits, kill switches and canary ratios live.\n", a.opts.ConfigFile)

@@ -103,6 +103,7 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 		ClientConfig:  src.clientConfig(),
 		ServerConfigs: src.serverConfigs(),
 	})
+	InstallNacosLogger(log) // the new client replaced the library's logger with a file logger
 	nacosClientMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("config: nacos client: %w", err)
