@@ -127,4 +127,3 @@ func migrateCommand(ctx context.Context, args []string, getenv func(string) stri
 	fmt.Fprintf(stdout, "schema at version %d (%s)\n", rows[len(rows)-1].Version, strings.Join(names, ", "))
 	return 0
 }
-

@@ -47,14 +47,22 @@ func (l RocketMQLogger) emit(level slog.Level, msg string, fields map[string]any
 	l.log.Log(context.Background(), level, "rocketmq client", args...)
 }
 
-func (l RocketMQLogger) Debug(msg string, fields map[string]any)   { l.emit(slog.LevelDebug, msg, fields) }
-func (l RocketMQLogger) Info(msg string, fields map[string]any)    { l.emit(slog.LevelInfo, msg, fields) }
-func (l RocketMQLogger) Warning(msg string, fields map[string]any) { l.emit(slog.LevelWarn, msg, fields) }
-func (l RocketMQLogger) Error(msg string, fields map[string]any)   { l.emit(slog.LevelError, msg, fields) }
+func (l RocketMQLogger) Debug(msg string, fields map[string]any) {
+	l.emit(slog.LevelDebug, msg, fields)
+}
+func (l RocketMQLogger) Info(msg string, fields map[string]any) { l.emit(slog.LevelInfo, msg, fields) }
+func (l RocketMQLogger) Warning(msg string, fields map[string]any) {
+	l.emit(slog.LevelWarn, msg, fields)
+}
+func (l RocketMQLogger) Error(msg string, fields map[string]any) {
+	l.emit(slog.LevelError, msg, fields)
+}
 
 // Fatal logs at error level: the library calls it for states it cannot go on from, and this
 // process decides itself whether to stop.
-func (l RocketMQLogger) Fatal(msg string, fields map[string]any) { l.emit(slog.LevelError, msg, fields) }
+func (l RocketMQLogger) Fatal(msg string, fields map[string]any) {
+	l.emit(slog.LevelError, msg, fields)
+}
 
 // Level is ignored: the slog handler's level decides.
 func (l RocketMQLogger) Level(string) {}
