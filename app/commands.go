@@ -58,8 +58,8 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	switch args[0] {
 	case "config":
-		if len(args) != 3 || args[1] != "check" {
-			fmt.Fprintln(stderr, "seckill: usage: seckill config check FILE")
+		if len(args) != 3 || args[1] != "check" && args[1] != "publish" {
+			fmt.Fprintln(stderr, "seckill: usage: seckill config check FILE | seckill config publish FILE")
 			return 2, true
 		}
 		sum, err := CheckConfigFile(args[2], getenv)
@@ -68,11 +68,54 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 			return 1, true
 		}
 		fmt.Fprintln(stdout, sum)
+		if args[1] == "publish" {
+			return publishCommand(ctx, args[2], getenv, stdout, stderr), true
+		}
 		return 0, true
 	case "migrate":
 		return migrateCommand(ctx, args[1:], getenv, stdout, stderr), true
 	}
 	return 0, false
+}
+
+// publishCommand stores the configuration file at path (checked already) in Nacos, under the
+// data id, group and namespace the service reads (SECKILL_NACOS_* variables and defaults).
+func publishCommand(ctx context.Context, path string, getenv func(string) string, stdout, stderr io.Writer) int {
+	// The Nacos variables only, parsed as the service parses them.
+	o, err := ParseOptions(nil, func(k string) string {
+		switch {
+		case strings.HasPrefix(k, "SECKILL_NACOS_"):
+			return getenv(k)
+		case k == "SECKILL_STAND_INS":
+			return "redis,mysql,rocketmq"
+		}
+		return ""
+	}, io.Discard)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill: config publish: %v\n", err)
+		return 2
+	}
+	if o.NacosAddr == "" {
+		fmt.Fprintln(stderr, "seckill: config publish: set SECKILL_NACOS_ADDR (and SECKILL_NACOS_USERNAME, SECKILL_NACOS_PASSWORD with auth)")
+		return 2
+	}
+	data, err := config.ReadRegularFile(path, config.MaxDocumentBytes)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill: config publish: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := config.PublishNacos(ctx, o.NacosAddr, o.NacosUsername, o.NacosPassword, o.NacosNamespace, o.NacosDataID, o.NacosGroup, data); err != nil {
+		fmt.Fprintf(stderr, "seckill: config publish: %v\n", err)
+		return 1
+	}
+	ns := o.NacosNamespace
+	if ns == "" {
+		ns = "public"
+	}
+	fmt.Fprintf(stdout, "published %s as data id %s, group %s, namespace %s on %s\n", path, o.NacosDataID, o.NacosGroup, ns, o.NacosAddr)
+	return 0
 }
 
 // migrateCommand applies the schema files MySQL lacks and lists schema_migrations.

@@ -37,6 +37,7 @@ func TestProductionProcessWritesOneJSONStream(t *testing.T) {
 	o.RocketMQTopic = uniq(t, "logs")
 	o.Namespace = uniq(t, "logs")
 	o.AccessLog = true
+	o.Roles = "api,relay,writer,reconciler"
 	p := spawn(t, "logs", o)
 	act := uniq(t, "logs")
 	ta := p.app()

@@ -27,7 +27,17 @@ func NewNacosLogger(log *slog.Logger) NacosLogger {
 // at process start too: the library's own default writes coloured text to stdout.
 func InstallNacosLogger(log *slog.Logger) { nacoslogger.SetLogger(NewNacosLogger(log)) }
 
+// nacosRoutine are texts the library logs as warnings or errors for normal events: the
+// failover and encryption-key cache files it looks for on every read (we run without them)
+// and the connection errors of a client being closed. They are logged at debug.
+var nacosRoutine = []string{"file doesn't exist", "file not exist", "isRunning:false"}
+
 func (l NacosLogger) emit(level slog.Level, text string) {
+	for _, r := range nacosRoutine {
+		if strings.Contains(text, r) {
+			level = slog.LevelDebug
+		}
+	}
 	if level < slog.LevelWarn || !l.log.Enabled(context.Background(), level) {
 		return
 	}

@@ -167,6 +167,9 @@ func Apply(db *gorm.DB) ([]Migration, error) {
 	}
 	var applied []Migration
 	err = db.Connection(func(conn *gorm.DB) error {
+		// A session, so each call below starts a statement of its own on the one connection
+		// (the advisory lock is the connection's).
+		conn = conn.Session(&gorm.Session{})
 		var got sqldb.NullInt64
 		if err := conn.Raw("SELECT GET_LOCK(?, 60)", migrateLock).Scan(&got).Error; err != nil {
 			return fmt.Errorf("sql: lock %s: %w", migrateLock, err)
