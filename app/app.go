@@ -486,20 +486,38 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 // runMiniClock moves the embedded Redis's clock for key expiry: miniredis expires keys only
-// when told that time has passed.
+// when told that time has passed, and each FastForward visits every key (sorted), so its cost
+// grows with the keys a load run left behind. The next move waits miniClockInterval of the
+// last one's cost: the clock takes at most about 1% of a core, however many keys there are,
+// and a key expires at most that interval late (every TTL the service sets only collects
+// garbage or bounds a lock held for seconds).
 func (a *App) runMiniClock(ctx context.Context) error {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTimer(miniClockMin)
 	defer t.Stop()
 	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case now := <-t.C:
-			a.mini.FastForward(now.Sub(last))
-			last = now
+		case <-t.C:
+			start := time.Now()
+			a.mini.FastForward(start.Sub(last))
+			last = start
+			t.Reset(miniClockInterval(time.Since(start)))
 		}
 	}
+}
+
+// Bounds of the embedded Redis's clock steps (runMiniClock).
+const (
+	miniClockMin = 100 * time.Millisecond
+	miniClockMax = 2 * time.Second
+)
+
+// miniClockInterval is the wait before the next clock step after one that took cost: 100
+// times the cost, within miniClockMin..miniClockMax.
+func miniClockInterval(cost time.Duration) time.Duration {
+	return min(max(100*cost, miniClockMin), miniClockMax)
 }
 
 // runSource feeds the reloader from Nacos, or from the watched YAML file.
