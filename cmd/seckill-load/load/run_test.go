@@ -284,6 +284,7 @@ func TestBrokenServersFailTheChecks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(30, 1)
+			f.holdUntilPolled = true
 			tt.bug(f)
 			srv := f.serve(t)
 			rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
@@ -292,10 +293,17 @@ func TestBrokenServersFailTheChecks(t *testing.T) {
 			if rep.Passed {
 				t.Fatal("report passed with a broken server")
 			}
+			// The remaining check fails for the bug, not for want of an answer.
+			if f.negRemaining && (!rep.Remaining.Observed || rep.Remaining.Min != -1) {
+				t.Fatalf("remaining report %+v, want -1 observed", rep.Remaining)
+			}
 		})
 	}
 	// The same run against a correct server passes: the failures above come from the bugs.
+	// The rush is short (10 users, no sell-out, so no wait for remaining 0): the fake holds
+	// it until the poller has had an answer, whatever the load of the machine.
 	f := newFake(30, 1)
+	f.holdUntilPolled = true
 	srv := f.serve(t)
 	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 10, Attempts: 3, Connections: 4, Retry: true,
 		Stock: 30, PerUserLimit: 1, PollEvery: 10 * time.Millisecond})
