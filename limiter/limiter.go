@@ -410,7 +410,9 @@ func (l *Limiter) noteVersion(v string) {
 	if p := l.version.Load(); p != nil && *p == v {
 		return
 	}
-	l.version.Store(&v)
+	nv := new(string) // a copy only on change: storing &v would move v to the heap on every call
+	*nv = v
+	l.version.Store(nv)
 	l.users.forget()
 	l.ips.forget()
 }
