@@ -44,7 +44,7 @@ type Stock interface {
 type Limiter interface {
 	Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error)
 	Refund(d limiter.Decision)
-	Remember(userHash, ip string, retryAfter time.Duration)
+	Remember(version, userHash, ip string, retryAfter time.Duration)
 	ObserveRedis(d time.Duration, err error)
 	IPKey(ip string) string
 }
@@ -294,11 +294,11 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reserved, error) {
 	case inventory.Closed:
 		return Reserved{}, rejClosed
 	case inventory.IPRateLimited:
-		g.lim.Remember("", a.ipKey, res.RetryAfter)
+		g.lim.Remember(a.decision.Version, "", a.ipKey, res.RetryAfter)
 		_, e := r.reject(rateLimited(limiter.DimIP, res.RetryAfter))
 		return Reserved{}, e
 	case inventory.UserRateLimited, inventory.UserWindowLimited:
-		g.lim.Remember(r.UserID, "", res.RetryAfter)
+		g.lim.Remember(a.decision.Version, r.UserID, "", res.RetryAfter)
 		_, e := r.reject(rateLimited(limiter.DimUser, res.RetryAfter))
 		return Reserved{}, e
 	}

@@ -102,6 +102,7 @@ func (p *Policy) limiterRequest(activityID, campaignID, channel, ip, user string
 		IPAddr:     ip,
 		UserHash:   user,
 		Fallback:   p.fallback,
+		Version:    p.cfg.Version(),
 	}
 	if l, ok := p.activities[activityID]; ok {
 		r.Activity = l

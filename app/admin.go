@@ -46,7 +46,9 @@ func (a *api) requireAdmin(c *gin.Context) {
 		return
 	}
 	if snap := a.cfg.Current(); snap != nil {
-		if ip := clientIP(c, snap.Cfg); ip.IsValid() && !snap.Cfg.AdminAllowed(ip) {
+		// The connection's address, never X-Forwarded-For: the admin port is reached
+		// directly by operators, and a forwarded address is the client's to choose.
+		if ip := connAddr(c.Request); ip.IsValid() && !snap.Cfg.AdminAllowed(ip) {
 			writeError(c, newError(http.StatusForbidden, CodeForbidden, "admin API not allowed from this address"))
 			return
 		}

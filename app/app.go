@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,7 +235,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 // listen opens the storefront listener (api role only), capped at MaxConns, and the admin
 // listener (when AdminAddr is set).
 func (a *App) listen() error {
-	a.server = newServer(a.api.router(), writeTimeout)
+	a.server = newServer(track(a.api.router()), writeTimeout)
 	if a.opts.has("api") {
 		ln, err := net.Listen("tcp", a.opts.HTTPAddr)
 		if err != nil {
@@ -243,6 +244,10 @@ func (a *App) listen() error {
 		a.listener = ln
 		if a.opts.MaxConns > 0 {
 			a.conns = newConnLimiter(a.opts.MaxConns)
+			a.conns.exempt = func(addr netip.Addr) bool {
+				snap := a.cfg.Current()
+				return snap != nil && snap.Cfg.TrustedProxy(addr)
+			}
 			a.server.ConnState = a.conns.ConnState
 			a.listener = &limitListener{Listener: ln, lim: a.conns}
 		}

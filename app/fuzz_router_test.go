@@ -58,6 +58,13 @@ func FuzzRouter(f *testing.F) {
 	f.Add(uint8(0), uint8(0), uint8(5), "", "", "", "", "", "127.0.0.1:1", []byte(""))
 	f.Add(uint8(0), uint8(4), uint8(6), "../../x", "\u202e", strings.Repeat("k", 129), "bad.channel", ",,,", "", []byte("{"))
 	f.Add(uint8(0), uint8(1), uint8(1), open, "dave", "", "", "", "127.0.0.1:1", bytes.Repeat([]byte("a"), 5000))
+	// Round two's bounds: duplicate and case-folded keys, a token for an activity that needs
+	// none, a forwarded chain past maxForwardedHops, a user id ending in a no-break space.
+	f.Add(uint8(0), uint8(1), uint8(1), open, "erin", "", "", "", "127.0.0.1:1", []byte(`{"quantity":2,"quantity":1}`))
+	f.Add(uint8(0), uint8(1), uint8(1), open, "erin", "", "", "", "127.0.0.1:1", []byte(`{"QUANTITY":1}`))
+	f.Add(uint8(0), uint8(1), uint8(2), open, "erin", "", "", "", "127.0.0.1:1", []byte(""))
+	f.Add(uint8(0), uint8(0), uint8(0), open, "erin", "", "", strings.Repeat("10.0.0.1,", 1200)+"198.51.100.9", "127.0.0.1:1", []byte(""))
+	f.Add(uint8(0), uint8(0), uint8(0), open, "erin\u00a0", "", "", "", "127.0.0.1:1", []byte(""))
 	f.Add(uint8(1), uint8(1), uint8(1), open, "alice", "k1", "web", "", "127.0.0.1:1", []byte(""))
 	f.Add(uint8(1), uint8(0), uint8(0), open, "alice", "", "", "", "127.0.0.1:1", []byte(""))
 	f.Add(uint8(1), uint8(1), uint8(2), open, "alice", "", "", "", "127.0.0.1:1", []byte(""))

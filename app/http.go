@@ -5,15 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,7 +102,7 @@ func (a *api) router() *gin.Engine {
 	v1.POST("/activities/:id/tokens", a.postToken)
 	v1.POST("/activities/:id/reservations", a.postReservation)
 	v1.GET("/reservations/:rid", a.getReservation)
-	a.health(r)
+	a.health(r, false)
 	return r
 }
 
@@ -132,13 +133,15 @@ func (a *api) adminRouter() *gin.Engine {
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
 	r.GET("/debug/pprof/*name", a.requireAdmin, pprofHandler)
-	a.health(r)
+	a.health(r, true)
 	return r
 }
 
-func (a *api) health(r *gin.Engine) {
+// health serves /healthz and /readyz; detail (the admin port) adds the order writer's raw
+// error, which names internal addresses and is kept off the storefront.
+func (a *api) health(r *gin.Engine, detail bool) {
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", a.readyz)
+	r.GET("/readyz", func(c *gin.Context) { a.readyz(c, detail) })
 }
 
 // reqState is what the middleware and the handlers of one request share: the snapshot
@@ -218,26 +221,36 @@ func (a *api) recover(c *gin.Context) {
 	c.Next()
 }
 
-// clientIP is the connection's address, or the first untrusted address of X-Forwarded-For
-// (every line of it, in order, read right to left) when the connection comes from a trusted
-// proxy. Zones are stripped: fe80::1%eth0 and fe80::1 are one client.
-func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
-	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
+// maxForwardedHops bounds the X-Forwarded-For entries read from the right: past it the
+// last one read stands for the client (no real chain of trusted proxies is that long).
+const maxForwardedHops = 16
+
+// connAddr is the address of the request's connection, zone stripped; invalid when the
+// remote address cannot be parsed.
+func connAddr(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		host = c.Request.RemoteAddr
+		host = r.RemoteAddr
 	}
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
 		return netip.Addr{}
 	}
-	addr = addr.Unmap().WithZone("")
-	if !cfg.TrustedProxy(addr) {
+	return addr.Unmap().WithZone("")
+}
+
+// clientIP is the connection's address, or the first untrusted address of X-Forwarded-For
+// (every line of it, in order, read right to left) when the connection comes from a trusted
+// proxy. Zones are stripped: fe80::1%eth0 and fe80::1 are one client.
+func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
+	addr := connAddr(c.Request)
+	if !addr.IsValid() || !cfg.TrustedProxy(addr) {
 		return addr
 	}
 	// A proxy may append its own line rather than extend the first: the client's forged
 	// value is then the first line and the proxy's view the last.
 	hops := strings.Split(strings.Join(c.Request.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= 0; i-- {
+	for i := len(hops) - 1; i >= max(0, len(hops)-maxForwardedHops); i-- {
 		h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {
 			return addr
@@ -280,6 +293,9 @@ func snapshot(c *gin.Context) *Snapshot {
 // identity returns the user of a storefront request.
 func identity(c *gin.Context, s *Snapshot) (string, *apiError) {
 	if s.auth.mode == config.AuthJWT {
+		if len(c.Request.Header.Values("Authorization")) > 1 {
+			return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "exactly one Authorization header is allowed")
+		}
 		h := c.GetHeader("Authorization")
 		tok, ok := bearerToken(h)
 		if !ok {
@@ -291,16 +307,16 @@ func identity(c *gin.Context, s *Snapshot) (string, *apiError) {
 		}
 		return sub, nil
 	}
+	if len(c.Request.Header.Values("X-User-Id")) > 1 {
+		// A gateway that appends instead of replacing would let the client choose the user.
+		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "exactly one X-User-Id header is allowed")
+	}
 	u := c.GetHeader("X-User-Id")
 	if u == "" {
 		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id is required")
 	}
 	if !config.ValidUserID(u) {
-		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id must be 1 to 128 bytes of printable UTF-8")
-	}
-	// MySQL's PAD SPACE collations make "alice" and "alice " one user: refuse the ambiguity.
-	if strings.TrimFunc(u, unicode.IsSpace) != u {
-		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id must not begin or end with whitespace")
+		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id must be 1 to 128 bytes of printable UTF-8, without leading or trailing whitespace")
 	}
 	return u, nil
 }
@@ -424,6 +440,11 @@ func (a *api) postToken(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
+	if !r.Activity.RequireToken {
+		// Minting one would only leave Redis keys behind.
+		writeError(c, badRequest("this activity requires no grab token"))
+		return
+	}
 	ctx := c.Request.Context()
 	if _, err := a.gate.Admit(ctx, snap.Admission, r); err != nil {
 		a.answerError(c, err)
@@ -475,6 +496,9 @@ func decodeReservationJSON(r *http.Request) (reservationBody, *apiError) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return b, nil
 	}
+	if err := exactKeys(raw, "quantity", "token"); err != nil {
+		return b, badRequest("malformed JSON body: " + err.Error())
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&b); err != nil {
@@ -490,6 +514,36 @@ func decodeReservationJSON(r *http.Request) (reservationBody, *apiError) {
 		return b, badRequest("token too long")
 	}
 	return b, nil
+}
+
+// exactKeys checks the keys of a JSON object as a strict decoder does: each at most once and
+// spelled exactly as one of names (encoding/json alone would take the last of two and fold
+// case). Anything but an object is left to the decoder.
+func exactKeys(raw []byte, names ...string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := make(map[string]bool, len(names))
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		if !slices.Contains(names, k) {
+			return fmt.Errorf("unknown key %q", k)
+		}
+		if seen[k] {
+			return fmt.Errorf("key %q given twice", k)
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
@@ -525,22 +579,20 @@ func (a *api) postReservation(c *gin.Context) {
 }
 
 // storefrontRequest decodes what comes before the admission layers (docs/API.md section 4,
-// precedence): a malformed request (400, 413), the identity (401), then the activity (404)
-// and, for a reservation, its quantity against the per-user limit (400). The request lives in
-// the pooled state of the request when there is one.
+// precedence): what the headers show is malformed (400, 413), the identity (401), the
+// activity (404), and only then, for a reservation, the body and its quantity against the
+// per-user limit (400). What needs no body is answered before the body is read (and its
+// connection closed, see track), and the body of a killed activity is never read. The
+// request lives in the pooled state of the request when there is one.
 func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.Kind) (*admission.Request, *apiError) {
 	id, e := activityID(c)
 	if e != nil {
 		return nil, e
 	}
-	var body reservationBody
 	var idem, channel string
 	if kind == admission.ForReservation {
 		if c.Request.ContentLength > maxBodyBytes {
 			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB")
-		}
-		if body, e = decodeReservationBody(c.Request); e != nil {
-			return nil, e
 		}
 		idem = c.GetHeader("Idempotency-Key")
 		if _, present := c.Request.Header["Idempotency-Key"]; present && (len(idem) < 1 || len(idem) > 128) {
@@ -558,6 +610,12 @@ func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.K
 	v, e := a.lookup(c, snap, id)
 	if e != nil {
 		return nil, e
+	}
+	var body reservationBody
+	if kind == admission.ForReservation && !snap.Cfg.KillSwitch && !snap.Cfg.ActivityKilled(id) {
+		if body, e = decodeReservationBody(c.Request); e != nil {
+			return nil, e
+		}
 	}
 	qty := 1
 	if body.Quantity != nil {
@@ -681,7 +739,7 @@ func (a *api) getReservation(c *gin.Context) {
 
 // readyz answers from the configuration state and a cached Redis probe (at most one PING
 // per readyProbeEvery, however many ask).
-func (a *api) readyz(c *gin.Context) {
+func (a *api) readyz(c *gin.Context, detail bool) {
 	st := a.cfg.Status()
 	var redisErr, writerErr error
 	if st.Ready {
@@ -692,14 +750,18 @@ func (a *api) readyz(c *gin.Context) {
 	}
 	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
 	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
+	writer := "failing"
+	if writerErr != nil && detail {
+		writer = writerErr.Error()
+	}
 	if writerErr != nil {
-		body["writer"] = writerErr.Error()
+		body["writer"] = writer
 	}
 	if !ok {
 		e := newError(http.StatusServiceUnavailable, CodeUnavailable, reason).with("ready", false).
 			with("reason", reason).with("configSource", st.Source)
 		if writerErr != nil {
-			e = e.with("writer", writerErr.Error())
+			e = e.with("writer", writer)
 		}
 		writeError(c, e)
 		return

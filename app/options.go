@@ -20,6 +20,9 @@ import (
 	"github.com/seckill/seckill/inventory"
 )
 
+// DefaultMaxConns is the default of Options.MaxConns.
+const DefaultMaxConns = 4096
+
 // Options configure the process. They are read once at start (flags, or the same-named
 // SECKILL_* environment variables); everything hot lives in the YAML configuration instead.
 // optionSpecs below lists every one with its variable, default and parser.
@@ -29,6 +32,7 @@ type Options struct {
 	// serves neither.
 	AdminAddr string
 	// MaxConns (SECKILL_MAX_CONNS) caps the storefront's open connections; 0 = no cap.
+	// One client address holds at most an eighth of them (see connLimiter).
 	MaxConns        int
 	RedisAddr       string // SECKILL_REDIS_ADDR: "" embedded; a comma-separated list is a cluster
 	MySQLDSN        string // SECKILL_MYSQL_DSN: "" embedded SQLite
@@ -114,7 +118,7 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 				o.AdminAddr = v
 				return checkAddr(v, true)
 			}},
-		{flag: "max-conns", env: "SECKILL_MAX_CONNS", def: "4096", usage: "most open storefront connections; past it idle ones are closed, then new ones get 503 (0 = no cap)",
+		{flag: "max-conns", env: "SECKILL_MAX_CONNS", def: strconv.Itoa(DefaultMaxConns), usage: "most open storefront connections, an eighth of them per client address; past it idle ones are closed, then new ones get 503 (0 = no cap)",
 			set: func(o *Options, v string) error { return parseInt(v, 0, &o.MaxConns) }},
 		{flag: "redis-addr", env: "SECKILL_REDIS_ADDR", shown: "embedded", usage: "Redis host:port; a comma-separated list is a Redis Cluster; empty = embedded",
 			set: func(o *Options, v string) error { o.RedisAddr = v; return checkAddrList(v, false) }},

@@ -2,6 +2,7 @@ package app
 
 import (
 	"crypto/rsa"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -104,10 +105,18 @@ func (k authKeys) buildSnapshot(cfg *config.Config, meta config.Meta) (*Snapshot
 	return s, nil
 }
 
+// errCritical refuses a JWT with a crit header.
+var errCritical = errors.New("jwt: crit header names extensions this service does not understand")
+
 // verify returns the subject of a valid token, or false.
 func (a *authenticator) verify(token string) (string, bool) {
 	claims := jwt.RegisteredClaims{}
 	_, err := a.parser.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
+		if _, ok := t.Header["crit"]; ok {
+			// RFC 7515 section 4.1.11: this service understands no extension, so a token
+			// that marks one critical is refused.
+			return nil, errCritical
+		}
 		if a.rsKey != nil {
 			return a.rsKey, nil
 		}

@@ -333,11 +333,11 @@ func (c *Config) Validate() error {
 	v.limit("limits.activity", c.Limits.Activity)
 	v.limit("limits.user", c.Limits.User)
 	v.limit("limits.ip", c.Limits.IP)
-	if c.Limits.UserWindow.Window <= 0 {
-		v.addf("limits.userWindow.window", "%s must be > 0", c.Limits.UserWindow.Window)
+	if w := c.Limits.UserWindow.Window; w <= 0 || w.D() > MaxRefill {
+		v.addf("limits.userWindow.window", "%s not in (0s, %s]", w, MaxRefill)
 	}
-	if c.Limits.UserWindow.Max < 0 {
-		v.addf("limits.userWindow.max", "%d must be >= 0", c.Limits.UserWindow.Max)
+	if m := c.Limits.UserWindow.Max; m < 0 || m > MaxBurst {
+		v.addf("limits.userWindow.max", "%d not in 0..%d", m, MaxBurst)
 	}
 	v.limit("limits.tokens", c.Limits.Tokens)
 	v.limit("limits.reads", c.Limits.Reads)
@@ -358,10 +358,11 @@ func (c *Config) Validate() error {
 	if c.Fallback.SlowCallsToDegrade < 1 {
 		v.addf("fallback.slowCallsToDegrade", "%d must be >= 1", c.Fallback.SlowCallsToDegrade)
 	}
-	if c.Fallback.ProbeEvery < minProbeEvery {
+	if c.Fallback.ProbeEvery < minProbeEvery || c.Fallback.ProbeEvery > maxProbeEvery {
 		// One Redis probe per period per instance: a tiny period would hammer a Redis
-		// that is already struggling.
-		v.addf("fallback.probeEvery", "%s must be >= %s", c.Fallback.ProbeEvery, minProbeEvery)
+		// that is already struggling, a long one would keep the looser local limits in
+		// force long after Redis came back.
+		v.addf("fallback.probeEvery", "%s not in %s..%s", c.Fallback.ProbeEvery, minProbeEvery, maxProbeEvery)
 	}
 	v.limit("fallback.global", c.Fallback.Global)
 	for _, id := range sortedKeys(c.Activities) {
@@ -445,16 +446,35 @@ func (v *validator) addf(path, format string, args ...any) {
 	v.problems = append(v.problems, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// Bounds of a token-bucket limit and of the per-user window: what the Lua scripts can count
+// (a Lua number holds integers exactly up to 2^53 and tostring keeps 14 digits) and expire
+// (a bucket's key lives for a full refill, burst/rate seconds, passed to PEXPIRE as an
+// integer). Far beyond any real sale: the defaults are 50,000/s and a burst of 100,000.
+const (
+	MinRate   = 0.001         // tokens per second of a limited dimension: one per 1,000 s
+	MaxRate   = 1e9           // tokens per second
+	MaxBurst  = 1_000_000_000 // tokens
+	MaxRefill = 7 * 24 * time.Hour
+)
+
 func (v *validator) limit(path string, l tokenbucket.Limit) {
 	switch {
 	case math.IsNaN(l.Rate) || math.IsInf(l.Rate, 0):
 		v.addf(path+".rate", "%v is not a finite number", l.Rate)
 	case l.Rate < 0:
 		v.addf(path+".rate", "%v must be >= 0", l.Rate)
+	case l.Rate > 0 && l.Rate < MinRate:
+		v.addf(path+".rate", "%v must be 0 (off) or at least %v", l.Rate, MinRate)
+	case l.Rate > MaxRate:
+		v.addf(path+".rate", "%v must be at most %v", l.Rate, MaxRate)
 	case l.Rate > 0 && l.Burst < 1:
 		v.addf(path+".burst", "%d must be >= 1 when rate > 0", l.Burst)
 	case l.Burst < 0:
 		v.addf(path+".burst", "%d must be >= 0", l.Burst)
+	case l.Burst > MaxBurst:
+		v.addf(path+".burst", "%d must be at most %d", l.Burst, MaxBurst)
+	case l.Rate > 0 && float64(l.Burst)/l.Rate > MaxRefill.Seconds():
+		v.addf(path, "a full refill (burst/rate) takes %.0f s, over the %s a bucket is kept", float64(l.Burst)/l.Rate, MaxRefill)
 	}
 }
 
@@ -515,8 +535,8 @@ func sortedKeys[V any](m map[string]V) []string {
 // Unicode normal form C, without format characters (such as U+202E or U+200B, which make two
 // ids look alike) and without leading or trailing spaces.
 func ValidUserID(u string) bool {
-	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) || u[0] == ' ' || u[len(u)-1] == ' ' {
-		return false
+	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) || strings.TrimFunc(u, unicode.IsSpace) != u {
+		return false // leading or trailing space of any kind (U+00A0, U+3000 too)
 	}
 	for _, r := range u {
 		if !isPrint(r) || unicode.Is(unicode.Cf, r) {
@@ -541,8 +561,11 @@ func (c *Config) AuthChosen() error {
 	return nil
 }
 
-// minProbeEvery is the shortest fallback.probeEvery accepted.
-const minProbeEvery = Duration(100 * time.Millisecond)
+// minProbeEvery and maxProbeEvery bound fallback.probeEvery.
+const (
+	minProbeEvery = Duration(100 * time.Millisecond)
+	maxProbeEvery = Duration(time.Minute)
+)
 
 // identityFixed returns an error when next changes the identity keys of c (auth.mode,
 // auth.trustedGateway). The identity mode is fixed once a configuration was applied, so that

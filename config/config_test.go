@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -97,7 +98,14 @@ func TestBadFixtures(t *testing.T) {
 		{"activity_id", `activities.bad id!: id "bad id!" does not match`, ErrInvalid},
 		{"activity_limit", "activities.a1.limits.burst: 0 must be >= 1", ErrInvalid},
 		{"campaign_limit", "campaigns.c1.limits.rate: -5 must be >= 0", ErrInvalid},
-		{"window_zero", "limits.userWindow.window: 0s must be > 0", ErrInvalid},
+		{"window_zero", "limits.userWindow.window: 0s not in (0s, 168h0m0s]", ErrInvalid},
+		{"window_long", "limits.userWindow.window: 2562047h0m0s not in (0s, 168h0m0s]", ErrInvalid},
+		{"window_max_huge", "limits.userWindow.max: 9223372036854775807 not in 0..1000000000", ErrInvalid},
+		{"rate_tiny", "limits.ip.rate: 1e-300 must be 0 (off) or at least 0.001", ErrInvalid},
+		{"rate_huge", "limits.user.rate: 1e+300 must be at most 1e+09", ErrInvalid},
+		{"burst_huge", "limits.user.burst: 9223372036854775807 must be at most 1000000000", ErrInvalid},
+		{"refill_long", "limits.global: a full refill (burst/rate) takes 1000000000 s, over the 168h0m0s", ErrInvalid},
+		{"activity_limit_huge", "activities.a1.limits.rate: 1e+300 must be at most 1e+09", ErrInvalid},
 		{"window_number", "want a duration string", ErrSyntax},
 		{"duration_bad", `invalid duration "soon"`, ErrSyntax},
 		{"cidr", `trustedProxies[0]: "10.0.0.0/33" is not a CIDR prefix`, ErrInvalid},
@@ -116,7 +124,8 @@ func TestBadFixtures(t *testing.T) {
 		{"jwt_key_file", "auth.jwtRS256PublicKeyFile: not a live key: give the RS256 public key file at start-up", ErrInvalid},
 		{"rate_inf", "limits.global.rate: +Inf is not a finite number", ErrInvalid},
 		{"slow_zero", "fallback.redisSlowMs: 0 must be >= 1", ErrInvalid},
-		{"probe_fast", "fallback.probeEvery: 1ns must be >= 100ms", ErrInvalid},
+		{"probe_fast", "fallback.probeEvery: 1ns not in 100ms..1m0s", ErrInvalid},
+		{"probe_slow", "fallback.probeEvery: 2562047h0m0s not in 100ms..1m0s", ErrInvalid},
 		{"channel_name", `limits.channels.we b: id "we b"`, ErrInvalid},
 		{"top_list", "cannot unmarshal !!seq into config.Config", ErrSyntax},
 		{"empty", "the document is empty", ErrInvalid},
@@ -310,6 +319,7 @@ func FuzzDecode(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("decoded config does not validate: %v", err)
 		}
+		checkScriptBounds(t, c)
 		out, err := yaml.Marshal(c)
 		if err != nil {
 			t.Fatalf("marshal: %v", err)
@@ -323,6 +333,50 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("round trip differs:\n%+v\n%+v\n%s", c, c2, out)
 		}
 	})
+}
+
+// checkScriptBounds fails unless every limit of c is one the Lua scripts can count and expire,
+// computed as the scripts compute it: a bucket's PEXPIRE is ceil(burst*1000/rate)+1000 ms and
+// must print as an integer (tostring keeps 14 digits), a Retry-After of one token is
+// ceil(1000/rate) ms, a window's PEXPIRE is its length in ms, and counts stay below 2^53.
+func checkScriptBounds(t *testing.T, c *Config) {
+	t.Helper()
+	limits := []tokenbucket.Limit{c.Limits.Global, c.Limits.Campaign, c.Limits.Activity, c.Limits.User,
+		c.Limits.IP, c.Limits.Tokens, c.Limits.Reads, c.Fallback.Global}
+	for _, l := range c.Limits.Channels {
+		limits = append(limits, l)
+	}
+	for _, a := range c.Activities {
+		if a.Limits != nil {
+			limits = append(limits, *a.Limits)
+		}
+	}
+	for _, cp := range c.Campaigns {
+		if cp.Limits != nil {
+			limits = append(limits, *cp.Limits)
+		}
+	}
+	const printable = 1e14 // the largest integer Lua's tostring prints without an exponent, roughly
+	for _, l := range limits {
+		if !l.Limited() {
+			continue
+		}
+		if ttl := math.Ceil(float64(l.Capacity())*1000/l.Rate) + 1000; !(ttl < printable) {
+			t.Fatalf("limit %+v: bucket TTL %v ms is not an integer the scripts can pass to PEXPIRE", l, ttl)
+		}
+		if retry := math.Ceil(1000 / l.Rate); !(retry < printable) {
+			t.Fatalf("limit %+v: Retry-After %v ms out of range", l, retry)
+		}
+		if float64(l.Burst) >= 1<<53 || l.Rate*1e6 >= 1<<53 {
+			t.Fatalf("limit %+v: counts past what a Lua number holds exactly", l)
+		}
+	}
+	if w := c.Limits.UserWindow; float64(w.Window.D().Milliseconds()) >= printable || float64(w.Max) >= 1<<53 {
+		t.Fatalf("userWindow %+v out of the scripts' range", w)
+	}
+	if p := c.Fallback.ProbeEvery.D(); p <= 0 || p > time.Minute {
+		t.Fatalf("fallback.probeEvery %s: a degraded limiter would wait that long to recover", p)
+	}
 }
 
 // BenchmarkRequestPath is what one request reads from a snapshot: zero allocations.
@@ -380,6 +434,9 @@ func TestValidUserID(t *testing.T) {
 		{"\ufeffalice", false}, // byte order mark
 		{" alice", false},
 		{"alice ", false},
+		{"alice\u00a0", false}, // no-break space, the same id in a JWT sub as in X-User-Id
+		{"alice\u3000", false}, // ideographic space
+		{"\u2003alice", false}, // em space
 		{"a\tb", false},
 		{"a\x7fb", false},
 		{"\xff", false},

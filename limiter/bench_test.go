@@ -55,7 +55,7 @@ func BenchmarkAllow(b *testing.B) {
 				r.IP = big
 			}
 			if c.remember {
-				l.Remember(r.UserHash, "", 1<<40)
+				l.Remember("", r.UserHash, "", 1<<40)
 			}
 			if c.degraded {
 				l.degrade("benchmark", nil)

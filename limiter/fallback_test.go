@@ -415,3 +415,40 @@ func TestDegradedWhileRedisDownWithoutTraffic(t *testing.T) {
 	}, "recovered once Redis is back")
 
 }
+
+// TestProbeEveryEditReachesTheRunningProber: a limiter degraded while fallback.probeEvery is
+// an hour must not wait out that hour once an edit shortens it: the next request carrying the
+// new policy re-arms the prober, which recovers within a few new periods. An over-long period
+// that reaches the limiter anyway is clamped to MaxProbeEvery.
+func TestProbeEveryEditReachesTheRunningProber(t *testing.T) {
+	t.Parallel()
+	proxy, rdb := proxied(t)
+	l := newTestLimiter(t, rdb, nil, Options{})
+	runLimiter(t, l)
+	slow := Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
+		ProbeEvery: time.Hour, Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}}
+	r := Request{Global: tokenbucket.Limit{Rate: 1, Burst: 100}, IP: tokenbucket.Limit{Rate: 100, Burst: 100},
+		IPAddr: "10.3.0.2", Fallback: slow}
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+		t.Fatalf("before the drill: %+v", d)
+	}
+	if got := l.policy().ProbeEvery; got != MaxProbeEvery {
+		t.Fatalf("probeEvery of an hour is in force as %s, want it clamped to %s", got, MaxProbeEvery)
+	}
+	if err := proxy.Disable(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Allow(context.Background(), r); err != nil || !l.Degraded() {
+		t.Fatalf("with Redis down: %v, degraded %v", err, l.Degraded())
+	}
+	if err := proxy.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	// Still on the long period: no recovery for a while.
+	testwait.Never(t, 500*time.Millisecond, func() bool { return !l.Degraded() }, "recovered before its probe period")
+	r.Fallback.ProbeEvery = 50 * time.Millisecond
+	if _, err := l.Allow(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, 3*time.Second, func() bool { return !l.Degraded() }, "recovered after the edit")
+}

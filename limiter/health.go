@@ -489,10 +489,23 @@ func (l *Limiter) Run(ctx context.Context) error {
 	probe := time.NewTimer(time.Hour)
 	probe.Stop()
 	probing := false
+	var armedAt time.Time
+	var armedFor time.Duration
+	// armProbe starts the probe timer while degraded; an armed timer whose period an edit
+	// changed is re-armed for what is left of the new period (at once if it is over), so a
+	// shortened probeEvery takes effect without waiting out the old one.
 	armProbe := func() {
-		if !probing && l.Degraded() {
-			probing = true
-			probe.Reset(l.policy().ProbeEvery)
+		if !l.Degraded() {
+			return
+		}
+		every := l.policy().ProbeEvery
+		switch {
+		case !probing:
+			probing, armedAt, armedFor = true, time.Now(), every
+			probe.Reset(every)
+		case every != armedFor:
+			armedFor = every
+			probe.Reset(max(0, every-time.Since(armedAt)))
 		}
 	}
 	armProbe()

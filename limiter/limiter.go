@@ -50,8 +50,8 @@ import (
 
 // Fallback is the policy while Redis is slow or down, as values from the configuration
 // snapshot. Zero fields take the defaults of docs/API.md section 6: RedisSlow 20 ms,
-// SlowCallsToDegrade 20, ProbeEvery 1 s. A Global with Rate 0 leaves the global dimension
-// unlimited while degraded.
+// SlowCallsToDegrade 20, ProbeEvery 1 s; a ProbeEvery over MaxProbeEvery acts as
+// MaxProbeEvery. A Global with Rate 0 leaves the global dimension unlimited while degraded.
 type Fallback struct {
 	RedisSlow          time.Duration     // a Redis call slower than this is slow
 	SlowCallsToDegrade int               // net slow calls (slow minus fast, floor 0) that trigger a check (see health)
@@ -69,8 +69,14 @@ func (f Fallback) withDefaults() Fallback {
 	if f.ProbeEvery <= 0 {
 		f.ProbeEvery = time.Second
 	}
+	f.ProbeEvery = min(f.ProbeEvery, MaxProbeEvery)
 	return f
 }
+
+// MaxProbeEvery is the longest the prober waits between tries while degraded (the
+// configuration refuses a longer fallback.probeEvery): one Redis blip must not leave the
+// looser local limits in force for longer.
+const MaxProbeEvery = time.Minute
 
 // Request is one admission decision: the limits of every dimension, as values from one
 // configuration snapshot, and the names they apply to. A dimension whose Limit has Rate 0, or
@@ -90,6 +96,14 @@ type Request struct {
 	IPInReservation bool
 
 	Fallback Fallback
+
+	// Version names the configuration the limits come from (config.Config.Version). The
+	// local memory of refusals holds for one version only: the first request of another
+	// version forgets every remembered user and IP, and a refusal decided under a version
+	// other than the latest seen is not remembered, so an edit (a limit tightened by
+	// mistake, then reverted) is re-evaluated at once instead of refusing until the
+	// Retry-After. Empty: not versioned (the memory is kept across calls).
+	Version string
 }
 
 // Dimensions named in Decision.Dimension and in the metrics.
@@ -155,6 +169,8 @@ type Decision struct {
 	Dimension  string
 	Reason     string
 	RetryAfter time.Duration
+	// Version is the Request's: pass it to Remember.
+	Version string
 
 	taken taken
 }
@@ -227,6 +243,7 @@ type Limiter struct {
 	health health
 
 	fb      atomic.Pointer[Fallback] // the latest policy seen on a Request (with defaults)
+	version atomic.Pointer[string]   // the latest Request.Version seen, nil = none
 	healthy atomic.Int64             // last known healthy instance count, 0 = never known
 
 	// key naming (prefix is a test hook), and a script clock for tests (0 = Redis TIME)
@@ -355,9 +372,16 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 // context's error returned; every other outcome returns a nil error, Redis failures included
 // (they degrade and the request is decided locally).
 func (l *Limiter) Allow(ctx context.Context, r Request) (Decision, error) {
+	d, err := l.allow(ctx, &r)
+	d.Version = r.Version
+	return d, err
+}
+
+func (l *Limiter) allow(ctx context.Context, r *Request) (Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return l.reject(dNone, rCanceled, 0), err
 	}
+	l.noteVersion(r.Version)
 	now := l.clock.Now()
 	if r.UserHash != "" {
 		if u, ok := l.users.until(r.UserHash, now); ok {
@@ -371,9 +395,35 @@ func (l *Limiter) Allow(ctx context.Context, r Request) (Decision, error) {
 	}
 	l.notePolicy(r.Fallback)
 	if l.health.degraded.Load() {
-		return l.allowLocal(now, &r), nil
+		return l.allowLocal(now, r), nil
 	}
-	return l.allowRedis(ctx, now, &r)
+	return l.allowRedis(ctx, now, r)
+}
+
+// noteVersion forgets the remembered refusals when v is not the latest configuration
+// version seen (see Request.Version). Forgetting is always safe: Redis (or the local
+// fallback bucket) decides again.
+func (l *Limiter) noteVersion(v string) {
+	if v == "" {
+		return
+	}
+	if p := l.version.Load(); p != nil && *p == v {
+		return
+	}
+	nv := new(string) // a copy only on change: storing &v would move v to the heap on every call
+	*nv = v
+	l.version.Store(nv)
+	l.users.forget()
+	l.ips.forget()
+}
+
+// currentVersion reports whether v is the latest configuration version seen ("" always is).
+func (l *Limiter) currentVersion(v string) bool {
+	if v == "" {
+		return true
+	}
+	p := l.version.Load()
+	return p == nil || *p == v
 }
 
 func leasedDims(r *Request) [nLeased]struct {
@@ -416,7 +466,9 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		}
 		if !ok {
 			l.giveBack(&t, now)
-			l.ips.remember(r.IPAddr, now.Add(retry), now)
+			if l.currentVersion(r.Version) {
+				l.ips.remember(r.IPAddr, now.Add(retry), now)
+			}
 			return l.reject(dIP, rRate, retry), nil
 		}
 		t.ipKey, t.ipLimit = key, r.IP
@@ -454,7 +506,9 @@ func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
 		ok, retry := b.take(now)
 		if !ok {
 			l.giveBack(&t, now)
-			l.ips.remember(r.IPAddr, now.Add(retry), now)
+			if l.currentVersion(r.Version) {
+				l.ips.remember(r.IPAddr, now.Add(retry), now)
+			}
 			return l.reject(dIP, rFallback, retry)
 		}
 		t.ipLocal = b
@@ -531,9 +585,11 @@ func (l *Limiter) Refund(d Decision) {
 // Remember answers the user (by the key of Request.UserHash) and the IP locally with 429 until retryAfter from now,
 // with no Redis call: the app calls it when the reservation script rejected the user for rate.
 // Empty keys are skipped; a non-positive retryAfter remembers nothing; a longer deadline already
-// remembered is kept. The user memory is per user across activities.
-func (l *Limiter) Remember(userHash, ip string, retryAfter time.Duration) {
-	if retryAfter <= 0 {
+// remembered is kept. The user memory is per user across activities. version is the
+// configuration the refusal was decided under (Decision.Version): a refusal of an older
+// configuration than the latest seen is not remembered.
+func (l *Limiter) Remember(version, userHash, ip string, retryAfter time.Duration) {
+	if retryAfter <= 0 || !l.currentVersion(version) {
 		return
 	}
 	now := l.clock.Now()
@@ -559,6 +615,7 @@ func (l *Limiter) notePolicy(f Fallback) {
 	nf := new(Fallback) // a fresh copy only on change: storing &f would move f to the heap
 	*nf = f
 	l.fb.Store(nf)
+	l.wakeRun() // a running prober re-arms with the new period
 }
 
 func (l *Limiter) policy() Fallback {

@@ -131,7 +131,7 @@ func TestRememberedCostsNoRedisCall(t *testing.T) {
 	r := Request{Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}, IP: tokenbucket.Limit{Rate: 1, Burst: 2},
 		IPAddr: "10.1.1.1", UserHash: "00000000000000aa"}
 
-	l.Remember(r.UserHash, "", 2*time.Second)
+	l.Remember("", r.UserHash, "", 2*time.Second)
 	before := calls.n.Load()
 	for range 1000 {
 		d, _ := l.Allow(context.Background(), r)
@@ -350,5 +350,33 @@ func TestLeasingErrorOfGlobalRate(t *testing.T) {
 	}
 	if floor := 0.9 * (rate*(elapsed-0.1) + burst); got < floor {
 		t.Fatalf("admitted %.0f, under 90%% of the budget (%.0f)", got, floor)
+	}
+}
+
+// TestRememberedRefusalsHoldForOneVersion: a refusal remembered under one configuration
+// version is forgotten by the first request of another, and a refusal decided under a
+// version older than the latest seen (a request in flight across the swap) is not remembered.
+func TestRememberedRefusalsHoldForOneVersion(t *testing.T) {
+	rdb := testsvc.Redis(t).(*redis.Client)
+	l := newTestLimiter(t, rdb, newFakeClock(), Options{})
+	r := Request{Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}, IPAddr: "10.1.1.9", UserHash: "00000000000000ab", Version: "v1"}
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed || d.Version != "v1" {
+		t.Fatalf("first: %+v", d)
+	}
+	l.Remember("v1", r.UserHash, r.IPAddr, time.Hour)
+	if d, _ := l.Allow(context.Background(), r); d.Allowed || d.Reason != ReasonRemembered {
+		t.Fatalf("remembered under v1: %+v", d)
+	}
+	r.Version = "v2"
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+		t.Fatalf("the first request of v2 is still refused from memory: %+v", d)
+	}
+	l.Remember("v1", r.UserHash, r.IPAddr, time.Hour) // decided under v1, answered after v2
+	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
+		t.Fatalf("a refusal of v1 was remembered after v2: %+v", d)
+	}
+	l.Remember("v2", r.UserHash, "", time.Hour)
+	if d, _ := l.Allow(context.Background(), r); d.Allowed || d.Dimension != DimUser {
+		t.Fatalf("a refusal of v2 is not remembered: %+v", d)
 	}
 }

@@ -208,6 +208,15 @@ func (mm memo) remember(k string, until time.Time, now time.Time) {
 	mm.m.set(k, u, func(v int64) bool { return v <= n })
 }
 
+// forget forgets everything remembered.
+func (mm memo) forget() {
+	if mm.n.Load() <= 0 {
+		return
+	}
+	mm.m.sweep(func(string, int64) bool { return false })
+	mm.n.Store(int64(mm.m.len()))
+}
+
 // purge forgets what expired by now.
 func (mm memo) purge(now time.Time) {
 	n := now.UnixNano()

@@ -60,7 +60,7 @@ func TestMetricsCountDecisions(t *testing.T) {
 	for range 3 {
 		_, _ = l.Allow(context.Background(), r)
 	}
-	l.Remember("u", "", time.Second)
+	l.Remember("", "u", "", time.Second)
 	_, _ = l.Allow(context.Background(), r)
 	for _, c := range []struct {
 		give prometheus.Collector
