@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -97,6 +98,52 @@ func TestRestartUnderSameInstanceIDLosesNoUnit(t *testing.T) {
 		if got := groundUnits(t, rdb, a.ID) + reserved; got != a.Stock {
 			t.Fatalf("stock keys + transit + reserved = %d + %d, want %d (units lost by a reused transfer id)",
 				got-reserved, reserved, a.Stock)
+		}
+	})
+}
+
+// TestCreditRecordsAreForgottenAndOldEntriesRekeyed: a target forgets the record of a
+// credited id once it is older than creditKeep and its source holds no entry under the id
+// (so the records do not grow with the sale), and a transit entry older than creditKeep is
+// credited under a new id, never under its own (whose record may be forgotten).
+func TestCreditRecordsAreForgottenAndOldEntriesRekeyed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 10, 1, 2))
+		src, dst := Shard(a.ID, 0, 0), Shard(a.ID, 0, 1)
+		old := time.Now().Add(-creditKeep - time.Minute).UnixMilli()
+		// A debit left in transit long ago: 2 units from shard 0 to shard 1.
+		if err := rdb.DecrBy(ctx, src.Stock(), 2).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rdb.HSet(ctx, src.XOut(), "told", "2|"+dst.Loc()+"|"+strconv.FormatInt(old, 10))
+		// A forgotten record of that id must not make it "credited before".
+		if err := s.mover.Settle(ctx, src, "told", ""); err != nil {
+			t.Fatal(err)
+		}
+		if n := rdb.HLen(ctx, src.XOut()).Val(); n != 0 {
+			t.Fatalf("%d transit entries left", n)
+		}
+		if got := groundUnits(t, rdb, a.ID); got != 10 {
+			t.Fatalf("ground truth %d units, want 10", got)
+		}
+		if rdb.HExists(ctx, dst.XIn(), "told").Val() {
+			t.Fatal("an entry older than creditKeep was credited under its own id")
+		}
+		// Records: one old and settled (forgotten), one old with its entry still in transit
+		// (kept), one young (kept).
+		rdb.HSet(ctx, dst.XIn(), "gone", "1|"+src.Loc()+"|"+strconv.FormatInt(old, 10),
+			"busy", "1|"+src.Loc()+"|"+strconv.FormatInt(old, 10),
+			"young", "1|"+src.Loc()+"|"+strconv.FormatInt(time.Now().UnixMilli(), 10))
+		rdb.HSet(ctx, src.XOut(), "busy", "0|"+dst.Loc()+"|"+strconv.FormatInt(time.Now().UnixMilli(), 10))
+		if _, err := s.Recover(ctx, a.ID, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		for f, want := range map[string]bool{"gone": false, "busy": true, "young": true} {
+			if got := rdb.HExists(ctx, dst.XIn(), f).Val(); got != want {
+				t.Errorf("credit record %s kept %v, want %v", f, got, want)
+			}
 		}
 	})
 }
