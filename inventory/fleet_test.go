@@ -147,3 +147,61 @@ func TestCreditRecordsAreForgottenAndOldEntriesRekeyed(t *testing.T) {
 		}
 	})
 }
+
+// TestStalledReshardRunWritesNothingOnALaterLayout is issue 19's defect 2: a run of the
+// reshard 0->1 stalls before its copy; 0->1 finishes elsewhere and 1->2 drains the epoch-1
+// shards; the stalled run wakes and copies and seals epoch 1. It must write nothing there:
+// no users hash over the newer one, no stock re-created on a drained shard.
+func TestStalledReshardRunWritesNothingOnALaterLayout(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s := newStore(t, rdb, Options{ReshardWorkers: 1})
+		a := mustCreate(t, s, openActivity(t, 10, 2, 2))
+		var reserved int64
+		u := userOn(s, "u", 0, 2)
+		take := func() {
+			t.Helper()
+			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if err != nil || r.Code != Reserved {
+				t.Fatalf("reserve: %v %v", r.Code, err)
+			}
+			reserved++
+		}
+		take() // epoch 0
+		if err := s.Reshard(ctx, a.ID, 1); err != nil {
+			t.Fatal(err)
+		}
+		take() // epoch 1: the user holds 2
+		if err := s.Reshard(ctx, a.ID, 2); err != nil {
+			t.Fatal(err)
+		}
+		uh := s.UserHash(u)
+		e2 := Shard(a.ID, 2, HomeShard(uh, 2))
+		// The stalled run of 0->1 wakes: credit, copy and seal of epoch 1, as move does.
+		for i := 0; i < 2; i++ {
+			k := Shard(a.ID, 1, 0)
+			if _, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", i, 5); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.copyShard(ctx, a.ID, Shard(a.ID, 0, i), 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k1 := Shard(a.ID, 1, 0)
+		if _, err := s.run(ctx, s.credit, s.creditKeys(k1), "seal", 2); err != nil {
+			t.Fatal(err)
+		}
+		if rdb.Exists(ctx, k1.Stock()).Val() == 1 {
+			t.Error("the stalled run re-created stock on a drained shard")
+		}
+		if got, _ := rdb.HGet(ctx, k1.Users(), uh).Int(); got != 2 {
+			t.Errorf("drained epoch-1 users hash counts %d units for the user, want 2 (overwritten by the stalled copy)", got)
+		}
+		if got, _ := rdb.HGet(ctx, e2.Users(), uh).Int(); got != 2 {
+			t.Errorf("epoch-2 users hash counts %d units, want 2", got)
+		}
+		if got := groundUnits(t, rdb, a.ID) + reserved; got != a.Stock {
+			t.Fatalf("stock keys + transit + reserved = %d, want %d", got, a.Stock)
+		}
+	})
+}

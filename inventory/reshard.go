@@ -120,7 +120,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		i, j := x/to, x%to
 		k := Shard(id, e+1, j)
 		units := split(drained[i], to, ((j-i)%to+to)%to)
-		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "credit", i, units)
+		res, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", i, units)
 		if err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	// 4. Seal the new shards: their stock keys appear.
 	err = s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
-		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "seal", from)
+		res, err := s.run(ctx, s.credit, s.creditKeys(k), "seal", from)
 		if err != nil {
 			return err
 		}
@@ -316,3 +316,8 @@ const (
 	copied                 // 1: copied
 	copyRefused            // 2: refused, the target is sealed
 )
+
+// creditKeys are the KEYS of inventory_credit.lua on shard k.
+func (s *Store) creditKeys(k ShardKeys) []string {
+	return []string{k.Stock(), k.Credits(), k.Stats()}
+}
