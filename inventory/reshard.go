@@ -148,9 +148,12 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		if err != nil {
 			return err
 		}
-		c, err := answer(s.credit, res, sealMissing, sealedNow, sealedBefore)
+		c, err := answer(s.credit, res, sealMissing, sealedNow, sealedBefore, sealDrained)
 		if err != nil {
 			return err
+		}
+		if c == sealDrained {
+			return fmt.Errorf("%w: reshard of %s: shard %d of epoch %d is drained, a later reshard moved on", ErrBusy, id, j, e+1)
 		}
 		if c == sealMissing {
 			return fmt.Errorf("inventory: seal %s shard %d: credits missing (%v)", id, j, res)
@@ -197,7 +200,7 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 		}
 		batches[j] = b[:0]
 		k := Shard(id, epoch, j)
-		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users()}, b...)
+		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users(), k.Drained()}, b...)
 		if err != nil {
 			return false, err
 		}
@@ -309,6 +312,7 @@ const (
 	sealedNow               // {1, units}
 	sealedBefore            // {2, units}
 	sealMissing             // {0, sources seen}: not every source has credited
+	sealDrained             // {4}: drained by a later reshard (this run is stale)
 )
 
 const (
@@ -319,5 +323,5 @@ const (
 
 // creditKeys are the KEYS of inventory_credit.lua on shard k.
 func (s *Store) creditKeys(k ShardKeys) []string {
-	return []string{k.Stock(), k.Credits(), k.Stats()}
+	return []string{k.Stock(), k.Credits(), k.Stats(), k.Drained()}
 }
