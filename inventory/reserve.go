@@ -358,7 +358,7 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 				continue
 			}
 			considered++
-			id := "t" + s.opts.InstanceID + "." + strconv.FormatUint(s.nonce.Add(1), 36)
+			id := s.mover.newID("t" + s.opts.InstanceID)
 			// Announce the units before the debit, so a request of this instance that finds
 			// the home shard empty meanwhile waits for them instead of answering SOLD_OUT.
 			want := need - moved

@@ -120,7 +120,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 		i, j := x/to, x%to
 		k := Shard(id, e+1, j)
 		units := split(drained[i], to, ((j-i)%to+to)%to)
-		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "credit", i, units)
+		res, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", i, units)
 		if err != nil {
 			return err
 		}
@@ -144,13 +144,16 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	// 4. Seal the new shards: their stock keys appear.
 	err = s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
-		res, err := s.run(ctx, s.credit, []string{k.Stock(), k.Credits(), k.Stats()}, "seal", from)
+		res, err := s.run(ctx, s.credit, s.creditKeys(k), "seal", from)
 		if err != nil {
 			return err
 		}
-		c, err := answer(s.credit, res, sealMissing, sealedNow, sealedBefore)
+		c, err := answer(s.credit, res, sealMissing, sealedNow, sealedBefore, sealDrained)
 		if err != nil {
 			return err
+		}
+		if c == sealDrained {
+			return fmt.Errorf("%w: reshard of %s: shard %d of epoch %d is drained, a later reshard moved on", ErrBusy, id, j, e+1)
 		}
 		if c == sealMissing {
 			return fmt.Errorf("inventory: seal %s shard %d: credits missing (%v)", id, j, res)
@@ -197,7 +200,7 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 		}
 		batches[j] = b[:0]
 		k := Shard(id, epoch, j)
-		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users()}, b...)
+		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users(), k.Drained()}, b...)
 		if err != nil {
 			return false, err
 		}
@@ -309,6 +312,7 @@ const (
 	sealedNow               // {1, units}
 	sealedBefore            // {2, units}
 	sealMissing             // {0, sources seen}: not every source has credited
+	sealDrained             // {4}: drained by a later reshard (this run is stale)
 )
 
 const (
@@ -316,3 +320,8 @@ const (
 	copied                 // 1: copied
 	copyRefused            // 2: refused, the target is sealed
 )
+
+// creditKeys are the KEYS of inventory_credit.lua on shard k.
+func (s *Store) creditKeys(k ShardKeys) []string {
+	return []string{k.Stock(), k.Credits(), k.Stats(), k.Drained()}
+}

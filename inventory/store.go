@@ -104,6 +104,9 @@ type Store struct {
 
 	nonce atomic.Uint64
 
+	sweepMu sync.Mutex
+	swept   map[string]time.Time // activity id -> last sweep of its credit records (Recover)
+
 	hasher *Hasher
 }
 
@@ -242,7 +245,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher}
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher, swept: map[string]time.Time{}}
 	for _, p := range []struct {
 		dst  **script
 		name string

@@ -2,12 +2,15 @@ package inventory
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +31,19 @@ type Mover struct {
 	sc    *redis.Script
 	calls prometheus.Counter  // may be nil
 	secs  prometheus.Observer // may be nil
+	// inc is this mover's incarnation: random, drawn when the mover is built (once per
+	// process start), so ids minted by newID never repeat across restarts under the same
+	// instance id; seq numbers the ids of this incarnation.
+	inc string
+	seq atomic.Uint64
 }
+
+// creditKeep is how long a target keeps the record of a credited transfer id before
+// Recover may forget it (once its source has no transit entry under the id). A transit
+// entry older than creditKeep is not credited under its id but moved to a new one first
+// (inventory_transfer.lua rekey), so a settler stalled past creditKeep can never credit
+// an id whose record was forgotten.
+const creditKeep = 10 * time.Minute
 
 // NewMover returns a mover on rdb.
 func NewMover(rdb redis.UniversalClient) (*Mover, error) {
@@ -36,7 +51,17 @@ func NewMover(rdb redis.UniversalClient) (*Mover, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Mover{rdb: rdb, sc: sc}, nil
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("inventory: transfer incarnation: %w", err)
+	}
+	return &Mover{rdb: rdb, sc: sc, inc: hex.EncodeToString(b[:])}, nil
+}
+
+// newID mints a transfer id that no process ever minted before: prefix (the instance's
+// "t<instance id>"), this incarnation and a counter.
+func (m *Mover) newID(prefix string) string {
+	return prefix + "." + m.inc + "." + strconv.FormatUint(m.seq.Add(1), 36)
 }
 
 // transferAnswer is the result of inventory_transfer.lua, valued as the script answers it.
@@ -49,6 +74,7 @@ const (
 	xfDone    transferAnswer = 1  // debit, credit, finish, retarget: done now
 	xfBefore  transferAnswer = 2  // credit: credited before
 	xfClosed  transferAnswer = 3  // credit: the target is closed
+	xfStale   transferAnswer = 4  // credit: the entry is older than creditKeep (rekey)
 	xfEmpty   transferAnswer = 8  // debit: nothing here
 	xfShut    transferAnswer = 10 // debit: the source is closed (reshard)
 )
@@ -148,8 +174,9 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 		if len(parts) != 3 {
 			return fmt.Errorf("inventory: transit %s: bad entry %q", id, v)
 		}
-		units, err := strconv.ParseInt(parts[0], 10, 64)
-		if err != nil {
+		units, err1 := strconv.ParseInt(parts[0], 10, 64)
+		at, err2 := strconv.ParseInt(parts[2], 10, 64)
+		if err1 != nil || err2 != nil {
 			return fmt.Errorf("inventory: transit %s: bad entry %q", id, v)
 		}
 		target := parts[1]
@@ -159,13 +186,27 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 			if !ok {
 				return fmt.Errorf("inventory: transit %s: bad target %q", id, target)
 			}
-			res, err := m.run(ctx, Shard(src.Activity, te, ts), Shard(src.Activity, te, ts).XIn(), "credit", id, units)
+			tk := Shard(src.Activity, te, ts)
+			res, err := m.run(ctx, tk, tk.XIn(), "credit", id, units, src.Loc(), at, creditKeep.Milliseconds())
 			if err != nil {
 				return err
 			}
-			c, err := transferAnswerOf(res, xfDone, xfBefore, xfClosed)
+			c, err := transferAnswerOf(res, xfDone, xfBefore, xfClosed, xfStale)
 			if err != nil {
 				return err
+			}
+			if c == xfStale {
+				// Too old to be credited under its id: move it to a fresh one (or find it
+				// settled by someone else) and read it again.
+				nid := m.newID("k")
+				res, err := m.run(ctx, src, src.XOut(), "rekey", id, nid)
+				if err != nil {
+					return err
+				}
+				if n, _ := asInt(res[0]); n == 1 {
+					id = nid
+				}
+				continue
 			}
 			credited = c == xfDone || c == xfBefore
 		}
@@ -273,6 +314,11 @@ func (s *Store) Recover(ctx context.Context, id string, minAge time.Duration) (i
 	now := time.Now().UnixMilli()
 	settled := 0
 	var errs []error
+	if s.sweepDue(id) {
+		if err := s.mover.forgetCredits(ctx, shards); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for i, k := range shards {
 		ages := transitAges(cmds[i].Val(), now)
 		tids := make([]string, 0, len(ages))
@@ -291,4 +337,63 @@ func (s *Store) Recover(ctx context.Context, id string, minAge time.Duration) (i
 		}
 	}
 	return settled, errors.Join(errs...)
+}
+
+// sweepDue reports whether the credit records of the activity are due for a sweep (at most
+// once per creditKeep/2 per Store), and records the sweep.
+func (s *Store) sweepDue(id string) bool {
+	now := time.Now()
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	if now.Sub(s.swept[id]) < creditKeep/2 {
+		return false
+	}
+	s.swept[id] = now
+	return true
+}
+
+// forgetCredits removes the credit records (xin) of the shards that are older than
+// creditKeep and whose source holds no transit entry under their id any more: the
+// transfer finished, and a late settler of that id is refused (its entry is older than
+// creditKeep, see inventory_transfer.lua credit). Records of an older form (units only, no
+// source) are kept: the layout's cleanup removes them.
+func (m *Mover) forgetCredits(ctx context.Context, shards []ShardKeys) error {
+	cutoff := time.Now().Add(-creditKeep).UnixMilli()
+	for _, k := range shards {
+		var cursor uint64
+		for {
+			kv, next, err := m.rdb.HScan(ctx, k.XIn(), cursor, "*", 500).Result()
+			if err != nil {
+				return fmt.Errorf("inventory: scan %s: %w", k.XIn(), err)
+			}
+			for i := 0; i+1 < len(kv); i += 2 {
+				tid, v := kv[i], kv[i+1]
+				parts := strings.Split(v, "|")
+				if len(parts) != 3 {
+					continue
+				}
+				ms, err := strconv.ParseInt(parts[2], 10, 64)
+				se, si, ok := parseLoc(parts[1])
+				if err != nil || !ok || ms > cutoff {
+					continue
+				}
+				src := Shard(k.Activity, se, si)
+				moving, err := m.rdb.HExists(ctx, src.XOut(), tid).Result()
+				if err != nil {
+					return fmt.Errorf("inventory: read transit %s: %w", tid, err)
+				}
+				if moving {
+					continue
+				}
+				if _, err := m.run(ctx, k, k.XIn(), "forget", tid, creditKeep.Milliseconds()); err != nil {
+					return err
+				}
+			}
+			cursor = next
+			if cursor == 0 {
+				break
+			}
+		}
+	}
+	return nil
 }

@@ -1,13 +1,14 @@
 -- inventory_copy.lua: copy buyer records to their new home shard {A:e+1:j} during a reshard.
--- KEYS[1] stock  KEYS[2] users
+-- KEYS[1] stock  KEYS[2] users  KEYS[3] drained
 -- ARGV: pairs field, value of the old home shard's users hash (count, seq, last id,
 -- idempotency bindings and refund markers of users whose new home this is).
 -- The old shard is drained before the copy and nothing writes a drained shard's users hash
 -- (reserve and refund refuse there), so the copy is complete; each user has exactly one old
 -- home shard, so it is an idempotent HSET. A sealed shard (stock key present: it may already
--- take reservations) refuses, so a slow copier can never overwrite newer records.
--- Returns 1 copied | 2 refused (sealed).
-if redis.call('EXISTS', KEYS[1]) == 1 then
+-- take reservations) or a drained one (a later reshard moved on: its users hash is newer
+-- than the copier's source) refuses, so a slow copier can never overwrite newer records.
+-- Returns 1 copied | 2 refused (sealed or drained).
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then
   return 2
 end
 if #ARGV > 0 then

@@ -7,11 +7,22 @@
 --   Takes min(stock, max(wanted, floor(stock / 2))) units off the stock, records them in
 --   transit: xout[id] = "<units>|<target>|<ms>", stats.xout += units.
 --   Returns {1, units, stockAfter} | {8, 0} nothing here | {10} shard closed (reshard).
--- credit (on the target)  ARGV[2] transfer id  ARGV[3] units
---   Once per id: xin[id] = units, stock += units, stats.xin += units. A drained or unsealed
---   target refuses (the caller picks a target of the current layout).
---   Returns {1, stockAfter} credited now | {2} credited before | {3} target closed.
+-- credit (on the target)  ARGV[2] transfer id  ARGV[3] units  ARGV[4] source "<e>:<i>"
+--   ARGV[5] the transit entry's time (ms, as the source recorded it)  ARGV[6] keep (ms)
+--   Once per id: xin[id] = "<units>|<source>|<ms now>", stock += units, stats.xin += units.
+--   A drained or unsealed target refuses (the caller picks a target of the current layout).
+--   A transit entry older than keep is not credited under its id (forget may have removed
+--   the id's record here after keep): the caller gives it a new id (rekey) first.
+--   Returns {1, stockAfter} credited now | {2} credited before | {3} target closed |
+--   {4} too old for its id (rekey).
 -- finish (on the source)  ARGV[2] transfer id: the credit is done, HDEL xout[id]. Returns {1}.
+-- rekey (on the source)  ARGV[2] transfer id  ARGV[3] new id: moves a transfer still in
+--   transit to a new id with the time now (its units and target kept).
+--   Returns {1} moved | {0} not in transit.
+-- forget (on the target)  ARGV[2] transfer id  ARGV[3] keep (ms): removes the id's credit
+--   record once it is older than keep. The caller checked first that the source holds no
+--   transit entry under the id (an id is debited once, so that stays true).
+--   Returns {1} removed | {0} kept (younger, or not there).
 -- retarget (on the source) ARGV[2] transfer id  ARGV[3] old target  ARGV[4] new target
 --   Replaces the target of a transfer still in transit only if it is still the old one.
 --   Returns {1} changed | {2, value} another target is recorded | {0} not in transit.
@@ -42,12 +53,38 @@ if op == 'credit' then
   if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[1]) == 0 then
     return {3}
   end
+  local ms = math.floor(now_us() / 1000)
+  if ms - tonumber(ARGV[5]) > tonumber(ARGV[6]) then
+    return {4}
+  end
   local units = tonumber(ARGV[3])
-  redis.call('HSET', KEYS[3], ARGV[2], units)
+  redis.call('HSET', KEYS[3], ARGV[2], units .. '|' .. ARGV[4] .. '|' .. ms)
   redis.call('HINCRBY', KEYS[4], 'xin', units)
   return {1, redis.call('INCRBY', KEYS[1], units)}
 end
 if op == 'finish' then
+  redis.call('HDEL', KEYS[3], ARGV[2])
+  return {1}
+end
+if op == 'rekey' then
+  local v = redis.call('HGET', KEYS[3], ARGV[2])
+  if not v then
+    return {0}
+  end
+  local units, target = string.match(v, '^([^|]*)|([^|]*)|')
+  redis.call('HDEL', KEYS[3], ARGV[2])
+  redis.call('HSET', KEYS[3], ARGV[3], units .. '|' .. target .. '|' .. math.floor(now_us() / 1000))
+  return {1}
+end
+if op == 'forget' then
+  local v = redis.call('HGET', KEYS[3], ARGV[2])
+  if not v then
+    return {0}
+  end
+  local ms = tonumber(string.match(v, '|([^|]*)$') or '')
+  if not ms or math.floor(now_us() / 1000) - ms <= tonumber(ARGV[3]) then
+    return {0}
+  end
   redis.call('HDEL', KEYS[3], ARGV[2])
   return {1}
 end
