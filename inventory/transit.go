@@ -26,17 +26,19 @@ import (
 type Mover struct {
 	rdb   redis.UniversalClient
 	sc    *redis.Script
+	src   string
+	dur   Durability          // set by New from Options.Durability
 	calls prometheus.Counter  // may be nil
 	secs  prometheus.Observer // may be nil
 }
 
 // NewMover returns a mover on rdb.
 func NewMover(rdb redis.UniversalClient) (*Mover, error) {
-	sc, err := lua.Load("inventory_transfer.lua")
+	src, err := lua.Source("inventory_transfer.lua")
 	if err != nil {
 		return nil, err
 	}
-	return &Mover{rdb: rdb, sc: sc}, nil
+	return &Mover{rdb: rdb, sc: redis.NewScript(src), src: src}, nil
 }
 
 // transferAnswer is the result of inventory_transfer.lua, valued as the script answers it.
@@ -64,7 +66,7 @@ func transferAnswerOf(res []any, known ...transferAnswer) (transferAnswer, error
 
 func (m *Mover) run(ctx context.Context, k ShardKeys, keys4 string, args ...any) ([]any, error) {
 	start := time.Now()
-	v, err := m.sc.Run(ctx, m.rdb, []string{k.Stock(), k.Drained(), keys4, k.Stats()}, args...).Result()
+	v, err := m.dur.eval(ctx, m.rdb, m.sc, m.src, []string{k.Stock(), k.Drained(), keys4, k.Stats()}, args...).Result()
 	if m.calls != nil {
 		m.calls.Inc()
 		m.secs.Observe(time.Since(start).Seconds())
