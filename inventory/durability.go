@@ -227,12 +227,11 @@ func CheckDurability(ctx context.Context, rdb redis.UniversalClient, d Durabilit
 	)
 	read := func(ctx context.Context, c *redis.Client) error {
 		m, err := readMaster(ctx, c)
+		if err != nil {
+			return err
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		if err != nil {
-			errs = append(errs, err)
-			return nil
-		}
 		out = append(out, m)
 		if d.AOF && !m.AOF {
 			errs = append(errs, fmt.Errorf("%s runs appendonly no: set appendonly yes (appendfsync always for a 202 to survive a crash, everysec to lose at most about 2 s of them on a crash of the machine)", m.Addr))
@@ -258,9 +257,28 @@ func CheckDurability(ctx context.Context, rdb redis.UniversalClient, d Durabilit
 		return nil, fmt.Errorf("inventory: durability check: unsupported client %T", rdb)
 	}
 	if len(errs) > 0 {
-		return out, fmt.Errorf("redis durability %s not provided: %w", d, errors.Join(errs...))
+		return out, &notProvided{mode: d, err: errors.Join(errs...)}
 	}
 	return out, nil
+}
+
+// notProvided is CheckDurability's error when a master it read does not provide the mode.
+type notProvided struct {
+	mode Durability
+	err  error
+}
+
+func (e *notProvided) Error() string {
+	return fmt.Sprintf("redis durability %s not provided: %v", e.mode, e.err)
+}
+
+func (e *notProvided) Unwrap() error { return e.err }
+
+// IsNotProvided reports whether err is CheckDurability's answer that a master it read does
+// not provide the mode (rather than a master it could not read).
+func IsNotProvided(err error) bool {
+	var np *notProvided
+	return errors.As(err, &np)
 }
 
 func readMaster(ctx context.Context, c *redis.Client) (MasterDurability, error) {
