@@ -237,7 +237,7 @@ ha_cluster_up() {
 	done
 	for p in "${HA_CLUSTER_PORTS[@]}"; do
 		redis_start "$p" --cluster-enabled yes --cluster-config-file "$INFRA/redis/$p/nodes.conf" \
-			--cluster-node-timeout 3000
+			--cluster-node-timeout 3000 --repl-diskless-sync-delay 0
 		addrs+=("127.0.0.1:$p")
 	done
 	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
@@ -281,7 +281,7 @@ sentinel_up() {
 		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
 		rm -rf "$INFRA/redis/$p" "$INFRA/sentinel/$p"
 	done
-	redis_start "$m"
+	redis_start "$m" --repl-diskless-sync-delay 0
 	redis_start "$r" --replicaof 127.0.0.1 "$m"
 	wait_for 15 "replica $r online" sh -c "redis-cli -h 127.0.0.1 -p $m info replication | grep -q state=online" ||
 		fail_with_log "the replica on $r did not sync from $m" "$INFRA/redis/$r/redis.log"
