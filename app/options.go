@@ -145,6 +145,10 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 			set: str(func(o *Options) *string { return &o.RedisTLSCAFile })},
 		{flag: "redis-durability", env: "SECKILL_REDIS_DURABILITY", shown: "aof (none in embedded mode)", usage: "what a reservation must reach in Redis before its 202: none, aof (every master runs appendonly yes), replicas:N (WAIT for N replicas after every write), or aof+replicas:N; the start is refused when Redis does not provide it",
 			set: func(o *Options, v string) error {
+				if v == "" { // unset: decided after parsing (aof with a Redis, none embedded)
+					o.RedisDurability = inventory.Durability{}
+					return nil
+				}
 				d, err := inventory.ParseDurability(v)
 				o.RedisDurability = d
 				return err
