@@ -56,10 +56,11 @@ func TestParseOptions(t *testing.T) {
 		{name: "durability unknown", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1", "SECKILL_REDIS_DURABILITY": "fsync"}, wantErr: `want none, aof, replicas:N or aof+replicas:N`},
 		{name: "durability embedded refused", env: map[string]string{"SECKILL_REDIS_DURABILITY": "aof"}, wantErr: `SECKILL_REDIS_DURABILITY (--redis-durability) aof needs a real Redis`},
 		{name: "wait timeout bad", env: map[string]string{"SECKILL_REDIS_WAIT_TIMEOUT": "2s"}, wantErr: `SECKILL_REDIS_WAIT_TIMEOUT="2s": want a duration in 10ms..500ms`},
-		{name: "sentinel", env: map[string]string{"SECKILL_REDIS_ADDR": "s1:26379,s2:26379", "SECKILL_REDIS_SENTINEL_MASTER": "mymaster", "SECKILL_REDIS_PASSWORD": "pw", "SECKILL_REDIS_SENTINEL_PASSWORD": "spw"}, check: func(o Options) bool {
+		{name: "redis-sentinel-master", env: map[string]string{"SECKILL_REDIS_ADDR": "s1:26379,s2:26379", "SECKILL_REDIS_SENTINEL_MASTER": "mymaster", "SECKILL_REDIS_PASSWORD": "pw", "SECKILL_REDIS_SENTINEL_PASSWORD": "spw"}, check: func(o Options) bool {
 			return o.RedisSentinelMaster == "mymaster" && o.RedisPassword == "pw" && o.RedisSentinelPassword == "spw"
 		}},
 		{name: "sentinel without addrs", env: map[string]string{"SECKILL_REDIS_SENTINEL_MASTER": "mymaster"}, wantErr: `SECKILL_REDIS_SENTINEL_MASTER (--redis-sentinel-master) needs the sentinels`},
+		{name: "redis-username", args: []string{"--redis-username=svc"}, env: map[string]string{"SECKILL_REDIS_PASSWORD": "pw"}, check: func(o Options) bool { return o.RedisUsername == "svc" && o.RedisPassword == "pw" }},
 		{name: "redis tls", args: []string{"--redis-tls", "--redis-tls-ca-file=/x.pem"}, check: func(o Options) bool { return o.RedisTLS && o.RedisTLSCAFile == "/x.pem" }},
 		{name: "redis-addr bad", env: map[string]string{"SECKILL_REDIS_ADDR": "localhost"}, wantErr: `SECKILL_REDIS_ADDR="localhost": want host:port[,host:port]`},
 		{name: "redis-addr bad in list", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b"}, wantErr: `want host:port`},
