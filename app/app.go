@@ -70,6 +70,12 @@ type App struct {
 
 	embedded []string
 	tmpDirs  []string
+
+	// fsyncHorizon is how old a journal entry must be before the relay publishes it (mode
+	// aof with appendfsync everysec; see checkDurability); durabilityOK is the gauge of
+	// runDurabilityCheck.
+	fsyncHorizon time.Duration
+	durabilityOK prometheus.Gauge
 }
 
 // drainTimeout is how long Run lets in-flight requests finish at shutdown. Deployments give
@@ -103,7 +109,11 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	if err != nil {
 		return err
 	}
-	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals)}, om, log.With("part", "relay")); err != nil {
+	if a.durabilityOK, err = newDurabilityGauge(a.reg, opts.RedisDurability.String()); err != nil {
+		return err
+	}
+	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals),
+		Durability: opts.RedisDurability, FsyncHorizon: a.fsyncHorizon}, om, log.With("part", "relay")); err != nil {
 		return err
 	}
 	writerRate := opts.WriterRate
@@ -197,7 +207,8 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey}, invM, log.With("part", "inventory"))
+	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey,
+		Durability: opts.RedisDurability}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
 		if len(opts.UserHashKey) == 0 {
@@ -328,6 +339,7 @@ func (a *App) openRedis(ctx context.Context) error {
 		}
 		a.mini = m
 		addr = m.Addr()
+		a.opts.RedisDurability = inventory.Durability{} // nothing outlives the process
 		a.embedded = append(a.embedded, "redis")
 	}
 	addrs := strings.Split(addr, ",")
@@ -336,18 +348,24 @@ func (a *App) openRedis(ctx context.Context) error {
 		// The embedded server runs Lua in Go, in this process: give it room on a busy machine.
 		timeout = 3 * time.Second
 	}
-	a.rdb = redis.NewUniversalClient(&redis.UniversalOptions{
-		Addrs: addrs, IsClusterMode: len(addrs) > 1, DisableIdentity: true,
+	uo := &redis.UniversalOptions{
+		Addrs: addrs, IsClusterMode: len(addrs) > 1 && a.opts.RedisSentinelMaster == "", DisableIdentity: true,
 		PoolSize: 128, MinIdleConns: 16, DialTimeout: 2 * time.Second,
 		ReadTimeout: timeout, WriteTimeout: timeout, MaxRetries: 1,
-	})
+	}
+	if err := a.opts.redisAuth(uo); err != nil {
+		return err
+	}
+	// With a master name, NewUniversalClient builds a failover client: it asks the
+	// sentinels for the master and follows their promotions without a restart.
+	a.rdb = redis.NewUniversalClient(uo)
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := a.rdb.Ping(pctx).Err(); err != nil {
 		// Not fatal: the service starts, stays not-ready and answers 503 until Redis is back.
 		a.log.Warn("redis not reachable at start", "addr", addr, "err", err)
 	}
-	return nil
+	return a.checkDurability(ctx)
 }
 
 func (a *App) openDB() error {
@@ -436,6 +454,9 @@ func (a *App) Run(ctx context.Context) error {
 	start("inventory", a.inv.Run)
 	start("limiter", a.lim.Run)
 	start("reshard", a.runReshard)
+	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
+		start("durability-check", a.runDurabilityCheck)
+	}
 	if a.opts.has("relay") {
 		start("relay", a.relay.Run)
 	}

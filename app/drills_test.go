@@ -175,6 +175,11 @@ func spawn(t *testing.T, name string, opts Options) *proc {
 	set("SECKILL_HTTP_ADDR", opts.HTTPAddr)
 	set("SECKILL_ADMIN_ADDR", opts.AdminAddr)
 	set("SECKILL_REDIS_ADDR", opts.RedisAddr)
+	set("SECKILL_REDIS_SENTINEL_MASTER", opts.RedisSentinelMaster)
+	if opts.RedisAddr != "" {
+		// As given (the zero value is none): the shared test Redis may run without AOF.
+		set("SECKILL_REDIS_DURABILITY", opts.RedisDurability.String())
+	}
 	set("SECKILL_MYSQL_DSN", opts.MySQLDSN)
 	set("SECKILL_ROCKETMQ_NAMESRV", opts.RocketMQNamesrv)
 	set("SECKILL_ROCKETMQ_TOPIC", opts.RocketMQTopic)

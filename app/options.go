@@ -33,18 +33,36 @@ type Options struct {
 	AdminAddr string
 	// MaxConns (SECKILL_MAX_CONNS) caps the storefront's open connections; 0 = no cap.
 	// One client address holds at most an eighth of them (see connLimiter).
-	MaxConns        int
-	RedisAddr       string // SECKILL_REDIS_ADDR: "" embedded; a comma-separated list is a cluster
-	MySQLDSN        string // SECKILL_MYSQL_DSN: "" embedded SQLite
-	RocketMQNamesrv string // SECKILL_ROCKETMQ_NAMESRV: "" in-process queue
-	RocketMQTopic   string // SECKILL_ROCKETMQ_TOPIC
-	NacosAddr       string // SECKILL_NACOS_ADDR: "" the watched YAML file
-	NacosDataID     string // SECKILL_NACOS_DATA_ID
-	NacosGroup      string // SECKILL_NACOS_GROUP
-	NacosNamespace  string // SECKILL_NACOS_NAMESPACE: namespace id; "" public
-	NacosUsername   string // SECKILL_NACOS_USERNAME: "" when the server runs without auth
-	NacosPassword   string // SECKILL_NACOS_PASSWORD
-	ConfigFile      string // SECKILL_CONFIG_FILE
+	MaxConns  int
+	RedisAddr string // SECKILL_REDIS_ADDR: "" embedded; a comma-separated list is a cluster (or the sentinels)
+	// RedisSentinelMaster (SECKILL_REDIS_SENTINEL_MASTER) is the master name of a
+	// Sentinel-managed Redis; RedisAddr then lists the sentinels. "" = no Sentinel.
+	RedisSentinelMaster string
+	// RedisUsername (SECKILL_REDIS_USERNAME) and RedisPassword (SECKILL_REDIS_PASSWORD,
+	// environment only) authenticate to Redis (ACL user, or the requirepass password with no
+	// user); RedisSentinelPassword (SECKILL_REDIS_SENTINEL_PASSWORD, environment only) to the
+	// sentinels.
+	RedisUsername, RedisPassword, RedisSentinelPassword string
+	// RedisTLS (SECKILL_REDIS_TLS) dials Redis (and the sentinels) over TLS, verifying the
+	// server against the system roots or RedisTLSCAFile (SECKILL_REDIS_TLS_CA_FILE, PEM).
+	RedisTLS       bool
+	RedisTLSCAFile string
+	// RedisDurability (SECKILL_REDIS_DURABILITY) is what a reservation must reach in Redis
+	// before its 202 (inventory.Durability; docs/DESIGN.md "Durability"). The zero value is
+	// none; ParseOptions defaults to aof outside embedded mode. RedisWaitTimeout
+	// (SECKILL_REDIS_WAIT_TIMEOUT) is WAIT's timeout in mode replicas:N.
+	RedisDurability  inventory.Durability
+	RedisWaitTimeout time.Duration
+	MySQLDSN         string // SECKILL_MYSQL_DSN: "" embedded SQLite
+	RocketMQNamesrv  string // SECKILL_ROCKETMQ_NAMESRV: "" in-process queue
+	RocketMQTopic    string // SECKILL_ROCKETMQ_TOPIC
+	NacosAddr        string // SECKILL_NACOS_ADDR: "" the watched YAML file
+	NacosDataID      string // SECKILL_NACOS_DATA_ID
+	NacosGroup       string // SECKILL_NACOS_GROUP
+	NacosNamespace   string // SECKILL_NACOS_NAMESPACE: namespace id; "" public
+	NacosUsername    string // SECKILL_NACOS_USERNAME: "" when the server runs without auth
+	NacosPassword    string // SECKILL_NACOS_PASSWORD
+	ConfigFile       string // SECKILL_CONFIG_FILE
 	// ConfigFileSet is true when ConfigFile was given (flag or variable); a default path that
 	// does not exist then falls back to the compiled-in configuration.
 	ConfigFileSet bool
@@ -122,6 +140,40 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 			set: func(o *Options, v string) error { return parseInt(v, 0, &o.MaxConns) }},
 		{flag: "redis-addr", env: "SECKILL_REDIS_ADDR", shown: "embedded", usage: "Redis host:port; a comma-separated list is a Redis Cluster; empty = embedded",
 			set: func(o *Options, v string) error { o.RedisAddr = v; return checkAddrList(v, false) }},
+		{flag: "redis-sentinel-master", env: "SECKILL_REDIS_SENTINEL_MASTER", usage: "master name of a Sentinel-managed Redis; --redis-addr then lists the sentinels (host:port,...)",
+			set: str(func(o *Options) *string { return &o.RedisSentinelMaster })},
+		{flag: "redis-username", env: "SECKILL_REDIS_USERNAME", usage: "Redis ACL user (its password comes from SECKILL_REDIS_PASSWORD, environment only; the sentinels' from SECKILL_REDIS_SENTINEL_PASSWORD)",
+			set: str(func(o *Options) *string { return &o.RedisUsername })},
+		{flag: "redis-tls", env: "SECKILL_REDIS_TLS", isBool: true, usage: "dial Redis and the sentinels over TLS (true or false)",
+			set: func(o *Options, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return errors.New("want true or false")
+				}
+				o.RedisTLS = b
+				return nil
+			}},
+		{flag: "redis-tls-ca-file", env: "SECKILL_REDIS_TLS_CA_FILE", shown: "the system roots", usage: "PEM file of the CA that signed the Redis servers' certificates (with --redis-tls)",
+			set: str(func(o *Options) *string { return &o.RedisTLSCAFile })},
+		{flag: "redis-durability", env: "SECKILL_REDIS_DURABILITY", shown: "aof (none in embedded mode)", usage: "what a reservation must reach in Redis before its 202: none, aof (every master runs appendonly yes), replicas:N (WAIT for N replicas after every write), or aof+replicas:N; the start is refused when Redis does not provide it",
+			set: func(o *Options, v string) error {
+				if v == "" { // unset: decided after parsing (aof with a Redis, none embedded)
+					o.RedisDurability = inventory.Durability{}
+					return nil
+				}
+				d, err := inventory.ParseDurability(v)
+				o.RedisDurability = d
+				return err
+			}},
+		{flag: "redis-wait-timeout", env: "SECKILL_REDIS_WAIT_TIMEOUT", def: "250ms", usage: "in mode replicas:N, how long a write waits for its replicas before the answer is 503 OUTCOME_UNKNOWN (10ms..500ms)",
+			set: func(o *Options, v string) error {
+				d, err := time.ParseDuration(v)
+				if err != nil || d < 10*time.Millisecond || d > 500*time.Millisecond {
+					return errors.New("want a duration in 10ms..500ms, e.g. 250ms")
+				}
+				o.RedisWaitTimeout = d
+				return nil
+			}},
 		{flag: "mysql-dsn", env: "SECKILL_MYSQL_DSN", shown: "embedded SQLite", usage: "MySQL DSN, e.g. user:pass@tcp(127.0.0.1:3306)/seckill; empty = embedded SQLite",
 			set: func(o *Options, v string) error {
 				o.MySQLDSN = v
@@ -279,6 +331,20 @@ func ParseOptions(args []string, getenv func(string) string, out io.Writer) (Opt
 		o.Demo = true
 	}
 	o.JWTHS256Secret = getenv("SECKILL_JWT_HS256_SECRET")
+	o.RedisPassword = getenv("SECKILL_REDIS_PASSWORD")
+	o.RedisSentinelPassword = getenv("SECKILL_REDIS_SENTINEL_PASSWORD")
+	_, durEnv := lookup(getenv, "SECKILL_REDIS_DURABILITY")
+	switch {
+	case !durEnv && !given["redis-durability"] && o.RedisAddr != "":
+		// The production default: see README "Durability".
+		o.RedisDurability = inventory.Durability{AOF: true}
+	case o.RedisAddr == "" && o.RedisDurability != (inventory.Durability{}):
+		return o, &UsageError{fmt.Errorf("SECKILL_REDIS_DURABILITY (--redis-durability) %s needs a real Redis (SECKILL_REDIS_ADDR); the embedded one keeps nothing (mode none)", o.RedisDurability)}
+	}
+	o.RedisDurability.Timeout = o.RedisWaitTimeout
+	if o.RedisSentinelMaster != "" && o.RedisAddr == "" {
+		return o, &UsageError{errors.New("SECKILL_REDIS_SENTINEL_MASTER (--redis-sentinel-master) needs the sentinels in SECKILL_REDIS_ADDR")}
+	}
 	o.NacosPassword = getenv("SECKILL_NACOS_PASSWORD")
 	if v, ok := lookup(getenv, "SECKILL_USER_HASH_KEY"); ok {
 		k, err := hex.DecodeString(strings.TrimSpace(v))

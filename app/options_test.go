@@ -44,6 +44,25 @@ func TestParseOptions(t *testing.T) {
 		{name: "max-conns", env: map[string]string{"SECKILL_MAX_CONNS": "0"}, check: func(o Options) bool { return o.MaxConns == 0 }},
 		{name: "max-conns bad", env: map[string]string{"SECKILL_MAX_CONNS": "-1"}, wantErr: `SECKILL_MAX_CONNS="-1": want an integer >= 0`},
 		{name: "redis-addr", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b:2", "SECKILL_STAND_INS": "mysql,rocketmq"}, check: func(o Options) bool { return o.RedisAddr == "a:1,b:2" && !o.Demo }},
+		{name: "durability embedded default", check: func(o Options) bool { return o.RedisDurability.String() == "none" }},
+		{name: "durability production default", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1", "SECKILL_STAND_INS": "mysql,rocketmq"}, check: func(o Options) bool {
+			return o.RedisDurability.String() == "aof" && o.RedisDurability.Timeout == 250*time.Millisecond
+		}},
+		{name: "durability none", env: map[string]string{"SECKILL_STAND_INS": "mysql,rocketmq", "SECKILL_REDIS_ADDR": "a:1", "SECKILL_REDIS_DURABILITY": "none"}, check: func(o Options) bool { return o.RedisDurability.String() == "none" }},
+		{name: "durability replicas", args: []string{"--stand-ins=mysql,rocketmq", "--redis-addr=a:1", "--redis-durability=aof+replicas:2", "--redis-wait-timeout=100ms"}, check: func(o Options) bool {
+			d := o.RedisDurability
+			return d.AOF && d.Replicas == 2 && d.Timeout == 100*time.Millisecond
+		}},
+		{name: "durability bad", env: map[string]string{"SECKILL_STAND_INS": "mysql,rocketmq", "SECKILL_REDIS_ADDR": "a:1", "SECKILL_REDIS_DURABILITY": "replicas:0"}, wantErr: `SECKILL_REDIS_DURABILITY="replicas:0": durability "replicas:0": replicas:N wants N in 1..16`},
+		{name: "durability unknown", env: map[string]string{"SECKILL_STAND_INS": "mysql,rocketmq", "SECKILL_REDIS_ADDR": "a:1", "SECKILL_REDIS_DURABILITY": "fsync"}, wantErr: `want none, aof, replicas:N or aof+replicas:N`},
+		{name: "durability embedded refused", env: map[string]string{"SECKILL_REDIS_DURABILITY": "aof"}, wantErr: `SECKILL_REDIS_DURABILITY (--redis-durability) aof needs a real Redis`},
+		{name: "wait timeout bad", env: map[string]string{"SECKILL_REDIS_WAIT_TIMEOUT": "2s"}, wantErr: `SECKILL_REDIS_WAIT_TIMEOUT="2s": want a duration in 10ms..500ms`},
+		{name: "redis-sentinel-master", env: map[string]string{"SECKILL_REDIS_ADDR": "s1:26379,s2:26379", "SECKILL_STAND_INS": "mysql,rocketmq", "SECKILL_REDIS_SENTINEL_MASTER": "mymaster", "SECKILL_REDIS_PASSWORD": "pw", "SECKILL_REDIS_SENTINEL_PASSWORD": "spw"}, check: func(o Options) bool {
+			return o.RedisSentinelMaster == "mymaster" && o.RedisPassword == "pw" && o.RedisSentinelPassword == "spw"
+		}},
+		{name: "sentinel without addrs", env: map[string]string{"SECKILL_REDIS_SENTINEL_MASTER": "mymaster"}, wantErr: `SECKILL_REDIS_SENTINEL_MASTER (--redis-sentinel-master) needs the sentinels`},
+		{name: "redis-username", args: []string{"--redis-username=svc"}, env: map[string]string{"SECKILL_REDIS_PASSWORD": "pw"}, check: func(o Options) bool { return o.RedisUsername == "svc" && o.RedisPassword == "pw" }},
+		{name: "redis tls", args: []string{"--redis-tls", "--redis-tls-ca-file=/x.pem"}, check: func(o Options) bool { return o.RedisTLS && o.RedisTLSCAFile == "/x.pem" }},
 		{name: "redis-addr bad", env: map[string]string{"SECKILL_REDIS_ADDR": "localhost"}, wantErr: `SECKILL_REDIS_ADDR="localhost": want host:port[,host:port]`},
 		{name: "redis-addr bad in list", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b"}, wantErr: `want host:port`},
 		{name: "mysql-dsn bad", env: map[string]string{"SECKILL_MYSQL_DSN": "mysql://u@h/db"}, wantErr: `SECKILL_MYSQL_DSN="mysql://u@h/db": want a MySQL DSN`},

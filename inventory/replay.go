@@ -34,5 +34,25 @@ func (s *Store) Replay(ctx context.Context, activityID, userID, key string) (str
 	if v == "" {
 		return "", false, nil
 	}
+	if err := s.durableRead(ctx, k); err != nil {
+		return "", false, err
+	}
 	return v, true, nil
+}
+
+// durableRead makes sure that what a read of shard k answered (an idempotency binding, so
+// a replayed reservation) is on Durability.Replicas replicas before the caller answers for
+// it: the reservation that made the binding may be the one whose WAIT fell short. A write
+// to the shard's stats (HINCRBY replays) followed by WAIT on the same connection: WAIT then
+// covers every earlier write of that master, the binding's included. Nothing in mode none.
+func (s *Store) durableRead(ctx context.Context, k ShardKeys) error {
+	d := s.opts.Durability
+	if d.Replicas <= 0 {
+		return nil
+	}
+	err := d.Acked(ctx, s.rdb, k.Stats(), func(p redis.Pipeliner) { p.HIncrBy(ctx, k.Stats(), "replays", 1) })
+	if err != nil {
+		return fmt.Errorf("inventory: replayed reservation: %w", err)
+	}
+	return nil
 }

@@ -280,6 +280,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		e.issued.Inc()
 		return ReserveResult{Code: Reserved, ReservationID: asString(arg(1))}, done, nil
 	case rcReplayed:
+		if err := s.durableRead(ctx, l.keys[home]); err != nil {
+			return ReserveResult{}, done, err
+		}
 		return ReserveResult{Code: Replayed, ReservationID: asString(arg(1))}, done, nil
 	case rcAlready:
 		return ReserveResult{Code: AlreadyPurchased, ReservationID: asString(arg(1))}, done, nil

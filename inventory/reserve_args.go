@@ -138,14 +138,14 @@ func (s *Store) runCall(ctx context.Context, sc *script, args []any) ([]any, err
 	start := time.Now()
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
-	_ = s.rdb.Process(ctx, cmd)
+	_ = s.opts.Durability.process(ctx, s.rdb, cmd)
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		ev := make([]any, len(args))
 		copy(ev, args)
 		ev[0], ev[1] = "eval", sc.src
 		cmd = redis.NewCmd(ctx, ev...)
 		cmd.SetFirstKeyPos(3)
-		_ = s.rdb.Process(ctx, cmd)
+		_ = s.opts.Durability.process(ctx, s.rdb, cmd)
 	}
 	v, err := cmd.Result()
 	return sc.answerOf(v, err, start)

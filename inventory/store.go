@@ -76,6 +76,10 @@ type Options struct {
 	// UserHashKey keys the user hash (see Hasher), at least MinUserHashKey bytes, the same on
 	// every instance of a deployment. Empty: New reads it from Redis (LoadUserHashKey).
 	UserHashKey []byte
+	// Durability is what a write of stock or user state must reach before it counts as
+	// done (the zero value: mode none). Its Replicas make every script of the Store and its
+	// Mover wait for that many replicas (see Durability.Acked).
+	Durability Durability
 }
 
 const (
@@ -267,6 +271,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	mv.dur = opts.Durability
 	mv.calls = m.calls.WithLabelValues("inventory_transfer")
 	mv.secs = m.callSeconds.WithLabelValues("inventory_transfer")
 	s.mover = mv
@@ -282,7 +287,7 @@ func (s *Store) Hasher() *Hasher { return s.hasher }
 // run runs sc with EVALSHA (EVAL on NOSCRIPT) and returns its array answer.
 func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) ([]any, error) {
 	start := time.Now()
-	v, err := sc.s.Run(ctx, s.rdb, keys, args...).Result()
+	v, err := s.opts.Durability.eval(ctx, s.rdb, sc.s, sc.src, keys, args...).Result()
 	return sc.answerOf(v, err, start)
 }
 

@@ -29,6 +29,8 @@ import (
 type Mover struct {
 	rdb   redis.UniversalClient
 	sc    *redis.Script
+	src   string
+	dur   Durability          // set by New from Options.Durability
 	calls prometheus.Counter  // may be nil
 	secs  prometheus.Observer // may be nil
 	// inc is this mover's incarnation: random, drawn when the mover is built (once per
@@ -47,7 +49,7 @@ const creditKeep = 10 * time.Minute
 
 // NewMover returns a mover on rdb.
 func NewMover(rdb redis.UniversalClient) (*Mover, error) {
-	sc, err := lua.Load("inventory_transfer.lua")
+	src, err := lua.Source("inventory_transfer.lua")
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +57,7 @@ func NewMover(rdb redis.UniversalClient) (*Mover, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("inventory: transfer incarnation: %w", err)
 	}
-	return &Mover{rdb: rdb, sc: sc, inc: hex.EncodeToString(b[:])}, nil
+	return &Mover{rdb: rdb, sc: redis.NewScript(src), src: src, inc: hex.EncodeToString(b[:])}, nil
 }
 
 // newID mints a transfer id that no process ever minted before: prefix (the instance's
@@ -90,7 +92,7 @@ func transferAnswerOf(res []any, known ...transferAnswer) (transferAnswer, error
 
 func (m *Mover) run(ctx context.Context, k ShardKeys, keys4 string, args ...any) ([]any, error) {
 	start := time.Now()
-	v, err := m.sc.Run(ctx, m.rdb, []string{k.Stock(), k.Drained(), keys4, k.Stats()}, args...).Result()
+	v, err := m.dur.eval(ctx, m.rdb, m.sc, m.src, []string{k.Stock(), k.Drained(), keys4, k.Stats()}, args...).Result()
 	if m.calls != nil {
 		m.calls.Inc()
 		m.secs.Observe(time.Since(start).Seconds())

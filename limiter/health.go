@@ -258,7 +258,8 @@ func newPingers(rdb redis.UniversalClient) []*pinger {
 		return nil
 	}
 	o := c.Options()
-	if o.Dialer == nil || o.Network == "unix" {
+	// Behind TLS the kernel's timestamps time the TLS records, not Redis: the client's PING.
+	if o.Dialer == nil || o.Network == "unix" || o.TLSConfig != nil {
 		return nil
 	}
 	ps := make([]*pinger, confirmRounds)

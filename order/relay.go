@@ -37,6 +37,13 @@ type RelayOptions struct {
 	// JournalsKey is the set listing the journal streams (default keyspace.Journals;
 	// tests sharing a Redis use their own).
 	JournalsKey string
+	// Durability is the deployment's mode: with Replicas > 0 an entry is published only
+	// once that many replicas have it (WAIT after claiming it on the stream's connection).
+	Durability inventory.Durability
+	// FsyncHorizon, when > 0 (mode aof on a master with appendfsync everysec), is how old an
+	// entry must be, by the time in its stream id against Redis TIME, before it is
+	// published: an entry younger may still be rolled back by a crash.
+	FsyncHorizon time.Duration
 }
 
 // Relay moves journal entries to the queue: it reads each stream of sk:journals with the
@@ -225,6 +232,10 @@ func (r *Relay) checkNoGroup(stream string, err error) {
 // relay publishes the entries, retrying with backoff until the Publisher confirms or ctx
 // ends, then acknowledges them.
 func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessage) error {
+	entries, err := r.durable(ctx, stream, entries)
+	if err != nil {
+		return err
+	}
 	msgs := make([]Message, 0, len(entries))
 	acks := make([]inventory.JournalEntry, 0, len(entries))
 	for _, e := range entries {
@@ -273,4 +284,90 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 		r.sleep(ctx, backoff)
 		backoff = min(2*backoff, r.opts.MaxBackoff)
 	}
+}
+
+// durable returns once every entry is durable in the deployment's mode, so that a rollback
+// of Redis can never leave an order in MySQL for a unit Redis then sells again; it returns
+// only ctx's error. With Durability.Replicas it claims the entries again for this relay
+// (XCLAIM, a write on the stream's master) followed by WAIT on the same connection, until
+// enough replicas acknowledge: WAIT then covers the writes that made the entries. With
+// FsyncHorizon it waits until the newest entry is older than the horizon by Redis's clock.
+// The entries stay pending for this relay meanwhile (another relay claims them after
+// ClaimIdle if this one dies). It returns the entries the stream's master still has: one
+// read from a master that then failed over may be gone (its reservation's WAIT fell
+// short, it was answered OUTCOME_UNKNOWN and the new master never had it), and must not
+// become an order.
+func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMessage) ([]redis.XMessage, error) {
+	if len(entries) == 0 {
+		return entries, nil
+	}
+	backoff := 50 * time.Millisecond
+	if d := r.opts.Durability; d.Replicas > 0 {
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.ID
+		}
+		for {
+			var claim *redis.StringSliceCmd
+			err := d.Acked(ctx, r.rdb, stream, func(p redis.Pipeliner) {
+				claim = p.XClaimJustID(ctx, &redis.XClaimArgs{Stream: stream, Group: RelayGroup, Consumer: r.opts.InstanceID, MinIdle: 0, Messages: ids})
+			})
+			if err == nil {
+				r.rl.OK("durable", "journal entries reach the replicas again")
+				entries = keepClaimed(entries, claim.Val())
+				break
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			r.m.RelayErrors.WithLabelValues("durable").Inc()
+			r.rl.Warn("durable", "journal entries not on enough replicas yet; holding them", "stream", stream, "entries", len(entries), "err", err)
+			r.sleep(ctx, backoff)
+			backoff = min(2*backoff, r.opts.MaxBackoff)
+		}
+	}
+	if h := r.opts.FsyncHorizon; h > 0 {
+		newest := entryTime(entries[len(entries)-1].ID)
+		for {
+			now, err := r.rdb.Time(ctx).Result()
+			if err == nil {
+				wait := newest.Add(h).Sub(now)
+				if wait <= 0 {
+					return entries, nil
+				}
+				r.sleep(ctx, wait)
+			} else {
+				r.sleep(ctx, backoff)
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return entries, nil
+}
+
+// keepClaimed returns the entries whose id is in ids, in order.
+func keepClaimed(entries []redis.XMessage, ids []string) []redis.XMessage {
+	if len(ids) == len(entries) {
+		return entries
+	}
+	have := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		have[id] = true
+	}
+	out := entries[:0:0]
+	for _, e := range entries {
+		if have[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// entryTime is the time part of a stream entry id ("<unix ms>-<seq>").
+func entryTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return time.UnixMilli(n)
 }

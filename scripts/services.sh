@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# scripts/services.sh up|down|status|restart|fetch   (fetch: fill the caches, start nothing)
+# scripts/services.sh up|up-redis|down|status|restart|fetch   (fetch: fill the caches, start nothing;
+#   up-redis: the Redis servers only)
 # scripts/services.sh nacos-server DIR PORT CONSOLE_PORT   (a private Nacos in the foreground)
 #
 # Starts, on loopback only, every real server the tests need:
-#   Redis 7 standalone   127.0.0.1:6379
-#   Redis Cluster        127.0.0.1:7001-7003 (3 masters, no replicas)
+#   Redis 7 standalone   127.0.0.1:6379 (AOF, appendfsync everysec)
+#   Redis Cluster        127.0.0.1:7001-7003 (3 masters, no replicas, AOF)
+#   Redis Sentinel group master 127.0.0.1:6390, replica 6391 (AOF), sentinels 26390-26392,
+#                        master name "seckill", quorum 2 (ports: SECKILL_SENTINEL_REDIS_PORTS,
+#                        SECKILL_SENTINEL_PORTS)
+#   Redis Cluster with replicas  127.0.0.1:7011-7016 (3 masters, a replica each, AOF;
+#                        ports: SECKILL_HA_CLUSTER_PORTS)
 #   MariaDB              127.0.0.1:3306  database seckill, user seckill/seckill
 #   RocketMQ 5.3.3       name server 127.0.0.1:9876, broker 127.0.0.1:10911
 #   Nacos 3.1 (Java)     HTTP 127.0.0.1:8848, gRPC 9848/9849, console 18080; auth on,
@@ -26,6 +32,10 @@ NACOS_VER="${SECKILL_NACOS_VERSION:-3.1.0-bugfix}"
 RMQ_CACHE="$CACHE/rocketmq-$RMQ_VER"
 NACOS_CACHE="$CACHE/nacos-$NACOS_VER"
 CLUSTER_PORTS=(7001 7002 7003)
+read -r -a SENT_REDIS_PORTS <<<"${SECKILL_SENTINEL_REDIS_PORTS:-6390 6391}"
+read -r -a SENT_PORTS <<<"${SECKILL_SENTINEL_PORTS:-26390 26391 26392}"
+read -r -a HA_CLUSTER_PORTS <<<"${SECKILL_HA_CLUSTER_PORTS:-7011 7012 7013 7014 7015 7016}"
+SENT_MASTER=seckill
 export PATH="$PATH:/usr/sbin:/sbin"
 
 # ---------------------------------------------------------------------------- helpers
@@ -147,7 +157,7 @@ redis_start() {
 	mkdir -p "$dir"
 	redis-server --port "$port" --bind 127.0.0.1 --protected-mode yes \
 		--daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --dir "$dir" \
-		--save "" --appendonly no --maxclients 10000 "$@" >/dev/null ||
+		--save "" --appendonly yes --appendfsync everysec --maxclients 10000 "$@" >/dev/null ||
 		fail_with_log "redis-server on $port did not start" "$dir/redis.log"
 	wait_for 15 "redis $port" redis_ping "$port" ||
 		fail_with_log "redis on $port does not answer PING" "$dir/redis.log"
@@ -195,10 +205,117 @@ cluster_up() {
 	log "redis cluster up on 127.0.0.1:7001-7003"
 }
 
+# cluster_ok_on PORT...: every node answers cluster_state:ok.
+cluster_ok_on() {
+	local p
+	for p in "$@"; do
+		redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+	done
+}
+
+# ha_cluster_ok: the cluster with replicas is ok and every master has a replica online.
+ha_cluster_ok() {
+	cluster_ok_on "${HA_CLUSTER_PORTS[@]}" || return 1
+	local nodes masters slaves
+	nodes=$(redis-cli -h 127.0.0.1 -p "${HA_CLUSTER_PORTS[0]}" cluster nodes 2>/dev/null) || return 1
+	masters=$(awk '$3 ~ /master/ && $3 !~ /fail/' <<<"$nodes" | wc -l)
+	slaves=$(awk '$3 ~ /slave/ && $3 !~ /fail/ && $8 == "connected"' <<<"$nodes" | wc -l)
+	[ "$masters" -ge 3 ] && [ "$slaves" -ge 3 ]
+}
+
+# ha_cluster_up: 3 masters with a replica each, for failover drills (CLUSTER FAILOVER on a
+# replica). Rebuilt from scratch when not ok (it holds test data only).
+ha_cluster_up() {
+	if ha_cluster_ok; then
+		return 0
+	fi
+	local p addrs=()
+	for p in "${HA_CLUSTER_PORTS[@]}"; do
+		stop_pid "redis cluster node $p" "$(redis_pidfile "$p")" redis-server
+		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
+		rm -rf "$INFRA/redis/$p"
+	done
+	for p in "${HA_CLUSTER_PORTS[@]}"; do
+		redis_start "$p" --cluster-enabled yes --cluster-config-file "$INFRA/redis/$p/nodes.conf" \
+			--cluster-node-timeout 3000 --repl-diskless-sync-delay 0
+		addrs+=("127.0.0.1:$p")
+	done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+		>"$INFRA/redis/ha-cluster-create.log" 2>&1 ||
+		fail_with_log "redis-cli --cluster create (with replicas) failed" "$INFRA/redis/ha-cluster-create.log"
+	wait_for 30 "cluster with replicas ok" ha_cluster_ok ||
+		fail_with_log "the redis cluster with replicas did not get every replica online" "$INFRA/redis/ha-cluster-create.log" "$INFRA/redis/${HA_CLUSTER_PORTS[0]}/redis.log"
+	log "redis cluster with replicas up on 127.0.0.1:${HA_CLUSTER_PORTS[0]}-${HA_CLUSTER_PORTS[5]}"
+}
+
+sentinel_pidfile() { echo "$INFRA/sentinel/$1/sentinel.pid"; }
+
+# sentinel_ok: every sentinel names a master for SENT_MASTER, and that master answers with a
+# replica online (after a failover drill the master may be either port).
+sentinel_ok() {
+	local p addr master=""
+	for p in "${SENT_PORTS[@]}"; do
+		addr=$(redis-cli -h 127.0.0.1 -p "$p" sentinel get-master-addr-by-name "$SENT_MASTER" 2>/dev/null | tr '\n' ' ') || return 1
+		[ -n "$addr" ] || return 1
+		[ -z "$master" ] || [ "$master" = "$addr" ] || return 1
+		master=$addr
+	done
+	set -- $master
+	redis-cli -h "$1" -p "$2" info replication 2>/dev/null | grep -q 'state=online'
+}
+
+# sentinel_up: one master, one replica, three sentinels (quorum 2) on loopback. Rebuilt from
+# scratch when not ok.
+sentinel_up() {
+	if sentinel_ok; then
+		return 0
+	fi
+	local p m=${SENT_REDIS_PORTS[0]} r=${SENT_REDIS_PORTS[1]} dir
+	for p in "${SENT_PORTS[@]}"; do
+		stop_pid "redis sentinel $p" "$(sentinel_pidfile "$p")" redis-server
+	done
+	for p in "${SENT_REDIS_PORTS[@]}"; do
+		stop_pid "redis $p" "$(redis_pidfile "$p")" redis-server
+	done
+	for p in "${SENT_REDIS_PORTS[@]}" "${SENT_PORTS[@]}"; do
+		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
+		rm -rf "$INFRA/redis/$p" "$INFRA/sentinel/$p"
+	done
+	redis_start "$m" --repl-diskless-sync-delay 0
+	redis_start "$r" --replicaof 127.0.0.1 "$m"
+	wait_for 15 "replica $r online" sh -c "redis-cli -h 127.0.0.1 -p $m info replication | grep -q state=online" ||
+		fail_with_log "the replica on $r did not sync from $m" "$INFRA/redis/$r/redis.log"
+	for p in "${SENT_PORTS[@]}"; do
+		dir="$INFRA/sentinel/$p"
+		mkdir -p "$dir"
+		# Each sentinel rewrites its own file.
+		cat >"$dir/sentinel.conf" <<-CONF
+			port $p
+			bind 127.0.0.1
+			daemonize yes
+			pidfile $dir/sentinel.pid
+			logfile $dir/sentinel.log
+			dir $dir
+			sentinel monitor $SENT_MASTER 127.0.0.1 $m 2
+			sentinel down-after-milliseconds $SENT_MASTER 1000
+			sentinel failover-timeout $SENT_MASTER 5000
+			sentinel parallel-syncs $SENT_MASTER 1
+		CONF
+		redis-server "$dir/sentinel.conf" --sentinel >/dev/null ||
+			fail_with_log "redis sentinel on $p did not start" "$dir/sentinel.log"
+	done
+	wait_for 15 "sentinels agree" sentinel_ok ||
+		fail_with_log "the sentinels do not agree on a master" "$INFRA/sentinel/${SENT_PORTS[0]}/sentinel.log"
+	log "redis sentinel group up: master 127.0.0.1:$m, replica $r, sentinels ${SENT_PORTS[*]} (name $SENT_MASTER)"
+}
+
 redis_down() {
 	local p
-	for p in 6379 "${CLUSTER_PORTS[@]}"; do
+	for p in 6379 "${CLUSTER_PORTS[@]}" "${SENT_REDIS_PORTS[@]}" "${HA_CLUSTER_PORTS[@]}"; do
 		stop_pid "redis $p" "$(redis_pidfile "$p")" redis-server
+	done
+	for p in "${SENT_PORTS[@]}"; do
+		stop_pid "redis sentinel $p" "$(sentinel_pidfile "$p")" redis-server
 	done
 }
 
@@ -648,6 +765,10 @@ cmd_up() {
 	redis_up
 	phase redis-cluster
 	cluster_up
+	phase redis-sentinel
+	sentinel_up
+	phase redis-ha-cluster
+	ha_cluster_up
 	phase mariadb
 	mariadb_up
 	phase rocketmq
@@ -669,7 +790,8 @@ cmd_down() {
 		"mariadb|$MY/mysqld.pid|mariadbd|TERM"
 	)
 	local p e name pidfile pattern sig pids=() files=()
-	for p in 6379 "${CLUSTER_PORTS[@]}"; do entries+=("redis $p|$(redis_pidfile "$p")|redis-server|TERM"); done
+	for p in 6379 "${CLUSTER_PORTS[@]}" "${SENT_REDIS_PORTS[@]}" "${HA_CLUSTER_PORTS[@]}"; do entries+=("redis $p|$(redis_pidfile "$p")|redis-server|TERM"); done
+	for p in "${SENT_PORTS[@]}"; do entries+=("redis sentinel $p|$(sentinel_pidfile "$p")|redis-server|TERM"); done
 	for e in "${entries[@]}"; do
 		IFS='|' read -r name pidfile pattern sig <<<"$e"
 		if pid_alive "$pidfile" "$pattern"; then
@@ -713,6 +835,8 @@ cmd_status() {
 	echo "services (data and logs in $INFRA):"
 	check "redis        127.0.0.1:6379" redis_ping 6379
 	check "redis cluster 127.0.0.1:7001-7003" cluster_ok
+	check "redis sentinel ${SENT_PORTS[*]}" sentinel_ok
+	check "redis cluster+replicas ${HA_CLUSTER_PORTS[0]}-${HA_CLUSTER_PORTS[5]}" ha_cluster_ok
 	check "mariadb      127.0.0.1:3306" mariadb_app_ready
 	check "rocketmq ns  127.0.0.1:9876" port_open 9876
 	check "rocketmq br  127.0.0.1:10911" port_open 10911
@@ -738,8 +862,21 @@ cmd_fetch() {
 	log "caches ready in $((SECONDS - t0))s ($CACHE)"
 }
 
+# cmd_up_redis: the Redis servers only (standalone, cluster, Sentinel group, cluster with
+# replicas), as `up` starts them.
+cmd_up_redis() {
+	mkdir -p "$INFRA"
+	need_pkgs redis-server redis-server redis-tools
+	need_pkgs redis-cli redis-tools
+	redis_up
+	cluster_up
+	sentinel_up
+	ha_cluster_up
+}
+
 case "${1:-}" in
 up) cmd_up ;;
+up-redis) cmd_up_redis ;;
 fetch) cmd_fetch ;;
 nacos-server)
 	shift
@@ -752,7 +889,7 @@ restart)
 	cmd_up
 	;;
 *)
-	echo "usage: $0 up|down|status|restart|fetch" >&2
+	echo "usage: $0 up|up-redis|down|status|restart|fetch" >&2
 	exit 2
 	;;
 esac

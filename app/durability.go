@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
+)
+
+// durabilityCheckEvery is how often a running instance reads again what the Redis masters
+// provide (a failover or a CONFIG SET may change it).
+const durabilityCheckEvery = 10 * time.Second
+
+// redisAuth sets the password, user and TLS settings of the Redis client (and of the
+// sentinels'). An error is a CA file that does not read.
+func (o Options) redisAuth(uo *redis.UniversalOptions) error {
+	uo.Username, uo.Password = o.RedisUsername, o.RedisPassword
+	if o.RedisSentinelMaster != "" {
+		uo.MasterName = o.RedisSentinelMaster
+		uo.SentinelPassword = o.RedisSentinelPassword
+	}
+	if !o.RedisTLS {
+		if o.RedisTLSCAFile != "" {
+			return errors.New("SECKILL_REDIS_TLS_CA_FILE is set without SECKILL_REDIS_TLS=true")
+		}
+		return nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.RedisTLSCAFile != "" {
+		pem, err := os.ReadFile(o.RedisTLSCAFile)
+		if err != nil {
+			return fmt.Errorf("SECKILL_REDIS_TLS_CA_FILE: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("SECKILL_REDIS_TLS_CA_FILE %s: no PEM certificate in it", o.RedisTLSCAFile)
+		}
+		tc.RootCAs = pool
+	}
+	uo.TLSConfig = tc
+	return nil
+}
+
+// checkDurability reads what the Redis masters provide for the durability mode at start:
+// a master that does not provide it is a start-up error saying what to set. A Redis not
+// reachable at start is checked by runDurabilityCheck as soon as it answers. It also fixes
+// the relay's fsync horizon (inventory.FsyncHorizon).
+func (a *App) checkDurability(ctx context.Context) error {
+	d := a.opts.RedisDurability
+	if a.mini != nil || (!d.AOF && d.Replicas == 0) {
+		return nil
+	}
+	a.fsyncHorizon = inventory.FsyncHorizon(d, nil)
+	if d.AOF {
+		a.fsyncHorizon = inventory.EverysecHorizon // until a check says every master fsyncs always
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	ms, err := inventory.CheckDurability(cctx, a.rdb, d)
+	if err != nil && !inventory.IsNotProvided(err) {
+		a.log.Warn("redis durability not checked at start (redis unreachable?)", "mode", d.String(), "err", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w; or start with SECKILL_REDIS_DURABILITY=none (--redis-durability none) to run without it (a crash or failover of Redis then loses answered reservations)", err)
+	}
+	a.fsyncHorizon = inventory.FsyncHorizon(d, ms)
+	for _, m := range ms {
+		if d.AOF && m.Fsync == "everysec" {
+			a.log.Warn("redis runs appendfsync everysec: a crash of its machine may lose the last ~2 s of answered reservations (appendfsync always keeps them; the relay publishes an entry only once it is older than the fsync horizon)",
+				"master", m.Addr, "horizon", a.fsyncHorizon)
+		}
+	}
+	a.log.Info("redis durability checked", "mode", d.String(), "masters", len(ms), "relayHorizon", a.fsyncHorizon)
+	return nil
+}
+
+// runDurabilityCheck reads again, every durabilityCheckEvery, what the masters provide,
+// and says so once per change: one ERROR line when the mode stops being provided (a
+// master turned appendonly off, a failover onto a master without a replica), one INFO line
+// when it is provided again; the gauge redis_durability_provided follows.
+func (a *App) runDurabilityCheck(ctx context.Context) error {
+	d := a.opts.RedisDurability
+	t := time.NewTicker(durabilityCheckEvery)
+	defer t.Stop()
+	last := true
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := inventory.CheckDurability(cctx, a.rdb, d)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && inventory.IsNotProvided(err):
+			a.durabilityOK.Set(0)
+			if last {
+				a.log.Error("redis no longer provides the durability mode", "mode", d.String(), "err", err)
+			}
+			last = false
+		case err == nil:
+			a.durabilityOK.Set(1)
+			if !last {
+				a.log.Info("redis provides the durability mode again", "mode", d.String())
+			}
+			last = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// newDurabilityGauge registers seckill_redis_durability_provided.
+func newDurabilityGauge(reg prometheus.Registerer, mode string) (prometheus.Gauge, error) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_redis_durability_provided",
+		Help:        "1 when the last check found every Redis master providing the durability mode (SECKILL_REDIS_DURABILITY), else 0.",
+		ConstLabels: prometheus.Labels{"mode": mode}})
+	if err := reg.Register(g); err != nil {
+		return nil, err
+	}
+	g.Set(1)
+	return g, nil
+}

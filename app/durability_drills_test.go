@@ -1,0 +1,374 @@
+//go:build integration
+
+package app
+
+// Durability drills (issue 18, docs/DESIGN.md "Durability"): a Redis of the drill's own is
+// SIGKILLed mid-rush, standalone with appendfsync always (mode aof) and as the master of a
+// Sentinel group (mode replicas:1). Every 202 must become an order, nothing is sold over the
+// stock or over a user's limit, and the instance follows the failover without a restart.
+// The shared test servers are never touched: each drill runs its own redis-server processes
+// on free ports, with their own data dirs.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/inventory"
+)
+
+// redisProc is a redis-server (or sentinel) process of a drill, killed when the test ends.
+type redisProc struct {
+	t    *testing.T
+	port int
+	dir  string
+	args []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startRedisProc starts redis-server on a free port with its own dir; extra are more
+// arguments (a config file first for a sentinel: sentinel=true).
+func startRedisProc(t *testing.T, sentinel bool, extra ...string) *redisProc {
+	t.Helper()
+	r := &redisProc{t: t, port: freePort(t), dir: t.TempDir()}
+	if sentinel {
+		conf := filepath.Join(r.dir, "sentinel.conf")
+		if err := os.WriteFile(conf, []byte(strings.Join(extra, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r.args = []string{conf, "--sentinel"}
+		extra = nil
+	}
+	r.args = append(r.args, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--logfile", filepath.Join(r.dir, "redis.log"), "--daemonize", "no")
+	if !sentinel {
+		r.args = append(r.args, "--save", "")
+	}
+	r.args = append(r.args, extra...)
+	r.start()
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *redisProc) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+func (r *redisProc) start() {
+	r.t.Helper()
+	cmd := exec.Command("redis-server", r.args...)
+	if err := cmd.Start(); err != nil {
+		r.t.Fatalf("redis-server: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	r.mu.Lock()
+	r.cmd, r.done = cmd, done
+	r.mu.Unlock()
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), DisableIdentity: true})
+	defer c.Close()
+	testwait.Eventually(r.t, 15*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil },
+		"redis-server on %d answers PING; its log: %v", r.port, testwait.Lazy(func() string { return tail(filepath.Join(r.dir, "redis.log"), 20) }))
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (r *redisProc) kill() {
+	r.mu.Lock()
+	cmd, done := r.cmd, r.done
+	r.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// client is a plain client of the process, closed when the test ends.
+func (r *redisProc) client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), DisableIdentity: true})
+	r.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// sentinelGroup is one master, one replica and three sentinels (quorum 2) watching it
+// under the name "drill".
+type sentinelGroup struct {
+	master, replica *redisProc
+	sentinels       []*redisProc
+}
+
+func startSentinelGroup(t *testing.T) *sentinelGroup {
+	t.Helper()
+	g := &sentinelGroup{}
+	persist := []string{"--appendonly", "yes", "--appendfsync", "everysec"}
+	g.master = startRedisProc(t, false, persist...)
+	g.replica = startRedisProc(t, false, append(persist, "--replicaof", "127.0.0.1", strconv.Itoa(g.master.port))...)
+	mc := g.master.client()
+	testwait.Eventually(t, 15*time.Second, func() bool {
+		info, err := mc.Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "state=online")
+	}, "the replica is online")
+	for i := 0; i < 3; i++ {
+		g.sentinels = append(g.sentinels, startRedisProc(t, true,
+			"sentinel monitor drill 127.0.0.1 "+strconv.Itoa(g.master.port)+" 2",
+			"sentinel down-after-milliseconds drill 1000",
+			"sentinel failover-timeout drill 5000",
+			"sentinel parallel-syncs drill 1"))
+	}
+	sc := redis.NewSentinelClient(&redis.Options{Addr: g.sentinels[0].addr()})
+	t.Cleanup(func() { sc.Close() })
+	testwait.Eventually(t, 15*time.Second, func() bool {
+		s, err := sc.Sentinels(context.Background(), "drill").Result()
+		return err == nil && len(s) == 2
+	}, "every sentinel knows the two others")
+	return g
+}
+
+func (g *sentinelGroup) addrs() string {
+	a := make([]string, len(g.sentinels))
+	for i, s := range g.sentinels {
+		a[i] = s.addr()
+	}
+	return strings.Join(a, ",")
+}
+
+// masterPort is the master's port as the first sentinel that answers says.
+func (g *sentinelGroup) masterPort() int {
+	for _, s := range g.sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: s.addr()})
+		a, err := sc.GetMasterAddrByName(context.Background(), "drill").Result()
+		sc.Close()
+		if err == nil && len(a) == 2 {
+			p, _ := strconv.Atoi(a[1])
+			return p
+		}
+	}
+	return 0
+}
+
+// The start is refused, with a message that says what to set, when the Redis does not
+// provide the durability mode: aof on a Redis with appendonly no, replicas:1 on one without
+// a replica, appendfsync no under aof.
+func TestStartRefusedWithoutTheDurabilityMode(t *testing.T) {
+	plain := startRedisProc(t, false, "--appendonly", "no")
+	lazy := startRedisProc(t, false, "--appendonly", "yes", "--appendfsync", "no")
+	for _, tc := range []struct {
+		give string
+		addr string
+		want []string
+	}{
+		{give: "aof", addr: plain.addr(), want: []string{"appendonly no", "set appendonly yes", "SECKILL_REDIS_DURABILITY=none"}},
+		{give: "replicas:1", addr: plain.addr(), want: []string{"0 replica(s) online, want 1", "add a replica"}},
+		{give: "aof", addr: lazy.addr(), want: []string{"appendfsync no", "set appendfsync always or everysec"}},
+	} {
+		t.Run(tc.give, func(t *testing.T) {
+			opts := realOptions(t)
+			opts.RedisAddr = tc.addr
+			d, err := inventory.ParseDurability(tc.give)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.RedisDurability = d
+			opts.DataDir = t.TempDir()
+			opts.ConfigFile = filepath.Join(t.TempDir(), "seckill.yaml")
+			if err := os.WriteFile(opts.ConfigFile, []byte(testConfig), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a, err := New(context.Background(), opts, discardLog())
+			if err == nil {
+				a.Close()
+				t.Fatalf("started in mode %s on %s", tc.give, tc.addr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	// The same Redis with what the mode needs: the start goes on.
+	opts := realOptions(t)
+	opts.RedisAddr = startRedisProc(t, false, "--appendonly", "yes", "--appendfsync", "always").addr()
+	opts.RedisDurability = inventory.Durability{AOF: true}
+	startApp(t, opts, testConfig)
+}
+
+// Redis SIGKILLed mid-rush and started again on the same AOF, mode aof with appendfsync
+// always: every 202 is an order, nothing over the stock, nobody over the limit.
+func TestDrillRedisKilledAOFAlways(t *testing.T) {
+	t.Parallel()
+	const stock = 300
+	rp := startRedisProc(t, false, "--appendonly", "yes", "--appendfsync", "always")
+	opts := realOptions(t)
+	opts.RedisAddr = rp.addr()
+	opts.RedisDurability = inventory.Durability{AOF: true}
+	ta := startApp(t, opts, testConfig)
+	if ta.fsyncHorizon != 0 {
+		t.Errorf("relay fsync horizon %v with appendfsync always, want 0", ta.fsyncHorizon)
+	}
+	id := uniq(t, "aofkill")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	var once sync.Once
+	var killedAt atomic.Int64
+	var acceptedAtKill atomic.Int64
+	restarted := make(chan struct{})
+	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 16, func(r *drillResult) {
+		if r.acceptedN.Load() < stock/3 {
+			return
+		}
+		once.Do(func() {
+			rp.kill()
+			acceptedAtKill.Store(r.acceptedN.Load())
+			killedAt.Store(time.Now().UnixNano())
+			go func() {
+				defer close(restarted)
+				time.Sleep(time.Second)
+				rp.start()
+			}()
+		})
+	})
+	if killedAt.Load() == 0 {
+		t.Fatal("Redis was never killed")
+	}
+	<-restarted
+	if n := int64(len(res.accepted)); n <= acceptedAtKill.Load() {
+		t.Errorf("no reservation accepted after the restart (%d at the kill, %d at the end)", acceptedAtKill.Load(), n)
+	}
+	t.Logf("redis SIGKILLed after %d accepted reservations and restarted 1 s later on its AOF", acceptedAtKill.Load())
+	assertOrdersMatch(t, id, stock, 1, res)
+	waitDriftZero(t, ta, id)
+}
+
+// The Sentinel master SIGKILLed mid-rush, mode replicas:1: the sentinels promote the replica,
+// the instance follows without a restart and reservations resume; the old master, started
+// again (as a supervisor would), becomes the new master's replica. Every 202 is an order,
+// nothing over the stock, nobody over the limit, and an OUTCOME_UNKNOWN retried with its key
+// (the crowd always retries so) resolves to the reservation or to nothing, never to two.
+func TestDrillSentinelMasterKilled(t *testing.T) {
+	t.Parallel()
+	const stock = 300
+	g := startSentinelGroup(t)
+	opts := realOptions(t)
+	opts.RedisAddr = g.addrs()
+	opts.RedisSentinelMaster = "drill"
+	opts.RedisDurability = inventory.Durability{Replicas: 1}
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "sentkill")
+	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+
+	var once sync.Once
+	var acceptedAtFailover atomic.Int64
+	failedOver := make(chan struct{})
+	var codesAtKill map[string]int
+	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 8 * time.Second}, id, 2*stock, 16, func(r *drillResult) {
+		if r.acceptedN.Load() < stock/3 {
+			return
+		}
+		once.Do(func() {
+			codesAtKill = r.snapshot()
+			old := g.master
+			old.kill()
+			go func() {
+				defer close(failedOver)
+				deadline := time.Now().Add(30 * time.Second)
+				for g.masterPort() != g.replica.port && time.Now().Before(deadline) {
+					time.Sleep(100 * time.Millisecond)
+				}
+				acceptedAtFailover.Store(r.acceptedN.Load())
+				old.start() // rejoins as the new master's replica
+			}()
+		})
+	})
+	select {
+	case <-failedOver:
+	case <-time.After(40 * time.Second):
+		t.Fatal("no failover")
+	}
+	if p := g.masterPort(); p != g.replica.port {
+		t.Fatalf("the sentinels name port %d as master, want the promoted replica %d", p, g.replica.port)
+	}
+	if n := int64(len(res.accepted)); n <= acceptedAtFailover.Load() {
+		t.Errorf("no reservation accepted after the failover (%d then, %d at the end)", acceptedAtFailover.Load(), n)
+	}
+	users := map[string]string{}
+	for rid, u := range res.accepted {
+		if prev, dup := users[u]; dup {
+			t.Errorf("user %s was answered two reservations, %s and %s", u, prev, rid)
+		}
+		users[u] = rid
+	}
+	final := res.snapshot()
+	t.Logf("master SIGKILLed at %v; failover seen after %d accepted; outcome unknown answers since the kill: %d",
+		codesAtKill, acceptedAtFailover.Load(), final["503 OUTCOME_UNKNOWN"]-codesAtKill["503 OUTCOME_UNKNOWN"])
+	assertOrdersMatch(t, id, stock, 1, res)
+	waitDriftZero(t, ta, id)
+}
+
+// In mode replicas:1 a reservation whose WAIT falls short (the replica is gone) is not a
+// 202: it is 503 OUTCOME_UNKNOWN with the idempotency key, and its retry with that key
+// while the replica is still gone is not a 200 either; once the replica is back, the retry
+// answers the one reservation (or makes it), never a second one.
+func TestReplicasModeWithoutReplicaIsOutcomeUnknown(t *testing.T) {
+	master := startRedisProc(t, false)
+	replica := startRedisProc(t, false, "--replicaof", "127.0.0.1", strconv.Itoa(master.port))
+	mc := master.client()
+	online := func() bool {
+		info, err := mc.Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "state=online")
+	}
+	testwait.Eventually(t, 15*time.Second, online, "the replica is online")
+	opts := realOptions(t)
+	opts.RedisAddr = master.addr()
+	opts.RedisDurability = inventory.Durability{Replicas: 1, Timeout: 100 * time.Millisecond}
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "nowait")
+	ta.createActivity(t, id, 5, 1, 1, time.Now().Add(-time.Second))
+	if a := ta.reserve(t, id, "u-before", "k-before"); a.status != 202 {
+		t.Fatalf("with the replica online: %d %v", a.status, a.body)
+	}
+
+	replica.kill()
+	testwait.Eventually(t, 15*time.Second, func() bool { return !online() }, "the master sees its replica gone")
+	a := ta.reserve(t, id, "u1", "k1")
+	if a.status != 503 || a.body["code"] != "OUTCOME_UNKNOWN" || a.body["idempotencyKey"] != "k1" {
+		t.Fatalf("reservation without its replica: %d %v, want 503 OUTCOME_UNKNOWN with the key", a.status, a.body)
+	}
+	if a := ta.reserve(t, id, "u1", "k1"); a.status != 503 || a.body["code"] != "OUTCOME_UNKNOWN" {
+		t.Fatalf("retry while the replica is still gone: %d %v, want 503 OUTCOME_UNKNOWN", a.status, a.body)
+	}
+	replica.start()
+	testwait.Eventually(t, 15*time.Second, online, "the replica is back")
+	var first string
+	for i := 0; i < 2; i++ {
+		a := ta.reserve(t, id, "u1", "k1")
+		if a.status != 200 && a.status != 202 {
+			t.Fatalf("retry %d with the replica back: %d %v", i, a.status, a.body)
+		}
+		rid := fmt.Sprint(a.body["reservationId"])
+		if first == "" {
+			first = rid
+		} else if rid != first {
+			t.Fatalf("the key answered two reservations: %s and %s", first, rid)
+		}
+	}
+	if a := ta.reserve(t, id, "u1", "k2"); a.status != 409 {
+		t.Fatalf("another key of the same user (limit 1): %d %v, want 409", a.status, a.body)
+	}
+}

@@ -1,0 +1,332 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotDurable: a write that changes stock or a user's state ran, but fewer replicas than
+// Durability.Replicas acknowledged it within Durability.Timeout. The write may be lost in a
+// failover, so its outcome is not known: the caller answers as for a timeout (503
+// OUTCOME_UNKNOWN with the idempotency key), never with a 202.
+var ErrNotDurable = errors.New("inventory: write not acknowledged by enough replicas in time")
+
+// Durability is what a write that changes stock or a user's state must reach before the
+// service answers for it: the mode of docs/DESIGN.md "Durability". The zero value is the
+// mode none (nothing is checked or waited for: embedded mode, or an explicit opt-out).
+// Fixed at start; safe for concurrent use.
+type Durability struct {
+	// AOF: every Redis master the service writes to runs appendonly yes (CheckDurability
+	// reads it at start and the caller keeps checking).
+	AOF bool
+	// Replicas > 0: every script that changes stock or a user's state is followed, on the
+	// same connection and in the same round trip, by WAIT Replicas Timeout; fewer
+	// acknowledgements is ErrNotDurable.
+	Replicas int
+	// Timeout is WAIT's timeout (default DefaultWaitTimeout when Replicas > 0). It must stay
+	// under the Redis client's read timeout.
+	Timeout time.Duration
+}
+
+// DefaultWaitTimeout is WAIT's timeout when Durability.Timeout is zero.
+const DefaultWaitTimeout = 250 * time.Millisecond
+
+// ParseDurability reads a durability mode: "none", "aof", "replicas:N" (N >= 1), or
+// "aof+replicas:N".
+func ParseDurability(s string) (Durability, error) {
+	var d Durability
+	if s == "none" {
+		return d, nil
+	}
+	if s == "" {
+		return d, errors.New(`empty durability mode (want none, aof, replicas:N or aof+replicas:N)`)
+	}
+	for _, part := range strings.Split(s, "+") {
+		switch {
+		case part == "aof" && !d.AOF:
+			d.AOF = true
+		case strings.HasPrefix(part, "replicas:") && d.Replicas == 0:
+			n, err := strconv.Atoi(strings.TrimPrefix(part, "replicas:"))
+			if err != nil || n < 1 || n > 16 {
+				return Durability{}, fmt.Errorf("durability %q: replicas:N wants N in 1..16", s)
+			}
+			d.Replicas = n
+		default:
+			return Durability{}, fmt.Errorf("durability %q: want none, aof, replicas:N or aof+replicas:N", s)
+		}
+	}
+	return d, nil
+}
+
+// String is the mode as ParseDurability reads it.
+func (d Durability) String() string {
+	switch {
+	case d.AOF && d.Replicas > 0:
+		return "aof+replicas:" + strconv.Itoa(d.Replicas)
+	case d.AOF:
+		return "aof"
+	case d.Replicas > 0:
+		return "replicas:" + strconv.Itoa(d.Replicas)
+	}
+	return "none"
+}
+
+func (d Durability) waitTimeout() time.Duration {
+	if d.Timeout > 0 {
+		return d.Timeout
+	}
+	return DefaultWaitTimeout
+}
+
+// Acked sends what queue adds to a pipeline and, when d.Replicas > 0, WAIT d.Replicas
+// d.Timeout right after it on the same connection, in the same round trip: WAIT then
+// counts the replicas that have every write of that connection so far, the queued ones
+// included. On a Redis Cluster the pipeline goes to the master of key (the slot of every
+// queued command). It returns the first error of the queued commands (redis.Nil is none),
+// else ErrNotDurable when fewer replicas acknowledged in time, else nil. With d.Replicas 0
+// the commands go through rdb's own pipeline and nothing is waited for.
+//
+// This is the one place where the service waits for replicas and reads WAIT's answer.
+func (d Durability) Acked(ctx context.Context, rdb redis.UniversalClient, key string, queue func(p redis.Pipeliner)) error {
+	if d.Replicas <= 0 {
+		p := rdb.Pipeline()
+		queue(p)
+		cmds, err := p.Exec(ctx)
+		return firstErr(cmds, err)
+	}
+	var p redis.Pipeliner
+	cc, cluster := rdb.(*redis.ClusterClient)
+	if cluster {
+		node, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		p = node.Pipeline()
+	} else {
+		p = rdb.Pipeline()
+	}
+	queue(p)
+	n := p.Len()
+	wait := redis.NewIntCmd(ctx, "wait", d.Replicas, d.waitTimeout().Milliseconds())
+	_ = p.Process(ctx, wait)
+	cmds, err := p.Exec(ctx)
+	if len(cmds) > n {
+		cmds = cmds[:n]
+	}
+	if err := firstErr(cmds, err); err != nil {
+		if cluster && (isRedirect(err) || !isRedisError(err)) {
+			// The slot moved or the master is gone (a failover): read the layout again so
+			// the next call goes to the new master.
+			cc.ReloadState(ctx)
+		}
+		return err
+	}
+	got, err := wait.Result()
+	if err != nil {
+		return fmt.Errorf("%w: WAIT: %v", ErrNotDurable, err)
+	}
+	if got < int64(d.Replicas) {
+		return fmt.Errorf("%w: %d of %d replicas within %s", ErrNotDurable, got, d.Replicas, d.waitTimeout())
+	}
+	return nil
+}
+
+// process runs cmd as Acked does (a plain Process when nothing is waited for); the error is
+// also cmd's.
+func (d Durability) process(ctx context.Context, rdb redis.UniversalClient, cmd redis.Cmder) error {
+	if d.Replicas <= 0 {
+		_ = rdb.Process(ctx, cmd)
+		return cmd.Err()
+	}
+	key := ""
+	if args := cmd.Args(); len(args) > 3 {
+		key = fmt.Sprint(args[3]) // EVAL/EVALSHA script numkeys key...
+	}
+	err := d.Acked(ctx, rdb, key, func(p redis.Pipeliner) { _ = p.Process(ctx, cmd) })
+	if errors.Is(err, ErrNotDurable) {
+		cmd.SetErr(err)
+	}
+	return cmd.Err()
+}
+
+// eval runs script s (source src) with EVALSHA, EVAL on NOSCRIPT, as d.process runs a command.
+func (d Durability) eval(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, src string, keys []string, args ...any) *redis.Cmd {
+	if d.Replicas <= 0 {
+		return s.Run(ctx, rdb, keys, args...)
+	}
+	build := func(name string, body any) *redis.Cmd {
+		a := make([]any, 0, 3+len(keys)+len(args))
+		a = append(a, name, body, len(keys))
+		for _, k := range keys {
+			a = append(a, k)
+		}
+		a = append(a, args...)
+		cmd := redis.NewCmd(ctx, a...)
+		cmd.SetFirstKeyPos(3)
+		return cmd
+	}
+	cmd := build("evalsha", s.Hash())
+	if err := d.process(ctx, rdb, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		cmd = build("eval", src)
+		_ = d.process(ctx, rdb, cmd)
+	}
+	return cmd
+}
+
+func firstErr(cmds []redis.Cmder, err error) error {
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+			return e
+		}
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	return nil
+}
+
+func isRedirect(err error) bool {
+	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "CLUSTERDOWN")
+}
+
+func isRedisError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// MasterDurability is what one Redis master runs, as CheckDurability read it.
+type MasterDurability struct {
+	Addr string
+	// AOF is appendonly; Fsync is appendfsync ("always", "everysec", "no"; "" when CONFIG
+	// is not allowed).
+	AOF   bool
+	Fsync string
+	// Replicas is the count of replicas online.
+	Replicas int
+}
+
+// CheckDurability reads, from every master rdb writes to (each master of a Cluster, the
+// current master behind Sentinel), what d needs: appendonly when d.AOF, the replicas online
+// when d.Replicas > 0. It returns what it read, and an error naming each master that does
+// not provide d and what to set. Mode none reads nothing.
+func CheckDurability(ctx context.Context, rdb redis.UniversalClient, d Durability) ([]MasterDurability, error) {
+	if !d.AOF && d.Replicas == 0 {
+		return nil, nil
+	}
+	var (
+		mu   sync.Mutex
+		out  []MasterDurability
+		errs []error
+	)
+	read := func(ctx context.Context, c *redis.Client) error {
+		m, err := readMaster(ctx, c)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out = append(out, m)
+		if d.AOF && !m.AOF {
+			errs = append(errs, fmt.Errorf("%s runs appendonly no: set appendonly yes (appendfsync always for a 202 to survive a crash, everysec to lose at most about 2 s of them on a crash of the machine)", m.Addr))
+		}
+		if d.AOF && m.Fsync == "no" {
+			errs = append(errs, fmt.Errorf("%s runs appendfsync no: set appendfsync always or everysec", m.Addr))
+		}
+		if m.Replicas < d.Replicas {
+			errs = append(errs, fmt.Errorf("%s has %d replica(s) online, want %d: add a replica (replicaof) or choose another mode", m.Addr, m.Replicas, d.Replicas))
+		}
+		return nil
+	}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		if err := c.ForEachMaster(ctx, read); err != nil {
+			return nil, err
+		}
+	case *redis.Client:
+		if err := read(ctx, c); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("inventory: durability check: unsupported client %T", rdb)
+	}
+	if len(errs) > 0 {
+		return out, &notProvided{mode: d, err: errors.Join(errs...)}
+	}
+	return out, nil
+}
+
+// notProvided is CheckDurability's error when a master it read does not provide the mode.
+type notProvided struct {
+	mode Durability
+	err  error
+}
+
+func (e *notProvided) Error() string {
+	return fmt.Sprintf("redis durability %s not provided: %v", e.mode, e.err)
+}
+
+func (e *notProvided) Unwrap() error { return e.err }
+
+// IsNotProvided reports whether err is CheckDurability's answer that a master it read does
+// not provide the mode (rather than a master it could not read).
+func IsNotProvided(err error) bool {
+	var np *notProvided
+	return errors.As(err, &np)
+}
+
+func readMaster(ctx context.Context, c *redis.Client) (MasterDurability, error) {
+	m := MasterDurability{Addr: c.Options().Addr}
+	info, err := c.Info(ctx, "persistence", "replication", "server").Result()
+	if err != nil {
+		return m, fmt.Errorf("%s: INFO: %w", m.Addr, err)
+	}
+	port := ""
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case k == "aof_enabled":
+			m.AOF = v == "1"
+		case k == "tcp_port":
+			port = v
+		case strings.HasPrefix(k, "slave") && k != "slave_read_only" && strings.Contains(v, "state=online"):
+			m.Replicas++
+		}
+	}
+	if m.Addr == "FailoverClient" {
+		m.Addr = "the Sentinel master (port " + port + ")"
+	}
+	// CONFIG may be renamed away on managed Redis: then the fsync policy is unknown.
+	if v, err := c.ConfigGet(ctx, "appendfsync").Result(); err == nil {
+		m.Fsync = v["appendfsync"]
+	}
+	return m, nil
+}
+
+// FsyncHorizon is how old a journal entry must be (by its stream id's time) before it is
+// surely on disk of every master in ms, for the relay: 0 when every master fsyncs each write
+// (appendfsync always) or the mode has no AOF; else EverysecHorizon (appendfsync everysec
+// fsyncs about once a second and Redis postpones a write by up to 2 s behind a slow fsync).
+func FsyncHorizon(d Durability, ms []MasterDurability) time.Duration {
+	if !d.AOF {
+		return 0
+	}
+	for _, m := range ms {
+		if m.Fsync != "always" {
+			return EverysecHorizon
+		}
+	}
+	return 0
+}
+
+// EverysecHorizon: see FsyncHorizon.
+const EverysecHorizon = 3 * time.Second

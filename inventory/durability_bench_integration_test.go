@@ -1,0 +1,127 @@
+//go:build integration
+
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testwait"
+)
+
+// benchRedis starts a private redis-server with args on a free port (and kills it at the end).
+func benchRedis(b *testing.B, args ...string) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := b.TempDir()
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	testwait.Eventually(b, 10*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil }, "redis on %d", port)
+	return addr
+}
+
+// usecPerCall reads INFO commandstats' usec_per_call of cmd (Redis's own time per call).
+func usecPerCall(ctx context.Context, rdb redis.UniversalClient, cmd string) float64 {
+	info, _ := rdb.Info(ctx, "commandstats").Result()
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":"); ok {
+			for _, f := range strings.Split(v, ",") {
+				if x, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+					n, _ := strconv.ParseFloat(x, 64)
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// BenchmarkReserveDurability measures the reservation path in each durability mode, each on a
+// private Redis of its own, with the ceiling of that same server measured in the same run:
+// parallel PINGs (the round trip with no work) and, as the ratio reported, reservations/s over
+// PINGs/s. usec/script is Redis's own time per reservation script (INFO commandstats), which
+// excludes the fsync and the wait for the replica; the difference shows in the ratio.
+func BenchmarkReserveDurability(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		args []string
+		dur  Durability
+		repl bool
+	}{
+		{name: "none", args: []string{"--appendonly", "no"}},
+		{name: "aof-everysec", args: []string{"--appendonly", "yes", "--appendfsync", "everysec"}, dur: Durability{AOF: true}},
+		{name: "aof-always", args: []string{"--appendonly", "yes", "--appendfsync", "always"}, dur: Durability{AOF: true}},
+		{name: "replicas-1", args: []string{"--appendonly", "no"}, dur: Durability{Replicas: 1}, repl: true},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			addr := benchRedis(b, m.args...)
+			if m.repl {
+				benchRedis(b, "--replicaof", "127.0.0.1", strings.TrimPrefix(addr, "127.0.0.1:"))
+			}
+			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, DisableIdentity: true})
+			b.Cleanup(func() { rdb.Close() })
+			ctx := ctxT(b)
+			if _, err := CheckDurability(ctx, rdb, m.dur); err != nil && m.repl {
+				testwait.Eventually(b, 10*time.Second, func() bool { _, err := CheckDurability(ctx, rdb, m.dur); return err == nil }, "replica online")
+			}
+			s := newStore(b, rdb, Options{Durability: m.dur})
+			a := mustCreate(b, s, openActivity(b, 1_000_000_000, 1, 16))
+			b.SetParallelism(8)
+			// The ceiling: parallel PINGs on the same server, as many as reservations.
+			pstart := time.Now()
+			var pn atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					pn.Add(1)
+					if err := rdb.Ping(ctx).Err(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			pingRate := float64(pn.Load()) / time.Since(pstart).Seconds()
+			rdb.ConfigResetStat(ctx)
+			var n atomic.Int64
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					u := fmt.Sprintf("bench-%d", n.Add(1))
+					r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+					if err != nil || r.Code != Reserved {
+						b.Errorf("reserve = %+v, %v", r, err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			rate := float64(b.N) / time.Since(start).Seconds()
+			b.ReportMetric(rate, "reservations/s")
+			b.ReportMetric(pingRate, "pings/s")
+			b.ReportMetric(rate/pingRate, "of-ping-ceiling")
+			b.ReportMetric(usecPerCall(ctx, rdb, "evalsha"), "usec/script")
+		})
+	}
+}
