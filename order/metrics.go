@@ -37,7 +37,7 @@ type Metrics struct {
 var (
 	relayErrorOps     = []string{"discover", "claim", "read", "publish", "ack"}
 	writerRetryCauses = []string{"lock", "mysql", "redis", "panic", "other"}
-	deadLetterCauses  = []string{"bad_journal_entry", "bad_message", "seq_conflict", "insert", "max_attempts", "other"}
+	deadLetterCauses  = []string{"bad_journal_entry", "bad_message", "seq_conflict", "rid_conflict", "insert", "max_attempts", "other"}
 	repairKinds       = []string{"confirm"}
 )
 
