@@ -313,3 +313,7 @@ func IdemHash(field, uh string) string {
 	}
 	return h
 }
+
+// LostKey is the set of the activity's reservations that were answered 202 and never
+// reached MySQL, as restores listed them (order/lost.go).
+func LostKey(activity string) string { return "sk:{" + activity + "}:lost" }
