@@ -59,6 +59,8 @@ type api struct {
 	// layouts follow the configuration, which may name the new activity's shard count).
 	activityCreated func()
 	servesAPI       bool
+	// restoreOpts are the waits of POST .../restore (zero: order's defaults).
+	restoreOpts order.RestoreOptions
 	// states recycles the per-request state of observe.
 	states *sync.Pool
 }
@@ -122,6 +124,7 @@ func (a *api) adminRouter() *gin.Engine {
 	adm := r.Group("/admin/v1", a.requireAdmin)
 	adm.POST("/activities", a.postActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
+	adm.POST("/activities/:id/restore", a.postRestore)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
 	a.health(r)
@@ -382,6 +385,8 @@ func (a *api) getActivity(c *gin.Context) {
 	now := a.now()
 	status := "OPEN"
 	switch {
+	case v.Recovering:
+		status = "RECOVERING"
 	case snap.Cfg.KillSwitch || snap.Cfg.ActivityKilled(id):
 		status = "DISABLED"
 	case now.Before(v.OpensAt):
@@ -684,6 +689,10 @@ func (a *api) readyz(c *gin.Context) {
 	}
 	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
 	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
+	if ids := a.recoveringIDs(); len(ids) > 0 {
+		// Still ready (other activities sell), but the activities Redis lost are named.
+		body["recovering"] = ids
+	}
 	if writerErr != nil {
 		body["writer"] = writerErr.Error()
 	}

@@ -685,6 +685,7 @@ func (s *Store) newEntryLocked(def Activity, epoch, shards int) *entry {
 		gauge:  s.m.remaining.WithLabelValues(id)}
 	e.remaining.Store(def.Stock)
 	e.layout.Store(newLayout(id, epoch, shards))
+	s.m.recovering.WithLabelValues(id).Set(0)
 	s.acts[id] = e
 	return e
 }
