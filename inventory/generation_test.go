@@ -143,3 +143,88 @@ func TestLostRedisStatePutsTheActivityInRecovering(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreRebuildsFromTheOrders: after Redis lost an activity, Fence and Rebuild from the
+// orders reopen it once the catalog names the new generation: remaining = stock - sold, a
+// buyer at the limit is refused, a replayed idempotency key returns its old reservation,
+// new reservation ids are of the new incarnation's epoch, and the older shards stay closed.
+func TestRestoreRebuildsFromTheOrders(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		s := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, s, openActivity(t, 10, 1, 2))
+		cat.put(a)
+		var orders []RestoredOrder
+		for i, u := range []string{"ann", "ben", "cat"} {
+			res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1, IdempotencyKey: "k-" + u})
+			if err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %v %v", u, res, err)
+			}
+			uh := s.UserHash(u)
+			orders = append(orders, RestoredOrder{ReservationID: res.ReservationID, UserID: u, Quantity: 1, Seq: 1,
+				IdemHash: IdemHash(idemField(uh, "k-"+u), uh), OrderID: int64(100 + i)})
+		}
+		deleteActivityKeys(t, rdb, a.ID)
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Activity(a.ID); !v.Recovering {
+			t.Fatal("not recovering after the loss")
+		}
+		tok, err := s.Fence(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Fence(ctx, a.ID); !errors.Is(err, ErrBusy) {
+			t.Fatalf("second fence: %v, want ErrBusy", err)
+		}
+		gen := NewGeneration()
+		got, err := s.Rebuild(ctx, tok, RestorePlan{Activity: a, Generation: gen, Incarnation: 1, Shards: 2, Orders: orders}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Sold != 3 || got.Remaining != 7 || got.Epoch != IncarnationEpochs || got.Bindings != 3 {
+			t.Fatalf("rebuild %+v", got)
+		}
+		// Meta carries the new generation, MySQL not yet: still recovering.
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Activity(a.ID); !v.Recovering {
+			t.Fatal("reopened before MySQL named the new generation")
+		}
+		a2 := a
+		a2.Generation = gen
+		cat.put(a2)
+		if err := s.Announce(ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		v, _ := s.Activity(a.ID)
+		if v.Recovering || v.Remaining != 7 || v.Epoch != IncarnationEpochs {
+			t.Fatalf("after the restore: %+v", v)
+		}
+		res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "ann", Quantity: 1})
+		if err != nil || res.Code != AlreadyPurchased || res.ReservationID != orders[0].ReservationID {
+			t.Fatalf("ann again: %+v %v, want ALREADY_PURCHASED naming %s", res, err, orders[0].ReservationID)
+		}
+		rid, ok, err := s.Replay(ctx, a.ID, "ben", "k-ben")
+		if err != nil || !ok || rid != orders[1].ReservationID {
+			t.Fatalf("replay of ben's key: %q %v %v, want %s", rid, ok, err, orders[1].ReservationID)
+		}
+		res, err = s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "dan", Quantity: 1})
+		if err != nil || res.Code != Reserved {
+			t.Fatalf("dan: %+v %v", res, err)
+		}
+		if k, _, _ := ParseReservationID(res.ReservationID); k.Epoch != IncarnationEpochs {
+			t.Fatalf("new reservation %s not of the new incarnation", res.ReservationID)
+		}
+		if n, err := rdb.Exists(ctx, Shard(a.ID, 0, 0).Stock(), Shard(a.ID, 0, 1).Stock()).Result(); err != nil || n != 0 {
+			t.Fatalf("old shards open: %d %v", n, err)
+		}
+		r, err := s.Reservation(ctx, orders[2].ReservationID)
+		if err != nil || r.Status != "CONFIRMED" || r.OrderID != "102" {
+			t.Fatalf("record of cat's order after the restore: %+v %v", r, err)
+		}
+	})
+}

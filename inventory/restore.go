@@ -261,6 +261,9 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 		}
 		pipe.HSet(ctx, k.Users(), args...)
 	}
+	// A Redis that restarted empty lost the deployment's user-hash key too: put this
+	// instance's back (SET NX), so an instance started later hashes users the same way.
+	pipe.SetNX(ctx, UserHashKeyName, s.hashKey, 0)
 	pipe.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...)
 	pipe.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), a.ID)
 	if _, err := pipe.Exec(ctx); err != nil {

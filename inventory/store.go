@@ -114,7 +114,8 @@ type Store struct {
 
 	nonce atomic.Uint64
 
-	hasher *Hasher
+	hasher  *Hasher
+	hashKey string // the user-hash key in hex (Rebuild writes it back to a Redis that lost it)
 
 	// The last activity catalog read (generation.go), when, and whether reading it fails.
 	catalog        atomic.Pointer[map[string]Activity]
@@ -242,7 +243,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	opts.UserHashKey = nil // the Hasher keeps its own copy
+	opts.UserHashKey = nil // the Hasher keeps its own copy; hashKey one for Rebuild
 	if opts.InstanceID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -266,7 +267,8 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher}
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher,
+		hashKey: hex.EncodeToString(key)}
 	for _, p := range []struct {
 		dst  **script
 		name string
