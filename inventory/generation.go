@@ -70,7 +70,7 @@ func (s *Store) loadCatalog(ctx context.Context, force bool) map[string]Activity
 		return nil
 	}
 	cur := s.catalog.Load()
-	if cur != nil && !force && time.Since(s.catalogAt.Load().(time.Time)) < catalogEvery {
+	if at, ok := s.catalogAt.Load().(time.Time); cur != nil && ok && !force && time.Since(at) < catalogEvery {
 		return *cur
 	}
 	acts, err := s.opts.Catalog.Known(ctx)
@@ -88,8 +88,8 @@ func (s *Store) loadCatalog(ctx context.Context, force bool) map[string]Activity
 	for _, a := range acts {
 		m[a.ID] = a
 	}
-	s.catalog.Store(&m)
 	s.catalogAt.Store(time.Now())
+	s.catalog.Store(&m)
 	return m
 }
 
