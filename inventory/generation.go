@@ -36,7 +36,11 @@ type Catalog interface {
 	Known(ctx context.Context) ([]Activity, error)
 }
 
-// catalogEvery is how often the refresh reads the catalog again.
+// catalogEvery is how often, at most, the refresh reads the catalog again: only when Redis
+// misses something a cached entry had (a suspected loss) or the meta of a recovering activity
+// names a generation not seen before (a restore whose event was lost); a restore's event forces
+// a read. In steady state (a sale under way, sold out, or recovering) the catalog is not read:
+// nothing reaches MySQL.
 const catalogEvery = time.Second
 
 // IncarnationEpochs is the epoch range of one incarnation: incarnation i (the i-th restore)
@@ -62,15 +66,25 @@ func NewGeneration() string {
 	return hex.EncodeToString(b[:])
 }
 
-// loadCatalog reads the catalog when it is due and returns the last good one (nil when there
+// catalogRead says when loadCatalog reads the catalog.
+type catalogRead int
+
+const (
+	catalogCached catalogRead = iota // only when it was never read
+	catalogDue                       // when the last read is catalogEvery old
+	catalogForce                     // now
+)
+
+// loadCatalog reads the catalog as when says and returns the last good one (nil when there
 // is no catalog or it was never read). A failing read keeps the last good one and is logged
 // once per failure streak.
-func (s *Store) loadCatalog(ctx context.Context, force bool) map[string]Activity {
+func (s *Store) loadCatalog(ctx context.Context, when catalogRead) map[string]Activity {
 	if s.opts.Catalog == nil {
 		return nil
 	}
 	cur := s.catalog.Load()
-	if at, ok := s.catalogAt.Load().(time.Time); cur != nil && ok && !force && time.Since(at) < catalogEvery {
+	at, _ := s.catalogAt.Load().(time.Time)
+	if cur != nil && (when == catalogCached || when == catalogDue && time.Since(at) < catalogEvery) {
 		return *cur
 	}
 	acts, err := s.opts.Catalog.Known(ctx)
@@ -109,9 +123,20 @@ func lostReason(m meta, ok bool, k Activity, e *entry) string {
 	return ""
 }
 
+// suspect reports whether the meta read of an activity MySQL is not known (to the last
+// catalog) to hold is missing something the cached entry had: the catalog must be read again.
+func (s *Store) suspect(id string, m meta, ok bool) bool {
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	return e != nil && e.recovering.Load() == nil && lostReason(m, ok, Activity{ID: id}, e) != ""
+}
+
 // checkLost compares one activity's meta read with the catalog and returns true when the
-// activity is (now or still) recovering, so the caller must not apply the meta.
-func (s *Store) checkLost(id string, m meta, ok bool, cat map[string]Activity) bool {
+// activity is (now or still) recovering, so the caller must not apply the meta. ctx is for a
+// read of the catalog when meta names a generation this recovering entry has not seen (nil:
+// no read).
+func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat map[string]Activity) bool {
 	k, known := cat[id]
 	s.mu.RLock()
 	e := s.acts[id]
@@ -121,7 +146,15 @@ func (s *Store) checkLost(id string, m meta, ok bool, cat map[string]Activity) b
 	}
 	if e != nil {
 		if r := e.recovering.Load(); r != nil {
-			if ok && m.loaded && k.Generation != r.gen && m.gen == k.Generation {
+			if !ok || !m.loaded || m.gen == r.gen || m.gen == generationFenced {
+				return true
+			}
+			if k.Generation == r.gen && ctx != nil {
+				if prev := e.metaGenSeen.Swap(&m.gen); prev == nil || *prev != m.gen {
+					k = s.loadCatalog(ctx, catalogDue)[id] // a restore whose event was lost?
+				}
+			}
+			if k.Generation != r.gen && m.gen == k.Generation {
 				return false // restored: apply clears the mark (clearRecovering)
 			}
 			return true

@@ -44,10 +44,13 @@ func deleteActivityKeys(t *testing.T, rdb redis.UniversalClient, id string) {
 	for _, pat := range []string{"sk:{" + id + "}:*", "sk:{" + id + ":*"} {
 		it := rdb.Scan(ctx, 0, pat, 1000).Iterator()
 		if cc, ok := rdb.(*redis.ClusterClient); ok {
+			var mu sync.Mutex // ForEachMaster calls the masters at once
 			err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 				it := m.Scan(ctx, 0, pat, 1000).Iterator()
 				for it.Next(ctx) {
+					mu.Lock()
 					keys = append(keys, it.Val())
+					mu.Unlock()
 				}
 				return it.Err()
 			})

@@ -113,7 +113,7 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 			s.markSoldOut(ctx, e, "event")
 		}
 	case "restored":
-		s.loadCatalog(ctx, true)
+		s.loadCatalog(ctx, catalogForce)
 		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("refresh after a restore failed", "activity", id, "err", err)
 		}
@@ -131,7 +131,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cat := s.loadCatalog(ctx, false)
+	cat := s.loadCatalog(ctx, catalogCached)
 	for id := range cat {
 		ids = append(ids, id)
 	}
@@ -165,7 +165,12 @@ func (s *Store) Refresh(ctx context.Context) error {
 			s.log.Warn("bad meta", "activity", id, "err", err)
 			continue
 		}
-		if s.checkLost(id, m, ok, cat) {
+		if _, known := cat[id]; !known && s.opts.Catalog != nil && s.suspect(id, m, ok) {
+			// Redis misses what this instance saw of an activity the last catalog did not
+			// name (created since): read the catalog again (at most once per catalogEvery).
+			cat = s.loadCatalog(ctx, catalogDue)
+		}
+		if s.checkLost(ctx, id, m, ok, cat) {
 			s.reportIssued(ctx, id)
 			continue
 		}
@@ -253,8 +258,14 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 // checkShard puts e in the recovering state when shard k of its current layout l lost its
 // stock key (shardLost) while MySQL knows the activity.
 func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
+	if e.recovering.Load() != nil || e.layout.Load() != l || s.opts.Catalog == nil {
+		return
+	}
 	known, ok := s.lastCatalog()[e.def.ID]
-	if !ok || e.recovering.Load() != nil || e.layout.Load() != l {
+	if !ok {
+		known, ok = s.loadCatalog(ctx, catalogDue)[e.def.ID] // created since the last read
+	}
+	if !ok {
 		return
 	}
 	lost, err := s.shardLost(ctx, e, l, k)

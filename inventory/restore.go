@@ -297,7 +297,7 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 // Announce tells every instance that the activity's Redis state changed (a restore): each
 // reads its catalog and meta again at once instead of within the next refresh.
 func (s *Store) Announce(ctx context.Context, id string) error {
-	s.loadCatalog(ctx, true)
+	s.loadCatalog(ctx, catalogForce)
 	if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "restored "+id).Err(); err != nil {
 		return fmt.Errorf("inventory: publish restored: %w", err)
 	}

@@ -156,6 +156,8 @@ type entry struct {
 	// activity's state (generation.go).
 	gen        atomic.Pointer[string]
 	recovering atomic.Pointer[recovering]
+	// metaGenSeen is the last meta generation checkLost saw while recovering.
+	metaGenSeen atomic.Pointer[string]
 	// past are the layouts this entry used before the current one (their issued marks).
 	pastMu sync.Mutex
 	past   []*layout
@@ -620,7 +622,7 @@ func (s *Store) lookup(ctx context.Context, id string) (ActivityView, bool, erro
 	if err != nil {
 		return ActivityView{}, false, err
 	}
-	if cat := s.lastCatalog(); s.checkLost(id, m, ok, cat) {
+	if cat := s.lastCatalog(); s.checkLost(nil, id, m, ok, cat) {
 		if v, found := s.Activity(id); found {
 			return v, true, nil
 		}
