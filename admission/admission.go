@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -153,6 +154,9 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 	if !v.ClosesAt.IsZero() && !now.Before(v.ClosesAt) {
 		return Admission{}, rejClosed
 	}
+	if v.Recovering {
+		return Admission{}, rejRecovering
+	}
 	if v.SoldOut {
 		// A retry of a reservation that took one of the last units (after an OUTCOME_UNKNOWN,
 		// say) must still find it: a keyed request costs one hash read, within the client's
@@ -271,6 +275,9 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reserved, error) {
 		return Reserved{ID: res.ReservationID}, nil
 	}
 	g.lim.Refund(a.decision)
+	if errors.Is(err, inventory.ErrRecovering) {
+		return Reserved{}, rejRecovering // refused before any script ran
+	}
 	if err != nil {
 		return Reserved{}, &Fault{Err: err, IdempotencyKey: req.IdempotencyKey}
 	}

@@ -18,6 +18,9 @@ const (
 	CodeNotAdmitted      = "NOT_ADMITTED"
 	CodeDisabled         = "DISABLED"
 	CodeUnavailable      = "UNAVAILABLE"
+	// CodeRecovering: Redis lost the activity's state; reservations are refused until an
+	// operator restores it from MySQL (issue 18).
+	CodeRecovering = "RECOVERING"
 )
 
 // Rejection is the one answer of a layer that refused a request: the HTTP status, the code of
@@ -65,6 +68,8 @@ const (
 	notAdmittedRetry = 30 * time.Second
 	// unavailableRetry is the Retry-After of a 503 UNAVAILABLE.
 	unavailableRetry = time.Second
+	// recoveringRetry is the Retry-After of RECOVERING: a restore takes seconds at least.
+	recoveringRetry = 5 * time.Second
 )
 
 const (
@@ -85,6 +90,8 @@ var (
 		Message: "a valid grab token is required"}
 	rejCanceled = &Rejection{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 		Message: "request cancelled", RetryAfter: unavailableRetry}
+	rejRecovering = &Rejection{Status: http.StatusServiceUnavailable, Code: CodeRecovering,
+		Message: "the activity is being recovered: its stock state is restored from the orders, retry later", RetryAfter: recoveringRetry}
 	rejUnexpected = &Rejection{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 		Message: "unexpected stock answer", RetryAfter: unavailableRetry}
 )

@@ -30,7 +30,7 @@ type adminStore struct {
 func (s *adminStore) saveActivity(ctx context.Context, a inventory.Activity) error {
 	row := sql.Activity{
 		ID: a.ID, CampaignID: a.CampaignID, Stock: a.Stock, PerUserLimit: a.PerUserLimit,
-		OpensAt: a.OpensAt.UTC(), Shards: a.Shards, RequireToken: a.RequireToken,
+		OpensAt: a.OpensAt.UTC(), Shards: a.Shards, RequireToken: a.RequireToken, Generation: a.Generation,
 	}
 	if !a.ClosesAt.IsZero() {
 		t := a.ClosesAt.UTC()
@@ -156,6 +156,14 @@ func (a *api) postActivity(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
+	if row, known, err := a.admin.activityRow(c.Request.Context(), act.ID); err != nil {
+		a.log.Error("read activity from MySQL", "activity", act.ID, "err", err)
+		writeError(c, unavailable("database unavailable, retry: the request is idempotent"))
+		return
+	} else if known {
+		a.createKnown(c, act, row, activityOpensGiven(raw))
+		return
+	}
 	if !activityOpensGiven(raw) {
 		// "Open now" of a retried request is not a new definition: the existing activity's
 		// opening stands, so an identical retry without opensAt is answered 200.
@@ -207,8 +215,12 @@ func (a *api) getReconciliation(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
-	if _, e := a.lookup(c, a.cfg.Current(), id); e != nil {
+	if v, e := a.lookup(c, a.cfg.Current(), id); e != nil {
 		writeError(c, e)
+		return
+	} else if v.Recovering {
+		writeError(c, newError(http.StatusServiceUnavailable, CodeRecovering,
+			"Redis lost this activity's state ("+v.RecoveringReason+"): restore it with POST /admin/v1/activities/"+id+"/restore").after(5*time.Second))
 		return
 	}
 	rep, err := a.rec.Report(c.Request.Context(), id)

@@ -409,7 +409,7 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 	})
 	t.Logf("crowd of %d users in %v: %v; %d reservations accepted", users, time.Since(start).Round(time.Millisecond), res.snapshot(), len(res.accepted))
 	for code, n := range res.snapshot() {
-		bad := strings.HasPrefix(code, "5") && code != "503 UNAVAILABLE" && code != "503 OUTCOME_UNKNOWN" ||
+		bad := strings.HasPrefix(code, "5") && code != "503 UNAVAILABLE" && code != "503 OUTCOME_UNKNOWN" && code != "503 RECOVERING" ||
 			code == "DUPLICATE_RID" || code == "NO_FINAL_ANSWER" || code == "NOT_JSON" ||
 			strings.HasPrefix(code, "400") || strings.HasPrefix(code, "404")
 		if bad {

@@ -60,6 +60,8 @@ type api struct {
 	// layouts follow the configuration, which may name the new activity's shard count).
 	activityCreated func()
 	servesAPI       bool
+	// restoreOpts are the waits of POST .../restore (zero: order's defaults).
+	restoreOpts order.RestoreOptions
 	// accessLog, when set, gets one line per request (SECKILL_ACCESS_LOG).
 	accessLog *slog.Logger
 	// states recycles the per-request state of observe.
@@ -130,6 +132,7 @@ func (a *api) adminRouter() *gin.Engine {
 	adm.GET("/activities", a.getActivities)
 	adm.GET("/activities/:id", a.getAdminActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
+	adm.POST("/activities/:id/restore", a.postRestore)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
 	r.GET("/debug/pprof/*name", a.requireAdmin, pprofHandler)
@@ -406,6 +409,8 @@ func (a *api) getActivity(c *gin.Context) {
 	now := a.now()
 	status := "OPEN"
 	switch {
+	case v.Recovering:
+		status = "RECOVERING"
 	case snap.Cfg.KillSwitch || snap.Cfg.ActivityKilled(id):
 		status = "DISABLED"
 	case now.Before(v.OpensAt):
@@ -750,6 +755,10 @@ func (a *api) readyz(c *gin.Context, detail bool) {
 	}
 	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
 	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
+	if ids := a.recoveringIDs(); len(ids) > 0 {
+		// Still ready (other activities sell), but the activities Redis lost are named.
+		body["recovering"] = ids
+	}
 	writer := "failing"
 	if writerErr != nil && detail {
 		writer = writerErr.Error()

@@ -62,6 +62,7 @@ const (
 	AlreadyConfirmed               // it was CONFIRMED already
 	ConfirmConflict                // the record is FAILED; nothing changed
 	ConfirmMissing                 // no record (expired or never written)
+	ConfirmOther                   // the record is another buyer's under the same id; nothing changed
 )
 
 // FailResult is the outcome of inventory_fail.lua. The zero value is Unknown.
@@ -90,7 +91,7 @@ const (
 
 // ConfirmResultOf decodes an answer of inventory_confirm.lua; any other number is an error.
 func ConfirmResultOf(code int64) (ConfirmResult, error) {
-	return lua.Decode("inventory_confirm.lua", code, Confirmed, AlreadyConfirmed, ConfirmConflict, ConfirmMissing)
+	return lua.Decode("inventory_confirm.lua", code, Confirmed, AlreadyConfirmed, ConfirmConflict, ConfirmMissing, ConfirmOther)
 }
 
 // FailResultOf decodes an answer of inventory_fail.lua; any other number is an error.
@@ -102,6 +103,9 @@ func FailResultOf(code int64) (FailResult, error) {
 type Confirmation struct {
 	ReservationID string
 	OrderID       int64
+	// UserHash is the order's buyer: a record of another buyer under the same id is not
+	// confirmed (ConfirmOther). "" skips the check.
+	UserHash string
 }
 
 // Confirm marks the reservations CONFIRMED with their order ids: one script call per shard,
@@ -140,6 +144,9 @@ func (l *Ledger) Confirm(ctx context.Context, cs []Confirmation) ([]ConfirmResul
 	for i, g := range groups {
 		k, _, _ := ParseReservationID(cs[g.idx[0]].ReservationID)
 		g.call.Keys = append(g.call.Keys, k.Stats())
+		for _, j := range g.idx {
+			g.call.Args = append(g.call.Args, cs[j].UserHash)
+		}
 		calls[i] = g.call
 	}
 	cmds, err := lua.RunMany(ctx, l.rdb, l.confirm, calls)

@@ -31,7 +31,7 @@ func TestParseJournal(t *testing.T) {
 }
 
 func TestLedgerResultCodes(t *testing.T) {
-	for code, want := range map[int64]ConfirmResult{1: Confirmed, 2: AlreadyConfirmed, 3: ConfirmConflict, 4: ConfirmMissing} {
+	for code, want := range map[int64]ConfirmResult{1: Confirmed, 2: AlreadyConfirmed, 3: ConfirmConflict, 4: ConfirmMissing, 5: ConfirmOther} {
 		if got, err := ConfirmResultOf(code); err != nil || got != want {
 			t.Errorf("ConfirmResultOf(%d) = %v, %v", code, got, err)
 		}
@@ -41,7 +41,7 @@ func TestLedgerResultCodes(t *testing.T) {
 			t.Errorf("FailResultOf(%d) = %v, %v", code, got, err)
 		}
 	}
-	for _, code := range []int64{0, 5, -1} {
+	for _, code := range []int64{0, 6, -1} {
 		if _, err := ConfirmResultOf(code); err == nil {
 			t.Errorf("ConfirmResultOf(%d): want error", code)
 		}

@@ -18,6 +18,7 @@ type Metrics struct {
 	calls       *prometheus.CounterVec   // seckill_redis_script_calls_total{script}
 	callSeconds *prometheus.HistogramVec // seckill_redis_script_duration_seconds{script}
 	soldOut     *prometheus.CounterVec   // seckill_soldout_marks_total{activity,source}
+	recovering  *prometheus.GaugeVec     // seckill_activity_recovering{activity}
 
 	limits atomic.Pointer[limitRecorderBox] // set by CountLimits; nil: not counted
 }
@@ -46,12 +47,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err [5]error
+	var err [6]error
 	m.remaining, err[0] = register(reg, m.remaining)
 	m.issued, err[1] = register(reg, m.issued)
 	m.calls, err[2] = register(reg, m.calls)
 	m.callSeconds, err[3] = register(reg, m.callSeconds)
 	m.soldOut, err[4] = register(reg, m.soldOut)
+	m.recovering, err[5] = register(reg, m.recovering)
 	if err := errors.Join(err[:]...); err != nil {
 		return nil, fmt.Errorf("inventory: register metrics: %w", err)
 	}
@@ -77,6 +79,9 @@ func newMetrics() *Metrics {
 		soldOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_soldout_marks_total", Help: "Times this instance marked an activity sold out, by source (reserve, event, refresh).",
 		}, []string{"activity", "source"}),
+		recovering: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_activity_recovering", Help: "1 while this instance holds the activity in the recovering state: Redis lost its state, reservations are refused until a restore from MySQL.",
+		}, []string{"activity"}),
 	}
 	return m
 }

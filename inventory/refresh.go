@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +112,11 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 		if e != nil {
 			s.markSoldOut(ctx, e, "event")
 		}
+	case "restored":
+		s.loadCatalog(ctx, catalogForce)
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("refresh after a restore failed", "activity", id, "err", err)
+		}
 	case "created", "layout":
 		s.forget(id)
 		if _, _, err := s.lookup(ctx, id); err != nil && ctx.Err() == nil {
@@ -124,6 +130,10 @@ func (s *Store) Refresh(ctx context.Context) error {
 	ids, err := s.rdb.SMembers(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities)).Result()
 	if err != nil {
 		return err
+	}
+	cat := s.loadCatalog(ctx, catalogCached)
+	for id := range cat {
+		ids = append(ids, id)
 	}
 	s.mu.RLock()
 	for id := range s.acts {
@@ -155,10 +165,23 @@ func (s *Store) Refresh(ctx context.Context) error {
 			s.log.Warn("bad meta", "activity", id, "err", err)
 			continue
 		}
+		if _, known := cat[id]; !known && s.opts.Catalog != nil && s.suspect(id, m, ok) {
+			// Redis misses what this instance saw of an activity the last catalog did not
+			// name (created since): read the catalog again (at most once per catalogEvery).
+			cat = s.loadCatalog(ctx, catalogDue)
+		}
+		if s.checkLost(ctx, id, m, ok, cat) {
+			s.reportIssued(ctx, id)
+			continue
+		}
 		if !ok || !m.loaded {
 			continue
 		}
-		entries = append(entries, s.apply(m))
+		e := s.apply(m)
+		if e.recovering.Load() != nil {
+			s.clearRecovering(e) // checkLost found it restored
+		}
+		entries = append(entries, e)
 	}
 	return s.refreshStock(ctx, entries)
 }
@@ -203,6 +226,9 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			n, err := c.Int64()
 			if err != nil {
 				missing = true
+				if errors.Is(err, redis.Nil) && !j.e.resharding.Load() {
+					s.checkShard(ctx, j.e, j.l, k)
+				}
 				continue
 			}
 			n = max(n, 0)
@@ -227,4 +253,27 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		}
 	}
 	return nil
+}
+
+// checkShard puts e in the recovering state when shard k of its current layout l lost its
+// stock key (shardLost) while MySQL knows the activity.
+func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
+	if e.recovering.Load() != nil || e.layout.Load() != l || s.opts.Catalog == nil {
+		return
+	}
+	known, ok := s.lastCatalog()[e.def.ID]
+	if !ok {
+		known, ok = s.loadCatalog(ctx, catalogDue)[e.def.ID] // created since the last read
+	}
+	if !ok {
+		return
+	}
+	lost, err := s.shardLost(ctx, e, l, k)
+	if err != nil {
+		s.log.Debug("checking a shard without stock failed", "activity", e.def.ID, "shard", k, "err", err)
+		return
+	}
+	if lost {
+		s.setRecovering(known, e, fmt.Sprintf("shard %d of epoch %d lost its stock", k, l.epoch))
+	}
 }

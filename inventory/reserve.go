@@ -148,6 +148,9 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	if err != nil {
 		return ReserveResult{}, err
 	}
+	if e.recovering.Load() != nil {
+		return ReserveResult{}, ErrRecovering
+	}
 	if r.Quantity < 1 || r.Quantity > e.def.PerUserLimit {
 		return ReserveResult{}, fmt.Errorf("%w: quantity %d outside 1..%d", ErrInvalid, r.Quantity, e.def.PerUserLimit)
 	}
@@ -278,7 +281,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			l.empty[home].Store(true)
 		}
 		e.issued.Inc()
-		return ReserveResult{Code: Reserved, ReservationID: asString(arg(1))}, done, nil
+		rid := asString(arg(1))
+		l.noteIssued(home, rid)
+		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case rcReplayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
 			return ReserveResult{}, done, err

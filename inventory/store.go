@@ -50,6 +50,9 @@ type Activity struct {
 	// count in an ActivityView.
 	Shards       int
 	RequireToken bool
+	// Generation identifies the activity's Redis state (generation.go): minted by Create when
+	// empty, kept in meta and in the MySQL row. It is not part of the definition.
+	Generation string
 }
 
 // ActivityView is what the local cache knows of an activity. Remaining lags the truth by
@@ -59,6 +62,10 @@ type ActivityView struct {
 	Remaining int64
 	SoldOut   bool
 	Epoch     int
+	// Recovering is set while Redis lost the activity's state (generation.go): reservations
+	// are refused with ErrRecovering until a restore; RecoveringReason says what was lost.
+	Recovering       bool
+	RecoveringReason string
 }
 
 // Options tune a Store. Zero values take the defaults.
@@ -80,6 +87,9 @@ type Options struct {
 	// done (the zero value: mode none). Its Replicas make every script of the Store and its
 	// Mover wait for that many replicas (see Durability.Acked).
 	Durability Durability
+	// Catalog lists the activities MySQL knows (generation.go); nil: a loss of Redis state is
+	// not detected (tests of the inventory alone).
+	Catalog Catalog
 }
 
 const (
@@ -97,8 +107,8 @@ type Store struct {
 	m    *Metrics
 	log  *slog.Logger
 
-	reserve, create, load, drain, credit, copy, reshard, token *script
-	mover                                                      *Mover
+	reserve, create, load, drain, credit, copy, reshard, token, restore *script
+	mover                                                               *Mover
 
 	mu   sync.RWMutex
 	acts map[string]*entry
@@ -111,7 +121,13 @@ type Store struct {
 	sweepMu sync.Mutex
 	swept   map[string]time.Time // activity id -> last sweep of its credit records (Recover)
 
-	hasher *Hasher
+	hasher  *Hasher
+	hashKey string // the user-hash key in hex (Rebuild writes it back to a Redis that lost it)
+
+	// The last activity catalog read (generation.go), when, and whether reading it fails.
+	catalog        atomic.Pointer[map[string]Activity]
+	catalogAt      atomic.Value // time.Time
+	catalogFailing atomic.Bool
 }
 
 // script is a Lua script with its metrics.
@@ -143,6 +159,15 @@ type entry struct {
 	// transit is the xout key of every shard of every layout the activity had (meta
 	// layouts): units in transit from any of them are still for sale (the sold-out mark).
 	transit atomic.Pointer[transitKeys]
+	// gen is meta's generation as last applied; recovering is set while Redis lost the
+	// activity's state (generation.go).
+	gen        atomic.Pointer[string]
+	recovering atomic.Pointer[recovering]
+	// metaGenSeen is the last meta generation checkLost saw while recovering.
+	metaGenSeen atomic.Pointer[string]
+	// past are the layouts this entry used before the current one (their issued marks).
+	pastMu sync.Mutex
+	past   []*layout
 }
 
 // transitKeys are the xout keys of the shards of the layouts named by spec.
@@ -193,10 +218,12 @@ type layout struct {
 	empty         []atomic.Bool
 	inbound       []atomic.Int64 // per shard: units this instance debited to refill it, not credited yet
 	args          []shardArgs    // per shard: the reservation script's keys and shard arguments, boxed
+	issued        []atomic.Int64 // per shard: the highest reservation number this instance handed out
 }
 
 func newLayout(id string, epoch, shards int) *layout {
-	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards), inbound: make([]atomic.Int64, shards)}
+	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards),
+		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
 	}
@@ -225,7 +252,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	opts.UserHashKey = nil // the Hasher keeps its own copy
+	opts.UserHashKey = nil // the Hasher keeps its own copy; hashKey one for Rebuild
 	if opts.InstanceID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -249,14 +276,15 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher, swept: map[string]time.Time{}}
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher,
+		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{}}
 	for _, p := range []struct {
 		dst  **script
 		name string
 	}{
 		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
-		{&s.reshard, "reshard"}, {&s.token, "token"},
+		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"},
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {
@@ -414,6 +442,9 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	if err := validate(a); err != nil {
 		return Activity{}, false, err
 	}
+	if a.Generation == "" {
+		a.Generation = NewGeneration()
+	}
 	a.OpensAt, a.ClosesAt = fromMs(unixMs(a.OpensAt)), fromMs(unixMs(a.ClosesAt))
 	def, err := json.Marshal(definition{a.ID, a.CampaignID, a.Stock, a.PerUserLimit,
 		unixMs(a.OpensAt), unixMs(a.ClosesAt), a.Shards, a.RequireToken})
@@ -425,7 +456,7 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 		rt = 1
 	}
 	res, err := s.run(ctx, s.create, []string{Meta(a.ID)}, def, a.Stock, a.PerUserLimit,
-		unixMs(a.OpensAt), unixMs(a.ClosesAt), a.Shards, a.CampaignID, rt)
+		unixMs(a.OpensAt), unixMs(a.ClosesAt), a.Shards, a.CampaignID, rt, a.Generation)
 	if err != nil {
 		return Activity{}, false, err
 	}
@@ -505,6 +536,10 @@ func (e *entry) view() ActivityView {
 	l := e.layout.Load()
 	v := ActivityView{Activity: e.def, Remaining: max(e.remaining.Load(), 0), SoldOut: e.soldOut.Load(), Epoch: l.epoch}
 	v.Shards = l.shards
+	v.Generation = e.generation()
+	if r := e.recovering.Load(); r != nil {
+		v.Recovering, v.RecoveringReason = true, r.reason
+	}
 	return v
 }
 
@@ -517,9 +552,10 @@ type meta struct {
 	resharding bool
 	reshard    string // "<epoch>:<shards>" of a reshard in progress
 	layouts    string // every epoch the activity had, "epoch:shards" comma-separated
+	gen        string // the generation ("" in meta written before generations)
 }
 
-var metaFields = []string{"def", "epoch", "shards", "loaded", "reshard", "layouts"}
+var metaFields = []string{"def", "epoch", "shards", "loaded", "reshard", "layouts", "gen"}
 
 func parseMeta(id string, vals []any) (meta, bool, error) {
 	if len(vals) != len(metaFields) || vals[0] == nil {
@@ -542,6 +578,8 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 	m.reshard = asString(vals[4])
 	m.resharding = m.reshard != ""
 	m.layouts = asString(vals[5])
+	m.gen = asString(vals[6])
+	m.def.Generation = m.gen
 	return m, true, nil
 }
 
@@ -589,8 +627,16 @@ func (s *Store) lookup(ctx context.Context, id string) (ActivityView, bool, erro
 		return ActivityView{}, false, fmt.Errorf("inventory: read meta: %w", err)
 	}
 	m, ok, err := parseMeta(id, vals)
-	if err != nil || !ok {
+	if err != nil {
 		return ActivityView{}, false, err
+	}
+	if cat := s.lastCatalog(); s.checkLost(nil, id, m, ok, cat) {
+		if v, found := s.Activity(id); found {
+			return v, true, nil
+		}
+	}
+	if !ok {
+		return ActivityView{}, false, nil
 	}
 	s.mu.RLock()
 	known := s.acts[id] != nil
@@ -615,17 +661,16 @@ func (s *Store) apply(m meta) *entry {
 	if e == nil {
 		s.mu.Lock()
 		if e = s.acts[id]; e == nil {
-			e = &entry{def: m.def,
-				issued: s.m.issued.WithLabelValues(id),
-				gauge:  s.m.remaining.WithLabelValues(id)}
-			e.remaining.Store(m.def.Stock)
-			e.layout.Store(newLayout(id, m.epoch, m.shards))
+			e = s.newEntryLocked(m.def, m.epoch, m.shards)
 			e.resharding.Store(m.resharding)
 			e.setTransit(id, m.layouts)
-			s.acts[id] = e
+			e.gen.Store(&m.gen)
 		}
 		s.mu.Unlock()
 		return e
+	}
+	if e.generation() != m.gen {
+		e.gen.Store(&m.gen)
 	}
 	e.resharding.Store(m.resharding)
 	e.setTransit(id, m.layouts)
@@ -635,9 +680,34 @@ func (s *Store) apply(m meta) *entry {
 			return e
 		}
 		if e.layout.CompareAndSwap(old, newLayout(id, m.epoch, m.shards)) {
+			e.pastMu.Lock()
+			e.past = append(e.past, old)
+			e.pastMu.Unlock()
 			return e
 		}
 	}
+}
+
+// newEntryLocked caches a new entry for def at the given layout, with the full stock as
+// remaining until the first stock read. s.mu must be held for writing.
+func (s *Store) newEntryLocked(def Activity, epoch, shards int) *entry {
+	id := def.ID
+	e := &entry{def: def,
+		issued: s.m.issued.WithLabelValues(id),
+		gauge:  s.m.remaining.WithLabelValues(id)}
+	e.remaining.Store(def.Stock)
+	e.layout.Store(newLayout(id, epoch, shards))
+	s.m.recovering.WithLabelValues(id).Set(0)
+	s.acts[id] = e
+	return e
+}
+
+// lastCatalog is the last activity catalog read (nil when none).
+func (s *Store) lastCatalog() map[string]Activity {
+	if c := s.catalog.Load(); c != nil {
+		return *c
+	}
+	return nil
 }
 
 // entryFor returns the cached entry, reading meta once on a miss.

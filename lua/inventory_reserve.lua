@@ -35,7 +35,8 @@
 -- window -> IP bucket -> per-user limit -> stock -> record + journal. Tokens are not taken
 -- when the answer is EMPTY (the caller refills the shard and asks again).
 -- The record hash holds rid aid uid uh qty status ts (orderId and comp are added by the order
--- pipeline).
+-- pipeline). The journal entry carries the idempotency field too (ik, "" without a key), so
+-- the order keeps it and a restore from MySQL rebuilds the binding (inventory/restore.go).
 -- Redis calls of a reservation (IP bucket off): MGET, HMGET, TIME, DECRBY, INCR seq, HSET
 -- record, PEXPIRE(AT) record, HSET users, HINCRBY stats, XADD. Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
@@ -164,5 +165,5 @@ else
 end
 redis.call('HINCRBY', KEYS[5], 'taken', qs)
 redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
-  'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms)
+  'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
 return {1, rid, left}

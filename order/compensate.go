@@ -104,12 +104,14 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 // compensateLocked is Compensate with the (activity, user) lock held by the caller.
 func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason string) error {
 	var ids []int64
-	if err := c.db.WithContext(ctx).Model(&sql.Order{}).Where("reservation_id = ?", msg.ReservationID).
-		Limit(1).Pluck("id", &ids).Error; err != nil {
+	// The order of this reservation: same id, buyer and sequence (an order under the same id
+	// for another buyer is another reservation whose id Redis handed out again).
+	if err := c.db.WithContext(ctx).Model(&sql.Order{}).Where("reservation_id = ? AND activity_id = ? AND user_id = ? AND seq = ?",
+		msg.ReservationID, msg.ActivityID, msg.UserID, msg.Seq).Limit(1).Pluck("id", &ids).Error; err != nil {
 		return fmt.Errorf("order: compensate %s: look up order: %w", msg.ReservationID, err)
 	}
 	if len(ids) > 0 {
-		res, err := c.sc.ledger.Confirm(ctx, []inventory.Confirmation{{ReservationID: msg.ReservationID, OrderID: ids[0]}})
+		res, err := c.sc.ledger.Confirm(ctx, []inventory.Confirmation{{ReservationID: msg.ReservationID, OrderID: ids[0], UserHash: msg.UserHash}})
 		if err != nil {
 			return fmt.Errorf("order: %w", err)
 		}

@@ -30,6 +30,9 @@ type Message struct {
 	Shard         int    `json:"shard"`
 	Epoch         int    `json:"epoch"`
 	TS            int64  `json:"ts"`
+	// IdemHash is the hash of the idempotency key (inventory.IdemHash), "" when none or
+	// when the entry was written before it was journalled.
+	IdemHash string `json:"ik,omitempty"`
 
 	// Attempt is how many times the queue delivered this message, 1 for the first delivery
 	// (0 when the queue does not count). It is not part of the body.
@@ -84,6 +87,7 @@ func messageFromEntry(v map[string]any) (Message, error) {
 		return x, nil
 	}
 	m := Message{ReservationID: s("rid"), ActivityID: s("aid"), UserID: s("uid"), UserHash: s("uh")}
+	m.IdemHash = inventory.IdemHash(s("ik"), m.UserHash)
 	var errs []error
 	for _, f := range []struct {
 		k string

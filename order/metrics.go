@@ -31,13 +31,14 @@ type Metrics struct {
 	Orphans           *prometheus.GaugeVec   // activity: PENDING reservations older than the bound that could not be repaired
 	Repairs           *prometheus.CounterVec // kind
 	ReconcileFails    prometheus.Counter     // reconciliation rounds that failed for an activity
+	Lost              *prometheus.GaugeVec   // activity: reservations answered 202 that never reached MySQL (lost.go)
 }
 
 // Label values of the closed sets, created at 0 by NewMetrics.
 var (
 	relayErrorOps     = []string{"discover", "claim", "read", "publish", "ack"}
 	writerRetryCauses = []string{"lock", "mysql", "redis", "panic", "other"}
-	deadLetterCauses  = []string{"bad_journal_entry", "bad_message", "seq_conflict", "insert", "max_attempts", "other"}
+	deadLetterCauses  = []string{"bad_journal_entry", "bad_message", "seq_conflict", "rid_conflict", "insert", "max_attempts", "other"}
 	repairKinds       = []string{"confirm"}
 )
 
@@ -72,7 +73,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		WriterUndone: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_undone_total",
 			Help: "Orders the writer removed because their reservation was failed for good before the confirm."}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_dead_letters_total",
-			Help: "Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, insert, max_attempts, other)."}, []string{"reason"}),
+			Help: "Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, rid_conflict, insert, max_attempts, other)."}, []string{"reason"}),
 		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_compensations_total",
 			Help: "Reservations failed for good whose stock went back to Redis."}),
 		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_reconcile_drift_units",
@@ -83,6 +84,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Repairs made by reconciliation, by kind (confirm)."}, []string{"kind"}),
 		ReconcileFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_reconcile_failures_total",
 			Help: "Reconciliation rounds that failed for an activity."}),
+		Lost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_lost_reservations",
+			Help: "Reservations answered 202 that never reached MySQL (lost with Redis), as the last restore listed them."}, []string{"activity"}),
 	}
 	for _, c := range errClasses {
 		m.WriterErrors.WithLabelValues(string(c))
@@ -101,7 +104,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
 		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.DeadLetters, m.Compensations, m.Drift,
-		m.Orphans, m.Repairs, m.ReconcileFails} {
+		m.Orphans, m.Repairs, m.ReconcileFails, m.Lost} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("order: register metrics: %w", err)
 		}

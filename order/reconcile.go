@@ -33,6 +33,9 @@ type Report struct {
 	Compensated    int64 `json:"compensated"`
 	InFlight       int64 `json:"inFlight"`
 	Drift          int64 `json:"drift"`
+	// Lost lists the reservations answered 202 that never reached MySQL, as restores found
+	// them (lost.go).
+	Lost *LostReport `json:"lost"`
 }
 
 // ReconcileOptions configure a Reconciler. Zero values take the defaults named.
@@ -103,6 +106,9 @@ func (r *Reconciler) Report(ctx context.Context, activityID string) (Report, err
 	rep.InFlight = c.Relayed - c.Confirmed - c.Failed
 	rep.OrdersInDB = sum
 	rep.Drift = rep.Stock - rep.RedisRemaining - rep.OrdersInDB - rep.JournalPending - rep.InFlight
+	if rep.Lost, err = r.lostReport(ctx, activityID); err != nil {
+		return Report{}, err
+	}
 	return rep, nil
 }
 

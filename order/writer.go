@@ -461,7 +461,7 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 		if !ok {
 			continue
 		}
-		cs = append(cs, inventory.Confirmation{ReservationID: m.ReservationID, OrderID: id})
+		cs = append(cs, inventory.Confirmation{ReservationID: m.ReservationID, OrderID: id, UserHash: m.UserHash})
 		msgs = append(msgs, m)
 	}
 	var errs []error
@@ -488,6 +488,11 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 			failed = append(failed, m)
 		case inventory.ConfirmMissing:
 			missing = append(missing, m.ReservationID)
+		case inventory.ConfirmOther:
+			// The id was handed out again (Redis forgot its counter): the record is the other
+			// reservation's, which its own message settles; this order stands.
+			w.log.Warn("order committed; its reservation id now names another buyer's record, left alone",
+				"reservation", m.ReservationID)
 		}
 	}
 	// A record that expired cannot arbitrate: a compensations row (written by a compensator
@@ -562,7 +567,7 @@ type poisoned struct {
 // changes nothing.
 func insertOrders(tx *gorm.DB, rows []Message) error {
 	var b strings.Builder
-	args := make([]any, 0, 5*len(rows))
+	args := make([]any, 0, 6*len(rows))
 	// SQLite (the embedded mode) has no ON DUPLICATE KEY: INSERT OR IGNORE skips the same
 	// duplicates there.
 	sqlite := tx.Dialector.Name() == "sqlite"
@@ -571,15 +576,15 @@ func insertOrders(tx *gorm.DB, rows []Message) error {
 	} else {
 		b.WriteString("INSERT")
 	}
-	b.WriteString(" INTO orders (reservation_id, activity_id, user_id, quantity, seq, status) " +
-		"SELECT t.r, t.a, t.u, t.q, t.s, 'CONFIRMED' FROM (")
+	b.WriteString(" INTO orders (reservation_id, activity_id, user_id, quantity, seq, status, idem_hash) " +
+		"SELECT t.r, t.a, t.u, t.q, t.s, 'CONFIRMED', t.k FROM (")
 	for i, m := range rows {
 		if i == 0 {
-			b.WriteString("SELECT ? AS r, ? AS a, ? AS u, ? AS q, ? AS s")
+			b.WriteString("SELECT ? AS r, ? AS a, ? AS u, ? AS q, ? AS s, ? AS k")
 		} else {
-			b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?")
+			b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?")
 		}
-		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq)
+		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq, m.IdemHash)
 	}
 	b.WriteString(") t WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r)")
 	if !sqlite {
@@ -614,21 +619,34 @@ func (w *Writer) insert(ctx context.Context, batch []Message) (map[string]int64,
 			}
 		}
 	}
-	var found []struct {
-		ID            int64
-		ReservationID string
-	}
-	if err := tx.Model(&sql.Order{}).Select("id", "reservation_id").Where("reservation_id IN ?", rids).
-		Find(&found).Error; err != nil {
+	var found []orderKey
+	if err := tx.Model(&sql.Order{}).Select("id", "reservation_id", "activity_id", "user_id", "seq").
+		Where("reservation_id IN ?", rids).Find(&found).Error; err != nil {
 		return nil, nil, fmt.Errorf("order: read back: %w", err)
 	}
-	ids := make(map[string]int64, len(found))
+	byRID := make(map[string]orderKey, len(found))
 	for _, f := range found {
-		ids[f.ReservationID] = f.ID
+		byRID[f.ReservationID] = f
 	}
+	ids := make(map[string]int64, len(found))
 	bad := make(map[string]bool, len(poison))
 	for _, p := range poison {
 		bad[p.msg.ReservationID] = true
+	}
+	for _, m := range batch {
+		f, ok := byRID[m.ReservationID]
+		if !ok || bad[m.ReservationID] {
+			continue
+		}
+		if !f.sameReservation(m) {
+			// An order under this id for another buyer or sequence: Redis handed the id out
+			// again after it forgot its counter. Not a duplicate: this reservation cannot have
+			// an order under its id, it fails for good (its units go back).
+			poison = append(poison, poisoned{m, "rid_conflict: the id names another buyer's order"})
+			bad[m.ReservationID] = true
+			continue
+		}
+		ids[m.ReservationID] = f.ID
 	}
 	var missing []string
 	for _, m := range batch {
@@ -659,6 +677,21 @@ func (w *Writer) insert(ctx context.Context, batch []Message) (map[string]int64,
 	return ids, poison, nil
 }
 
+// orderKey is what identifies an order beyond its reservation id.
+type orderKey struct {
+	ID            int64
+	ReservationID string
+	ActivityID    string
+	UserID        string
+	Seq           int
+}
+
+// sameReservation reports whether the order is m's reservation: same activity, buyer and
+// sequence, not only the same id.
+func (o orderKey) sameReservation(m Message) bool {
+	return o.ActivityID == m.ActivityID && o.UserID == m.UserID && o.Seq == m.Seq
+}
+
 // deadLetter fails the reservation for good and compensates it. An order that turns out to
 // exist is confirmed instead.
 func (w *Writer) deadLetter(ctx context.Context, m Message, reason string) error {
@@ -681,7 +714,7 @@ func (w *Writer) deadLetter(ctx context.Context, m Message, reason string) error
 
 // reasonLabel maps a free-text reason to a bounded metric label.
 func reasonLabel(reason string) string {
-	for _, l := range []string{"seq_conflict", "insert", "max_attempts"} {
+	for _, l := range []string{"seq_conflict", "rid_conflict", "insert", "max_attempts"} {
 		if len(reason) >= len(l) && reason[:len(l)] == l {
 			return l
 		}

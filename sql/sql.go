@@ -36,7 +36,12 @@ type Activity struct {
 	ClosesAt     *time.Time
 	Shards       int  `gorm:"not null"`
 	RequireToken bool `gorm:"not null;default:false"`
-	CreatedAt    time.Time
+	// Generation identifies the activity's current Redis state (002_generation.sql); ""
+	// for a row written before it existed.
+	Generation string `gorm:"size:32;not null;default:''"`
+	// Incarnation counts the restores of the activity's Redis state.
+	Incarnation int `gorm:"not null;default:0"`
+	CreatedAt   time.Time
 }
 
 // Order is a row of table orders: one confirmed order.
@@ -48,7 +53,10 @@ type Order struct {
 	Quantity      int    `gorm:"not null"`
 	Seq           int    `gorm:"not null;uniqueIndex:uk_orders_user_seq,priority:3"`
 	Status        string `gorm:"size:16;not null;default:CONFIRMED"`
-	CreatedAt     time.Time
+	// IdemHash is the hash of the reservation's idempotency key (inventory's binding field
+	// suffix), "" when unknown.
+	IdemHash  string `gorm:"size:16;not null;default:''"`
+	CreatedAt time.Time
 }
 
 // Compensation is a row of table compensations: a reservation that failed for good.

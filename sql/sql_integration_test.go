@@ -30,6 +30,11 @@ func TestMigrateMariaDBTwice(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("uk_orders_user_seq has %d columns, want 3", n)
 	}
+	for _, c := range [][2]string{{"activities", "generation"}, {"activities", "incarnation"}, {"orders", "idem_hash"}} {
+		if !db.Migrator().HasColumn(c[0], c[1]) {
+			t.Errorf("column %s.%s missing after 002_generation.sql", c[0], c[1])
+		}
+	}
 }
 
 // Several instances starting at once take turns under the advisory lock: every Apply

@@ -1,0 +1,284 @@
+//go:build integration
+
+package app
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/inventory"
+)
+
+// privateRedis is a redis-server of the drill's own (persistence off: mode none), on its own
+// port and directory, which the drill kills and starts again empty. The shared Redis is
+// never touched.
+type privateRedis struct {
+	t    *testing.T
+	port int
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func startPrivateRedis(t *testing.T) *privateRedis {
+	t.Helper()
+	r := &privateRedis{t: t, port: freePort(t), dir: t.TempDir()}
+	r.start()
+	t.Cleanup(r.kill)
+	return r
+}
+
+func (r *privateRedis) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
+
+func (r *privateRedis) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log"))
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("start private redis: %v", err)
+	}
+	done := make(chan struct{})
+	r.done = done
+	cmd := r.cmd
+	go func() { _ = cmd.Wait(); close(done) }()
+	c := redis.NewClient(&redis.Options{Addr: r.addr(), DisableIdentity: true})
+	defer c.Close()
+	testwait.Eventually(r.t, 10*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil },
+		"private redis on %d answers", r.port)
+}
+
+// kill SIGKILLs the server (no save: it comes back empty).
+func (r *privateRedis) kill() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-r.done:
+		return
+	default:
+	}
+	_ = r.cmd.Process.Kill()
+	<-r.done
+}
+
+// The issue-18 drill, Redis restarted empty (mode none): a rush on two instances, the
+// instances' Redis SIGKILLed and started again empty. Every instance puts the activity in
+// the recovering state within 1 s of Redis answering again; the admin re-create is refused;
+// the restore reopens it with remaining = stock - sold; the crowd finishes; no user is over
+// the limit, no reservation id is handed out twice, and the reservations the restore lists as
+// lost are exactly the 202s the crowd saw that have no order (plus, at most, reservations whose
+// answer was lost with Redis: 503 OUTCOME_UNKNOWN).
+func TestDrillRedisRestartedEmpty(t *testing.T) {
+	t.Parallel()
+	const stock = 800
+	rds := startPrivateRedis(t)
+	opts := rocketOptions(t)
+	opts.RedisAddr = rds.addr()
+	opts.Namespace = drillNamespace()
+	opts.UserHashKey = bytes.Repeat([]byte{7}, inventory.MinUserHashKey) // configured, as production must
+	opts.WriterRate = 2000
+	a := startApp(t, opts, testConfig)
+	b := startApp(t, opts, testConfig)
+	id := uniq(t, "rempty")
+	a.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
+	db := testsvc.MySQL(t)
+
+	var (
+		killOnce              sync.Once
+		restartedAt           time.Time
+		detect                [2]time.Duration
+		acceptedBefore        map[string]string
+		outcomeUnknownAtKill  int
+		recreate, restoreResp answer
+		restoredAt            time.Time
+	)
+	restored := make(chan struct{})
+	var killed atomic.Bool
+	res := drillRush(t, drillClient{base: func(i int) string {
+		if i%2 == 0 {
+			return a.base
+		}
+		return b.base
+	}, ramp: 6 * time.Second}, id, 2*stock, 24, func(r *drillResult) {
+		if r.acceptedN.Load() < stock/3 {
+			return
+		}
+		killOnce.Do(func() {
+			killed.Store(true)
+			go func() {
+				defer close(restored)
+				rds.kill()
+				rds.start()
+				restartedAt = time.Now()
+				var wg sync.WaitGroup
+				for i, ta := range []*testApp{a, b} {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for time.Since(restartedAt) < 10*time.Second {
+							g := ta.do(t, "GET", "/api/v1/activities/"+id, nil, "")
+							if g.status == http.StatusOK && g.body["status"] == "RECOVERING" {
+								detect[i] = time.Since(restartedAt)
+								return
+							}
+							time.Sleep(20 * time.Millisecond)
+						}
+						detect[i] = -1
+					}()
+				}
+				wg.Wait()
+				for i, ta := range []*testApp{a, b} {
+					rz := ta.do(t, "GET", "/readyz", nil, "")
+					// (The shared MySQL also knows other tests' activities, which this private
+					// Redis never had: they are recovering too.)
+					ids, _ := rz.body["recovering"].([]any)
+					if !containsAny(ids, id) {
+						t.Errorf("instance %d /readyz %d %v: does not name %s as recovering", i, rz.status, rz.body, id)
+					}
+				}
+				recreate = a.admin(t, "POST", "/admin/v1/activities", fmt.Sprintf(`{"activityId":%q,"stock":%d,"perUserLimit":1,"shards":4}`, id, stock))
+				// Every answer the crowd got before the restore: the 202s it saw and the answers lost with Redis.
+				time.Sleep(time.Second)
+				r.mu.Lock()
+				acceptedBefore = make(map[string]string, len(r.accepted))
+				for rid, u := range r.accepted {
+					acceptedBefore[rid] = u
+				}
+				outcomeUnknownAtKill = r.codes["503 OUTCOME_UNKNOWN"]
+				r.mu.Unlock()
+				restoreResp = a.admin(t, "POST", "/admin/v1/activities/"+id+"/restore", "")
+				restoredAt = time.Now()
+			}()
+		})
+	})
+	if !killed.Load() {
+		t.Fatal("Redis was never killed")
+	}
+	<-restored
+	for i, d := range detect {
+		if d < 0 || d > time.Second {
+			t.Errorf("instance %d saw the activity recovering %v after Redis came back empty, want within 1 s", i, d)
+		}
+	}
+	t.Logf("recovering seen %v / %v after Redis answered again", detect[0], detect[1])
+	if recreate.status != http.StatusConflict || recreate.body["code"] != CodeRestoreNeeded {
+		t.Errorf("admin re-create while recovering: %d %v, want 409 %s", recreate.status, recreate.body, CodeRestoreNeeded)
+	}
+	if restoreResp.status != http.StatusOK {
+		t.Fatalf("restore: %d %v", restoreResp.status, restoreResp.body)
+	}
+	t.Logf("restore answered after %v: %v", restoredAt.Sub(restartedAt).Round(time.Millisecond), restoreResp.body)
+	sold := restoreResp.body["sold"].(float64)
+	if rem := restoreResp.body["remaining"].(float64); rem != stock-sold {
+		t.Errorf("restore remaining %v, want stock - sold = %v", rem, stock-sold)
+	}
+	// The orders the restore counted were in MySQL then; compare with the crowd's 202s.
+	ordersAtRestore := map[string]string{}
+	rows, err := db.Raw("SELECT reservation_id, user_id FROM orders WHERE activity_id = ? AND created_at <= ?", id, restoredAt).Rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var rid, u string
+		if err := rows.Scan(&rid, &u); err != nil {
+			t.Fatal(err)
+		}
+		ordersAtRestore[rid] = u
+	}
+	rows.Close()
+	if int(sold) != len(ordersAtRestore) {
+		t.Errorf("restore counted %v sold, MySQL held %d orders", sold, len(ordersAtRestore))
+	}
+	wantLost := map[string]bool{}
+	for rid := range acceptedBefore {
+		if _, ok := ordersAtRestore[rid]; !ok {
+			wantLost[rid] = true
+		}
+	}
+	listed := map[string]bool{}
+	for _, v := range restoreResp.body["lost"].([]any) {
+		listed[v.(string)] = true
+	}
+	extra := 0
+	for rid := range wantLost {
+		if !listed[rid] {
+			t.Errorf("reservation %s was answered 202, has no order, and the restore does not list it", rid)
+		}
+	}
+	for rid := range listed {
+		if !wantLost[rid] {
+			extra++
+		}
+	}
+	if extra > outcomeUnknownAtKill {
+		t.Errorf("the restore lists %d reservations the crowd never saw accepted, more than its %d OUTCOME_UNKNOWN answers", extra, outcomeUnknownAtKill)
+	}
+	t.Logf("lost 202s: the crowd counted %d, the restore listed %d (%d beyond, of %d OUTCOME_UNKNOWN)", len(wantLost), len(listed), extra, outcomeUnknownAtKill)
+	// The reconciliation names them too, and the metric counts them.
+	waitDriftZeroOrLost(t, a, id, len(listed))
+
+	// After the restore the crowd finished: exactly the stock sold, nobody over the limit,
+	// no id handed out twice (drillRush counts DUPLICATE_RID), every order a reservation the
+	// crowd saw for that user.
+	waitOrders(t, id, stock, 1)
+	orders := ordersOf(t, id)
+	for rid, u := range orders {
+		if got, ok := res.accepted[rid]; !ok || got != u {
+			t.Errorf("order %s of %s: the crowd saw %q", rid, u, got)
+		}
+		if _, before := acceptedBefore[rid]; !before {
+			if k, _, ok := inventory.ParseReservationID(rid); !ok || k.Epoch < inventory.IncarnationEpochs {
+				t.Errorf("reservation %s made after the restore is not of the new incarnation", rid)
+			}
+		}
+	}
+	for rid := range listed {
+		if _, ok := orders[rid]; ok {
+			t.Errorf("reservation %s listed as lost has an order", rid)
+		}
+	}
+}
+
+// waitDriftZeroOrLost waits for the reconciliation at zero drift and checks that it lists
+// lost reservations and the metric counts them.
+func waitDriftZeroOrLost(t *testing.T, ta *testApp, id string, lost int) {
+	t.Helper()
+	body := waitDriftZero(t, ta, id)
+	l, _ := body["lost"].(map[string]any)
+	if l == nil || l["count"] != float64(lost) {
+		t.Errorf("reconciliation lost %v, want count %d", body["lost"], lost)
+	}
+	resp, err := http.Get(ta.adminBase + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	want := fmt.Sprintf(`seckill_order_lost_reservations{activity=%q} %d`, id, lost)
+	if !strings.Contains(buf.String(), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}
+
+func containsAny(xs []any, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

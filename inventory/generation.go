@@ -1,0 +1,300 @@
+package inventory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Redis that lost data (restarted empty, failed over to a replica that lagged, rolled back
+// to an older AOF) must never sell a unit twice. Each activity carries a generation: a random
+// id minted when its Redis state is made (Create, then each Restore), kept in the meta field
+// "gen" and in its MySQL row. The refresh loop compares what Redis holds with what the
+// system of record (Options.Catalog, MySQL) knows; an activity MySQL knows whose metadata is
+// gone, whose generation differs, or one of whose current shards lost its stock key is put in
+// the recovering state: reservations are refused (ErrRecovering), the cached view says so,
+// and nothing is re-created by itself. Only Restore (restore.go) leaves the state: the
+// recovering mark of an instance is cleared when MySQL names a generation other than the one
+// it had when the loss was seen and the metadata carries that generation.
+
+// ErrRecovering is the answer for an activity whose Redis state was lost: it stays refused
+// until an operator restores it from MySQL (Restore).
+var ErrRecovering = errors.New("inventory: activity is recovering: its Redis state was lost, restore it from MySQL")
+
+// Catalog lists the activities the system of record (MySQL) knows, each with its generation
+// (Activity.Generation, "" for a row written before generations existed). Implementations
+// must be safe for concurrent use.
+type Catalog interface {
+	Known(ctx context.Context) ([]Activity, error)
+}
+
+// catalogEvery is how often, at most, the refresh reads the catalog again: only when Redis
+// misses something a cached entry had (a suspected loss) or the meta of a recovering activity
+// names a generation not seen before (a restore whose event was lost); a restore's event forces
+// a read. In steady state (a sale under way, sold out, or recovering) the catalog is not read:
+// nothing reaches MySQL.
+const catalogEvery = time.Second
+
+// IncarnationEpochs is the epoch range of one incarnation: incarnation i (the i-th restore)
+// builds its layout at epoch i * IncarnationEpochs, above every epoch (reshards included) of
+// the incarnations before, so reservation ids (activity.epoch.shard.n) and shard keys never
+// repeat whatever Redis forgot.
+const IncarnationEpochs = 1_000_000
+
+// Incarnation is the incarnation of an epoch.
+func Incarnation(epoch int) int { return epoch / IncarnationEpochs }
+
+// recovering is why an activity is refused, and the generation MySQL named then.
+type recovering struct {
+	reason string
+	gen    string // the catalog's generation when the loss was seen
+	since  time.Time
+}
+
+// NewGeneration returns a fresh generation id (16 hex digits).
+func NewGeneration() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// catalogRead says when loadCatalog reads the catalog.
+type catalogRead int
+
+const (
+	catalogCached catalogRead = iota // only when it was never read
+	catalogDue                       // when the last read is catalogEvery old
+	catalogForce                     // now
+)
+
+// loadCatalog reads the catalog as when says and returns the last good one (nil when there
+// is no catalog or it was never read). A failing read keeps the last good one and is logged
+// once per failure streak.
+func (s *Store) loadCatalog(ctx context.Context, when catalogRead) map[string]Activity {
+	if s.opts.Catalog == nil {
+		return nil
+	}
+	cur := s.catalog.Load()
+	at, _ := s.catalogAt.Load().(time.Time)
+	if cur != nil && (when == catalogCached || when == catalogDue && time.Since(at) < catalogEvery) {
+		return *cur
+	}
+	acts, err := s.opts.Catalog.Known(ctx)
+	if err != nil {
+		if !s.catalogFailing.Swap(true) && ctx.Err() == nil {
+			s.log.Warn("reading the activity catalog failed; the last one read stands", "err", err)
+		}
+		if cur == nil {
+			return nil
+		}
+		return *cur
+	}
+	s.catalogFailing.Store(false)
+	m := make(map[string]Activity, len(acts))
+	for _, a := range acts {
+		m[a.ID] = a
+	}
+	s.catalogAt.Store(time.Now())
+	s.catalog.Store(&m)
+	return m
+}
+
+// lostReason says why Redis no longer holds the state MySQL knows (k) for an activity, or
+// "": m/ok is the meta read, e the cached entry (nil if none).
+func lostReason(m meta, ok bool, k Activity, e *entry) string {
+	if !ok {
+		return "metadata missing"
+	}
+	want := k.Generation
+	if want == "" && e != nil {
+		want = e.generation() // a row of before generations: what this instance saw
+	}
+	if want != "" && m.gen != want {
+		return "generation differs"
+	}
+	return ""
+}
+
+// suspect reports whether the meta read of an activity MySQL is not known (to the last
+// catalog) to hold is missing something the cached entry had: the catalog must be read again.
+func (s *Store) suspect(id string, m meta, ok bool) bool {
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	return e != nil && e.recovering.Load() == nil && lostReason(m, ok, Activity{ID: id}, e) != ""
+}
+
+// checkLost compares one activity's meta read with the catalog and returns true when the
+// activity is (now or still) recovering, so the caller must not apply the meta. ctx is for a
+// read of the catalog when meta names a generation this recovering entry has not seen (nil:
+// no read).
+func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat map[string]Activity) bool {
+	k, known := cat[id]
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	if !known {
+		return e != nil && e.recovering.Load() != nil
+	}
+	if e != nil {
+		if r := e.recovering.Load(); r != nil {
+			if !ok || !m.loaded || m.gen == r.gen || m.gen == generationFenced {
+				return true
+			}
+			if k.Generation == r.gen && ctx != nil {
+				if prev := e.metaGenSeen.Swap(&m.gen); prev == nil || *prev != m.gen {
+					k = s.loadCatalog(ctx, catalogDue)[id] // a restore whose event was lost?
+				}
+			}
+			if k.Generation != r.gen && m.gen == k.Generation {
+				return false // restored: apply clears the mark (clearRecovering)
+			}
+			return true
+		}
+	}
+	if reason := lostReason(m, ok, k, e); reason != "" {
+		s.setRecovering(k, e, reason)
+		return true
+	}
+	return false
+}
+
+// setRecovering puts the activity in the recovering state (creating its cached entry from
+// the catalog's definition when Redis has none), with one log line.
+func (s *Store) setRecovering(k Activity, e *entry, reason string) {
+	if e == nil {
+		s.mu.Lock()
+		if e = s.acts[k.ID]; e == nil {
+			e = s.newEntryLocked(k, 0, k.Shards)
+			e.remaining.Store(0)
+		}
+		s.mu.Unlock()
+	}
+	r := &recovering{reason: reason, gen: k.Generation, since: time.Now()}
+	if e.recovering.CompareAndSwap(nil, r) {
+		s.m.recovering.WithLabelValues(k.ID).Set(1)
+		s.log.Error("activity recovering: Redis lost its state; reservations are refused until it is restored from MySQL",
+			"activity", k.ID, "reason", reason, "generation", k.Generation,
+			"restore", "POST /admin/v1/activities/"+k.ID+"/restore")
+	}
+}
+
+// clearRecovering ends the recovering state of e (a restore was applied).
+func (s *Store) clearRecovering(e *entry) {
+	if r := e.recovering.Swap(nil); r != nil {
+		s.m.recovering.WithLabelValues(e.def.ID).Set(0)
+		s.log.Info("activity restored: reservations open again", "activity", e.def.ID,
+			"generation", e.generation(), "recoveringFor", time.Since(r.since).Round(time.Millisecond).String())
+	}
+}
+
+// shardLost confirms that a shard of the current layout of e whose stock key was missing is
+// lost, not closed by a reshard that started after the meta read: its drained key is absent
+// and meta still names that layout, unchanged and not resharding.
+func (s *Store) shardLost(ctx context.Context, e *entry, l *layout, shard int) (bool, error) {
+	k := l.keys[shard]
+	pipe := s.rdb.Pipeline()
+	st := pipe.Exists(ctx, k.Stock(), k.Drained())
+	mv := pipe.HMGet(ctx, Meta(e.def.ID), metaFields...)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	if st.Val() != 0 {
+		return false, nil
+	}
+	m, ok, err := parseMeta(e.def.ID, mv.Val())
+	if err != nil || !ok {
+		return !ok && err == nil, err // meta gone too: the next pass says so
+	}
+	return m.epoch == l.epoch && !m.resharding && m.gen == e.generation(), nil
+}
+
+// Recovering returns the ids of the activities this instance holds in the recovering state,
+// sorted, with the reason of each.
+func (s *Store) Recovering() ([]string, map[string]string) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var ids []string
+	why := map[string]string{}
+	for id, e := range s.acts {
+		if r := e.recovering.Load(); r != nil {
+			ids = append(ids, id)
+			why[id] = r.reason
+		}
+	}
+	sort.Strings(ids)
+	return ids, why
+}
+
+// Generation reads the activity's generation from Redis meta (not the cache): ok is false
+// when there is no meta.
+func (s *Store) Generation(ctx context.Context, id string) (string, bool, error) {
+	vals, err := s.rdb.HMGet(ctx, Meta(id), "def", "gen").Result()
+	if err != nil {
+		return "", false, fmt.Errorf("inventory: read meta: %w", err)
+	}
+	if vals[0] == nil {
+		return "", false, nil
+	}
+	return asString(vals[1]), true, nil
+}
+
+// generation is the generation of the cached entry ("" when meta had none).
+func (e *entry) generation() string {
+	if g := e.gen.Load(); g != nil {
+		return *g
+	}
+	return ""
+}
+
+// noteIssued records that this instance handed out reservation rid on shard i of l.
+func (l *layout) noteIssued(i int, rid string) {
+	j := strings.LastIndexByte(rid, '.')
+	n, err := strconv.ParseInt(rid[j+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		cur := l.issued[i].Load()
+		if n <= cur || l.issued[i].CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// reportIssued writes this instance's highest reservation number per shard of every layout
+// it used into IssuedKey, for the restore's list of reservations lost with Redis. It runs on
+// each refresh while the activity is recovering (Redis may lose the report again).
+func (s *Store) reportIssued(ctx context.Context, id string) {
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	if e == nil {
+		return
+	}
+	e.pastMu.Lock()
+	lays := append([]*layout{e.layout.Load()}, e.past...)
+	e.pastMu.Unlock()
+	var args []any
+	for _, l := range lays {
+		for i := range l.issued {
+			if n := l.issued[i].Load(); n > 0 {
+				args = append(args, strconv.Itoa(l.epoch)+":"+strconv.Itoa(i)+":"+s.opts.InstanceID, n)
+			}
+		}
+	}
+	if len(args) == 0 {
+		return
+	}
+	if err := s.rdb.HSet(ctx, IssuedKey(id), args...).Err(); err != nil && ctx.Err() == nil {
+		s.log.Debug("reporting issued reservation numbers failed", "activity", id, "err", err)
+	}
+}

@@ -1,0 +1,247 @@
+package order
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/sql"
+)
+
+// ErrRestoreRace is returned by Restore when the activity's generation in MySQL changed
+// while the restore ran (another restore won): nothing of this one stands; run it again.
+var ErrRestoreRace = errors.New("order: the activity's generation changed during the restore")
+
+// ErrNotDrained is returned by Restore when the journals or the queue kept moving for the
+// activity past RestoreOptions.Timeout.
+var ErrNotDrained = errors.New("order: the pipeline did not drain for the activity")
+
+// RestoreOptions tune Restore. Zero values take the defaults named.
+type RestoreOptions struct {
+	// Settle is how long Restore waits after fencing, so every instance's refresh sees the
+	// fence and reservations in flight finish (default 1.5 s: six refresh periods).
+	Settle time.Duration
+	// Quiet is how long the activity's orders and compensations in MySQL must stay unchanged
+	// before the queue counts as drained for it (default 3 s).
+	Quiet time.Duration
+	// Timeout bounds the wait for the journals and the queue (default 2 min).
+	Timeout time.Duration
+}
+
+// RestoreReport says what a restore did.
+type RestoreReport struct {
+	ActivityID  string `json:"activityId"`
+	Generation  string `json:"generation"`
+	Incarnation int    `json:"incarnation"`
+	inventory.Restored
+	Orders int `json:"orders"`
+	// Lost are the reservations answered 202 that never reached MySQL, found by this restore
+	// (lost.go); LostTotal is the activity's whole list after it.
+	Lost      []string `json:"lost"`
+	LostTotal int64    `json:"lostTotal"`
+}
+
+// Restore rebuilds the activity's Redis state from MySQL after Redis lost it (restarted
+// empty, failed over to a replica that lagged, rolled back): inventory/restore.go's steps.
+// It fences the activity (every instance refuses reservations), waits until the journals
+// left in Redis are relayed and the activity's orders in MySQL stop changing (the writer
+// drained what the queue held), rebuilds Redis from the orders at a new incarnation, records
+// the new generation in MySQL (which reopens the activity everywhere) and lists the
+// reservations lost with Redis. ErrUnknownActivity when MySQL does not know the activity.
+func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id string, o RestoreOptions) (RestoreReport, error) {
+	if o.Settle <= 0 {
+		o.Settle = 1500 * time.Millisecond
+	}
+	if o.Quiet <= 0 {
+		o.Quiet = 3 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	var row sql.Activity
+	err := r.db.WithContext(ctx).Where("id = ?", id).First(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return RestoreReport{}, fmt.Errorf("%w: %s", ErrUnknownActivity, id)
+	}
+	if err != nil {
+		return RestoreReport{}, fmt.Errorf("order: read activity %s: %w", id, err)
+	}
+	tok, err := inv.Fence(ctx, id)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = inv.Unlock(context.WithoutCancel(ctx), id, tok)
+		}
+	}()
+	r.log.Warn("restore of an activity from MySQL started: reservations refused on every instance", "activity", id)
+	if err := sleepCtx(ctx, o.Settle); err != nil {
+		return RestoreReport{}, err
+	}
+	old, err := inv.OldLayouts(ctx, id)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	deadline := time.Now().Add(o.Timeout)
+	if err := r.waitJournals(ctx, id, old, deadline); err != nil {
+		return RestoreReport{}, err
+	}
+	if err := r.waitQuiet(ctx, id, o.Quiet, deadline); err != nil {
+		return RestoreReport{}, err
+	}
+	var orders []sql.Order
+	if err := r.db.WithContext(ctx).Where("activity_id = ?", id).Find(&orders).Error; err != nil {
+		return RestoreReport{}, fmt.Errorf("order: read orders of %s: %w", id, err)
+	}
+	var comps []string
+	if err := r.db.WithContext(ctx).Model(&sql.Compensation{}).Where("activity_id = ?", id).
+		Pluck("reservation_id", &comps).Error; err != nil {
+		return RestoreReport{}, fmt.Errorf("order: read compensations of %s: %w", id, err)
+	}
+	marks, err := inv.IssuedMarks(ctx, id, old)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	known := make([]string, 0, len(orders)+len(comps))
+	plan := inventory.RestorePlan{
+		Activity: inventory.Activity{ID: row.ID, CampaignID: row.CampaignID, Stock: row.Stock, PerUserLimit: row.PerUserLimit,
+			OpensAt: row.OpensAt, Shards: row.Shards, RequireToken: row.RequireToken},
+		Generation: inventory.NewGeneration(),
+		Shards:     row.Shards,
+	}
+	if row.ClosesAt != nil {
+		plan.Activity.ClosesAt = *row.ClosesAt
+	}
+	if len(old) > 0 {
+		plan.Shards = old[len(old)-1][1] // the layout it had: the configuration's count
+	}
+	inc := row.Incarnation + 1
+	for _, l := range old {
+		inc = max(inc, inventory.Incarnation(l[0])+1)
+	}
+	for _, ord := range orders {
+		known = append(known, ord.ReservationID)
+		if k, _, ok := inventory.ParseReservationID(ord.ReservationID); ok {
+			inc = max(inc, inventory.Incarnation(k.Epoch)+1)
+		}
+		plan.Orders = append(plan.Orders, inventory.RestoredOrder{ReservationID: ord.ReservationID, UserID: ord.UserID,
+			Quantity: ord.Quantity, Seq: ord.Seq, IdemHash: ord.IdemHash, OrderID: ord.ID, CreatedAt: ord.CreatedAt})
+	}
+	for es := range marks {
+		inc = max(inc, inventory.Incarnation(es[0])+1)
+	}
+	known = append(known, comps...)
+	plan.Incarnation = inc
+	lost := lostReservations(id, marks, known)
+	restored, err := inv.Rebuild(ctx, tok, plan, old)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	res := r.db.WithContext(ctx).Model(&sql.Activity{}).Where("id = ? AND generation = ?", id, row.Generation).
+		Updates(map[string]any{"generation": plan.Generation, "incarnation": inc})
+	if res.Error != nil {
+		return RestoreReport{}, fmt.Errorf("order: record the new generation of %s: %w", id, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return RestoreReport{}, fmt.Errorf("%w: %s", ErrRestoreRace, id)
+	}
+	total, err := r.recordLost(ctx, id, lost)
+	if err != nil {
+		r.log.Warn("recording the lost reservations failed", "activity", id, "err", err)
+	}
+	done = true
+	if err := inv.Unlock(ctx, id, tok); err != nil {
+		r.log.Warn("releasing the restore lock failed (it expires)", "activity", id, "err", err)
+	}
+	if err := inv.Announce(ctx, id); err != nil {
+		r.log.Warn("announcing the restore failed; instances see it within a refresh", "activity", id, "err", err)
+	}
+	r.log.Warn("activity restored from MySQL", "activity", id, "generation", plan.Generation, "incarnation", inc,
+		"epoch", restored.Epoch, "sold", restored.Sold, "remaining", restored.Remaining, "users", restored.Users,
+		"lost", len(lost))
+	if lost == nil {
+		lost = []string{}
+	}
+	return RestoreReport{ActivityID: id, Generation: plan.Generation, Incarnation: inc, Restored: restored,
+		Orders: len(orders), Lost: lost, LostTotal: total}, nil
+}
+
+// waitJournals waits until every journal entry of the layouts Redis still holds is relayed
+// (stats taken = relayed): an entry left there would become an order after the restore
+// counted its unit as unsold. Nothing to wait for when Redis lost the meta.
+func (r *Reconciler) waitJournals(ctx context.Context, id string, old [][2]int, deadline time.Time) error {
+	if len(old) == 0 {
+		return nil
+	}
+	for {
+		c, err := r.sc.ledger.Counts(ctx, id)
+		if errors.Is(err, inventory.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("order: %w", err)
+		}
+		if c.Taken <= c.Relayed {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %d units still in the journals of %s", ErrNotDrained, c.Taken-c.Relayed, id)
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// waitQuiet waits until the activity's orders and compensations in MySQL have not changed
+// for quiet: the writer has written what the queue held for it.
+func (r *Reconciler) waitQuiet(ctx context.Context, id string, quiet time.Duration, deadline time.Time) error {
+	count := func() ([2]int64, error) {
+		var n [2]int64
+		if err := r.db.WithContext(ctx).Model(&sql.Order{}).Where("activity_id = ?", id).Count(&n[0]).Error; err != nil {
+			return n, fmt.Errorf("order: count orders of %s: %w", id, err)
+		}
+		if err := r.db.WithContext(ctx).Model(&sql.Compensation{}).Where("activity_id = ?", id).Count(&n[1]).Error; err != nil {
+			return n, fmt.Errorf("order: count compensations of %s: %w", id, err)
+		}
+		return n, nil
+	}
+	last, err := count()
+	if err != nil {
+		return err
+	}
+	since := time.Now()
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: orders of %s still being written", ErrNotDrained, id)
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+		n, err := count()
+		if err != nil {
+			return err
+		}
+		if n != last {
+			last, since = n, time.Now()
+		}
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
