@@ -42,6 +42,7 @@ type App struct {
 	opts Options
 	log  *slog.Logger
 	reg  *prometheus.Registry
+	om   *order.Metrics
 
 	rdb      redis.UniversalClient
 	mini     *miniredis.Miniredis
@@ -101,6 +102,7 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	if err != nil {
 		return err
 	}
+	a.om = om
 	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals)}, om, log.With("part", "relay")); err != nil {
 		return err
 	}
@@ -113,6 +115,17 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	}
 	a.rec, err = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: keyspace.Namespaced(opts.Namespace, keyspace.Activities)}, om, log.With("part", "reconciler"))
 	return err
+}
+
+// activityGone deletes the series of an activity whose metadata is gone from Redis
+// (inventory.Options.Gone).
+func (a *App) activityGone(id string) {
+	if a.api != nil && a.api.funnel != nil {
+		a.api.funnel.forget(id)
+	}
+	if a.om != nil {
+		a.om.Forget(id)
+	}
 }
 
 // New builds the instance; it connects to every configured backing service and starts the
@@ -189,7 +202,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
-	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey}, invM, log.With("part", "inventory"))
+	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey, Gone: a.activityGone}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
 		if len(opts.UserHashKey) == 0 {
@@ -205,6 +218,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a.api = newAPI(api{
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
+		funnel: newFunnel(a.rdb, a.inv.UserHash, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now),
 		log: log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
 	})
 	if opts.has("writer") {
@@ -421,6 +435,9 @@ func (a *App) Run(ctx context.Context) error {
 	start("inventory", a.inv.Run)
 	start("limiter", a.lim.Run)
 	start("reshard", a.runReshard)
+	if a.opts.has("api") {
+		start("funnel", a.api.funnel.Run)
+	}
 	if a.opts.has("relay") {
 		start("relay", a.relay.Run)
 	}

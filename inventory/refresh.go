@@ -155,7 +155,11 @@ func (s *Store) Refresh(ctx context.Context) error {
 			s.log.Warn("bad meta", "activity", id, "err", err)
 			continue
 		}
-		if !ok || !m.loaded {
+		if !ok {
+			s.drop(id)
+			continue
+		}
+		if !m.loaded {
 			continue
 		}
 		entries = append(entries, s.apply(m))
@@ -227,4 +231,21 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		}
 	}
 	return nil
+}
+
+// drop forgets a cached activity whose metadata is gone from Redis, deletes its labelled
+// series and tells Options.Gone; an id that was not cached is left alone.
+func (s *Store) drop(id string) {
+	s.mu.Lock()
+	_, cached := s.acts[id]
+	delete(s.acts, id)
+	s.mu.Unlock()
+	if !cached {
+		return
+	}
+	s.m.forget(id)
+	s.log.Info("activity gone from Redis: dropped from the cache", "activity", id)
+	if s.opts.Gone != nil {
+		s.opts.Gone(id)
+	}
 }

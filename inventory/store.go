@@ -76,6 +76,9 @@ type Options struct {
 	// UserHashKey keys the user hash (see Hasher), at least MinUserHashKey bytes, the same on
 	// every instance of a deployment. Empty: New reads it from Redis (LoadUserHashKey).
 	UserHashKey []byte
+	// Gone, when set, is told of each cached activity whose metadata a refresh no longer
+	// finds in Redis (the activity was deleted): the store has dropped it and its series.
+	Gone func(activity string)
 }
 
 const (
