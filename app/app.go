@@ -219,7 +219,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
 		funnel: newFunnel(a.rdb, a.inv.UserHash, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now),
-		log: log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
+		log:    log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
 	})
 	if opts.has("writer") {
 		a.api.writerHealthy = a.writer.Healthy

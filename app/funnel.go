@@ -168,9 +168,9 @@ type funnel struct {
 	// hash is the user hash the estimates add (inventory's): no user id reaches Redis, and
 	// the hashing happens at flush time, off the request path.
 	hash func(user string) string
-	m   *funnelMetrics
-	log *slog.Logger
-	now func() time.Time
+	m    *funnelMetrics
+	log  *slog.Logger
+	now  func() time.Time
 
 	mu   sync.RWMutex
 	acts map[string]*actFunnel

@@ -45,8 +45,8 @@ type api struct {
 	// funnel counts the reservation attempts by activity and outcome (nil: not counted).
 	funnel   *funnel
 	gatherer prometheus.Gatherer
-	log        *slog.Logger
-	now        func() time.Time
+	log      *slog.Logger
+	now      func() time.Time
 
 	// unknown remembers activity ids Redis did not know, for unknownTTL each, bounded.
 	unknown *lru[struct{}]
