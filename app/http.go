@@ -124,6 +124,7 @@ func (a *api) adminRouter() *gin.Engine {
 	adm := r.Group("/admin/v1", a.requireAdmin)
 	adm.POST("/activities", a.postActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
+	adm.GET("/activities/:id/report", a.getReport)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
 	a.health(r)
