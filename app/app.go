@@ -103,6 +103,13 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 		return err
 	}
 	a.om = om
+	if !opts.has("writer") {
+		// The writer's series mean nothing where it does not run (its last-success time
+		// would read 0, "stale", on every API-only pod): not exported there.
+		for _, c := range om.WriterCollectors() {
+			a.reg.Unregister(c)
+		}
+	}
 	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals)}, om, log.With("part", "relay")); err != nil {
 		return err
 	}

@@ -125,3 +125,10 @@ func (m *Metrics) Forget(activity string) {
 	m.OrdersWritten.DeleteLabelValues(activity)
 	m.ActivityCompensations.DeleteLabelValues(activity)
 }
+
+// WriterCollectors are the series only the writer sets: a process that does not run the
+// writer unregisters them.
+func (m *Metrics) WriterCollectors() []prometheus.Collector {
+	return []prometheus.Collector{m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors,
+		m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.OrdersWritten}
+}
