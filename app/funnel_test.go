@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/admission"
-	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
 )
 
