@@ -60,8 +60,13 @@ func (o funnelOutcome) refused() bool { return o >= fKillSwitch && o <= fSoldOut
 // funnelOutcomeOf maps an error of the admission step (Admit or Reserve) to the layer that
 // answered it.
 func funnelOutcomeOf(err error) funnelOutcome {
-	var rej *admission.Rejection
-	if errors.As(err, &rej) {
+	// The admission step returns its errors unwrapped: a type assertion first, which (unlike
+	// errors.As with a local target) allocates nothing.
+	rej, ok := err.(*admission.Rejection)
+	if !ok {
+		ok = errors.As(err, &rej)
+	}
+	if ok {
 		switch rej.Code {
 		case admission.CodeDisabled:
 			return fKillSwitch
@@ -99,8 +104,11 @@ func funnelOutcomeOf(err error) funnelOutcome {
 		}
 		return fUnavailable
 	}
-	var f *admission.Fault
-	if errors.As(err, &f) && f.IdempotencyKey != "" && !neverSent(f.Err) {
+	f, ok := err.(*admission.Fault)
+	if !ok {
+		ok = errors.As(err, &f)
+	}
+	if ok && f.IdempotencyKey != "" && !neverSent(f.Err) {
 		return fOutcomeUnknown
 	}
 	return fUnavailable
@@ -386,13 +394,16 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 			add(kind+strconv.Itoa(b), af.dLatency[i][b].Swap(0))
 		}
 	}
+	// The sets are taken only when not empty (an empty one stays the activity's, and is not
+	// read again here: attempts may add to it as soon as the lock is released).
+	var tried, bought map[string]struct{}
 	af.mu.Lock()
-	tried, bought, first, last := af.tried, af.bought, af.first, af.last
-	if len(tried) > 0 {
-		af.tried = make(map[string]struct{}, len(tried))
+	first, last := af.first, af.last
+	if len(af.tried) > 0 {
+		tried, af.tried = af.tried, make(map[string]struct{}, len(af.tried))
 	}
-	if len(bought) > 0 {
-		af.bought = map[string]struct{}{}
+	if len(af.bought) > 0 {
+		bought, af.bought = af.bought, map[string]struct{}{}
 	}
 	af.first, af.last = 0, 0
 	af.mu.Unlock()
