@@ -64,6 +64,7 @@ type App struct {
 	adminLn  net.Listener
 
 	tokenGenerated bool // the admin token was generated here (printed in the banner)
+	started        time.Time
 
 	layouts shardFollow // runReshard's progress (layouts.go)
 
@@ -138,8 +139,14 @@ func (a *App) activityGone(id string) {
 // New builds the instance; it connects to every configured backing service and starts the
 // embedded stand-ins of the others. Run starts the work.
 func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
-	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), layouts: newShardFollow()}
+	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), layouts: newShardFollow(), started: time.Now()}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	b := Build()
+	log.Info("seckill starting", "version", b.Version, "revision", b.Revision, "go", b.GoVersion,
+		"instance", opts.InstanceID, "roles", opts.Roles, "pid", os.Getpid())
+	if err := registerBuildInfo(a.reg, b); err != nil {
+		return nil, err
+	}
 	if opts.DataDir == "" {
 		// Stable across restarts, so the last good Nacos snapshot is found again.
 		opts.DataDir = DefaultDataDir(os.Getenv)
@@ -228,6 +235,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		funnel: newFunnel(a.rdb, a.inv.UserHash, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now),
 		log:    log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
 	})
+	if opts.AccessLog {
+		a.api.accessLog = log.With("part", "access")
+	}
 	if opts.has("writer") {
 		a.api.writerHealthy = a.writer.Healthy
 	}
@@ -479,8 +489,13 @@ func (a *App) Run(ctx context.Context) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
+		a.log.Info("seckill stopping: signal received", "drainSeconds", drainTimeout.Seconds())
 	case runErr = <-errc:
+		a.log.Error("seckill stopping: a part failed", "err", runErr)
 	}
+	defer func() {
+		a.log.Info("seckill stopped", "uptimeSeconds", time.Since(a.started).Seconds(), "clean", runErr == nil)
+	}()
 	sctx, scancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer scancel()
 	if a.listener != nil {
@@ -495,20 +510,38 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 // runMiniClock moves the embedded Redis's clock for key expiry: miniredis expires keys only
-// when told that time has passed.
+// when told that time has passed, and each FastForward visits every key (sorted), so its cost
+// grows with the keys a load run left behind. The next move waits miniClockInterval of the
+// last one's cost: the clock takes at most about 1% of a core, however many keys there are,
+// and a key expires at most that interval late (every TTL the service sets only collects
+// garbage or bounds a lock held for seconds).
 func (a *App) runMiniClock(ctx context.Context) error {
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTimer(miniClockMin)
 	defer t.Stop()
 	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case now := <-t.C:
-			a.mini.FastForward(now.Sub(last))
-			last = now
+		case <-t.C:
+			start := time.Now()
+			a.mini.FastForward(start.Sub(last))
+			last = start
+			t.Reset(miniClockInterval(time.Since(start)))
 		}
 	}
+}
+
+// Bounds of the embedded Redis's clock steps (runMiniClock).
+const (
+	miniClockMin = 100 * time.Millisecond
+	miniClockMax = 2 * time.Second
+)
+
+// miniClockInterval is the wait before the next clock step after one that took cost: 100
+// times the cost, within miniClockMin..miniClockMax.
+func miniClockInterval(cost time.Duration) time.Duration {
+	return min(max(100*cost, miniClockMin), miniClockMax)
 }
 
 // runSource feeds the reloader from Nacos, or from the watched YAML file.
@@ -542,7 +575,8 @@ func (a *App) loadDemo(ctx context.Context) error {
 	if err := a.api.admin.saveActivity(ctx, got); err != nil {
 		return fmt.Errorf("demo activity: %w", err)
 	}
-	fmt.Fprint(os.Stderr, a.banner())
+	// The banner is for a person at a terminal: stdout, apart from the JSON log on stderr.
+	fmt.Fprint(os.Stdout, a.banner())
 	return nil
 }
 
@@ -560,7 +594,8 @@ func (a *App) banner() string {
 			tok = a.opts.AdminToken
 			fmt.Fprintf(&b, "Admin token (generated, changes at each start): %s\n", tok)
 		}
-		fmt.Fprintf(&b, "  curl -s -H 'Authorization: Bearer %s' http://%s/admin/v1/activities/demo/reconciliation\n", tok, displayAddr(a.AdminAddr()))
+		// Double quotes, so a shell expands $SECKILL_ADMIN_TOKEN when the line is pasted.
+		fmt.Fprintf(&b, "  curl -s -H \"Authorization: Bearer %s\" http://%s/admin/v1/activities/demo/reconciliation\n", tok, displayAddr(a.AdminAddr()))
 	}
 	if a.opts.NacosAddr == "" {
 		fmt.Fprintf(&b, "Edit %s to change limits, kill switches and canary ratios live.\n", a.opts.ConfigFile)

@@ -196,6 +196,17 @@ func spawn(t *testing.T, name string, opts Options) *proc {
 		set("SECKILL_RELAY_CLAIM_IDLE", opts.RelayClaimIdle.String())
 	}
 	set("SECKILL_DEMO", "false")
+	if opts.AccessLog {
+		set("SECKILL_ACCESS_LOG", "true")
+	}
+	// A drill may run some parts on their stand-ins on purpose: name them, as an operator must.
+	var standIns []string
+	for _, s := range []struct{ name, v string }{{"redis", opts.RedisAddr}, {"mysql", opts.MySQLDSN}, {"rocketmq", opts.RocketMQNamesrv}} {
+		if s.v == "" {
+			standIns = append(standIns, s.name)
+		}
+	}
+	set("SECKILL_STAND_INS", strings.Join(standIns, ","))
 
 	p := &proc{name: name, logPath: filepath.Join(dir, name+".log"), admin: "http://" + opts.AdminAddr, done: make(chan struct{})}
 	logf, err := os.Create(p.logPath)

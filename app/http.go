@@ -61,6 +61,8 @@ type api struct {
 	// layouts follow the configuration, which may name the new activity's shard count).
 	activityCreated func()
 	servesAPI       bool
+	// accessLog, when set, gets one line per request (SECKILL_ACCESS_LOG).
+	accessLog *slog.Logger
 	// states recycles the per-request state of observe.
 	states *sync.Pool
 }
@@ -95,7 +97,7 @@ func newAPI(a api) *api {
 // router serves the storefront port: the API and health only (/admin/v1 and /metrics are on
 // the admin listener, see adminRouter).
 func (a *api) router() *gin.Engine {
-	r := a.engine()
+	r := a.engine("storefront")
 	v1 := r.Group("/api/v1", a.requireSnapshot)
 	v1.GET("/activities/:id", a.getActivity)
 	v1.POST("/activities/:id/tokens", a.postToken)
@@ -106,10 +108,13 @@ func (a *api) router() *gin.Engine {
 }
 
 // engine is a Gin engine with the error model for unknown routes and methods.
-func (a *api) engine() *gin.Engine {
+func (a *api) engine(listener string) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	if a.accessLog != nil {
+		r.Use(accessLog(a.accessLog, listener))
+	}
 	r.Use(a.observe, a.recover)
 	r.NoRoute(func(c *gin.Context) { writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such route")) })
 	r.NoMethod(func(c *gin.Context) {
@@ -120,13 +125,16 @@ func (a *api) engine() *gin.Engine {
 
 // adminRouter serves the admin port: /admin/v1, /metrics and health.
 func (a *api) adminRouter() *gin.Engine {
-	r := a.engine()
+	r := a.engine("admin")
 	adm := r.Group("/admin/v1", a.requireAdmin)
 	adm.POST("/activities", a.postActivity)
+	adm.GET("/activities", a.getActivities)
+	adm.GET("/activities/:id", a.getAdminActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
 	adm.GET("/activities/:id/report", a.getReport)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
+	r.GET("/debug/pprof/*name", a.requireAdmin, pprofHandler)
 	a.health(r)
 	return r
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -63,6 +64,13 @@ type Options struct {
 	// UserHashKey (SECKILL_USER_HASH_KEY, environment only, hex, at least 32 bytes) keys the
 	// user hash; the same on every instance. Nil: the key kept in Redis (created on first start).
 	UserHashKey []byte
+	// StandIns (SECKILL_STAND_INS) names the embedded stand-ins (redis, mysql, rocketmq)
+	// allowed beside a real backing service; ParseOptions refuses a partial set otherwise.
+	StandIns string
+	// LogLevel (SECKILL_LOG_LEVEL) is the least level logged: debug, info, warn or error.
+	LogLevel slog.Level
+	// AccessLog (SECKILL_ACCESS_LOG) logs one line per HTTP request on both listeners.
+	AccessLog bool
 }
 
 // minProductionAdminToken is the shortest admin token accepted outside embedded mode, in bytes.
@@ -173,6 +181,25 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 			}},
 		{flag: "jwt-rs256-public-key-file", env: "SECKILL_JWT_RS256_PUBLIC_KEY_FILE", usage: "PEM file of the RS256 public key verifying JWTs (auth mode jwt), read once at start; the HS256 secret comes from SECKILL_JWT_HS256_SECRET (environment only, at least 32 bytes)",
 			set: str(func(o *Options) *string { return &o.JWTRS256PublicKeyFile })},
+		{flag: "stand-ins", env: "SECKILL_STAND_INS", usage: "embedded stand-ins allowed beside a real service, comma-separated: redis, mysql, rocketmq; with any of Redis, MySQL, RocketMQ or Nacos set, an unset other one stops the start unless named here (their state is lost at exit)",
+			set: func(o *Options, v string) error { o.StandIns = v; return checkStandIns(v) }},
+		{flag: "log-level", env: "SECKILL_LOG_LEVEL", def: "info", usage: "least level logged (one JSON stream on stderr; the RocketMQ and Nacos clients' lines at warn and above only): debug, info, warn or error",
+			set: func(o *Options, v string) error {
+				switch strings.ToLower(v) {
+				case "debug", "info", "warn", "error":
+					return o.LogLevel.UnmarshalText([]byte(v))
+				}
+				return errors.New("want debug, info, warn or error")
+			}},
+		{flag: "access-log", env: "SECKILL_ACCESS_LOG", def: "false", isBool: true, usage: "log one line per HTTP request (method, route, status, duration, client) on both listeners (true or false)",
+			set: func(o *Options, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return errors.New("want true or false")
+				}
+				o.AccessLog = b
+				return nil
+			}},
 		{flag: "demo", env: "SECKILL_DEMO", shown: "on in embedded mode", isBool: true, usage: "load the demo activity at start (true or false)",
 			set: func(o *Options, v string) error {
 				b, err := strconv.ParseBool(v)
@@ -262,7 +289,66 @@ func ParseOptions(args []string, getenv func(string) string, out io.Writer) (Opt
 	if err := o.checkAdminToken(); err != nil {
 		return o, &UsageError{err}
 	}
+	if err := o.checkStandIns(); err != nil {
+		return o, &UsageError{err}
+	}
 	return o, nil
+}
+
+// standIns are the backing services that have an embedded stand-in whose state lives only as
+// long as the process, with the variable that replaces each and what would be lost.
+var standIns = []struct{ name, env, loses string }{
+	{"redis", "SECKILL_REDIS_ADDR", "stock, reservations and journals would live in process memory"},
+	{"mysql", "SECKILL_MYSQL_DSN", "orders would go to a temporary SQLite deleted at exit"},
+	{"rocketmq", "SECKILL_ROCKETMQ_NAMESRV", "reservations would travel through an in-process queue"},
+}
+
+// checkStandIns refuses a process that talks to a real backing service while another one is
+// left to its embedded stand-in, unless that stand-in is named in StandIns: a partial set is
+// a forgotten variable far more often than a wish.
+func (o Options) checkStandIns() error {
+	set := map[string]bool{"redis": o.RedisAddr != "", "mysql": o.MySQLDSN != "", "rocketmq": o.RocketMQNamesrv != ""}
+	var real []string
+	for _, s := range standIns {
+		if set[s.name] {
+			real = append(real, s.env)
+		}
+	}
+	if o.NacosAddr != "" {
+		real = append(real, "SECKILL_NACOS_ADDR")
+	}
+	if len(real) == 0 {
+		return nil
+	}
+	allowed := map[string]bool{}
+	for _, n := range strings.Split(o.StandIns, ",") {
+		allowed[strings.TrimSpace(n)] = true
+	}
+	verb := "is"
+	if len(real) > 1 {
+		verb = "are"
+	}
+	for _, s := range standIns {
+		if !set[s.name] && !allowed[s.name] {
+			return fmt.Errorf("%s is unset while %s %s set: %s; set it, or name the stand-in with SECKILL_STAND_INS=%s (--stand-ins)",
+				s.env, strings.Join(real, " and "), verb, s.loses, s.name)
+		}
+	}
+	return nil
+}
+
+func checkStandIns(v string) error {
+	if v == "" {
+		return nil
+	}
+	for _, n := range strings.Split(v, ",") {
+		switch strings.TrimSpace(n) {
+		case "redis", "mysql", "rocketmq":
+		default:
+			return fmt.Errorf("unknown stand-in %q: want a comma-separated subset of redis, mysql, rocketmq", n)
+		}
+	}
+	return nil
 }
 
 // lookup reads an environment variable; an empty value counts as unset.
@@ -289,10 +375,18 @@ func writeUsage(w io.Writer, specs []optionSpec) {
 	fmt.Fprintf(w, "Usage: seckill [--flag=value ...]\n\n"+
 		"Runs the flash-sale service. Every flag may also be set by its environment variable;\n"+
 		"a flag wins over its variable. Without Redis, MySQL, RocketMQ or Nacos settings the\n"+
-		"service starts in embedded mode (in-process stand-ins, demo activity).\n\n")
+		"service starts in embedded mode (in-process stand-ins, demo activity).\n\n"+
+		"  seckill --version             print the build and exit\n"+
+		"  seckill config check FILE     validate a configuration as a live edit would (exit 1 if refused)\n"+
+		"  seckill migrate [--mysql-dsn=DSN]  apply the MySQL schema files (table schema_migrations)\n\n")
 	for _, s := range specs {
 		fmt.Fprintf(w, "  --%s  (%s, default %s)\n        %s\n", s.flag, s.env, s.defaultText(), s.usage)
 	}
+	fmt.Fprintf(w, "\nEnvironment only (secrets never go in flags, which show in ps):\n"+
+		"  SECKILL_USER_HASH_KEY      hex, at least 32 bytes (openssl rand -hex 32): keys the user hash in Redis keys;\n"+
+		"                             the same on every instance; set it in production (unset: a key kept in Redis)\n"+
+		"  SECKILL_NACOS_PASSWORD     password of --nacos-username\n"+
+		"  SECKILL_JWT_HS256_SECRET   HS256 secret of auth mode jwt, at least 32 bytes\n")
 }
 
 func (s optionSpec) defaultText() string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,12 +43,12 @@ func TestParseOptions(t *testing.T) {
 		{name: "admin-addr bad", env: map[string]string{"SECKILL_ADMIN_ADDR": "localhost"}, wantErr: `SECKILL_ADMIN_ADDR="localhost": want host:port`},
 		{name: "max-conns", env: map[string]string{"SECKILL_MAX_CONNS": "0"}, check: func(o Options) bool { return o.MaxConns == 0 }},
 		{name: "max-conns bad", env: map[string]string{"SECKILL_MAX_CONNS": "-1"}, wantErr: `SECKILL_MAX_CONNS="-1": want an integer >= 0`},
-		{name: "redis-addr", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b:2"}, check: func(o Options) bool { return o.RedisAddr == "a:1,b:2" && !o.Demo }},
+		{name: "redis-addr", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b:2", "SECKILL_STAND_INS": "mysql,rocketmq"}, check: func(o Options) bool { return o.RedisAddr == "a:1,b:2" && !o.Demo }},
 		{name: "redis-addr bad", env: map[string]string{"SECKILL_REDIS_ADDR": "localhost"}, wantErr: `SECKILL_REDIS_ADDR="localhost": want host:port[,host:port]`},
 		{name: "redis-addr bad in list", env: map[string]string{"SECKILL_REDIS_ADDR": "a:1,b"}, wantErr: `want host:port`},
 		{name: "mysql-dsn bad", env: map[string]string{"SECKILL_MYSQL_DSN": "mysql://u@h/db"}, wantErr: `SECKILL_MYSQL_DSN="mysql://u@h/db": want a MySQL DSN`},
-		{name: "mysql-dsn", args: []string{"--mysql-dsn", "u:p@tcp(h:3306)/d"}, check: func(o Options) bool { return o.MySQLDSN == "u:p@tcp(h:3306)/d" && !o.Demo }},
-		{name: "rocketmq-namesrv", env: map[string]string{"SECKILL_ROCKETMQ_NAMESRV": "127.0.0.1:9876"}, check: func(o Options) bool { return o.RocketMQNamesrv == "127.0.0.1:9876" }},
+		{name: "mysql-dsn", args: []string{"--mysql-dsn", "u:p@tcp(h:3306)/d", "--stand-ins=redis,rocketmq"}, check: func(o Options) bool { return o.MySQLDSN == "u:p@tcp(h:3306)/d" && !o.Demo }},
+		{name: "rocketmq-namesrv", env: map[string]string{"SECKILL_ROCKETMQ_NAMESRV": "127.0.0.1:9876", "SECKILL_STAND_INS": "redis,mysql"}, check: func(o Options) bool { return o.RocketMQNamesrv == "127.0.0.1:9876" }},
 		{name: "rocketmq-namesrv host name", env: map[string]string{"SECKILL_ROCKETMQ_NAMESRV": "namesrv:9876"}, wantErr: `SECKILL_ROCKETMQ_NAMESRV="namesrv:9876": want ip:port`},
 		{name: "jwt-rs256-public-key-file", env: map[string]string{"SECKILL_JWT_RS256_PUBLIC_KEY_FILE": "/k.pem", "SECKILL_JWT_HS256_SECRET": "s"}, check: func(o Options) bool {
 			return o.JWTRS256PublicKeyFile == "/k.pem" && o.JWTHS256Secret == "s"
@@ -63,7 +64,7 @@ func TestParseOptions(t *testing.T) {
 		}},
 		{name: "rocketmq-topic", args: []string{"--rocketmq-topic=t1"}, check: func(o Options) bool { return o.RocketMQTopic == "t1" }},
 		{name: "rocketmq-topic empty", args: []string{"--rocketmq-topic", " "}, wantErr: `want a non-empty value`},
-		{name: "nacos-addr", env: map[string]string{"SECKILL_NACOS_ADDR": "127.0.0.1:8848"}, check: func(o Options) bool { return o.NacosAddr == "127.0.0.1:8848" }},
+		{name: "nacos-addr", env: map[string]string{"SECKILL_NACOS_ADDR": "127.0.0.1:8848", "SECKILL_STAND_INS": "redis,mysql,rocketmq"}, check: func(o Options) bool { return o.NacosAddr == "127.0.0.1:8848" }},
 		{name: "nacos-addr bad", args: []string{"--nacos-addr=nacos"}, wantErr: `invalid value "nacos" for flag -nacos-addr: want host:port`},
 		{name: "nacos-data-id", env: map[string]string{"SECKILL_NACOS_DATA_ID": "x.yaml"}, check: func(o Options) bool { return o.NacosDataID == "x.yaml" }},
 		{name: "nacos-data-id empty", args: []string{"--nacos-data-id="}, wantErr: `flag -nacos-data-id: want a non-empty value`},
@@ -73,7 +74,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "config-file flag", args: []string{"--config-file=a.yaml"}, check: func(o Options) bool { return o.ConfigFile == "a.yaml" && o.ConfigFileSet }},
 		{name: "config-file empty", args: []string{"--config-file="}, wantErr: `want a non-empty value`},
 		{name: "admin-token embedded short ok", env: map[string]string{"SECKILL_ADMIN_TOKEN": "short"}, check: func(o Options) bool { return o.AdminToken == "short" }},
-		{name: "admin-token production long", env: map[string]string{"SECKILL_REDIS_ADDR": "r:6379", "SECKILL_ADMIN_TOKEN": longToken}, check: func(o Options) bool { return o.AdminToken == longToken }},
+		{name: "admin-token production long", env: map[string]string{"SECKILL_REDIS_ADDR": "r:6379", "SECKILL_ADMIN_TOKEN": longToken, "SECKILL_STAND_INS": "mysql,rocketmq"}, check: func(o Options) bool { return o.AdminToken == longToken }},
 		{name: "admin-token production short", env: map[string]string{"SECKILL_REDIS_ADDR": "r:6379", "SECKILL_ADMIN_TOKEN": "change-me"}, wantErr: `9 bytes, want at least 32`},
 		{name: "admin-token nacos short", env: map[string]string{"SECKILL_NACOS_ADDR": "n:8848"}, args: []string{"--admin-token=" + longToken[:31]}, wantErr: `31 bytes, want at least 32`},
 		{name: "instance-id", env: map[string]string{"SECKILL_INSTANCE_ID": "i-1"}, check: func(o Options) bool { return o.InstanceID == "i-1" }},
@@ -94,8 +95,24 @@ func TestParseOptions(t *testing.T) {
 		{name: "relay-claim-idle zero", args: []string{"--relay-claim-idle=0s"}, wantErr: `want a duration > 0`},
 		{name: "namespace", env: map[string]string{"SECKILL_NAMESPACE": "blue_1"}, check: func(o Options) bool { return o.Namespace == "blue_1" }},
 		{name: "namespace bad", env: map[string]string{"SECKILL_NAMESPACE": "a:b"}, wantErr: `SECKILL_NAMESPACE="a:b": want letters`},
+		{name: "stand-ins refused: redis alone", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1"}, wantErr: `SECKILL_MYSQL_DSN is unset while SECKILL_REDIS_ADDR is set: orders would go to a temporary SQLite deleted at exit; set it, or name the stand-in with SECKILL_STAND_INS=mysql`},
+		{name: "stand-ins refused: one left", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1", "SECKILL_MYSQL_DSN": "u:p@tcp(h:3306)/d"}, wantErr: `SECKILL_ROCKETMQ_NAMESRV is unset while SECKILL_REDIS_ADDR and SECKILL_MYSQL_DSN are set`},
+		{name: "stand-ins refused: nacos alone", env: map[string]string{"SECKILL_NACOS_ADDR": "n:8848"}, wantErr: `SECKILL_REDIS_ADDR is unset while SECKILL_NACOS_ADDR is set`},
+		{name: "stand-ins refused: only some named", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1", "SECKILL_STAND_INS": "rocketmq"}, wantErr: `SECKILL_STAND_INS=mysql`},
+		{name: "stand-ins named", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1", "SECKILL_STAND_INS": "mysql, rocketmq"}, check: func(o Options) bool { return o.StandIns == "mysql, rocketmq" }},
+		{name: "stand-ins flag", env: map[string]string{"SECKILL_NACOS_ADDR": "n:8848"}, args: []string{"--stand-ins=redis,mysql,rocketmq"}, check: func(o Options) bool { return o.StandIns == "redis,mysql,rocketmq" }},
+		{name: "stand-ins all real", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1", "SECKILL_MYSQL_DSN": "u:p@tcp(h:3306)/d", "SECKILL_ROCKETMQ_NAMESRV": "127.0.0.1:9876"}, check: func(o Options) bool { return o.StandIns == "" }},
+		{name: "stand-ins bad", env: map[string]string{"SECKILL_STAND_INS": "nacos"}, wantErr: `SECKILL_STAND_INS="nacos": unknown stand-in "nacos"`},
+		{name: "log-level", env: map[string]string{"SECKILL_LOG_LEVEL": "warn"}, check: func(o Options) bool { return o.LogLevel == slog.LevelWarn }},
+		{name: "log-level flag", args: []string{"--log-level=DEBUG"}, check: func(o Options) bool { return o.LogLevel == slog.LevelDebug }},
+		{name: "log-level default", check: func(o Options) bool { return o.LogLevel == slog.LevelInfo }},
+		{name: "log-level bad", env: map[string]string{"SECKILL_LOG_LEVEL": "loud"}, wantErr: `SECKILL_LOG_LEVEL="loud": want debug, info, warn or error`},
+		{name: "log-level offset refused", args: []string{"--log-level=info+2"}, wantErr: `want debug, info, warn or error`},
+		{name: "access-log", env: map[string]string{"SECKILL_ACCESS_LOG": "true"}, check: func(o Options) bool { return o.AccessLog }},
+		{name: "access-log flag", args: []string{"--access-log"}, check: func(o Options) bool { return o.AccessLog }},
+		{name: "access-log bad", env: map[string]string{"SECKILL_ACCESS_LOG": "yes please"}, wantErr: `want true or false`},
 		{name: "demo off", env: map[string]string{"SECKILL_DEMO": "false"}, check: func(o Options) bool { return !o.Demo }},
-		{name: "demo flag", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1"}, args: []string{"--demo"}, check: func(o Options) bool { return o.Demo }},
+		{name: "demo flag", env: map[string]string{"SECKILL_REDIS_ADDR": "r:1", "SECKILL_STAND_INS": "mysql,rocketmq"}, args: []string{"--demo"}, check: func(o Options) bool { return o.Demo }},
 		{name: "demo flag false", args: []string{"--demo=false"}, check: func(o Options) bool { return !o.Demo }},
 		{name: "demo bad", env: map[string]string{"SECKILL_DEMO": "maybe"}, wantErr: `SECKILL_DEMO="maybe": want true or false`},
 		{name: "bad env refused even with the flag", env: map[string]string{"SECKILL_MYSQL_POOL": "abc"}, args: []string{"--mysql-pool=2"}, wantErr: `SECKILL_MYSQL_POOL="abc"`},

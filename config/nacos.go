@@ -103,6 +103,7 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 		ClientConfig:  src.clientConfig(),
 		ServerConfigs: src.serverConfigs(),
 	})
+	InstallNacosLogger(log) // the new client replaced the library's logger with a file logger
 	nacosClientMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("config: nacos client: %w", err)
@@ -139,7 +140,7 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 		return client.GetConfig(vo.ConfigParam{DataId: src.DataID, Group: src.Group})
 	}
 	if reached, _ := w.fetch(ctx, get); !reached {
-		w.offerSnapshot()
+		w.offerSnapshot(false)
 	}
 	// The poll timer restarts after every fetch, so polling adds no queries while pushes
 	// keep arriving. The library subscribes in a loop that first runs up to 5 s after
@@ -271,7 +272,7 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (re
 	}
 	data := []byte(content)
 	if len(bytes.TrimSpace(data)) == 0 {
-		if !w.offered && !w.offerSnapshot() {
+		if !w.offered && !w.offerSnapshot(true) {
 			w.log.Warn("config: no content in nacos and no local snapshot: not ready until a configuration is published")
 			w.offered = true
 			w.offer(Payload{Data: nil, Source: SourceNacos, Seq: seq})
@@ -293,7 +294,9 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (re
 }
 
 // offerSnapshot offers the local snapshot once, if there is one and nothing was offered yet.
-func (w *nacosWorker) offerSnapshot() bool {
+// reached says Nacos answered (with no content): then a missing snapshot is not logged as an
+// unreachable server, the caller says what it found.
+func (w *nacosWorker) offerSnapshot(reached bool) bool {
 	if w.offered || w.src.LocalSnapshotPath == "" {
 		return false
 	}
@@ -301,7 +304,7 @@ func (w *nacosWorker) offerSnapshot() bool {
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			w.log.Warn("config: reading the local snapshot failed", "path", w.src.LocalSnapshotPath, "err", err)
-		} else {
+		} else if !reached {
 			w.log.Warn("config: nacos unreachable and no local snapshot: not ready until nacos answers")
 		}
 		return false
@@ -485,4 +488,30 @@ func (t *nacosToken) forget() {
 	t.mu.Lock()
 	t.token = ""
 	t.mu.Unlock()
+}
+
+// PublishNacos stores content as dataID in group of namespace ("" public) on the Nacos
+// server at addr, logging in first when username is set (POST /nacos/v1/cs/configs, type
+// yaml, as the console does). Instances watching the data id apply it within a second.
+func PublishNacos(ctx context.Context, addr, username, password, namespace, dataID, group string, content []byte) error {
+	q := url.Values{}
+	if username != "" {
+		tok, _, err := nacosLoginOnce(ctx, addr, username, password)
+		if err != nil {
+			return fmt.Errorf("nacos login as %q: %w", username, err)
+		}
+		q.Set("accessToken", tok)
+	}
+	form := url.Values{"dataId": {dataID}, "group": {group}, "content": {string(content)}, "type": {"yaml"}}
+	if namespace != "" {
+		form.Set("tenant", namespace)
+	}
+	status, body, err := nacosDo(ctx, http.MethodPost, "http://"+addr+"/nacos/v1/cs/configs?"+q.Encode(), form)
+	if err != nil {
+		return fmt.Errorf("nacos publish: %w", err)
+	}
+	if status != http.StatusOK || strings.TrimSpace(body) != "true" {
+		return fmt.Errorf("nacos publish %s/%s: HTTP %d: %s", group, dataID, status, nacosMessage(body))
+	}
+	return nil
 }

@@ -105,6 +105,7 @@ func (r *NacosRegistry) Run(ctx context.Context) error {
 		},
 		ServerConfigs: []constant.ServerConfig{{IpAddr: host, Port: port, ContextPath: "/nacos"}},
 	})
+	InstallNacosLogger(log) // the new client replaced the library's logger with a file logger
 	nacosClientMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("config: nacos naming client: %w", err)

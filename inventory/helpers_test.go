@@ -64,7 +64,11 @@ func miniRedis(t testing.TB) redis.UniversalClient {
 		}
 	}()
 	t.Cleanup(func() { close(stop); <-done })
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
+	// miniredis runs one command at a time: a rush of hundreds of goroutines queues for the
+	// client's pool, and on a loaded machine longer than the default PoolTimeout (4 s), which
+	// made a reserve fail with "connection pool timeout". The wait for a connection is bounded
+	// by the test's context (ctxT) instead.
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true, PoolTimeout: time.Minute})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

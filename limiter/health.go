@@ -236,7 +236,8 @@ func (l *Limiter) round(ctx context.Context, p *pinger, e *echo, fb Fallback, ca
 }
 
 // pinger is the prober's own connection to a standalone Redis, owned by Run. It speaks the
-// inline command "PING\r\n" and reads one reply line, which is exactly what the control does
+// command PING as a RESP array (miniredis, the embedded mode's Redis, closes a connection
+// sent an inline command; Redis takes both) and reads one reply line, which is exactly what the control does
 // on its loopback connection (write a few bytes, read a few bytes on a net.Conn): the two
 // timings then differ only by what the far end added. It never waits for a pooled connection
 // behind the request path (a pool wait is this process's queueing, not Redis latency). Any
@@ -302,7 +303,7 @@ func (p *pinger) pingOnce(deadline time.Time) (time.Duration, error) {
 		return 0, err
 	}
 	start := time.Now()
-	if _, err := io.WriteString(p.c, "PING\r\n"); err != nil {
+	if _, err := io.WriteString(p.c, "*1\r\n$4\r\nPING\r\n"); err != nil {
 		return 0, err
 	}
 	n := 0

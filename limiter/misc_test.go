@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -141,5 +142,30 @@ func TestMetricsPreCreatedAndScriptDecisions(t *testing.T) {
 	}
 	if h := mfs[0].GetMetric()[0].GetHistogram(); h.GetSampleCount() != 2 || h.GetSampleSum() != 3 {
 		t.Errorf("retry-after histogram: count %d sum %v, want 2 and 3 seconds", h.GetSampleCount(), h.GetSampleSum())
+	}
+}
+
+// TestRecoversOnMiniredis: the embedded mode's Redis (miniredis, which speaks RESP only and
+// closes a connection sent an inline command) lets a degraded Limiter recover once a probe
+// answers: the prober's own PING must be a RESP array.
+func TestRecoversOnMiniredis(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	l := must(New(rdb, Options{}, nil, slog.New(slog.DiscardHandler)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	l.ObserveRedis(time.Millisecond, errors.New("use of closed network connection"))
+	if !l.Degraded() {
+		t.Fatal("a failed call did not degrade")
+	}
+	deadline := time.Now().Add(15 * time.Second) // probes every 1 s (the default ProbeEvery)
+	for l.Degraded() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l.Degraded() {
+		t.Fatal("still degraded 15 s after one failed call, with miniredis answering")
 	}
 }

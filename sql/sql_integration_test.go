@@ -3,6 +3,7 @@
 package sql_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/seckill/seckill/internal/testsvc"
@@ -28,5 +29,43 @@ func TestMigrateMariaDBTwice(t *testing.T) {
 	}
 	if n != 3 {
 		t.Fatalf("uk_orders_user_seq has %d columns, want 3", n)
+	}
+}
+
+// Several instances starting at once take turns under the advisory lock: every Apply
+// succeeds, and schema_migrations ends with each file once.
+func TestApplyConcurrentlyOnMariaDB(t *testing.T) {
+	db := testsvc.MySQL(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = sql.Apply(db)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Apply #%d: %v", i, err)
+		}
+	}
+	ms, err := sql.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := sql.Applied(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]int{}
+	for _, r := range rows {
+		got[r.Version]++
+	}
+	for _, m := range ms {
+		if got[m.Version] != 1 {
+			t.Errorf("schema_migrations holds %s %d times, want once", m.Name, got[m.Version])
+		}
 	}
 }

@@ -3,8 +3,11 @@
 // or flags for real Redis, MySQL, RocketMQ and Nacos it runs in production mode. --help lists
 // every flag with its variable and default.
 //
-// Exit status: 0 after a clean shutdown or --help, 2 for a flag or variable that does not
-// parse, 1 for any other failure.
+// Subcommands: "seckill config check FILE" validates a configuration as a live edit would;
+// "seckill migrate" applies the MySQL schema files; --version prints the build.
+//
+// Exit status: 0 after a clean shutdown, --help or --version, 2 for a flag or variable that
+// does not parse, 1 for any other failure (a refused config check, a failed migration).
 package main
 
 import (
@@ -13,15 +16,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill/app"
-	"github.com/seckill/seckill/order"
 )
 
 func main() {
@@ -30,6 +29,15 @@ func main() {
 
 // run is the whole command; it returns the exit status.
 func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		fmt.Fprintln(stdout, app.Build())
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if code, ok := app.Command(ctx, args, getenv, stdout, stderr); ok {
+		return code
+	}
 	opts, err := app.ParseOptions(args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -43,12 +51,10 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 		return 1
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	// go-redis logs through a package-level logger of its own; route it through ours (JSON,
-	// repeats rate-limited) before the first client is built.
-	redis.SetLogger(order.NewRedisLogger(log))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	log := app.NewLogger(stderr, opts.LogLevel)
+	// go-redis, rocketmq-client-go and nacos-sdk-go log through package-level loggers of
+	// their own; route them through ours before the first client is built.
+	app.InstallLibraryLoggers(log)
 	a, err := app.New(ctx, opts, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "seckill:", err)

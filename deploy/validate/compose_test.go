@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -23,7 +24,7 @@ func loadCompose(t *testing.T) *types.Project {
 	details := types.ConfigDetails{
 		WorkingDir:  dir,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(dir, "compose.yaml")}},
-		Environment: types.Mapping{"SECKILL_ADMIN_TOKEN": strings.Repeat("a", 64)},
+		Environment: types.Mapping{"SECKILL_ADMIN_TOKEN": strings.Repeat("a", 64), "SECKILL_USER_HASH_KEY": strings.Repeat("0f", 32)},
 	}
 	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
 		o.SetProjectName("seckill", true)
@@ -104,6 +105,16 @@ func TestComposeFile(t *testing.T) {
 	}
 	if len(env("SECKILL_ADMIN_TOKEN")) < 32 {
 		t.Errorf("admin token from the environment not passed through")
+	}
+	if env("SECKILL_USER_HASH_KEY") != strings.Repeat("0f", 32) {
+		t.Errorf("user-hash key from the environment not passed through")
+	}
+	// More than the service's own 10 s drain, which compose's default 10 s would cut short.
+	if g := svc.StopGracePeriod; g == nil || time.Duration(*g) <= 10*time.Second {
+		t.Errorf("seckill stop_grace_period %v, want more than the 10 s drain", g)
+	}
+	if r := svc.Deploy; r == nil || r.Resources.Limits == nil || r.Resources.Limits.NanoCPUs <= 0 || r.Resources.Limits.MemoryBytes <= 0 {
+		t.Errorf("seckill has no CPU and memory limits: %+v", r)
 	}
 	// The admin port is published on the host's loopback only.
 	for _, port := range svc.Ports {

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -42,6 +43,23 @@ type manifests struct {
 	secrets     map[string]*corev1.Secret
 	pdbs        map[string]*policyv1.PodDisruptionBudget
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
+	netpols     map[string]*networkingv1.NetworkPolicy
+	monitors    map[string]*serviceMonitor
+}
+
+// serviceMonitor is the part of a Prometheus Operator ServiceMonitor this base uses, decoded
+// strictly (the CRD's Go types are not a dependency here).
+type serviceMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector  metav1.LabelSelector `json:"selector"`
+		Endpoints []struct {
+			Port     string `json:"port"`
+			Path     string `json:"path"`
+			Interval string `json:"interval"`
+		} `json:"endpoints"`
+	} `json:"spec"`
 }
 
 var docSep = regexp.MustCompile(`(?m)^---\s*$`)
@@ -78,6 +96,7 @@ func loadManifests(t *testing.T) manifests {
 		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{},
 		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
+		netpols: map[string]*networkingv1.NetworkPolicy{}, monitors: map[string]*serviceMonitor{},
 	}
 	for _, res := range k.Resources {
 		raw, err := os.ReadFile(filepath.Join(k8sDir, res))
@@ -112,6 +131,12 @@ func loadManifests(t *testing.T) manifests {
 			case "autoscaling/v2 HorizontalPodAutoscaler":
 				h := decodeStrict[autoscalingv2.HorizontalPodAutoscaler](t, where, []byte(doc))
 				m.hpas[h.Name] = h
+			case "networking.k8s.io/v1 NetworkPolicy":
+				n := decodeStrict[networkingv1.NetworkPolicy](t, where, []byte(doc))
+				m.netpols[n.Name] = n
+			case "monitoring.coreos.com/v1 ServiceMonitor":
+				sm := decodeStrict[serviceMonitor](t, where, []byte(doc))
+				m.monitors[sm.Name] = sm
 			default:
 				t.Fatalf("%s: unexpected kind %q", where, gvk)
 			}
@@ -174,11 +199,15 @@ func portNamed(c corev1.Container, name string) bool {
 
 func TestKubernetesManifests(t *testing.T) {
 	m := loadManifests(t)
-	api, workers := m.deployments["seckill-api"], m.deployments["seckill-workers"]
-	if api == nil || workers == nil {
-		t.Fatalf("want Deployments seckill-api and seckill-workers, have %v", keys(m.deployments))
+	api := m.deployments["seckill-api"]
+	roles := map[string]*appsv1.Deployment{}
+	for _, r := range []string{"relay", "writer", "reconciler"} {
+		roles[r] = m.deployments["seckill-"+r]
 	}
-	for _, d := range []*appsv1.Deployment{api, workers} {
+	if api == nil || roles["relay"] == nil || roles["writer"] == nil || roles["reconciler"] == nil || len(m.deployments) != 4 {
+		t.Fatalf("want Deployments seckill-api, seckill-relay, seckill-writer and seckill-reconciler, have %v", keys(m.deployments))
+	}
+	for _, d := range m.deployments {
 		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
 			t.Errorf("%s: selector does not match its pod labels (%v)", d.Name, err)
@@ -206,6 +235,22 @@ func TestKubernetesManifests(t *testing.T) {
 		if tok, _ := env(c, m, "SECKILL_ADMIN_TOKEN"); len(tok) >= 32 || !strings.Contains(strings.ToUpper(tok), "REPLACE") {
 			t.Errorf("%s: admin token %q in the committed Secret: want a REPLACE placeholder shorter than 32 bytes", d.Name, tok)
 		}
+		// Secrets come from the Secret, never the ConfigMap; their placeholders are invalid.
+		for _, k := range []string{"SECKILL_NACOS_USERNAME", "SECKILL_NACOS_PASSWORD", "SECKILL_USER_HASH_KEY", "SECKILL_MYSQL_DSN"} {
+			if _, ok := m.secrets["seckill-secrets"].StringData[k]; !ok {
+				t.Errorf("%s: %s is not in the Secret seckill-secrets", d.Name, k)
+			}
+			if _, ok := m.configMaps["seckill-env"].Data[k]; ok {
+				t.Errorf("%s: %s is in the ConfigMap: secrets belong in the Secret", d.Name, k)
+			}
+		}
+		if key, _ := env(c, m, "SECKILL_USER_HASH_KEY"); !strings.Contains(key, "REPLACE") {
+			t.Errorf("%s: user-hash key %q in the committed Secret: want a REPLACE placeholder (not hex: refused at start)", d.Name, key)
+		}
+		if img := c.Image; strings.HasSuffix(img, ":latest") || !strings.Contains(img, ":") && !strings.Contains(img, "@sha256:") {
+			t.Errorf("%s: image %q: want a pinned tag or digest, not latest", d.Name, img)
+		}
+		restrictedProfile(t, d)
 		for _, k := range []string{"SECKILL_REDIS_ADDR", "SECKILL_MYSQL_DSN", "SECKILL_ROCKETMQ_NAMESRV", "SECKILL_NACOS_ADDR", "SECKILL_DATA_DIR"} {
 			if _, ok := env(c, m, k); !ok {
 				t.Errorf("%s: %s not set", d.Name, k)
@@ -233,9 +278,10 @@ func TestKubernetesManifests(t *testing.T) {
 	if roles, _ := env(c, m, "SECKILL_ROLES"); roles != "api" {
 		t.Errorf("api pods run roles %q, want api", roles)
 	}
-	if roles, _ := env(workers.Spec.Template.Spec.Containers[0], m, "SECKILL_ROLES"); strings.Contains(roles, "api") ||
-		!strings.Contains(roles, "relay") || !strings.Contains(roles, "writer") || !strings.Contains(roles, "reconciler") {
-		t.Errorf("worker pods run roles %q, want relay, writer and reconciler without api", roles)
+	for r, d := range roles {
+		if got, _ := env(d.Spec.Template.Spec.Containers[0], m, "SECKILL_ROLES"); got != r {
+			t.Errorf("%s pods run roles %q, want %s alone (so each scales apart)", d.Name, got, r)
+		}
 	}
 	if g, pre := *api.Spec.Template.Spec.TerminationGracePeriodSeconds, c.Lifecycle; pre != nil && pre.PreStop != nil && pre.PreStop.Exec != nil {
 		pause := 0
@@ -250,7 +296,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatalf("no Service seckill")
 	}
 	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(api.Spec.Template.Labels)) ||
-		labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(workers.Spec.Template.Labels)) {
+		labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(roles["writer"].Spec.Template.Labels)) {
 		t.Errorf("Service selects %v: want the api pods only", svc.Spec.Selector)
 	}
 	for _, p := range svc.Spec.Ports {
@@ -295,4 +341,113 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(k)
 	return k
+}
+
+// restrictedProfile checks a Deployment's pods against the Pod Security Standards'
+// "restricted" profile (kubernetes.io/docs/concepts/security/pod-security-standards): non-root,
+// no privilege escalation, every capability dropped, the RuntimeDefault seccomp profile, no
+// host namespaces, ports or paths, and only the volume types it allows.
+func restrictedProfile(t *testing.T, d *appsv1.Deployment) {
+	t.Helper()
+	ps := d.Spec.Template.Spec
+	if ps.HostNetwork || ps.HostPID || ps.HostIPC {
+		t.Errorf("%s: host namespaces", d.Name)
+	}
+	pod := ps.SecurityContext
+	if pod == nil {
+		t.Errorf("%s: no pod securityContext", d.Name)
+		pod = &corev1.PodSecurityContext{}
+	}
+	for _, v := range ps.Volumes {
+		vs := v.VolumeSource
+		if vs.EmptyDir == nil && vs.ConfigMap == nil && vs.Secret == nil && vs.Projected == nil && vs.DownwardAPI == nil &&
+			vs.PersistentVolumeClaim == nil && vs.Ephemeral == nil && vs.CSI == nil {
+			t.Errorf("%s: volume %s of a type the restricted profile refuses", d.Name, v.Name)
+		}
+	}
+	for _, c := range append(append([]corev1.Container{}, ps.InitContainers...), ps.Containers...) {
+		sc := c.SecurityContext
+		if sc == nil {
+			t.Errorf("%s/%s: no container securityContext", d.Name, c.Name)
+			continue
+		}
+		if sc.Privileged != nil && *sc.Privileged {
+			t.Errorf("%s/%s: privileged", d.Name, c.Name)
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("%s/%s: allowPrivilegeEscalation must be false", d.Name, c.Name)
+		}
+		nonRoot := sc.RunAsNonRoot != nil && *sc.RunAsNonRoot || sc.RunAsNonRoot == nil && pod.RunAsNonRoot != nil && *pod.RunAsNonRoot
+		if !nonRoot {
+			t.Errorf("%s/%s: runAsNonRoot must be true", d.Name, c.Name)
+		}
+		for _, uid := range []*int64{sc.RunAsUser, pod.RunAsUser} {
+			if uid != nil && *uid == 0 {
+				t.Errorf("%s/%s: runAsUser 0", d.Name, c.Name)
+			}
+		}
+		if sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") {
+			t.Errorf("%s/%s: capabilities must drop ALL", d.Name, c.Name)
+		} else if len(sc.Capabilities.Add) > 0 && !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_BIND_SERVICE"}) {
+			t.Errorf("%s/%s: capabilities added %v: only NET_BIND_SERVICE is allowed", d.Name, c.Name, sc.Capabilities.Add)
+		}
+		seccomp := sc.SeccompProfile
+		if seccomp == nil {
+			seccomp = pod.SeccompProfile
+		}
+		if seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault && seccomp.Type != corev1.SeccompProfileTypeLocalhost {
+			t.Errorf("%s/%s: seccompProfile must be RuntimeDefault (or Localhost)", d.Name, c.Name)
+		}
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				t.Errorf("%s/%s: hostPort %d", d.Name, c.Name, p.HostPort)
+			}
+		}
+	}
+}
+
+// The admin port is reachable only from selected peers, the storefront port from any; a
+// ServiceMonitor scrapes /metrics on the admin port through a Service that selects every pod.
+func TestAdminPortPolicyAndServiceMonitor(t *testing.T) {
+	m := loadManifests(t)
+	np := m.netpols["seckill-admin-port"]
+	if np == nil {
+		t.Fatalf("no NetworkPolicy seckill-admin-port")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range m.deployments {
+		if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("NetworkPolicy does not cover %s", name)
+		}
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Errorf("NetworkPolicy policyTypes %v, want Ingress", np.Spec.PolicyTypes)
+	}
+	for _, r := range np.Spec.Ingress {
+		for _, p := range r.Ports {
+			if p.Port != nil && p.Port.IntValue() == 9090 && len(r.From) == 0 {
+				t.Errorf("NetworkPolicy opens the admin port 9090 to every peer")
+			}
+		}
+	}
+	admin := m.services["seckill-admin"]
+	sm := m.monitors["seckill"]
+	if admin == nil || sm == nil {
+		t.Fatalf("want Service seckill-admin and ServiceMonitor seckill")
+	}
+	smSel, err := metav1.LabelSelectorAsSelector(&sm.Spec.Selector)
+	if err != nil || !smSel.Matches(labels.Set(admin.Labels)) {
+		t.Errorf("ServiceMonitor selector %v does not select Service seckill-admin (%v)", sm.Spec.Selector, err)
+	}
+	for name, d := range m.deployments {
+		if !labels.SelectorFromSet(admin.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("Service seckill-admin does not select %s", name)
+		}
+	}
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "admin" || sm.Spec.Endpoints[0].Path != "/metrics" {
+		t.Errorf("ServiceMonitor endpoints %+v, want port admin, /metrics", sm.Spec.Endpoints)
+	}
 }

@@ -39,6 +39,7 @@ type Driver struct {
 	nAccepted atomic.Int64
 	n410      atomic.Int64
 	n429      atomic.Int64
+	nDisabled atomic.Int64 // 503 DISABLED: a kill switch, an answer of the service, not an error
 	nErrors   atomic.Int64
 
 	rec recorder

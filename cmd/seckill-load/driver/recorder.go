@@ -21,6 +21,8 @@ func (r *Driver) record(u *user, res result) {
 		r.n410.Add(1)
 	case res.status == http.StatusTooManyRequests:
 		r.n429.Add(1)
+	case res.status == http.StatusServiceUnavailable && res.code == "DISABLED":
+		r.nDisabled.Add(1)
 	case res.status == 0 || res.status >= 500:
 		r.nErrors.Add(1)
 	}
@@ -44,8 +46,8 @@ func (r *Driver) progress(ctx context.Context, start time.Time) {
 			n := r.completed.Load()
 			rps := float64(n-last) / now.Sub(lastAt).Seconds()
 			last, lastAt = n, now
-			fmt.Fprintf(r.cfg.Log, "[%6.1fs] requests=%d rps=%.0f 2xx=%d 410=%d 429=%d errors=%d\n",
-				now.Sub(start).Seconds(), n, rps, r.nAccepted.Load(), r.n410.Load(), r.n429.Load(), r.nErrors.Load())
+			fmt.Fprintf(r.cfg.Log, "[%6.1fs] requests=%d rps=%.0f 2xx=%d 410=%d 429=%d disabled=%d errors=%d\n",
+				now.Sub(start).Seconds(), n, rps, r.nAccepted.Load(), r.n410.Load(), r.n429.Load(), r.nDisabled.Load(), r.nErrors.Load())
 		}
 	}
 }

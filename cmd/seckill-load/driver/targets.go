@@ -19,8 +19,11 @@ func (r *Driver) CreateActivity(ctx context.Context) error {
 		"activityId":   cfg.Activity,
 		"stock":        cfg.Stock,
 		"perUserLimit": cfg.PerUserLimit,
-		"opensAt":      now.Add(cfg.OpensIn).Format("2006-01-02T15:04:05.000Z07:00"),
 		"shards":       cfg.Shards,
+	}
+	if cfg.OpensInSet || cfg.OpensIn != 0 {
+		// Without it the server opens a new activity now and keeps an existing one's opening.
+		def["opensAt"] = now.Add(cfg.OpensIn).Format("2006-01-02T15:04:05.000Z07:00")
 	}
 	if cfg.ClosesIn > 0 {
 		def["closesAt"] = now.Add(cfg.ClosesIn).Format("2006-01-02T15:04:05.000Z07:00")

@@ -34,6 +34,13 @@ type fake struct {
 	negRemaining  bool // GET answers remaining -1
 	noRetryHeader bool // 429 without Retry-After
 	onReserve     func(rid, user string, qty int)
+	// holdUntilPolled makes every reservation wait (at most pollHold) until the poller's
+	// second GET of the activity has arrived: the poller sends one GET at a time, so by then
+	// its first answer is in its report. Without it a rush that ends before the first answer
+	// (a loaded machine) cancels that poll and leaves the remaining checks nothing to judge.
+	holdUntilPolled bool
+	gets            int           // GETs of the activity received
+	polled          chan struct{} // closed at the second GET of the activity
 
 	held   map[string]int    // user -> units
 	last   map[string]string // user -> last reservation id
@@ -62,8 +69,13 @@ func newFake(stock int64, limit int) *fake {
 		stock: stock, limit: limit, retryAfter: "1",
 		held: map[string]int{}, last: map[string]string{}, idem: map[string]string{},
 		seen: map[string]int{}, counts: map[fakeOutcome]int64{}, rids: map[string]string{},
+		polled: make(chan struct{}),
 	}
 }
+
+// pollHold bounds the wait of holdUntilPolled; a poller that never answers makes the run go
+// on without it, and the remaining checks then fail with their own reason.
+const pollHold = 20 * time.Second
 
 func (f *fake) handler() http.Handler {
 	mux := http.NewServeMux()
@@ -71,6 +83,9 @@ func (f *fake) handler() http.Handler {
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]any{"ready": true}) })
 	mux.HandleFunc("GET /api/v1/activities/{id}", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
+		if f.gets++; f.gets == 2 {
+			close(f.polled)
+		}
 		rem := f.stock
 		if f.negRemaining {
 			rem = -1
@@ -98,6 +113,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (f *fake) reserve(w http.ResponseWriter, r *http.Request) {
+	if f.holdUntilPolled {
+		select {
+		case <-f.polled:
+		case <-time.After(pollHold):
+		}
+	}
 	at := time.Now()
 	user, key := r.Header.Get("X-User-Id"), r.Header.Get("Idempotency-Key")
 	var body struct{ Quantity int }

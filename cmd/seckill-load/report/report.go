@@ -332,7 +332,16 @@ func (r *Report) WriteText(w io.Writer) {
 	for _, c := range r.Checks {
 		fmt.Fprintf(w, "  %-4s %-32s %s\n", c.Status, c.Name, c.Detail)
 	}
+	skipped := 0
+	for _, c := range r.Checks {
+		if c.Status == Skip {
+			skipped++
+		}
+	}
 	verdict := "PASS: every invariant held"
+	if skipped > 0 {
+		verdict = fmt.Sprintf("PASS, %d skipped: every invariant checked held", skipped)
+	}
 	if !r.Passed {
 		var failed []string
 		for _, c := range r.Checks {

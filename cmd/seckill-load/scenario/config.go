@@ -79,7 +79,10 @@ type Config struct {
 	AdminURL string
 	Shards   int
 	OpensIn  time.Duration
-	ClosesIn time.Duration
+	// OpensInSet says --opens-in was given: only then is opensAt sent, so a second run
+	// against the same activity re-posts it unchanged (200) instead of a new opening (409).
+	OpensInSet bool
+	ClosesIn   time.Duration
 
 	// MySQLDSN (or an open OrdersDB) enables the order checks on table orders; RedisAddr (or
 	// Redis) the stock shard checks. A comma-separated RedisAddr means a cluster.
@@ -276,6 +279,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { c.OpensInSet = c.OpensInSet || f.Name == "opens-in" })
 	c.Targets = targets
 	c.AdminURL = strings.TrimRight(c.AdminURL, "/")
 	if c.AdminToken == "" {

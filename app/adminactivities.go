@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"net/http/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/sql"
+)
+
+const (
+	// listDefault and listMax bound one page of GET /admin/v1/activities.
+	listDefault = 100
+	listMax     = 1000
+)
+
+// listActivities returns activity rows from MySQL, the system of record, in id order after
+// the id after ("" = from the start), at most limit.
+func (s *adminStore) listActivities(ctx context.Context, after string, limit int) ([]sql.Activity, error) {
+	var rows []sql.Activity
+	q := s.db.WithContext(ctx).Order("id").Limit(limit)
+	if after != "" {
+		q = q.Where("id > ?", after)
+	}
+	return rows, q.Find(&rows).Error
+}
+
+// getActivities answers GET /admin/v1/activities?limit=&after=: a page of the activities'
+// definitions from MySQL, and next, the after of the next page (null on the last one).
+func (a *api) getActivities(c *gin.Context) {
+	limit := listDefault
+	if v, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > listMax {
+			writeError(c, badRequest("limit must be an integer from 1 to "+strconv.Itoa(listMax)))
+			return
+		}
+		limit = n
+	}
+	after := c.Query("after")
+	if after != "" && !keyspace.ValidActivityID(after) {
+		writeError(c, badRequest("after must be an activity id ([A-Za-z0-9_-]{1,64})"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Second)
+	defer cancel()
+	// One more than asked tells whether another page follows.
+	rows, err := a.admin.listActivities(ctx, after, limit+1)
+	if err != nil {
+		a.log.Warn("list activities from MySQL", "err", err)
+		writeError(c, unavailable("database unavailable"))
+		return
+	}
+	var next any
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = rows[limit-1].ID
+	}
+	list := make([]gin.H, 0, len(rows))
+	for _, r := range rows {
+		h := gin.H{
+			"activityId": r.ID, "campaignId": r.CampaignID, "stock": r.Stock, "perUserLimit": r.PerUserLimit,
+			"opensAt": millis(r.OpensAt), "closesAt": nil, "shards": r.Shards, "requireToken": r.RequireToken,
+			"createdAt": millis(r.CreatedAt),
+		}
+		if r.ClosesAt != nil {
+			h["closesAt"] = millis(*r.ClosesAt)
+		}
+		list = append(list, h)
+	}
+	c.JSON(http.StatusOK, gin.H{"activities": list, "next": next})
+}
+
+// getAdminActivity answers GET /admin/v1/activities/{id}: the definition as Redis holds it
+// (shards is the current layout's count) with the live remaining stock and sold-out mark.
+func (a *api) getAdminActivity(c *gin.Context) {
+	id, e := activityID(c)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	v, ok, err := a.inv.Lookup(c.Request.Context(), id)
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return
+	}
+	if !ok {
+		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity"))
+		return
+	}
+	h := activityJSON(v.Activity)
+	h["remaining"] = max(v.Remaining, 0)
+	h["soldOut"] = v.SoldOut || v.Remaining <= 0
+	c.JSON(http.StatusOK, h)
+}
+
+// pprofHandler serves net/http/pprof under /debug/pprof/ (the admin listener, behind the
+// admin token): the index, cmdline, profile, symbol, trace and every named profile.
+func pprofHandler(c *gin.Context) {
+	switch name := strings.TrimPrefix(c.Param("name"), "/"); name {
+	case "":
+		pprof.Index(c.Writer, c.Request)
+	case "cmdline":
+		pprof.Cmdline(c.Writer, c.Request)
+	case "profile":
+		pprof.Profile(c.Writer, c.Request)
+	case "symbol":
+		pprof.Symbol(c.Writer, c.Request)
+	case "trace":
+		pprof.Trace(c.Writer, c.Request)
+	default:
+		pprof.Handler(name).ServeHTTP(c.Writer, c.Request)
+	}
+}
