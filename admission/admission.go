@@ -198,7 +198,9 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 		return Admission{}, rejCanceled
 	}
 	if !dec.Allowed {
-		return r.reject(rateLimited(dec.Dimension, dec.RetryAfter))
+		x := rateLimited(dec.Dimension, dec.RetryAfter)
+		x.Reason = dec.Reason
+		return r.reject(x)
 	}
 	// 6. Grab token. A replayed key is answered before the one-time token is spent, so a safe
 	// retry (with the already used token) returns the reservation.

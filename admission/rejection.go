@@ -37,6 +37,10 @@ type Rejection struct {
 	RetryAfter time.Duration
 	// Dimension names the budget of a RATE_LIMITED answer (limiter.DimGlobal ... DimUser).
 	Dimension string
+	// Reason is the limiter's reason of a RATE_LIMITED answer (limiter.ReasonRate,
+	// ReasonRemembered, ...), "" when the reservation script refused; not answered to the
+	// client, counted by the sale funnel.
+	Reason string
 	// OpensAt is the opening of a NOT_OPEN answer.
 	OpensAt time.Time
 	// ReservationID is the user's last reservation of an ALREADY_PURCHASED answer, "" when the

@@ -43,6 +43,7 @@ type App struct {
 	opts Options
 	log  *slog.Logger
 	reg  *prometheus.Registry
+	om   *order.Metrics
 
 	rdb      redis.UniversalClient
 	mini     *miniredis.Miniredis
@@ -109,6 +110,14 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	if err != nil {
 		return err
 	}
+	a.om = om
+	if !opts.has("writer") {
+		// The writer's series mean nothing where it does not run (its last-success time
+		// would read 0, "stale", on every API-only pod): not exported there.
+		for _, c := range om.WriterCollectors() {
+			a.reg.Unregister(c)
+		}
+	}
 	if a.durabilityOK, err = newDurabilityGauge(a.reg, opts.RedisDurability.String()); err != nil {
 		return err
 	}
@@ -125,6 +134,17 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	}
 	a.rec, err = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: keyspace.Namespaced(opts.Namespace, keyspace.Activities)}, om, log.With("part", "reconciler"))
 	return err
+}
+
+// activityGone deletes the series of an activity whose metadata is gone from Redis
+// (inventory.Options.Gone).
+func (a *App) activityGone(id string) {
+	if a.api != nil && a.api.funnel != nil {
+		a.api.funnel.forget(id)
+	}
+	if a.om != nil {
+		a.om.Forget(id)
+	}
 }
 
 // New builds the instance; it connects to every configured backing service and starts the
@@ -208,7 +228,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey,
-		Durability: opts.RedisDurability, Catalog: &adminStore{db: a.db}}, invM, log.With("part", "inventory"))
+		Durability: opts.RedisDurability, Catalog: &adminStore{db: a.db}, Gone: a.activityGone}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
 		if len(opts.UserHashKey) == 0 {
@@ -224,7 +244,8 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	a.api = newAPI(api{
 		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
-		log: log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
+		funnel: newFunnel(a.rdb, a.inv.UserHash, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now),
+		log:    log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
 	})
 	if opts.AccessLog {
 		a.api.accessLog = log.With("part", "access")
@@ -456,6 +477,9 @@ func (a *App) Run(ctx context.Context) error {
 	start("reshard", a.runReshard)
 	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
 		start("durability-check", a.runDurabilityCheck)
+	}
+	if a.opts.has("api") {
+		start("funnel", a.api.funnel.Run)
 	}
 	if a.opts.has("relay") {
 		start("relay", a.relay.Run)

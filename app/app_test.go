@@ -292,7 +292,10 @@ func decodeJSON(resp *http.Response, v any) {
 func TestDashboardUsesRealMetrics(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig)
 	id := uniq(t, "dash")
-	ta.createActivity(t, id, 1, 1, 1, time.Now().Add(-time.Second))
+	// In a campaign: the campaign series exist with the campaign's first activity.
+	if a := ta.admin(t, "POST", "/admin/v1/activities", fmt.Sprintf(`{"activityId":%q,"campaignId":"dash-campaign","stock":1,"perUserLimit":1,"shards":1}`, id)); a.status != http.StatusCreated {
+		t.Fatalf("create: %d %v", a.status, a.body)
+	}
 	if a := ta.reserve(t, id, "dash-user", ""); a.status != http.StatusAccepted {
 		t.Fatalf("reserve: %d %v", a.status, a.body)
 	}

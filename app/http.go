@@ -43,9 +43,11 @@ type api struct {
 	rdb        redis.UniversalClient
 	adminToken string
 	metrics    *httpMetrics
-	gatherer   prometheus.Gatherer
-	log        *slog.Logger
-	now        func() time.Time
+	// funnel counts the reservation attempts by activity and outcome (nil: not counted).
+	funnel   *funnel
+	gatherer prometheus.Gatherer
+	log      *slog.Logger
+	now      func() time.Time
 
 	// unknown remembers activity ids Redis did not know, for unknownTTL each, bounded.
 	unknown *lru[struct{}]
@@ -133,6 +135,7 @@ func (a *api) adminRouter() *gin.Engine {
 	adm.GET("/activities/:id", a.getAdminActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
 	adm.POST("/activities/:id/restore", a.postRestore)
+	adm.GET("/activities/:id/report", a.getReport)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
 	r.GET("/debug/pprof/*name", a.requireAdmin, pprofHandler)
@@ -159,6 +162,10 @@ type reqState struct {
 	// is written (see admission.Request); rej is the target of answerError's errors.As.
 	adm admission.Request
 	rej *admission.Rejection
+	// fa is the funnel of the activity of a reservation attempt (nil: not an attempt), fo its
+	// outcome, set where the answer is decided; observe counts both with the latency.
+	fa *actFunnel
+	fo funnelOutcome
 }
 
 // state is the request's reqState, nil outside observe.
@@ -195,7 +202,14 @@ func (a *api) observe(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	a.metrics.observer(route, o).Observe(time.Since(start).Seconds())
+	d := time.Since(start)
+	a.metrics.observer(route, o).Observe(d.Seconds())
+	if st.fa != nil {
+		if st.fo == fReplayed && c.Writer.Status() >= http.StatusInternalServerError {
+			st.fo = fUnavailable // the replayed reservation could not be read
+		}
+		st.fa.answer(a.funnel, st.fo, st.adm.UserID, st.adm.Quantity, d)
+	}
 	// Nothing keeps the context after the request (gin resets it), so the map can be reused.
 	if a.states != nil && lent {
 		c.Keys = nil
@@ -560,28 +574,51 @@ func (a *api) postReservation(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
+	st := a.attempt(c, r)
 	ctx := c.Request.Context()
 	adm, err := a.gate.Admit(ctx, snap.Admission, r)
 	if err != nil {
+		st.answered(funnelOutcomeOf(err))
 		a.answerError(c, err)
 		return
 	}
 	if adm.Replay != "" {
+		st.answered(fReplayed)
 		a.answerReplay(c, r.Activity.ID, adm.Replay)
 		return
 	}
 	res, err := a.gate.Reserve(ctx, &adm)
 	if err != nil {
+		st.answered(funnelOutcomeOf(err))
 		a.answerError(c, err)
 		return
 	}
 	if res.Replayed {
+		st.answered(fReplayed)
 		a.answerReplay(c, r.Activity.ID, res.ID)
 		return
 	}
+	st.answered(fAccepted)
 	setOutcome(c, outcomeReserved)
 	writeReserved(c, res.ID, r.Activity.ID)
 }
+
+// attempt counts a reservation attempt in the sale funnel and returns the request state that
+// carries it to observe (a throwaway one outside observe or without a funnel).
+func (a *api) attempt(c *gin.Context, r *admission.Request) *reqState {
+	st := state(c)
+	if st == nil {
+		return &reqState{}
+	}
+	if a.funnel != nil {
+		st.fa = a.funnel.activity(&r.Activity)
+		st.fa.attempt(a.funnel, r.UserID)
+	}
+	return st
+}
+
+// answered records the funnel outcome of the attempt.
+func (st *reqState) answered(o funnelOutcome) { st.fo = o }
 
 // storefrontRequest decodes what comes before the admission layers (docs/API.md section 4,
 // precedence): what the headers show is malformed (400, 413), the identity (401), the

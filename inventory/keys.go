@@ -244,3 +244,15 @@ func digits(s string, most int) bool {
 	}
 	return true
 }
+
+// Funnel is the activity's sale funnel hash (tag {A}), kept by the api instances (app's
+// funnel): counts by outcome, latency buckets and accepted reservations by second.
+func Funnel(activity string) string { return "sk:{" + activity + "}:funnel" }
+
+// FunnelTimes is the sorted set of the activity's first and last accepted reservation
+// (members "first" and "last", scores unix ms, kept with ZADD LT and GT).
+func FunnelTimes(activity string) string { return "sk:{" + activity + "}:ftimes" }
+
+// FunnelUsers is the HyperLogLog of the distinct users of one stage of the activity's funnel
+// ("tried", "bought").
+func FunnelUsers(activity, stage string) string { return "sk:{" + activity + "}:hll:" + stage }

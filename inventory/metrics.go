@@ -139,3 +139,10 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	}
 	return c, nil
 }
+
+// forget deletes the series of an activity that went away.
+func (m *Metrics) forget(activity string) {
+	m.remaining.DeleteLabelValues(activity)
+	m.issued.DeleteLabelValues(activity)
+	m.soldOut.DeletePartialMatch(prometheus.Labels{"activity": activity})
+}

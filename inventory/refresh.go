@@ -174,7 +174,11 @@ func (s *Store) Refresh(ctx context.Context) error {
 			s.reportIssued(ctx, id)
 			continue
 		}
-		if !ok || !m.loaded {
+		if !ok {
+			s.drop(id)
+			continue
+		}
+		if !m.loaded {
 			continue
 		}
 		e := s.apply(m)
@@ -275,5 +279,22 @@ func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
 	}
 	if lost {
 		s.setRecovering(known, e, fmt.Sprintf("shard %d of epoch %d lost its stock", k, l.epoch))
+	}
+}
+
+// drop forgets a cached activity whose metadata is gone from Redis, deletes its labelled
+// series and tells Options.Gone; an id that was not cached is left alone.
+func (s *Store) drop(id string) {
+	s.mu.Lock()
+	_, cached := s.acts[id]
+	delete(s.acts, id)
+	s.mu.Unlock()
+	if !cached {
+		return
+	}
+	s.m.forget(id)
+	s.log.Info("activity gone from Redis: dropped from the cache", "activity", id)
+	if s.opts.Gone != nil {
+		s.opts.Gone(id)
 	}
 }

@@ -90,6 +90,9 @@ type Options struct {
 	// Catalog lists the activities MySQL knows (generation.go); nil: a loss of Redis state is
 	// not detected (tests of the inventory alone).
 	Catalog Catalog
+	// Gone, when set, is told of each cached activity whose metadata a refresh no longer
+	// finds in Redis (the activity was deleted): the store has dropped it and its series.
+	Gone func(activity string)
 }
 
 const (

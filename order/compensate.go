@@ -149,6 +149,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 	}
 	if code == inventory.FailedNow || code == inventory.FailedNowMoved {
 		c.m.Compensations.Inc()
+		c.m.ActivityCompensations.WithLabelValues(msg.ActivityID).Inc()
 		c.log.Info("reservation compensated", "reservation", msg.ReservationID, "activity", msg.ActivityID,
 			"units", strconv.FormatInt(qty, 10), "reason", reason)
 	}

@@ -32,6 +32,10 @@ type Metrics struct {
 	Repairs           *prometheus.CounterVec // kind
 	ReconcileFails    prometheus.Counter     // reconciliation rounds that failed for an activity
 	Lost              *prometheus.GaugeVec   // activity: reservations answered 202 that never reached MySQL (lost.go)
+	// OrdersWritten and ActivityCompensations are WriterCommits and Compensations by
+	// activity (the sale funnel's last steps).
+	OrdersWritten         *prometheus.CounterVec // activity: orders committed and confirmed
+	ActivityCompensations *prometheus.CounterVec // activity: reservations failed for good, stock returned
 }
 
 // Label values of the closed sets, created at 0 by NewMetrics.
@@ -86,6 +90,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Reconciliation rounds that failed for an activity."}),
 		Lost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_lost_reservations",
 			Help: "Reservations answered 202 that never reached MySQL (lost with Redis), as the last restore listed them."}, []string{"activity"}),
+		OrdersWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_orders_written_total",
+			Help: "Orders committed to MySQL and confirmed in Redis, by activity."}, []string{"activity"}),
+		ActivityCompensations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_activity_compensations_total",
+			Help: "Reservations failed for good whose stock went back to Redis, by activity."}, []string{"activity"}),
 	}
 	for _, c := range errClasses {
 		m.WriterErrors.WithLabelValues(string(c))
@@ -104,10 +112,26 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
 		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.DeadLetters, m.Compensations, m.Drift,
-		m.Orphans, m.Repairs, m.ReconcileFails, m.Lost} {
+		m.Orphans, m.Repairs, m.ReconcileFails, m.OrdersWritten, m.ActivityCompensations, m.Lost} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("order: register metrics: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// Forget deletes the series of an activity that went away.
+func (m *Metrics) Forget(activity string) {
+	for _, v := range []*prometheus.GaugeVec{m.JournalLag, m.InFlight, m.Drift, m.Orphans} {
+		v.DeleteLabelValues(activity)
+	}
+	m.OrdersWritten.DeleteLabelValues(activity)
+	m.ActivityCompensations.DeleteLabelValues(activity)
+}
+
+// WriterCollectors are the series only the writer sets: a process that does not run the
+// writer unregisters them.
+func (m *Metrics) WriterCollectors() []prometheus.Collector {
+	return []prometheus.Collector{m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors,
+		m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.OrdersWritten}
 }

@@ -167,6 +167,8 @@ func (r *Reconciler) activity(ctx context.Context, id string) error {
 		return err
 	}
 	r.m.Drift.WithLabelValues(id).Set(float64(rep.Drift))
+	r.m.OrdersWritten.WithLabelValues(id) // the funnel's last steps exist at 0 from the first round
+	r.m.ActivityCompensations.WithLabelValues(id)
 	r.m.JournalLag.WithLabelValues(id).Set(float64(rep.JournalPending))
 	r.m.InFlight.WithLabelValues(id).Set(float64(rep.InFlight))
 	r.m.Orphans.WithLabelValues(id).Set(float64(orphans))

@@ -480,6 +480,7 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 		switch res {
 		case inventory.Confirmed:
 			w.m.WriterCommits.Inc()
+			w.m.OrdersWritten.WithLabelValues(m.ActivityID).Inc()
 		case inventory.ConfirmConflict:
 			// The reservation was failed for good (its units returned) before this
 			// order's confirm: the record is the arbiter, the order goes, and a

@@ -16,7 +16,9 @@
 #   Nacos 3.1 (Java)     HTTP 127.0.0.1:8848, gRPC 9848/9849, console 18080; auth on,
 #                        administrator nacos / seckill-nacos (its raft port 7848 listens on
 #                        all interfaces: JRaft's gRPC server takes no bind address)
-# It also installs Debian's chromium, which the console test drives.
+# It also installs Debian's chromium, which the console test drives, and Debian's prometheus
+# package for its promtool (deploy/validate checks and tests deploy/prometheus with it; the
+# package's own server is not started by this script).
 #
 # Runtime data and logs live in <repo>/.infra (git-ignored); downloads and builds are cached in
 # ${SECKILL_CACHE_DIR:-~/.cache/seckill}. Idempotent: a service that already answers is left
@@ -757,6 +759,7 @@ cmd_up() {
 	need_pkgs setsid util-linux
 	need_pkgs javac openjdk-17-jdk-headless
 	need_pkgs chromium chromium
+	need_pkgs promtool prometheus
 	phase rocketmq-start
 	rocketmq_start
 	phase nacos-start

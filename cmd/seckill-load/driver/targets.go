@@ -125,3 +125,35 @@ func getActivity(ctx context.Context, c *http.Client, target, activity string) (
 	}
 	return a.Status, a.Remaining, nil
 }
+
+// SaleReport reads the service's sale report of the activity (GET
+// /admin/v1/activities/{id}/report on the admin listener, with AdminToken): what every
+// instance counted, by layer, and MySQL's orders.
+func (r *Driver) SaleReport(ctx context.Context) (map[string]any, error) {
+	cfg := r.cfg
+	admin := cfg.AdminURL
+	if admin == "" {
+		admin = cfg.Targets[0]
+	}
+	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, admin+"/admin/v1/activities/"+cfg.Activity+"/report", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("sale report: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("sale report: %s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("sale report: %w", err)
+	}
+	return rep, nil
+}

@@ -78,6 +78,33 @@ func Run(ctx context.Context, cfg scenario.Config) (*report.Report, error) {
 
 	res.Report.Remaining = poll.Report()
 	chk.Run(ctx, res, poll)
+	if cfg.AdminToken != "" {
+		saleReport(ctx, d, res.Report, cfg.Create)
+	}
 	res.Report.Finish()
 	return res.Report, nil
+}
+
+// saleReport reads the service's report of the sale into rep. When this run created the
+// activity, it is the only traffic: the service's count of accepted reservations must then
+// equal the distinct reservations the tool got (a reservation the tool could not resolve, after
+// a timeout, may make the service's count higher by at most the unresolved attempts).
+func saleReport(ctx context.Context, d *driver.Driver, rep *report.Report, created bool) {
+	sale, err := d.SaleReport(ctx)
+	if err != nil {
+		rep.Add("sale report", report.Fail, "%v", err)
+		return
+	}
+	rep.Sale = sale
+	if !created {
+		return
+	}
+	answers, _ := sale["answers"].(map[string]any)
+	accepted, _ := answers["accepted"].(float64)
+	got, unresolved := int64(rep.Reservations.Distinct), int64(rep.Reservations.UnresolvedAttempts)
+	if int64(accepted) < got || int64(accepted) > got+unresolved {
+		rep.Add("sale report", report.Fail, "the service counted %v accepted reservations, the tool got %d (%d unresolved)", accepted, got, unresolved)
+		return
+	}
+	rep.Add("sale report", report.Pass, "the service counted %v accepted reservations, the tool got %d", accepted, got)
 }

@@ -86,8 +86,11 @@ type Report struct {
 	Reservations    ReservationsReport        `json:"reservations"`
 	Remaining       RemainingReport           `json:"remaining"`
 	Orders          OrdersReport              `json:"orders"`
-	Checks          []Check                   `json:"checks"`
-	Passed          bool                      `json:"passed"`
+	// Sale is the service's own report of the activity (GET /admin/v1/activities/{id}/report),
+	// read after the checks when an admin token is given; nil otherwise.
+	Sale   map[string]any `json:"sale,omitempty"`
+	Checks []Check        `json:"checks"`
+	Passed bool           `json:"passed"`
 	// Warnings say what the run did not measure, e.g. that most requests were rate-limited;
 	// they do not fail the run.
 	Warnings []string `json:"warnings"`
@@ -321,6 +324,10 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "orders in MySQL: %d (%d units), %d compensated\n", r.Orders.Count, r.Orders.Units, r.Orders.Compensations)
 	}
 
+	if r.Sale != nil {
+		writeSale(w, r.Sale)
+	}
+
 	fmt.Fprintln(w, "\nchecks:")
 	for _, c := range r.Checks {
 		fmt.Fprintf(w, "  %-4s %-32s %s\n", c.Status, c.Name, c.Detail)
@@ -351,4 +358,35 @@ func (r *Report) WriteText(w io.Writer) {
 		verdict += " (but read the WARNING above: the run may not have measured what you meant)"
 	}
 	fmt.Fprintf(w, "\n%s\n", verdict)
+}
+
+// writeSale prints the service's sale report: the funnel the service counted.
+func writeSale(w io.Writer, s map[string]any) {
+	num := func(m map[string]any, k string) any {
+		if v, ok := m[k]; ok && v != nil {
+			return v
+		}
+		return "-"
+	}
+	sub := func(k string) map[string]any { m, _ := s[k].(map[string]any); return m }
+	fmt.Fprintln(w, "\nthe service's sale report (GET /admin/v1/activities/{id}/report):")
+	fmt.Fprintf(w, "  attempts %v, accepted %v, refused %v; units sold %v to %v distinct buyers (MySQL)\n",
+		num(s, "attempts"), num(sub("answers"), "accepted"), num(s, "refusedTotal"), num(sub("orders"), "units"), num(sub("orders"), "distinctBuyers"))
+	fmt.Fprintf(w, "  distinct users tried %v, bought %v (HyperLogLog, standard error %v)\n",
+		num(sub("distinctUsers"), "tried"), num(sub("distinctUsers"), "bought"), num(sub("distinctUsers"), "standardError"))
+	fmt.Fprintf(w, "  opened %v, first accepted %v, last %v, sold out after %v ms; peak second %v\n",
+		num(s, "opensAt"), num(s, "firstAccepted"), num(s, "lastAccepted"), num(s, "timeToSellOutMs"), s["peakSecond"])
+	refused := sub("refused")
+	layers := make([]string, 0, len(refused))
+	for l, n := range refused {
+		if n != float64(0) {
+			layers = append(layers, l)
+		}
+	}
+	sort.Strings(layers)
+	for _, l := range layers {
+		fmt.Fprintf(w, "  refused by %-16s %10v\n", l+":", refused[l])
+	}
+	fmt.Fprintf(w, "  conversion %v, block rate %v, compensated %v, drift %v\n",
+		s["conversion"], num(s, "blockRate"), num(s, "compensated"), num(s, "drift"))
 }

@@ -1,0 +1,457 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/limiter"
+)
+
+// funnelOutcome is the answer of one reservation attempt as the sale funnel counts it: a
+// closed set (funnelOutcomeNames), the zero value none (not answered yet).
+type funnelOutcome uint8
+
+const (
+	fNone funnelOutcome = iota
+	fAccepted
+	fReplayed
+	fKillSwitch
+	fNotOpen
+	fClosed
+	fBlacklist
+	fCanary
+	fRateGlobal
+	fRateCampaign
+	fRateActivity
+	fRateChannel
+	fRateIP
+	fRateUser
+	fRemembered
+	fToken
+	fUserLimit
+	fSoldOut
+	fUnavailable
+	fOutcomeUnknown
+	nFunnelOutcomes
+)
+
+// funnelOutcomeNames are the outcome label values, by funnelOutcome; also the fields "o:<name>"
+// of the Redis funnel hash and the keys of the report's outcomes.
+var funnelOutcomeNames = [nFunnelOutcomes]string{
+	"", "accepted", "replayed", "killswitch", "not_open", "closed", "blacklist", "canary",
+	"rate_global", "rate_campaign", "rate_activity", "rate_channel", "rate_ip", "rate_user",
+	"remembered", "token", "user_limit", "sold_out", "unavailable", "outcome_unknown",
+}
+
+// refused reports whether o is a refusal by an admission layer (not a reservation, not a
+// fault).
+func (o funnelOutcome) refused() bool { return o >= fKillSwitch && o <= fSoldOut }
+
+// funnelOutcomeOf maps an error of the admission step (Admit or Reserve) to the layer that
+// answered it.
+func funnelOutcomeOf(err error) funnelOutcome {
+	// The admission step returns its errors unwrapped: a type assertion first, which (unlike
+	// errors.As with a local target) allocates nothing.
+	rej, ok := err.(*admission.Rejection)
+	if !ok {
+		ok = errors.As(err, &rej)
+	}
+	if ok {
+		switch rej.Code {
+		case admission.CodeDisabled:
+			return fKillSwitch
+		case admission.CodeNotOpen:
+			return fNotOpen
+		case admission.CodeClosed:
+			return fClosed
+		case admission.CodeForbidden:
+			return fBlacklist
+		case admission.CodeNotAdmitted:
+			return fCanary
+		case admission.CodeTokenRequired:
+			return fToken
+		case admission.CodeAlreadyPurchased:
+			return fUserLimit
+		case admission.CodeSoldOut:
+			return fSoldOut
+		case admission.CodeRateLimited:
+			if rej.Reason == limiter.ReasonRemembered {
+				return fRemembered
+			}
+			switch rej.Dimension {
+			case limiter.DimGlobal:
+				return fRateGlobal
+			case limiter.DimCampaign:
+				return fRateCampaign
+			case limiter.DimActivity:
+				return fRateActivity
+			case limiter.DimChannel:
+				return fRateChannel
+			case limiter.DimIP:
+				return fRateIP
+			}
+			return fRateUser
+		}
+		return fUnavailable
+	}
+	f, ok := err.(*admission.Fault)
+	if !ok {
+		ok = errors.As(err, &f)
+	}
+	if ok && f.IdempotencyKey != "" && !neverSent(f.Err) {
+		return fOutcomeUnknown
+	}
+	return fUnavailable
+}
+
+// funnelBuckets are the upper bounds, in seconds, of the funnel's latency buckets (the last
+// is +Inf): the report's p50 and p99 are the bound of the bucket they fall in.
+var funnelBuckets = [...]float64{.0005, .001, .002, .005, .01, .02, .05, .1, .2, .5, 1, 2, 5}
+
+const (
+	nFunnelBuckets = len(funnelBuckets) + 1
+	// funnelFlushEvery is how often the counts of an instance are added to Redis: the
+	// report lags the answers by at most this.
+	funnelFlushEvery = 250 * time.Millisecond
+	// funnelMaxPending bounds the distinct users an activity buffers between two flushes;
+	// past it, users are not added to the estimate (counted in seckill_funnel_users_dropped_total).
+	funnelMaxPending = 1 << 16
+)
+
+// funnelMetrics are the sale funnel's Prometheus series, by activity (and campaign) and
+// outcome: closed sets, never a user.
+type funnelMetrics struct {
+	attempts    *prometheus.CounterVec // activity
+	answers     *prometheus.CounterVec // activity, outcome
+	units       *prometheus.CounterVec // activity: units reserved
+	users       *prometheus.GaugeVec   // activity, stage: distinct users estimated in Redis
+	campAttempt *prometheus.CounterVec // campaign
+	campAnswers *prometheus.CounterVec // campaign, outcome
+	dropped     prometheus.Counter
+	flushErrors prometheus.Counter
+}
+
+func newFunnelMetrics(reg prometheus.Registerer) *funnelMetrics {
+	m := &funnelMetrics{
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_funnel_attempts_total",
+			Help: "Reservation requests that reached the admission step (activity known, request well formed), by activity."}, []string{"activity"}),
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_funnel_answers_total",
+			Help: "Answers to reservation attempts by activity and outcome: accepted, replayed, the refusing layer " +
+				"(killswitch, not_open, closed, blacklist, canary, rate_<dimension>, remembered, token, user_limit, sold_out) " +
+				"or a fault (unavailable, outcome_unknown). Their sum is seckill_funnel_attempts_total."}, []string{"activity", "outcome"}),
+		units: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_funnel_reserved_units_total",
+			Help: "Units of the accepted reservations, by activity."}, []string{"activity"}),
+		users: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_funnel_distinct_users",
+			Help: "Distinct users of the activity over every instance, by stage (tried, bought): a HyperLogLog estimate " +
+				"in Redis (standard error 0.81%), the same on every instance (aggregate with max, not sum)."}, []string{"activity", "stage"}),
+		campAttempt: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_campaign_attempts_total",
+			Help: "Reservation attempts of the campaign's activities, by campaign."}, []string{"campaign"}),
+		campAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_campaign_answers_total",
+			Help: "Answers to the attempts of the campaign's activities, by campaign and outcome (as seckill_funnel_answers_total): " +
+				"accepted is what the campaign's budget admitted and sold, rate_campaign its budget's refusals, rate_user and user_limit the per-user ones."}, []string{"campaign", "outcome"}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_funnel_users_dropped_total",
+			Help: "Users not added to the distinct-user estimate because the buffer between two flushes was full."}),
+		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_funnel_flush_errors_total",
+			Help: "Flushes of the funnel counts to Redis that failed (the counts of a flush that may have been applied are not retried)."}),
+	}
+	reg.MustRegister(m.attempts, m.answers, m.units, m.users, m.campAttempt, m.campAnswers, m.dropped, m.flushErrors)
+	return m
+}
+
+// funnel counts every reservation attempt of this instance by activity and outcome, in
+// Prometheus at once and in Redis (the activity's funnel hash, summed over instances, which
+// the report reads) every funnelFlushEvery. Safe for concurrent use; Run flushes.
+type funnel struct {
+	rdb redis.UniversalClient
+	// hash is the user hash the estimates add (inventory's): no user id reaches Redis, and
+	// the hashing happens at flush time, off the request path.
+	hash func(user string) string
+	m    *funnelMetrics
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu   sync.RWMutex
+	acts map[string]*actFunnel
+	// campaigns counts the cached activities of each campaign, so a campaign's series go
+	// with its last activity.
+	campaigns map[string]int
+}
+
+func newFunnel(rdb redis.UniversalClient, hash func(string) string, m *funnelMetrics, log *slog.Logger, now func() time.Time) *funnel {
+	return &funnel{rdb: rdb, hash: hash, m: m, log: log, now: now, acts: map[string]*actFunnel{}, campaigns: map[string]int{}}
+}
+
+// actFunnel is the funnel of one activity in this instance: Prometheus children resolved
+// once, and the deltas not yet flushed to Redis.
+type actFunnel struct {
+	id       string
+	campaign string
+	attempts prometheus.Counter
+	answers  [nFunnelOutcomes]prometheus.Counter
+	units    prometheus.Counter
+	// camp* are nil for an activity without a campaign.
+	campAttempts prometheus.Counter
+	campAnswers  [nFunnelOutcomes]prometheus.Counter
+
+	dAttempts atomic.Int64
+	dAnswers  [nFunnelOutcomes]atomic.Int64
+	dUnits    atomic.Int64
+	// dLatency counts answers by latency bucket: [0] accepted, [1] refused.
+	dLatency [2][nFunnelBuckets]atomic.Int64
+
+	mu     sync.Mutex
+	tried  map[string]struct{}
+	bought map[string]struct{}
+	first  int64 // unix ms of the first accepted reservation since the last flush, 0 none
+	last   int64
+}
+
+// activity returns the funnel of v, creating it (and its series at 0) on first use.
+func (f *funnel) activity(v *inventory.ActivityView) *actFunnel {
+	f.mu.RLock()
+	af := f.acts[v.ID]
+	f.mu.RUnlock()
+	if af != nil {
+		return af
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if af = f.acts[v.ID]; af != nil {
+		return af
+	}
+	af = &actFunnel{id: v.ID, campaign: v.CampaignID, attempts: f.m.attempts.WithLabelValues(v.ID), units: f.m.units.WithLabelValues(v.ID),
+		tried: map[string]struct{}{}, bought: map[string]struct{}{}}
+	for o := fAccepted; o < nFunnelOutcomes; o++ {
+		af.answers[o] = f.m.answers.WithLabelValues(v.ID, funnelOutcomeNames[o])
+	}
+	if c := v.CampaignID; c != "" {
+		f.campaigns[c]++
+		af.campAttempts = f.m.campAttempt.WithLabelValues(c)
+		for o := fAccepted; o < nFunnelOutcomes; o++ {
+			af.campAnswers[o] = f.m.campAnswers.WithLabelValues(c, funnelOutcomeNames[o])
+		}
+	}
+	f.m.users.WithLabelValues(v.ID, "tried")
+	f.m.users.WithLabelValues(v.ID, "bought")
+	f.acts[v.ID] = af
+	return af
+}
+
+// forget deletes the series of an activity that went away (inventory.Options.Gone), and its
+// campaign's with its campaign's last activity.
+func (f *funnel) forget(id string) {
+	f.mu.Lock()
+	af := f.acts[id]
+	delete(f.acts, id)
+	campaign, last := "", false
+	if af != nil && af.campaign != "" {
+		campaign = af.campaign
+		f.campaigns[campaign]--
+		if last = f.campaigns[campaign] <= 0; last {
+			delete(f.campaigns, campaign)
+		}
+	}
+	f.mu.Unlock()
+	f.m.attempts.DeleteLabelValues(id)
+	f.m.units.DeleteLabelValues(id)
+	f.m.answers.DeletePartialMatch(prometheus.Labels{"activity": id})
+	f.m.users.DeletePartialMatch(prometheus.Labels{"activity": id})
+	if last {
+		f.m.campAttempt.DeleteLabelValues(campaign)
+		f.m.campAnswers.DeletePartialMatch(prometheus.Labels{"campaign": campaign})
+	}
+}
+
+// attempt counts one attempt of user.
+func (af *actFunnel) attempt(f *funnel, user string) {
+	af.attempts.Inc()
+	af.dAttempts.Add(1)
+	if af.campAttempts != nil {
+		af.campAttempts.Inc()
+	}
+	af.mu.Lock()
+	if len(af.tried) < funnelMaxPending {
+		af.tried[user] = struct{}{}
+	} else if _, ok := af.tried[user]; !ok {
+		f.m.dropped.Inc()
+	}
+	af.mu.Unlock()
+}
+
+// answer counts the answer o to an attempt of user (units reserved when accepted) given after
+// d.
+func (af *actFunnel) answer(f *funnel, o funnelOutcome, user string, units int, d time.Duration) {
+	if o == fNone || o >= nFunnelOutcomes {
+		return
+	}
+	af.answers[o].Inc()
+	af.dAnswers[o].Add(1)
+	if af.campAnswers[o] != nil {
+		af.campAnswers[o].Inc()
+	}
+	if o == fAccepted || o.refused() {
+		i := 0
+		if o != fAccepted {
+			i = 1
+		}
+		af.dLatency[i][funnelBucket(d.Seconds())].Add(1)
+	}
+	if o != fAccepted {
+		return
+	}
+	af.units.Add(float64(units))
+	af.dUnits.Add(int64(units))
+	ms := f.now().UnixMilli()
+	af.mu.Lock()
+	if af.first == 0 || ms < af.first {
+		af.first = ms
+	}
+	if ms > af.last {
+		af.last = ms
+	}
+	if len(af.bought) < funnelMaxPending {
+		af.bought[user] = struct{}{}
+	} else {
+		f.m.dropped.Inc()
+	}
+	af.mu.Unlock()
+}
+
+// funnelBucket is the index of the latency bucket of s seconds.
+func funnelBucket(s float64) int {
+	for i, b := range funnelBuckets {
+		if s <= b {
+			return i
+		}
+	}
+	return len(funnelBuckets)
+}
+
+// Run flushes the counts to Redis every funnelFlushEvery until ctx is done, then once more
+// (the server has drained by then: the last answers are counted).
+func (f *funnel) Run(ctx context.Context) error {
+	t := time.NewTicker(funnelFlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			f.flush(fctx)
+			cancel()
+			return nil
+		case <-t.C:
+			f.flush(ctx)
+		}
+	}
+}
+
+// flush adds every activity's deltas to Redis, one MULTI per activity (its keys share the
+// activity's hash tag), and refreshes the distinct-user gauges.
+func (f *funnel) flush(ctx context.Context) {
+	f.mu.RLock()
+	acts := make([]*actFunnel, 0, len(f.acts))
+	for _, af := range f.acts {
+		acts = append(acts, af)
+	}
+	f.mu.RUnlock()
+	for _, af := range acts {
+		if err := f.flushActivity(ctx, af); err != nil && ctx.Err() == nil {
+			f.m.flushErrors.Inc()
+			f.log.Debug("funnel flush failed", "activity", af.id, "err", err)
+		}
+	}
+}
+
+func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
+	sec := strconv.FormatInt(f.now().Unix(), 10)
+	var fields []any
+	add := func(name string, n int64) {
+		if n != 0 {
+			fields = append(fields, name, n)
+		}
+	}
+	attempts := af.dAttempts.Swap(0)
+	add("attempts", attempts)
+	add("s:a:"+sec, attempts)
+	for o := fAccepted; o < nFunnelOutcomes; o++ {
+		add("o:"+funnelOutcomeNames[o], af.dAnswers[o].Swap(0))
+	}
+	accepted := fieldValue(fields, "o:accepted")
+	add("s:r:"+sec, accepted)
+	add("units", af.dUnits.Swap(0))
+	for i, kind := range [2]string{"lat:a:", "lat:r:"} {
+		for b := range af.dLatency[i] {
+			add(kind+strconv.Itoa(b), af.dLatency[i][b].Swap(0))
+		}
+	}
+	// The sets are taken only when not empty (an empty one stays the activity's, and is not
+	// read again here: attempts may add to it as soon as the lock is released).
+	var tried, bought map[string]struct{}
+	af.mu.Lock()
+	first, last := af.first, af.last
+	if len(af.tried) > 0 {
+		tried, af.tried = af.tried, make(map[string]struct{}, len(af.tried))
+	}
+	if len(af.bought) > 0 {
+		bought, af.bought = af.bought, map[string]struct{}{}
+	}
+	af.first, af.last = 0, 0
+	af.mu.Unlock()
+	if len(fields) == 0 && len(tried) == 0 && len(bought) == 0 {
+		return nil
+	}
+	pipe := f.rdb.TxPipeline()
+	key := inventory.Funnel(af.id)
+	for i := 0; i < len(fields); i += 2 {
+		pipe.HIncrBy(ctx, key, fields[i].(string), fields[i+1].(int64))
+	}
+	if first != 0 {
+		tk := inventory.FunnelTimes(af.id)
+		pipe.ZAddArgs(ctx, tk, redis.ZAddArgs{LT: true, Members: []redis.Z{{Score: float64(first), Member: "first"}}})
+		pipe.ZAddArgs(ctx, tk, redis.ZAddArgs{GT: true, Members: []redis.Z{{Score: float64(last), Member: "last"}}})
+	}
+	triedKey, boughtKey := inventory.FunnelUsers(af.id, "tried"), inventory.FunnelUsers(af.id, "bought")
+	if len(tried) > 0 {
+		pipe.PFAdd(ctx, triedKey, f.members(tried)...)
+	}
+	if len(bought) > 0 {
+		pipe.PFAdd(ctx, boughtKey, f.members(bought)...)
+	}
+	nTried := pipe.PFCount(ctx, triedKey)
+	nBought := pipe.PFCount(ctx, boughtKey)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	f.m.users.WithLabelValues(af.id, "tried").Set(float64(nTried.Val()))
+	f.m.users.WithLabelValues(af.id, "bought").Set(float64(nBought.Val()))
+	return nil
+}
+
+// fieldValue is the value following name in a flat name, value list, 0 when absent.
+func fieldValue(fields []any, name string) int64 {
+	for i := 0; i < len(fields); i += 2 {
+		if fields[i] == name {
+			return fields[i+1].(int64)
+		}
+	}
+	return 0
+}
+
+// members are the hashes of the users of s.
+func (f *funnel) members(s map[string]struct{}) []any {
+	out := make([]any, 0, len(s))
+	for u := range s {
+		out = append(out, f.hash(u))
+	}
+	return out
+}

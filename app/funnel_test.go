@@ -1,0 +1,169 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/limiter"
+)
+
+func TestFunnelOutcomeOf(t *testing.T) {
+	rl := func(dim, reason string) error {
+		return &admission.Rejection{Status: http.StatusTooManyRequests, Code: admission.CodeRateLimited, Dimension: dim, Reason: reason}
+	}
+	code := func(c string) error { return &admission.Rejection{Code: c} }
+	tests := []struct {
+		give error
+		want string
+	}{
+		{code(admission.CodeDisabled), "killswitch"},
+		{code(admission.CodeNotOpen), "not_open"},
+		{code(admission.CodeClosed), "closed"},
+		{code(admission.CodeForbidden), "blacklist"},
+		{code(admission.CodeNotAdmitted), "canary"},
+		{code(admission.CodeTokenRequired), "token"},
+		{code(admission.CodeAlreadyPurchased), "user_limit"},
+		{code(admission.CodeSoldOut), "sold_out"},
+		{code(admission.CodeUnavailable), "unavailable"},
+		{rl(limiter.DimGlobal, limiter.ReasonRate), "rate_global"},
+		{rl(limiter.DimCampaign, limiter.ReasonFallback), "rate_campaign"},
+		{rl(limiter.DimActivity, limiter.ReasonRate), "rate_activity"},
+		{rl(limiter.DimChannel, limiter.ReasonRate), "rate_channel"},
+		{rl(limiter.DimIP, ""), "rate_ip"},
+		{rl(limiter.DimUser, ""), "rate_user"},
+		{rl(limiter.DimUser, limiter.ReasonRemembered), "remembered"},
+		{rl(limiter.DimIP, limiter.ReasonRemembered), "remembered"},
+		{&admission.Fault{Err: errors.New("i/o timeout")}, "unavailable"},
+		{&admission.Fault{Err: errors.New("i/o timeout"), IdempotencyKey: "k"}, "outcome_unknown"},
+		{fmt.Errorf("wrapped: %w", code(admission.CodeSoldOut)), "sold_out"},
+	}
+	for _, tt := range tests {
+		if got := funnelOutcomeNames[funnelOutcomeOf(tt.give)]; got != tt.want {
+			t.Errorf("funnelOutcomeOf(%v) = %s, want %s", tt.give, got, tt.want)
+		}
+	}
+}
+
+func TestFunnelQuantiles(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	counts := make([]int64, nFunnelBuckets)
+	if q := quantiles(counts); q.Count != 0 || q.P50Ms != nil || q.P99Ms != nil {
+		t.Fatalf("empty: %+v", q)
+	}
+	counts[funnelBucket(0.0007)] = 60 // 1 ms bucket
+	counts[funnelBucket(0.03)] = 39   // 50 ms bucket
+	counts[funnelBucket(0.3)] = 1     // 500 ms bucket
+	q := quantiles(counts)
+	if q.Count != 100 || *q.P50Ms != *ms(1) || *q.P99Ms != *ms(50) {
+		t.Fatalf("got count %d p50 %v p99 %v, want 100, 1, 50", q.Count, *q.P50Ms, *q.P99Ms)
+	}
+	counts[len(counts)-1] = 900 // past 5 s
+	if q := quantiles(counts); q.P99Ms != nil || q.P50Ms != nil {
+		t.Fatalf("past the last bound: %+v", q)
+	}
+}
+
+// The writer's series are exported only by a process that runs the writer: an API-only pod
+// would otherwise read "no order written since 1970" and fire the staleness alert.
+func TestWriterSeriesOnlyWhereTheWriterRuns(t *testing.T) {
+	for _, tt := range []struct {
+		roles string
+		want  bool
+	}{{"api", false}, {"api,relay,writer,reconciler", true}} {
+		ta := startApp(t, Options{Roles: tt.roles}, testConfig)
+		resp, err := http.Get(ta.adminBase + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"seckill_order_writer_last_success_timestamp_seconds", "seckill_order_writer_consecutive_failures"} {
+			if got := strings.Contains(string(raw), "\n"+name+" "); got != tt.want {
+				t.Errorf("roles %s: %s exported %v, want %v", tt.roles, name, got, tt.want)
+			}
+		}
+	}
+}
+
+// An activity whose metadata is gone from Redis is dropped from the cache and its series
+// (the funnel's, the stock gauge) are deleted.
+func TestFunnelSeriesGoWithTheActivity(t *testing.T) {
+	ta := startApp(t, Options{}, testConfig)
+	id, other := uniq(t, "gone"), uniq(t, "stays")
+	ta.createActivity(t, id, 10, 1, 1, time.Now().Add(-time.Second))
+	ta.createActivity(t, other, 10, 1, 1, time.Now().Add(-time.Second))
+	for _, a := range []string{id, other} {
+		if r := ta.reserve(t, a, "u-1", ""); r.status != http.StatusAccepted {
+			t.Fatalf("reserve %s: %d %v", a, r.status, r.body)
+		}
+	}
+	series := func(activity string) int {
+		mfs, err := ta.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == "activity" && lp.GetValue() == activity {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	if n := series(id); n < int(nFunnelOutcomes) {
+		t.Fatalf("%d series of %s before, want the funnel's %d at least", n, id, nFunnelOutcomes)
+	}
+	if err := ta.rdb.Del(context.Background(), inventory.Meta(id)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Eventually(t, 5*time.Second, func() bool { return series(id) == 0 },
+		"series of %s deleted (left %v)", id, testwait.Lazy(func() string { return fmt.Sprint(series(id)) }))
+	if _, ok := ta.inv.Activity(id); ok {
+		t.Fatalf("%s still cached", id)
+	}
+	if n := series(other); n < int(nFunnelOutcomes) {
+		t.Fatalf("%d series of %s left, want its funnel's", n, other)
+	}
+}
+
+// BenchmarkFunnelAttempt is the hot path's cost of the funnel: one attempt and its answer
+// (Prometheus children resolved once, atomic deltas, the user added to the buffer of the
+// distinct-user estimate), from every core at once.
+func BenchmarkFunnelAttempt(b *testing.B) {
+	f := newFunnel(nil, func(s string) string { return s }, newFunnelMetrics(prometheus.NewRegistry()), slog.Default(), time.Now)
+	v := inventory.ActivityView{Activity: inventory.Activity{ID: "bench", CampaignID: "c"}}
+	users := make([]string, 4096)
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%d", i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			af := f.activity(&v)
+			u := users[i%len(users)]
+			af.attempt(f, u)
+			af.answer(f, fSoldOut, u, 1, time.Millisecond)
+			i++
+		}
+	})
+}
