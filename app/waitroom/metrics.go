@@ -59,8 +59,8 @@ func newMetrics() *Metrics {
 			Name: "seckill_waitroom_step_errors_total", Help: "Periods of following or of the inlet that failed (Redis errors).",
 		}, []string{"activity"}),
 		etaError: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "seckill_waitroom_eta_error_ratio",
-			Help: "|predicted - actual| / actual wait of the places admitted, for the first ETA given here once 5 s of outflow were measured.",
+			Name:    "seckill_waitroom_eta_error_ratio",
+			Help:    "|predicted - actual| / actual wait of the places admitted, for the first ETA given here once 5 s of outflow were measured.",
 			Buckets: []float64{0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2},
 		}, []string{"activity"}),
 	}
