@@ -50,6 +50,12 @@ type Limiter interface {
 	IPKey(ip string) string
 }
 
+// Passes uses waiting-room passes (waitroom.Room): ConsumePass is true once, for a pass issued
+// to the user for the activity whose turn came less than ttl ago.
+type Passes interface {
+	ConsumePass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error)
+}
+
 // Budgets are the per-instance token buckets by key (limits.tokens and limits.reads).
 type Budgets interface {
 	Allow(key string, l tokenbucket.Limit, now time.Time) (bool, time.Duration)
@@ -65,6 +71,7 @@ type Gate struct {
 	stock   Stock
 	lim     Limiter
 	budgets Budgets
+	passes  Passes // nil: no waiting room is served
 	log     *slog.Logger
 	now     func() time.Time
 	// checksIP is whether the reservation script takes the per-IP token (Stock.ChecksIP,
@@ -72,16 +79,17 @@ type Gate struct {
 	checksIP bool
 }
 
-// NewGate returns a Gate over the stock, the limiter and the local budgets. now is the clock of
-// the activity state (nil: time.Now); log may be nil (slog.Default()).
-func NewGate(stock Stock, lim Limiter, budgets Budgets, now func() time.Time, log *slog.Logger) *Gate {
+// NewGate returns a Gate over the stock, the limiter, the local budgets and the waiting-room
+// passes (nil: an activity whose waiting room is on refuses every reservation). now is the
+// clock of the activity state (nil: time.Now); log may be nil (slog.Default()).
+func NewGate(stock Stock, lim Limiter, budgets Budgets, passes Passes, now func() time.Time, log *slog.Logger) *Gate {
 	if now == nil {
 		now = time.Now
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Gate{stock: stock, lim: lim, budgets: budgets, log: log, now: now, checksIP: stock.ChecksIP()}
+	return &Gate{stock: stock, lim: lim, budgets: budgets, passes: passes, log: log, now: now, checksIP: stock.ChecksIP()}
 }
 
 // Kind is which route a Request is for.
@@ -93,6 +101,13 @@ const (
 	// ForToken is POST .../tokens: kill switch, state (from TokenTTL before the opening),
 	// blacklist, canary and the per-IP token budget.
 	ForToken
+	// ForQueue is POST .../queue: kill switch, state (from the waiting room's prequeue before
+	// the opening), canary and the per-IP token budget; a blacklisted user is admitted with
+	// Admission.Blocked set (the place is taken and never advances).
+	ForQueue
+	// ForPoll is GET .../queue/{ticket}: kill switch, state (as ForQueue), the per-user and
+	// per-IP read budget (local); a blacklisted user is admitted with Admission.Blocked set.
+	ForPoll
 )
 
 // Request is one request to admit, decoded and validated by the caller, its activity looked up
@@ -124,6 +139,8 @@ func (r *Request) reject(x Rejection) (Admission, error) {
 // one-time grab token was spent): nothing is held, answer it instead of reserving.
 type Admission struct {
 	Replay string
+	// Blocked is set for a blacklisted user admitted by ForQueue.
+	Blocked bool
 
 	r        *Request
 	decision limiter.Decision // what the limiter took, refunded when a later layer refuses
@@ -145,8 +162,12 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 	// 2. State from the local snapshot: no Redis call for a known answer.
 	now := g.now()
 	opens := v.OpensAt
-	if r.Kind == ForToken {
+	switch r.Kind {
+	case ForToken:
 		opens = opens.Add(-TokenTTL) // an earlier token would expire before the opening
+	case ForQueue, ForPoll:
+		w, _ := cfg.WaitingRoom(v.ID)
+		opens = opens.Add(-w.Prequeue.D())
 	}
 	if now.Before(opens) {
 		return r.reject(notOpen(v.OpensAt))
@@ -171,8 +192,15 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 		return Admission{}, rejSoldOut
 	}
 	// 3. Blacklist.
-	if cfg.BlockedUser(r.UserID) || (r.Addr.IsValid() && cfg.BlockedAddr(r.Addr)) {
+	blocked := cfg.BlockedUser(r.UserID) || (r.Addr.IsValid() && cfg.BlockedAddr(r.Addr))
+	if blocked && r.Kind != ForQueue && r.Kind != ForPoll {
 		return Admission{}, rejForbidden
+	}
+	if r.Kind == ForPoll {
+		if ok, dim, wait := g.readBudget(p, r.Addr, r.UserID); !ok {
+			return r.reject(rateLimited(dim, wait))
+		}
+		return Admission{r: r, Blocked: blocked}, nil
 	}
 	// 4. Canary.
 	if !cfg.CanaryAdmits(v.ID, r.UserID) {
@@ -180,13 +208,13 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 	}
 	// 5. Rate limits.
 	ipKey := LimitKey(r.Addr, p.ipv6Prefix)
-	if r.Kind == ForToken {
+	if r.Kind == ForToken || r.Kind == ForQueue {
 		if ipKey != "" {
 			if ok, wait := g.budgets.Allow("t|ip|"+ipKey, p.tokens, now); !ok {
 				return r.reject(rateLimited(limiter.DimIP, wait))
 			}
 		}
-		return Admission{r: r, ipKey: ipKey}, nil
+		return Admission{r: r, ipKey: ipKey, Blocked: blocked}, nil
 	}
 	// The limiter's memory of rejected users is in this process only: the user id keys it,
 	// so no request hashes the user here (the reservation script does, once).
@@ -202,9 +230,15 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 		x.Reason = dec.Reason
 		return r.reject(x)
 	}
-	// 6. Grab token. A replayed key is answered before the one-time token is spent, so a safe
-	// retry (with the already used token) returns the reservation.
-	if v.RequireToken {
+	// 6. Grab token, or the waiting room's pass when the room is on (the pass is the grab
+	// token of a queued sale). A replayed key is answered before the one-time token is
+	// spent, so a safe retry (with the already used token) returns the reservation.
+	if w, on := cfg.WaitingRoom(v.ID); on {
+		if adm, err := g.checkPass(ctx, r, w.PassTTL.D()); adm.Replay != "" || err != nil {
+			g.lim.Refund(dec)
+			return adm, err
+		}
+	} else if v.RequireToken {
 		if adm, err := g.checkToken(ctx, r); adm.Replay != "" || err != nil {
 			g.lim.Refund(dec)
 			return adm, err
@@ -248,6 +282,33 @@ func (g *Gate) checkToken(ctx context.Context, r *Request) (Admission, error) {
 	}
 	if !ok {
 		return Admission{}, rejTokenRequired
+	}
+	return Admission{}, nil
+}
+
+// checkPass is the grab-token layer of an activity behind a waiting room: the reservation the
+// idempotency key is bound to, if any, else the pass is used (403 TOKEN_REQUIRED when there is
+// none, it is another user's, another activity's, used before or expired).
+func (g *Gate) checkPass(ctx context.Context, r *Request, ttl time.Duration) (Admission, error) {
+	id := r.Activity.ID
+	if r.IdempotencyKey != "" {
+		rid, ok, err := g.stock.Replay(ctx, id, r.UserID, r.IdempotencyKey)
+		if err != nil {
+			return Admission{}, &Fault{Err: err}
+		}
+		if ok {
+			return Admission{Replay: rid}, nil
+		}
+	}
+	if r.Token == "" || g.passes == nil {
+		return Admission{}, rejPassRequired
+	}
+	ok, err := g.passes.ConsumePass(ctx, id, r.UserID, r.Token, ttl)
+	if err != nil {
+		return Admission{}, &Fault{Err: err}
+	}
+	if !ok {
+		return Admission{}, rejPassRequired
 	}
 	return Admission{}, nil
 }

@@ -60,7 +60,7 @@ func newGateFixture(t *testing.T) *gateFixture {
 		t.Fatal(err)
 	}
 	f := &gateFixture{inv: inv, lim: lim, now: time.Now(), price: &countBudgets{n: 1, used: map[string]int{}}}
-	f.gate = NewGate(inv, lim, f.price, func() time.Time { return f.now }, nil)
+	f.gate = NewGate(inv, lim, f.price, nil, func() time.Time { return f.now }, nil)
 	return f
 }
 

@@ -92,6 +92,8 @@ var (
 		Message: "not admitted to this sale yet", RetryAfter: notAdmittedRetry}
 	rejTokenRequired = &Rejection{Status: http.StatusForbidden, Code: CodeTokenRequired,
 		Message: "a valid grab token is required"}
+	rejPassRequired = &Rejection{Status: http.StatusForbidden, Code: CodeTokenRequired,
+		Message: "the activity is behind a waiting room: the reservation needs the pass of your turn (POST .../queue, then poll)"}
 	rejCanceled = &Rejection{Status: http.StatusServiceUnavailable, Code: CodeUnavailable,
 		Message: "request cancelled", RetryAfter: unavailableRetry}
 	rejRecovering = &Rejection{Status: http.StatusServiceUnavailable, Code: CodeRecovering,

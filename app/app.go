@@ -30,6 +30,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/keyspace"
@@ -57,6 +58,7 @@ type App struct {
 	writer   *order.Writer
 	rec      *order.Reconciler
 	registry *config.NacosRegistry
+	room     *waitroom.Room
 	api      *api
 	server   *http.Server // storefront: API and health
 	listener net.Listener
@@ -241,8 +243,18 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 
+	wm, err := waitroom.NewMetrics(a.reg)
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.room, err = waitroom.New(a.rdb, a.inv.Hasher(), a.inv, a.currentConfig, waitroom.Options{InstanceID: opts.InstanceID}, wm, log.With("part", "waitroom"))
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.api = newAPI(api{
-		cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
+		room: a.room, cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
 		funnel: newFunnel(a.rdb, a.inv.UserHash, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now),
 		log:    log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
@@ -262,6 +274,14 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		log.Info("embedded stand-ins in use", "parts", strings.Join(a.embedded, ","))
 	}
 	return a, nil
+}
+
+// currentConfig is the configuration in force, nil while none is loaded.
+func (a *App) currentConfig() *config.Config {
+	if s := a.cfg.Current(); s != nil {
+		return s.Cfg
+	}
+	return nil
 }
 
 // listen opens the storefront listener (api role only), capped at MaxConns, and the admin
@@ -480,6 +500,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	if a.opts.has("api") {
 		start("funnel", a.api.funnel.Run)
+		start("waitroom", a.room.Run)
 	}
 	if a.opts.has("relay") {
 		start("relay", a.relay.Run)

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/keyspace"
@@ -36,6 +37,8 @@ type api struct {
 	cfg *config.Reloader[Snapshot]
 	inv *inventory.Store
 	lim *limiter.Limiter
+	// room is the waiting room of the activities that turn one on.
+	room *waitroom.Room
 	// gate is the admission step of the storefront routes (built by newAPI).
 	gate       *admission.Gate
 	rec        *order.Reconciler
@@ -89,7 +92,11 @@ func newAPI(a api) *api {
 	a.unknown = newLRU[struct{}](maxUnknown)
 	a.local = newLocalLimits(maxLocalKeys)
 	if a.inv != nil {
-		a.gate = admission.NewGate(a.inv, a.lim, a.local, a.now, a.log)
+		var passes admission.Passes
+		if a.room != nil {
+			passes = a.room
+		}
+		a.gate = admission.NewGate(a.inv, a.lim, a.local, passes, a.now, a.log)
 	}
 	rdb := a.rdb
 	a.ready = &readyProbe{period: readyProbeEvery, ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
@@ -106,6 +113,7 @@ func (a *api) router() *gin.Engine {
 	v1.POST("/activities/:id/tokens", a.postToken)
 	v1.POST("/activities/:id/reservations", a.postReservation)
 	v1.GET("/reservations/:rid", a.getReservation)
+	a.queueRoutes(v1)
 	a.health(r, false)
 	return r
 }

@@ -103,6 +103,64 @@ type Activity struct {
 	CanaryRatio *float64           `yaml:"canaryRatio,omitempty" json:"canaryRatio,omitempty"` // 0..1, default 1
 	Shards      *int               `yaml:"shards,omitempty" json:"shards,omitempty"`           // 1..1024, default: count at creation
 	Limits      *tokenbucket.Limit `yaml:"limits,omitempty" json:"limits,omitempty"`           // default limits.activity
+	// WaitingRoom puts the activity's sale behind a waiting room (docs/API.md section 6);
+	// nil or enabled false: none.
+	WaitingRoom *WaitingRoom `yaml:"waitingRoom,omitempty" json:"waitingRoom,omitempty"`
+}
+
+// Orders of a waiting room's line.
+const (
+	// OrderFIFO serves places in the order they were taken, joins before the opening included.
+	OrderFIFO = "fifo"
+	// OrderShuffle serves the places taken before the opening (the prequeue) in a random
+	// order drawn at the opening, then the later ones first come first served.
+	OrderShuffle = "shuffle"
+)
+
+// WaitingRoom configures an activity's waiting room. Absent keys take the values of
+// DefaultWaitingRoom (set by Decode); Validate checks them.
+type WaitingRoom struct {
+	Enabled bool `yaml:"enabled" json:"enabled"`
+	// Rate is how many places the inlet lets in per second (admitted passes in any 1 s span,
+	// over every instance), > 0.
+	Rate float64 `yaml:"rate" json:"rate"`
+	// Heartbeat is how long a place survives without a poll: a place whose owner has not
+	// polled within it is skipped when the inlet reaches it. 2s..10m.
+	Heartbeat Duration `yaml:"heartbeat" json:"heartbeat"`
+	// PassTTL is how long a pass may be used after its turn came. 5s..30m.
+	PassTTL Duration `yaml:"passTTL" json:"passTTL"`
+	// StockFactor bounds the unused passes alive at once to StockFactor x the units left. 0.1..10.
+	StockFactor float64 `yaml:"stockFactor" json:"stockFactor"`
+	// Order is OrderFIFO or OrderShuffle.
+	Order string `yaml:"order" json:"order"`
+	// Prequeue is how long before the opening places may be taken. 0..24h.
+	Prequeue Duration `yaml:"prequeue" json:"prequeue"`
+}
+
+// DefaultWaitingRoom is the waiting room of an activity whose waitingRoom block sets only
+// what differs: the one place its defaults live.
+func DefaultWaitingRoom() WaitingRoom {
+	return WaitingRoom{Rate: 100, Heartbeat: Duration(20 * time.Second), PassTTL: Duration(time.Minute),
+		StockFactor: 1.2, Order: OrderShuffle, Prequeue: Duration(10 * time.Minute)}
+}
+
+// UnmarshalYAML decodes a waitingRoom block over DefaultWaitingRoom, strictly (an unknown key
+// is an error, as everywhere in the document).
+func (w *WaitingRoom) UnmarshalYAML(n *yaml.Node) error {
+	type plain WaitingRoom
+	p := plain(DefaultWaitingRoom())
+	var raw bytes.Buffer
+	enc := yaml.NewEncoder(&raw)
+	if err := enc.Encode(n); err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(&raw)
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("line %d: waitingRoom: %s", n.Line, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	*w = WaitingRoom(p)
+	return nil
 }
 
 // Campaign holds per-campaign overrides.
@@ -379,6 +437,9 @@ func (c *Config) Validate() error {
 		if a.Limits != nil {
 			v.limit(p+".limits", *a.Limits)
 		}
+		if w := a.WaitingRoom; w != nil {
+			v.waitingRoom(p+".waitingRoom", *w)
+		}
 	}
 	for _, id := range sortedKeys(c.Campaigns) {
 		p := "campaigns." + id
@@ -475,6 +536,37 @@ func (v *validator) limit(path string, l tokenbucket.Limit) {
 		v.addf(path+".burst", "%d must be at most %d", l.Burst, MaxBurst)
 	case l.Rate > 0 && float64(l.Burst)/l.Rate > MaxRefill.Seconds():
 		v.addf(path, "a full refill (burst/rate) takes %.0f s, over the %s a bucket is kept", float64(l.Burst)/l.Rate, MaxRefill)
+	}
+}
+
+// Bounds of a waiting room's settings.
+const (
+	MaxWaitingRoomRate = 100000
+	minHeartbeat       = 2 * time.Second
+	maxHeartbeat       = 10 * time.Minute
+	minPassTTL         = 5 * time.Second
+	maxPassTTL         = 30 * time.Minute
+	maxPrequeue        = 24 * time.Hour
+)
+
+func (v *validator) waitingRoom(path string, w WaitingRoom) {
+	if math.IsNaN(w.Rate) || w.Rate < 1 || w.Rate > MaxWaitingRoomRate {
+		v.addf(path+".rate", "%v not in 1..%d", w.Rate, MaxWaitingRoomRate)
+	}
+	if d := w.Heartbeat.D(); d < minHeartbeat || d > maxHeartbeat {
+		v.addf(path+".heartbeat", "%s not in %s..%s", w.Heartbeat, minHeartbeat, maxHeartbeat)
+	}
+	if d := w.PassTTL.D(); d < minPassTTL || d > maxPassTTL {
+		v.addf(path+".passTTL", "%s not in %s..%s", w.PassTTL, minPassTTL, maxPassTTL)
+	}
+	if f := w.StockFactor; math.IsNaN(f) || f < 0.1 || f > 10 {
+		v.addf(path+".stockFactor", "%v not in 0.1..10", f)
+	}
+	if w.Order != OrderFIFO && w.Order != OrderShuffle {
+		v.addf(path+".order", "%q is not one of fifo, shuffle", w.Order)
+	}
+	if d := w.Prequeue.D(); d < 0 || d > maxPrequeue {
+		v.addf(path+".prequeue", "%s not in 0s..%s", w.Prequeue, maxPrequeue)
 	}
 }
 
@@ -655,6 +747,14 @@ func (c *Config) ActivityKilled(id string) bool {
 	}
 	a, ok := c.Activities[id]
 	return ok && a.KillSwitch != nil && *a.KillSwitch
+}
+
+// WaitingRoom returns the waiting room of activity id and whether it is on.
+func (c *Config) WaitingRoom(id string) (WaitingRoom, bool) {
+	if a, ok := c.Activities[id]; ok && a.WaitingRoom != nil && a.WaitingRoom.Enabled {
+		return *a.WaitingRoom, true
+	}
+	return WaitingRoom{}, false
 }
 
 // ShardsOverride returns the shard count configured for activity id, if any.

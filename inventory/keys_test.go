@@ -212,3 +212,21 @@ func TestUserHashKeyRefusedWhenMalformed(t *testing.T) {
 		}
 	}
 }
+
+func TestSignIsKeyedAndApartFromUserHashes(t *testing.T) {
+	k1, k2 := bytes.Repeat([]byte{1}, MinUserHashKey), bytes.Repeat([]byte{2}, MinUserHashKey)
+	h1, _ := NewHasher(k1)
+	h2, _ := NewHasher(k2)
+	if h1.Sign("pass", "m") == h2.Sign("pass", "m") {
+		t.Error("the signature does not depend on the key")
+	}
+	if h1.Sign("pass", "m") == h1.Sign("ticket", "m") {
+		t.Error("two domains sign alike")
+	}
+	if h1.Sign("pass", "m") != h1.Sign("pass", "m") || len(h1.Sign("pass", "m")) != 32 {
+		t.Error("the signature is not a stable 32-hex MAC")
+	}
+	if h1.Sign("", "x") == h1.UserHash("x") || h1.Sign("", "") == h1.UserHash("") {
+		t.Error("a signature equals a user hash")
+	}
+}

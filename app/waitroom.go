@@ -1,0 +1,113 @@
+package app
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/waitroom"
+)
+
+// queueRoutes are the waiting room's storefront routes (docs/API.md section 4, "Waiting room").
+func (a *api) queueRoutes(v1 *gin.RouterGroup) {
+	v1.POST("/activities/:id/queue", a.postQueue)
+	v1.GET("/activities/:id/queue/:ticket", a.getQueue)
+}
+
+var errNoRoom = newError(http.StatusNotFound, CodeNotFound, "this activity has no waiting room")
+
+// postQueue takes the user's place in line (or returns the one the user has) after the
+// admission layers that fit it: kill switch, state (from the prequeue before the opening),
+// sold out, canary and the per-IP budget of limits.tokens; a blacklisted user gets a place
+// that never advances.
+func (a *api) postQueue(c *gin.Context) {
+	snap := snapshot(c)
+	r, e := a.storefrontRequest(c, snap, admission.ForQueue)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	id := r.Activity.ID
+	w, on := snap.Cfg.WaitingRoom(id)
+	if !on {
+		writeError(c, errNoRoom)
+		return
+	}
+	ctx := c.Request.Context()
+	adm, err := a.gate.Admit(ctx, snap.Admission, r)
+	if err != nil {
+		a.answerError(c, err)
+		return
+	}
+	t, err := a.room.Join(ctx, id, r.UserID, !adm.Blocked)
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return
+	}
+	st, err := a.room.Status(id, r.UserID, t.N, w, r.Activity.OpensAt, adm.Blocked, a.now())
+	if errors.Is(err, waitroom.ErrUnknownLine) {
+		st = waitroom.Status{State: waitroom.StateWaiting, ETA: -1, PollAfter: time.Second}
+	}
+	code := http.StatusOK
+	if t.New {
+		code = http.StatusCreated
+	}
+	setOutcome(c, "QUEUED")
+	c.JSON(code, queueBody(id, t.Token, st, a.now()))
+}
+
+// getQueue answers a poll of a ticket from this instance's memory: no Redis call.
+func (a *api) getQueue(c *gin.Context) {
+	snap := snapshot(c)
+	r, e := a.storefrontRequest(c, snap, admission.ForPoll)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	id := r.Activity.ID
+	w, on := snap.Cfg.WaitingRoom(id)
+	if !on {
+		writeError(c, errNoRoom)
+		return
+	}
+	ticket := c.Param("ticket")
+	n, ok := a.room.ParseTicket(id, r.UserID, ticket)
+	if !ok {
+		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such ticket"))
+		return
+	}
+	adm, err := a.gate.Admit(c.Request.Context(), snap.Admission, r)
+	if err != nil {
+		a.answerError(c, err)
+		return
+	}
+	now := a.now()
+	st, err := a.room.Status(id, r.UserID, n, w, r.Activity.OpensAt, adm.Blocked, now)
+	if err != nil {
+		writeError(c, unavailable("the line is not known on this instance yet, retry shortly"))
+		return
+	}
+	setOutcome(c, st.State)
+	c.JSON(http.StatusOK, queueBody(id, ticket, st, now))
+}
+
+// queueBody is the answer of a join or a poll.
+func queueBody(id, ticket string, st waitroom.Status, now time.Time) gin.H {
+	b := gin.H{"activityId": id, "ticket": ticket, "status": st.State, "position": nil, "ahead": nil,
+		"etaSeconds": nil, "pollAfterMs": st.PollAfter.Milliseconds(), "pass": nil, "passExpiresAt": nil,
+		"serverTime": millis(now)}
+	if st.Known {
+		b["position"], b["ahead"] = st.Position, st.Ahead
+	}
+	if st.ETA >= 0 {
+		b["etaSeconds"] = math.Round(st.ETA.Seconds()*10) / 10
+	}
+	if st.Pass != "" {
+		b["pass"], b["passExpiresAt"] = st.Pass, millis(st.PassExpires)
+	}
+	return b
+}

@@ -1,0 +1,729 @@
+// Package waitroom is an activity's waiting room (docs/API.md section 4, "Waiting room";
+// docs/DESIGN.md, "Waiting room"): a user takes one place in line, polls it, and once the inlet
+// has reached the place gets a pass that the reservation requires.
+//
+// Who does what:
+//   - Join is one script (waitroom_join.lua): a place per user hash, idempotent.
+//   - Status answers a poll from memory, with no Redis call: every instance follows the line's
+//     state (the serving position, the order of the prequeue, the recent inlet steps) every
+//     FollowEvery, and remembers the places polled here, which it hands to Redis as heartbeats
+//     in one command per period.
+//   - The inlet: exactly one instance at a time holds the line's lease (waitroom_lease.lua, a
+//     fencing token per holder) and moves the serving position (waitroom_open.lua at the
+//     opening, then waitroom_admit.lua every FollowEvery). The admit script bounds the
+//     admissions of any 1 s span by the rate, whoever calls it, and the live passes by the
+//     stock factor x the units left.
+//   - ConsumePass (waitroom_pass.lua) makes a pass single use; its signature binds it to the
+//     user, the activity and the place, and is checked in memory first.
+package waitroom
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/lua"
+)
+
+// Stock is what the room needs of the inventory: the local view of an activity (its opening,
+// the units left and the sold-out mark), with no Redis call.
+type Stock interface {
+	Activity(id string) (inventory.ActivityView, bool)
+}
+
+// Signer signs messages and hashes user ids with the deployment's key (inventory.Hasher).
+type Signer interface {
+	Sign(domain, msg string) string
+	UserHash(userID string) string
+}
+
+var (
+	_ Stock  = (*inventory.Store)(nil)
+	_ Signer = (*inventory.Hasher)(nil)
+)
+
+// Options configure a Room.
+type Options struct {
+	// InstanceID names the lease holder; unique per instance.
+	InstanceID string
+	// FollowEvery is the period of following the lines, flushing heartbeats and, for the
+	// lease holder, of the inlet steps. Default 100 ms.
+	FollowEvery time.Duration
+	// LeaseFor is how long a lease lasts without renewal. Default 2 s.
+	LeaseFor time.Duration
+	// MaxWalk bounds the places one inlet step walks. Default 10000.
+	MaxWalk int
+}
+
+// Room runs the waiting rooms of every activity whose configuration turns one on. Build it with
+// New; Run follows the lines and drives the inlet. Safe for concurrent use.
+type Room struct {
+	rdb    redis.UniversalClient
+	signer Signer
+	stock  Stock
+	cfg    func() *config.Config
+	opts   Options
+	m      *Metrics
+	log    *slog.Logger
+
+	join, lease, open, admit, pass *redis.Script
+
+	mu    sync.RWMutex
+	lines map[string]*line
+}
+
+// New returns a Room. cfg returns the current configuration (nil while none is loaded).
+func New(rdb redis.UniversalClient, signer Signer, stock Stock, cfg func() *config.Config, opts Options, m *Metrics, log *slog.Logger) (*Room, error) {
+	if opts.InstanceID == "" {
+		return nil, errors.New("waitroom: an instance id is required")
+	}
+	if opts.FollowEvery <= 0 {
+		opts.FollowEvery = 100 * time.Millisecond
+	}
+	if opts.LeaseFor <= 0 {
+		opts.LeaseFor = 2 * time.Second
+	}
+	if opts.MaxWalk <= 0 {
+		opts.MaxWalk = 10000
+	}
+	if m == nil {
+		m = newMetrics()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Room{rdb: rdb, signer: signer, stock: stock, cfg: cfg, opts: opts, m: m, log: log, lines: map[string]*line{}}
+	for name, dst := range map[string]**redis.Script{
+		"waitroom_join.lua": &r.join, "waitroom_lease.lua": &r.lease, "waitroom_open.lua": &r.open,
+		"waitroom_admit.lua": &r.admit, "waitroom_pass.lua": &r.pass,
+	} {
+		s, err := lua.Load(name)
+		if err != nil {
+			return nil, err
+		}
+		*dst = s
+	}
+	return r, nil
+}
+
+// Keys of an activity's waiting room, all in the activity's slot {A}.
+type keys struct{ users, st, hb, perm, adm, live, used, steps, lease string }
+
+func keysOf(id string) keys {
+	p := "sk:{" + id + "}:q:"
+	return keys{users: p + "users", st: p + "st", hb: p + "hb", perm: p + "perm", adm: p + "adm",
+		live: p + "live", used: p + "used", steps: p + "steps", lease: p + "lease"}
+}
+
+// ErrUnknownLine is returned by Status while this instance has not read the line's state yet
+// (within FollowEvery of the room being turned on or of the start): answer 503 and retry.
+var ErrUnknownLine = errors.New("waitroom: the line's state is not known here yet")
+
+// line is what one instance knows of one activity's line.
+type line struct {
+	id   string
+	k    keys
+	view atomic.Pointer[view]
+
+	mu    sync.Mutex
+	beats map[uint64]int64 // ticket -> local unix ms of its last poll here, not yet flushed
+	preds map[uint64]prediction
+
+	// Owned by the Run goroutine.
+	fence   int64
+	permFor uint64 // seed the view's perm was built from
+	perm    []uint32
+}
+
+// prediction is the first ETA given here for a place, once the outflow was measured for 5 s.
+type prediction struct{ made, at time.Time }
+
+// maxPredictions bounds the predictions remembered per line.
+const maxPredictions = 200000
+
+// view is one reading of a line's state; immutable once stored.
+type view struct {
+	read     time.Time     // local time of the reading
+	offset   time.Duration // Redis clock - local clock
+	seq, pos uint64
+	opened   bool
+	pre      uint64
+	seed     uint64
+	perm     []uint32 // ticket n (1..pre) -> place, when shuffled; shared, read-only
+	openAt   time.Time
+	steps    []step        // recent inlet steps, oldest first
+	outflow  float64       // places served per second over the last outflowWindow
+	measured time.Duration // how long the outflow was measured over
+	admitted uint64
+	skipped  uint64
+}
+
+// step is one inlet step that moved the serving position.
+type step struct {
+	at       time.Time // local time
+	pos      uint64
+	admitted int
+}
+
+// outflowWindow is the span over which the outflow is measured.
+const outflowWindow = 10 * time.Second
+
+// place is the place of ticket n in the line, and whether it is known (a ticket of a shuffled
+// prequeue has none before the opening).
+func (v *view) place(n uint64) (uint64, bool) {
+	if v.seed != 0 && n <= v.pre {
+		if !v.opened || int(n) > len(v.perm) {
+			return 0, false
+		}
+		return uint64(v.perm[n-1]), true
+	}
+	return n, true
+}
+
+// admittedAt is when the inlet reached place e (known while its step is among the recent ones).
+func (v *view) admittedAt(e uint64) (time.Time, bool) {
+	for _, s := range v.steps {
+		if s.pos >= e {
+			return s.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (r *Room) lineOf(id string) *line {
+	r.mu.RLock()
+	ln := r.lines[id]
+	r.mu.RUnlock()
+	if ln != nil {
+		return ln
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ln = r.lines[id]; ln == nil {
+		ln = &line{id: id, k: keysOf(id), beats: map[uint64]int64{}, preds: map[uint64]prediction{}}
+		r.lines[id] = ln
+	}
+	return ln
+}
+
+// Ticket is a place in line: its number and the signed token the client polls with.
+type Ticket struct {
+	N     uint64
+	Token string
+	New   bool // taken by this call (false: the user had it already)
+}
+
+// Join takes the user's place in the activity's line, or returns the one the user has. alive
+// false (a blacklisted user) takes a place with no heartbeat: the inlet skips it.
+func (r *Room) Join(ctx context.Context, activityID, userID string, alive bool) (Ticket, error) {
+	if !keyspace.ValidActivityID(activityID) || userID == "" {
+		return Ticket{}, errors.New("waitroom: invalid join")
+	}
+	k := keysOf(activityID)
+	flag := "1"
+	if !alive {
+		flag = "0"
+	}
+	v, err := r.join.Run(ctx, r.rdb, []string{k.users, k.st, k.hb}, r.userHash(userID), flag).Int64Slice()
+	if err != nil {
+		return Ticket{}, fmt.Errorf("waitroom: join: %w", err)
+	}
+	if len(v) != 2 || v[0] < 1 {
+		return Ticket{}, fmt.Errorf("waitroom: join: unexpected answer %v", v)
+	}
+	n := uint64(v[0])
+	if v[1] == 1 {
+		r.m.joined.WithLabelValues(activityID).Inc()
+	}
+	r.lineOf(activityID) // followed from now on
+	return Ticket{N: n, Token: r.ticketToken(activityID, userID, n), New: v[1] == 1}, nil
+}
+
+// userHash is the user hash under the deployment's key (the places hash is keyed by it).
+func (r *Room) userHash(userID string) string { return r.signer.UserHash(userID) }
+
+func (r *Room) ticketToken(activityID, userID string, n uint64) string {
+	ns := strconv.FormatUint(n, 10)
+	return ns + "." + r.signer.Sign("ticket", activityID+"\x00"+userID+"\x00"+ns)
+}
+
+// ParseTicket returns the ticket number of a ticket token issued to the user for the activity.
+func (r *Room) ParseTicket(activityID, userID, token string) (uint64, bool) {
+	ns, sig, ok := strings.Cut(token, ".")
+	if !ok || len(ns) > 20 || len(sig) != 32 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(ns, 10, 64)
+	if err != nil || n == 0 || strconv.FormatUint(n, 10) != ns {
+		return 0, false
+	}
+	if !equal(r.signer.Sign("ticket", activityID+"\x00"+userID+"\x00"+ns), sig) {
+		return 0, false
+	}
+	return n, true
+}
+
+// passToken is a pass for place e, bound to the user and the activity, valid until exp.
+func (r *Room) passToken(activityID, userID string, e uint64, exp time.Time) string {
+	es, xs := strconv.FormatUint(e, 10), strconv.FormatInt(exp.UnixMilli(), 10)
+	return es + "." + xs + "." + r.signer.Sign("pass", activityID+"\x00"+userID+"\x00"+es+"\x00"+xs)
+}
+
+// parsePass returns the place of a pass issued to the user for the activity and not expired at now.
+func (r *Room) parsePass(activityID, userID, pass string, now time.Time) (uint64, bool) {
+	parts := strings.Split(pass, ".")
+	if len(parts) != 3 || len(parts[0]) > 20 || len(parts[1]) > 20 || len(parts[2]) != 32 {
+		return 0, false
+	}
+	e, err1 := strconv.ParseUint(parts[0], 10, 64)
+	x, err2 := strconv.ParseInt(parts[1], 10, 64)
+	if err1 != nil || err2 != nil || e == 0 {
+		return 0, false
+	}
+	if !equal(r.signer.Sign("pass", activityID+"\x00"+userID+"\x00"+parts[0]+"\x00"+parts[1]), parts[2]) {
+		return 0, false
+	}
+	if now.UnixMilli() > x {
+		return 0, false
+	}
+	return e, true
+}
+
+// equal compares two signatures in constant time.
+func equal(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var d byte
+	for i := 0; i < len(a); i++ {
+		d |= a[i] ^ b[i]
+	}
+	return d == 0
+}
+
+// ConsumePass uses the user's pass for the activity: true once, for a pass issued to this user
+// for this activity whose place the inlet admitted less than ttl ago; false for any other. The
+// signature and the expiry are checked in memory first (a forged or foreign pass costs no
+// Redis call).
+func (r *Room) ConsumePass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error) {
+	e, ok := r.parsePass(activityID, userID, pass, time.Now())
+	if !ok {
+		return false, nil
+	}
+	k := keysOf(activityID)
+	v, err := r.pass.Run(ctx, r.rdb, []string{k.live, k.used}, e, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("waitroom: pass: %w", err)
+	}
+	switch v {
+	case 1:
+		r.m.passesUsed.WithLabelValues(activityID).Inc()
+		return true, nil
+	case 0:
+		return false, nil
+	}
+	return false, fmt.Errorf("waitroom: pass script returned unknown code %d", v)
+}
+
+// States of a place, as a poll answers them.
+const (
+	StatePrequeue = "PREQUEUE" // joined before the opening; the order is drawn at the opening
+	StateWaiting  = "WAITING"
+	StateAdmitted = "ADMITTED" // the turn has come: Pass is set
+	StateExpired  = "EXPIRED"  // the turn came and its pass has expired
+)
+
+// Status is the answer to a poll.
+type Status struct {
+	State string
+	// Position is the place counted from the serving position (1 = next), Ahead the places
+	// before it; both 0 when unknown (a shuffled prequeue before the opening) or admitted.
+	Position, Ahead uint64
+	Known           bool          // Position and Ahead are known
+	ETA             time.Duration // expected wait until the turn comes; -1 when none can be given
+	PollAfter       time.Duration
+	Pass            string
+	PassExpires     time.Time
+}
+
+// Status answers a poll of ticket n from this instance's memory (no Redis call) and records
+// that the place is alive, unless blocked (a blacklisted user: the place never advances, its
+// heartbeat is never recorded, and no pass is given).
+func (r *Room) Status(activityID, userID string, n uint64, w config.WaitingRoom, opensAt time.Time, blocked bool, now time.Time) (Status, error) {
+	ln := r.lineOf(activityID)
+	v := ln.view.Load()
+	if v == nil {
+		return Status{}, ErrUnknownLine
+	}
+	if !blocked {
+		ln.mu.Lock()
+		ln.beats[n] = now.UnixMilli()
+		ln.mu.Unlock()
+	}
+	maxPoll := w.Heartbeat.D() / 4
+	if maxPoll > 10*time.Second {
+		maxPoll = 10 * time.Second
+	}
+	e, known := v.place(n)
+	if !v.opened || !known {
+		st := Status{State: StatePrequeue, ETA: -1}
+		wait := opensAt.Sub(now)
+		if wait < 0 {
+			wait = 0
+		}
+		if known { // fifo: the place is the ticket
+			st.State, st.Known, st.Position, st.Ahead = StateWaiting, true, e, e-1
+			st.ETA = wait + secs(float64(e)/w.Rate)
+		} else {
+			st.ETA = wait
+		}
+		st.PollAfter = clamp(wait/2, 500*time.Millisecond, maxPoll)
+		return st, nil
+	}
+	if e <= v.pos && !blocked {
+		at, ok := v.admittedAt(e)
+		if !ok {
+			at = v.read
+		}
+		exp := at.Add(w.PassTTL.D())
+		if !now.Before(exp) {
+			return Status{State: StateExpired, ETA: -1}, nil
+		}
+		return Status{State: StateAdmitted, Pass: r.passToken(activityID, userID, e, exp), PassExpires: exp}, nil
+	}
+	st := Status{State: StateWaiting, Known: true, Position: 1, ETA: -1}
+	if e > v.pos {
+		st.Position, st.Ahead = e-v.pos, e-v.pos-1
+	}
+	rate := v.outflow
+	if v.measured < 2*time.Second {
+		rate = w.Rate // not measured yet: the configured inlet
+	}
+	if rate > 0 && !blocked {
+		st.ETA = secs(float64(st.Position) / rate)
+		if v.measured >= 5*time.Second && st.ETA >= time.Second {
+			ln.mu.Lock()
+			if _, seen := ln.preds[e]; !seen && len(ln.preds) < maxPredictions {
+				ln.preds[e] = prediction{made: now, at: now.Add(st.ETA)}
+			}
+			ln.mu.Unlock()
+		}
+	}
+	if st.ETA >= 0 {
+		st.PollAfter = clamp(st.ETA/2, 500*time.Millisecond, maxPoll)
+	} else {
+		st.PollAfter = maxPoll
+	}
+	return st, nil
+}
+
+func secs(s float64) time.Duration {
+	if s > 1e6 {
+		s = 1e6
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+func clamp(d, lo, hi time.Duration) time.Duration {
+	if hi < lo {
+		hi = lo
+	}
+	return min(max(d, lo), hi)
+}
+
+// Run follows every line whose activity has its waiting room on, flushes the heartbeats of the
+// places polled here and, on the instance holding a line's lease, opens the line and moves
+// its serving position, every FollowEvery until ctx is done.
+func (r *Room) Run(ctx context.Context) error {
+	t := time.NewTicker(r.opts.FollowEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		cfg := r.cfg()
+		if cfg == nil {
+			continue
+		}
+		for id := range cfg.Activities {
+			w, on := cfg.WaitingRoom(id)
+			if !on {
+				continue
+			}
+			ln := r.lineOf(id)
+			if err := r.stepLine(ctx, ln, w); err != nil && ctx.Err() == nil {
+				r.m.errors.WithLabelValues(id).Inc()
+				r.log.Debug("waiting room step failed", "activity", id, "err", err)
+			}
+		}
+	}
+}
+
+// stepLine is one period of one line: follow, flush heartbeats, lead.
+func (r *Room) stepLine(ctx context.Context, ln *line, w config.WaitingRoom) error {
+	v, err := r.follow(ctx, ln)
+	if err != nil {
+		return err
+	}
+	if err := r.flush(ctx, ln, v); err != nil {
+		return err
+	}
+	return r.lead(ctx, ln, w, v)
+}
+
+// follow reads the line's state in one pipeline and stores the new view.
+func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
+	pipe := r.rdb.Pipeline()
+	st := pipe.HMGet(ctx, ln.k.st, "seq", "pre", "seed", "openMs", "pos", "admitted", "skipped")
+	steps := pipe.ZRevRange(ctx, ln.k.steps, 0, 299)
+	tm := pipe.Time(ctx)
+	sent := time.Now()
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("waitroom: follow: %w", err)
+	}
+	now := time.Now()
+	// The Redis clock against ours, taken at the middle of the round trip.
+	offset := tm.Val().Sub(sent.Add(now.Sub(sent) / 2))
+	vals := st.Val()
+	u := func(i int) uint64 {
+		s, _ := vals[i].(string)
+		x, _ := strconv.ParseUint(s, 10, 64)
+		return x
+	}
+	v := &view{read: now, offset: offset, seq: u(0), pos: u(4), admitted: u(5), skipped: u(6)}
+	if _, ok := vals[1].(string); ok {
+		v.opened, v.pre, v.seed = true, u(1), u(2)
+		v.openAt = time.UnixMilli(int64(u(3))).Add(-offset)
+	}
+	if v.opened && v.seed != 0 && v.pre > 0 {
+		if ln.permFor != v.seed || len(ln.perm) != int(v.pre) {
+			order := shuffle(v.seed, v.pre)
+			perm := make([]uint32, v.pre)
+			for i, n := range order {
+				perm[n-1] = uint32(i + 1)
+			}
+			ln.perm, ln.permFor = perm, v.seed
+		}
+		v.perm = ln.perm
+	}
+	raw := steps.Val()
+	v.steps = make([]step, 0, len(raw))
+	for i := len(raw) - 1; i >= 0; i-- {
+		var ms int64
+		var adm int
+		var pos uint64
+		var skipped int
+		if _, err := fmt.Sscanf(raw[i], "%d:%d:%d:%d", &ms, &adm, &pos, &skipped); err != nil {
+			continue
+		}
+		v.steps = append(v.steps, step{at: time.UnixMilli(ms).Add(-offset), pos: pos, admitted: adm})
+	}
+	if v.opened {
+		span := now.Sub(v.openAt)
+		if span > outflowWindow {
+			span = outflowWindow
+		}
+		if span > 0 {
+			var served uint64
+			from := now.Add(-span)
+			base := uint64(0)
+			for _, s := range v.steps {
+				if !s.at.After(from) {
+					base = s.pos
+				}
+			}
+			if v.pos > base {
+				served = v.pos - base
+			}
+			if len(v.steps) > 0 && !v.steps[0].at.After(from) || span < outflowWindow {
+				v.outflow = float64(served) / span.Seconds()
+				v.measured = span
+			}
+		}
+	}
+	old := ln.view.Swap(v)
+	r.observe(ln, old, v)
+	return v, nil
+}
+
+// observe updates the gauges and measures the ETA error of the places the inlet just reached.
+func (r *Room) observe(ln *line, old, v *view) {
+	r.m.length.WithLabelValues(ln.id).Set(float64(v.seq - min(v.pos, v.seq)))
+	r.m.outflow.WithLabelValues(ln.id).Set(v.outflow)
+	if old == nil || v.pos <= old.pos {
+		return
+	}
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if len(ln.preds) == 0 {
+		return
+	}
+	for e := old.pos + 1; e <= v.pos; e++ {
+		p, ok := ln.preds[e]
+		if !ok {
+			continue
+		}
+		delete(ln.preds, e)
+		at, ok := v.admittedAt(e)
+		if !ok {
+			continue
+		}
+		actual := at.Sub(p.made)
+		if actual <= 0 {
+			continue
+		}
+		errRatio := math.Abs(float64(p.at.Sub(at))) / float64(actual)
+		r.m.etaError.WithLabelValues(ln.id).Observe(errRatio)
+	}
+}
+
+// flush hands the heartbeats of the places polled here to Redis, in one command, on the
+// Redis clock.
+func (r *Room) flush(ctx context.Context, ln *line, v *view) error {
+	ln.mu.Lock()
+	if len(ln.beats) == 0 {
+		ln.mu.Unlock()
+		return nil
+	}
+	beats := ln.beats
+	ln.beats = make(map[uint64]int64, len(beats))
+	ln.mu.Unlock()
+	members := make([]redis.Z, 0, len(beats))
+	for n, ms := range beats {
+		members = append(members, redis.Z{Score: float64(ms + v.offset.Milliseconds()), Member: n})
+	}
+	if err := r.rdb.ZAdd(ctx, ln.k.hb, members...).Err(); err != nil {
+		// Put them back: a later flush may carry them (newer polls win).
+		ln.mu.Lock()
+		for n, ms := range beats {
+			if ms > ln.beats[n] {
+				ln.beats[n] = ms
+			}
+		}
+		ln.mu.Unlock()
+		return fmt.Errorf("waitroom: heartbeats: %w", err)
+	}
+	return nil
+}
+
+// lead takes or keeps the line's lease and, while held, opens the line at the opening and
+// moves the serving position.
+func (r *Room) lead(ctx context.Context, ln *line, w config.WaitingRoom, v *view) error {
+	act, ok := r.stock.Activity(ln.id)
+	if !ok {
+		return nil // not known here yet: another instance leads, or this one will soon
+	}
+	f, err := r.lease.Run(ctx, r.rdb, []string{ln.k.lease, ln.k.st}, r.opts.InstanceID, r.opts.LeaseFor.Milliseconds()).Int64()
+	if err != nil {
+		return fmt.Errorf("waitroom: lease: %w", err)
+	}
+	ln.fence = f
+	if f == 0 {
+		return nil
+	}
+	fence := strconv.FormatInt(f, 10)
+	if !v.opened {
+		if time.Now().Before(act.OpensAt) {
+			return nil
+		}
+		return r.openLine(ctx, ln, w, fence)
+	}
+	capPasses := int64(0)
+	if !act.SoldOut && act.Remaining > 0 {
+		capPasses = int64(math.Floor(float64(act.Remaining) * w.StockFactor))
+		if capPasses < 1 {
+			capPasses = 1
+		}
+	}
+	shuffled := "0"
+	if v.seed != 0 {
+		shuffled = "1"
+	}
+	k := ln.k
+	res, err := r.admit.Run(ctx, r.rdb, []string{k.st, k.lease, k.hb, k.perm, k.adm, k.live, k.steps},
+		r.opts.InstanceID, fence, strconv.FormatFloat(w.Rate, 'f', -1, 64), w.Heartbeat.D().Milliseconds(),
+		w.PassTTL.D().Milliseconds(), capPasses, r.opts.MaxWalk, shuffled).Int64Slice()
+	if err != nil {
+		return fmt.Errorf("waitroom: admit: %w", err)
+	}
+	switch {
+	case len(res) == 3:
+		r.m.admitted.WithLabelValues(ln.id).Add(float64(res[0]))
+		r.m.abandoned.WithLabelValues(ln.id).Add(float64(res[1]))
+	case len(res) == 1 && (res[0] == -1 || res[0] == -2):
+		ln.fence = 0
+	default:
+		return fmt.Errorf("waitroom: admit script returned unknown answer %v", res)
+	}
+	return nil
+}
+
+// openLine freezes the prequeue and, for a shuffled line, draws its order.
+func (r *Room) openLine(ctx context.Context, ln *line, w config.WaitingRoom, fence string) error {
+	seqS, err := r.rdb.HGet(ctx, ln.k.st, "seq").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("waitroom: open: %w", err)
+	}
+	pre, _ := strconv.ParseUint(seqS, 10, 64)
+	seed := uint64(0)
+	args := []any{r.opts.InstanceID, fence, pre}
+	if w.Order == config.OrderShuffle && pre > 0 {
+		for seed == 0 {
+			seed = rand.Uint64()
+		}
+		args = append(args, strconv.FormatUint(seed, 10))
+		for _, n := range shuffle(seed, pre) {
+			args = append(args, n)
+		}
+	} else {
+		args = append(args, "0")
+	}
+	v, err := r.open.Run(ctx, r.rdb, []string{ln.k.st, ln.k.perm, ln.k.lease}, args...).Int64()
+	if err != nil {
+		return fmt.Errorf("waitroom: open: %w", err)
+	}
+	switch v {
+	case 1:
+		r.log.Info("waiting room opened", "activity", ln.id, "prequeue", pre, "shuffled", seed != 0)
+	case 2, -2: // open already, or a join came in between: read again next period
+	case -1:
+		ln.fence = 0
+	default:
+		return fmt.Errorf("waitroom: open script returned unknown code %d", v)
+	}
+	return nil
+}
+
+// shuffle returns the ticket numbers 1..n in the order drawn from seed: a Fisher-Yates shuffle
+// driven by ChaCha8 keyed by the seed, written out here so that every instance and every
+// release derives the same order from the same seed.
+func shuffle(seed, n uint64) []uint64 {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	rng := rand.NewChaCha8(key)
+	order := make([]uint64, n)
+	for i := range order {
+		order[i] = uint64(i + 1)
+	}
+	for i := n - 1; i > 0; i-- {
+		j := rng.Uint64() % (i + 1) // bias below 2^-40 for any line under 2^24 places
+		order[i], order[j] = order[j], order[i]
+	}
+	return order
+}

@@ -1,0 +1,82 @@
+package waitroom
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/inventory"
+)
+
+type fakeStock struct{ v inventory.ActivityView }
+
+func (f *fakeStock) Activity(id string) (inventory.ActivityView, bool) { return f.v, true }
+
+type fakeSigner struct{}
+
+func (fakeSigner) Sign(domain, msg string) string {
+	s := sha256.Sum256([]byte("k\x00" + domain + "\x00" + msg))
+	return hex.EncodeToString(s[:16])
+}
+func (fakeSigner) UserHash(u string) string { return fakeSigner{}.Sign("u", u) }
+
+func newTestRoom(t *testing.T, w config.WaitingRoom, stock int64) (*Room, *fakeStock, redis.UniversalClient) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), DisableIdentity: true})
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = "a1", time.Now().Add(-time.Second), stock
+	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, fs, rdb
+}
+
+func TestJoinPollPass(t *testing.T) {
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderShuffle
+	r, _, _ := newTestRoom(t, w, 10)
+	ctx := context.Background()
+	tk, err := r.Join(ctx, "a1", "u1", true)
+	if err != nil || !tk.New || tk.N != 1 {
+		t.Fatalf("join: %+v %v", tk, err)
+	}
+	if again, _ := r.Join(ctx, "a1", "u1", true); again.N != 1 || again.New || again.Token != tk.Token {
+		t.Fatalf("rejoin: %+v", again)
+	}
+	n, ok := r.ParseTicket("a1", "u1", tk.Token)
+	if !ok || n != 1 {
+		t.Fatalf("parse: %d %v", n, ok)
+	}
+	if _, ok := r.ParseTicket("a1", "u2", tk.Token); ok {
+		t.Fatal("another user's ticket parsed")
+	}
+	ln := r.lineOf("a1")
+	var st Status
+	for i := 0; i < 5; i++ {
+		if err := r.stepLine(ctx, ln, w); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st, err = r.Status("a1", "u1", n, w, time.Now(), false, time.Now())
+	if err != nil || st.State != StateAdmitted || st.Pass == "" {
+		t.Fatalf("status: %+v %v (view %+v)", st, err, ln.view.Load())
+	}
+	if ok, err := r.ConsumePass(ctx, "a1", "u2", st.Pass, time.Minute); ok || err != nil {
+		t.Fatalf("another user's pass: %v %v", ok, err)
+	}
+	if ok, err := r.ConsumePass(ctx, "a1", "u1", st.Pass, time.Minute); !ok || err != nil {
+		t.Fatalf("pass: %v %v", ok, err)
+	}
+	if ok, err := r.ConsumePass(ctx, "a1", "u1", st.Pass, time.Minute); ok || err != nil {
+		t.Fatalf("pass used twice: %v %v", ok, err)
+	}
+}

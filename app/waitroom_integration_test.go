@@ -1,0 +1,146 @@
+//go:build integration
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testwait"
+)
+
+// roomConfig is testConfig with a waiting room on activity id.
+func roomConfig(id, room string) string {
+	return testConfig + "activities:\n  " + id + ":\n    waitingRoom: " + room + "\n"
+}
+
+// commandCounter counts the Redis commands an instance's client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+func (ta *testApp) join(t testing.TB, id, user string) answer {
+	return ta.do(t, "POST", "/api/v1/activities/"+id+"/queue", map[string]string{"X-User-Id": user}, "")
+}
+
+func (ta *testApp) poll(t testing.TB, id, user, ticket string) answer {
+	return ta.do(t, "GET", "/api/v1/activities/"+id+"/queue/"+ticket, map[string]string{"X-User-Id": user}, "")
+}
+
+func (ta *testApp) reserveWith(t testing.TB, id, user, token string) answer {
+	return ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", map[string]string{"X-User-Id": user},
+		fmt.Sprintf(`{"token":%q}`, token))
+}
+
+// The pass flow on two instances: one place per user, polls that cost Redis nothing, a pass
+// once the turn came, bound to its user, used once; no reservation without it.
+func TestWaitingRoomPassFlow(t *testing.T) {
+	id := uniq(t, "wr-flow")
+	cfg := roomConfig(id, "{enabled: true, rate: 5, order: fifo, heartbeat: 3s, passTTL: 10s}")
+	opts := realOptions(t)
+	a, b := startApp(t, opts, cfg), startApp(t, opts, cfg)
+	a.createActivity(t, id, 3, 1, 2, time.Now().Add(-time.Second))
+
+	j1 := a.join(t, id, "u1")
+	if j1.status != http.StatusCreated {
+		t.Fatalf("join: %d %v", j1.status, j1.body)
+	}
+	ticket := j1.body["ticket"].(string)
+	if again := b.join(t, id, "u1"); again.status != http.StatusOK || again.body["ticket"] != ticket {
+		t.Fatalf("joining again on the other instance: %d %v, want 200 and ticket %s", again.status, again.body, ticket)
+	}
+	if p := a.poll(t, id, "u2", ticket); p.status != http.StatusNotFound {
+		t.Fatalf("another user's ticket: %d %v, want 404", p.status, p.body)
+	}
+	if r := a.reserve(t, id, "u1", ""); r.status != http.StatusForbidden || r.body["code"] != CodeTokenRequired {
+		t.Fatalf("reservation without a pass: %d %v", r.status, r.body)
+	}
+	var pass string
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		p := b.poll(t, id, "u1", ticket)
+		if p.status == http.StatusServiceUnavailable {
+			return false // the line is not read on b yet
+		}
+		if p.status != http.StatusOK {
+			t.Fatalf("poll: %d %v", p.status, p.body)
+		}
+		pass, _ = p.body["pass"].(string)
+		return p.body["status"] == "ADMITTED" && pass != ""
+	}, "u1 admitted")
+	j2 := a.join(t, id, "u2")
+	if r := a.reserveWith(t, id, "u2", pass); r.status != http.StatusForbidden {
+		t.Fatalf("another user's pass: %d %v", r.status, r.body)
+	}
+	if r := a.reserveWith(t, id, "u1", pass); r.status != http.StatusAccepted {
+		t.Fatalf("reservation with the pass: %d %v", r.status, r.body)
+	}
+	if r := b.reserveWith(t, id, "u1", pass); r.status != http.StatusForbidden {
+		t.Fatalf("the pass used twice: %d %v", r.status, r.body)
+	}
+
+	// Polls cost no Redis call: 500 polls move the instance's command count by no more
+	// than its background work does in the same time.
+	t2 := j2.body["ticket"].(string)
+	cc := &commandCounter{}
+	b.rdb.AddHook(cc)
+	measure := func(polls int) (int64, time.Duration) {
+		n0, t0 := cc.n.Load(), time.Now()
+		for i := 0; i < polls; i++ {
+			if p := b.poll(t, id, "u2", t2); p.status != http.StatusOK {
+				t.Fatalf("poll: %d %v", p.status, p.body)
+			}
+		}
+		if polls == 0 {
+			time.Sleep(time.Second)
+		}
+		return cc.n.Load() - n0, time.Since(t0)
+	}
+	idle, idleFor := measure(0)
+	busy, busyFor := measure(500)
+	perSec := float64(idle) / idleFor.Seconds()
+	if extra := float64(busy) - perSec*busyFor.Seconds(); extra > 50 {
+		t.Fatalf("500 polls cost %d Redis commands in %v, background %.0f/s: %.0f beyond the background", busy, busyFor, perSec, extra)
+	}
+	t.Logf("500 polls in %v: %d Redis commands, background %.0f/s", busyFor, busy, perSec)
+}
+
+// A sold-out activity answers every poll 410 SOLD_OUT, on every instance.
+func TestWaitingRoomSoldOutAnswers410(t *testing.T) {
+	id := uniq(t, "wr-sold")
+	cfg := roomConfig(id, "{enabled: true, rate: 50, heartbeat: 3s}")
+	opts := realOptions(t)
+	a, b := startApp(t, opts, cfg), startApp(t, opts, cfg)
+	a.createActivity(t, id, 1, 1, 1, time.Now().Add(-time.Second))
+	j := a.join(t, id, "w1")
+	j2 := b.join(t, id, "w2")
+	var pass string
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		p := a.poll(t, id, "w1", j.body["ticket"].(string))
+		pass, _ = p.body["pass"].(string)
+		return pass != ""
+	}, "w1 admitted")
+	if r := a.reserveWith(t, id, "w1", pass); r.status != http.StatusAccepted {
+		t.Fatalf("reserve: %d %v", r.status, r.body)
+	}
+	for _, ta := range []*testApp{a, b} {
+		testwait.Eventually(t, 2*time.Second, func() bool {
+			p := ta.poll(t, id, "w2", j2.body["ticket"].(string))
+			return p.status == http.StatusGone && p.body["code"] == CodeSoldOut
+		}, "410 SOLD_OUT on %s", ta.base)
+	}
+	if j := b.join(t, id, "w3"); j.status != http.StatusGone {
+		t.Fatalf("join after the sell-out: %d %v", j.status, j.body)
+	}
+}
