@@ -132,8 +132,16 @@ func (s *Store) Refresh(ctx context.Context) error {
 		return err
 	}
 	cat := s.loadCatalog(ctx, catalogCached)
-	for id := range cat {
-		ids = append(ids, id)
+	// The ids only the catalog names (neither in Redis's set nor cached here: an activity this
+	// process has not seen, whose Redis state may be gone) are checked once per catalog read,
+	// not on every pass: MySQL keeps every past activity, and one found lost is cached from
+	// then on (setRecovering), so later passes read it anyway.
+	catAt, _ := s.catalogAt.Load().(time.Time)
+	checkCatalog := catAt.UnixNano() != s.catalogChecked.Load()
+	if checkCatalog {
+		for id := range cat {
+			ids = append(ids, id)
+		}
 	}
 	s.mu.RLock()
 	for id := range s.acts {
@@ -157,6 +165,9 @@ func (s *Store) Refresh(ctx context.Context) error {
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
+	}
+	if checkCatalog {
+		s.catalogChecked.Store(catAt.UnixNano())
 	}
 	entries := make([]*entry, 0, len(names))
 	for i, id := range names {

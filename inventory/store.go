@@ -130,6 +130,7 @@ type Store struct {
 	// The last activity catalog read (generation.go), when, and whether reading it fails.
 	catalog        atomic.Pointer[map[string]Activity]
 	catalogAt      atomic.Value // time.Time
+	catalogChecked atomic.Int64 // unix ns of the catalogAt whose ids a refresh last read
 	catalogFailing atomic.Bool
 }
 
