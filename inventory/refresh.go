@@ -178,8 +178,10 @@ func (s *Store) Refresh(ctx context.Context) error {
 		}
 		if _, known := cat[id]; !known && s.opts.Catalog != nil && s.suspect(id, m, ok) {
 			// Redis misses what this instance saw of an activity the last catalog did not
-			// name (created since): read the catalog again (at most once per catalogEvery).
-			cat = s.loadCatalog(ctx, catalogDue)
+			// name (created since): ask MySQL for that one.
+			if _, found := s.catalogOne(ctx, id); found {
+				cat = s.lastCatalog()
+			}
 		}
 		if s.checkLost(ctx, id, m, ok, cat) {
 			s.reportIssued(ctx, id)
@@ -278,7 +280,7 @@ func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
 	}
 	known, ok := s.lastCatalog()[e.def.ID]
 	if !ok {
-		known, ok = s.loadCatalog(ctx, catalogDue)[e.def.ID] // created since the last read
+		known, ok = s.catalogOne(ctx, e.def.ID) // created since the last read
 	}
 	if !ok {
 		return
