@@ -253,10 +253,12 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	fun := newFunnel(a.rdb, userHash64, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now)
+	fun.local = a.mini != nil
 	a.api = newAPI(api{
 		room: a.room, cfg: a.cfg, inv: a.inv, lim: a.lim, rec: a.rec, admin: &adminStore{db: a.db}, rdb: a.rdb,
 		adminToken: a.opts.AdminToken, metrics: newHTTPMetrics(a.reg), gatherer: a.reg,
-		funnel: newFunnel(a.rdb, a.inv.UserHash, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now),
+		funnel: fun,
 		log:    log.With("part", "http"), now: time.Now, servesAPI: opts.has("api"),
 	})
 	if opts.AccessLog {

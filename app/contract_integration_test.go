@@ -294,7 +294,16 @@ func TestAPITokenAdmission(t *testing.T) {
 	cfg := strings.Replace(testConfig, "tokensPerUser: 1000", "tokensPerUser: 3", 1)
 	ta := startApp(t, realOptions(t), cfg)
 	id := uniq(t, "tokadm")
-	ta.createActivity(t, id, 10, 1, 1, time.Now().Add(-time.Second))
+	// Tokens are minted only for an activity that requires them (issue 24).
+	createTokenActivity := func(id string, opens time.Time) {
+		t.Helper()
+		body := fmt.Sprintf(`{"activityId":%q,"stock":10,"perUserLimit":1,"shards":1,"requireToken":true,"opensAt":%q}`,
+			id, opens.UTC().Format(time.RFC3339Nano))
+		if a := ta.admin(t, "POST", "/admin/v1/activities", body); a.status != http.StatusCreated {
+			t.Fatalf("create %s: %d %v", id, a.status, a.body)
+		}
+	}
+	createTokenActivity(id, time.Now().Add(-time.Second))
 	post := func(user string) answer {
 		return ta.do(t, "POST", "/api/v1/activities/"+id+"/tokens", map[string]string{"X-User-Id": user}, "")
 	}
@@ -315,7 +324,7 @@ func TestAPITokenAdmission(t *testing.T) {
 	}
 
 	later := uniq(t, "toklater")
-	ta.createActivity(t, later, 10, 1, 1, time.Now().Add(time.Hour))
+	createTokenActivity(later, time.Now().Add(time.Hour))
 	if a := ta.do(t, "POST", "/api/v1/activities/"+later+"/tokens", map[string]string{"X-User-Id": "early"}, ""); a.status != http.StatusTooEarly || a.body["opensAt"] == nil {
 		t.Fatalf("token an hour before the opening: %d %v", a.status, a.body)
 	}

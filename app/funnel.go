@@ -123,9 +123,6 @@ const (
 	// funnelFlushEvery is how often the counts of an instance are added to Redis: the
 	// report lags the answers by at most this.
 	funnelFlushEvery = 250 * time.Millisecond
-	// funnelMaxPending bounds the distinct users an activity buffers between two flushes;
-	// past it, users are not added to the estimate (counted in seckill_funnel_users_dropped_total).
-	funnelMaxPending = 1 << 16
 )
 
 // funnelMetrics are the sale funnel's Prometheus series, by activity (and campaign) and
@@ -137,7 +134,6 @@ type funnelMetrics struct {
 	users       *prometheus.GaugeVec   // activity, stage: distinct users estimated in Redis
 	campAttempt *prometheus.CounterVec // campaign
 	campAnswers *prometheus.CounterVec // campaign, outcome
-	dropped     prometheus.Counter
 	flushErrors prometheus.Counter
 }
 
@@ -159,12 +155,10 @@ func newFunnelMetrics(reg prometheus.Registerer) *funnelMetrics {
 		campAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_campaign_answers_total",
 			Help: "Answers to the attempts of the campaign's activities, by campaign and outcome (as seckill_funnel_answers_total): " +
 				"accepted is what the campaign's budget admitted and sold, rate_campaign its budget's refusals, rate_user and user_limit the per-user ones."}, []string{"campaign", "outcome"}),
-		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_funnel_users_dropped_total",
-			Help: "Users not added to the distinct-user estimate because the buffer between two flushes was full."}),
 		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_funnel_flush_errors_total",
 			Help: "Flushes of the funnel counts to Redis that failed (the counts of a flush that may have been applied are not retried)."}),
 	}
-	reg.MustRegister(m.attempts, m.answers, m.units, m.users, m.campAttempt, m.campAnswers, m.dropped, m.flushErrors)
+	reg.MustRegister(m.attempts, m.answers, m.units, m.users, m.campAttempt, m.campAnswers, m.flushErrors)
 	return m
 }
 
@@ -173,12 +167,15 @@ func newFunnelMetrics(reg prometheus.Registerer) *funnelMetrics {
 // the report reads) every funnelFlushEvery. Safe for concurrent use; Run flushes.
 type funnel struct {
 	rdb redis.UniversalClient
-	// hash is the user hash the estimates add (inventory's): no user id reaches Redis, and
-	// the hashing happens at flush time, off the request path.
-	hash func(user string) string
-	m    *funnelMetrics
-	log  *slog.Logger
-	now  func() time.Time
+	// hash is the 64-bit hash a user id adds to the distinct-user sketches (userHash64):
+	// only registers reach Redis, never an id.
+	hash func(user string) uint64
+	// local keeps the distinct-user estimates in this process only (embedded mode: one
+	// process, and an in-process Redis without Redis's HyperLogLog encoding).
+	local bool
+	m     *funnelMetrics
+	log   *slog.Logger
+	now   func() time.Time
 
 	mu   sync.RWMutex
 	acts map[string]*actFunnel
@@ -187,7 +184,7 @@ type funnel struct {
 	campaigns map[string]int
 }
 
-func newFunnel(rdb redis.UniversalClient, hash func(string) string, m *funnelMetrics, log *slog.Logger, now func() time.Time) *funnel {
+func newFunnel(rdb redis.UniversalClient, hash func(string) uint64, m *funnelMetrics, log *slog.Logger, now func() time.Time) *funnel {
 	return &funnel{rdb: rdb, hash: hash, m: m, log: log, now: now, acts: map[string]*actFunnel{}, campaigns: map[string]int{}}
 }
 
@@ -209,11 +206,12 @@ type actFunnel struct {
 	// dLatency counts answers by latency bucket: [0] accepted, [1] refused.
 	dLatency [2][nFunnelBuckets]atomic.Int64
 
-	mu     sync.Mutex
-	tried  map[string]struct{}
-	bought map[string]struct{}
-	first  int64 // unix ms of the first accepted reservation since the last flush, 0 none
-	last   int64
+	mu sync.Mutex
+	// tried and bought are the distinct-user sketches of this instance (funnel_hll.go),
+	// cumulative: each flush merges them into the activity's HyperLogLogs in Redis.
+	tried, bought hllSketch
+	first         int64 // unix ms of the first accepted reservation since the last flush, 0 none
+	last          int64
 }
 
 // activity returns the funnel of v, creating it (and its series at 0) on first use.
@@ -229,8 +227,7 @@ func (f *funnel) activity(v *inventory.ActivityView) *actFunnel {
 	if af = f.acts[v.ID]; af != nil {
 		return af
 	}
-	af = &actFunnel{id: v.ID, campaign: v.CampaignID, attempts: f.m.attempts.WithLabelValues(v.ID), units: f.m.units.WithLabelValues(v.ID),
-		tried: map[string]struct{}{}, bought: map[string]struct{}{}}
+	af = &actFunnel{id: v.ID, campaign: v.CampaignID, attempts: f.m.attempts.WithLabelValues(v.ID), units: f.m.units.WithLabelValues(v.ID)}
 	for o := fAccepted; o < nFunnelOutcomes; o++ {
 		af.answers[o] = f.m.answers.WithLabelValues(v.ID, funnelOutcomeNames[o])
 	}
@@ -279,12 +276,9 @@ func (af *actFunnel) attempt(f *funnel, user string) {
 	if af.campAttempts != nil {
 		af.campAttempts.Inc()
 	}
+	h := f.hash(user)
 	af.mu.Lock()
-	if len(af.tried) < funnelMaxPending {
-		af.tried[user] = struct{}{}
-	} else if _, ok := af.tried[user]; !ok {
-		f.m.dropped.Inc()
-	}
+	af.tried.add(h)
 	af.mu.Unlock()
 }
 
@@ -319,11 +313,7 @@ func (af *actFunnel) answer(f *funnel, o funnelOutcome, user string, units int, 
 	if ms > af.last {
 		af.last = ms
 	}
-	if len(af.bought) < funnelMaxPending {
-		af.bought[user] = struct{}{}
-	} else {
-		f.m.dropped.Inc()
-	}
+	af.bought.add(f.hash(user))
 	af.mu.Unlock()
 }
 
@@ -396,18 +386,26 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	}
 	// The sets are taken only when not empty (an empty one stays the activity's, and is not
 	// read again here: attempts may add to it as soon as the lock is released).
-	var tried, bought map[string]struct{}
+	var tried, bought []byte
 	af.mu.Lock()
 	first, last := af.first, af.last
-	if len(af.tried) > 0 {
-		tried, af.tried = af.tried, make(map[string]struct{}, len(af.tried))
-	}
-	if len(af.bought) > 0 {
-		bought, af.bought = af.bought, map[string]struct{}{}
+	if f.local {
+		if af.tried.dirty || af.bought.dirty {
+			f.m.users.WithLabelValues(af.id, "tried").Set(float64(af.tried.count()))
+			f.m.users.WithLabelValues(af.id, "bought").Set(float64(af.bought.count()))
+			af.tried.dirty, af.bought.dirty = false, false
+		}
+	} else {
+		if af.tried.dirty {
+			tried = af.tried.dense(nil)
+		}
+		if af.bought.dirty {
+			bought = af.bought.dense(nil)
+		}
 	}
 	af.first, af.last = 0, 0
 	af.mu.Unlock()
-	if len(fields) == 0 && len(tried) == 0 && len(bought) == 0 {
+	if len(fields) == 0 && tried == nil && bought == nil {
 		return nil
 	}
 	pipe := f.rdb.TxPipeline()
@@ -421,20 +419,52 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 		pipe.ZAddArgs(ctx, tk, redis.ZAddArgs{GT: true, Members: []redis.Z{{Score: float64(last), Member: "last"}}})
 	}
 	triedKey, boughtKey := inventory.FunnelUsers(af.id, "tried"), inventory.FunnelUsers(af.id, "bought")
-	if len(tried) > 0 {
-		pipe.PFAdd(ctx, triedKey, f.members(tried)...)
+	for _, m := range []struct {
+		key    string
+		sketch []byte
+	}{{triedKey, tried}, {boughtKey, bought}} {
+		if m.sketch != nil {
+			// In the transaction: the sketch's key never outlives the merge.
+			tmp := m.key + ":merge"
+			pipe.Set(ctx, tmp, m.sketch, 0)
+			pipe.PFMerge(ctx, m.key, m.key, tmp)
+			pipe.Del(ctx, tmp)
+		}
 	}
-	if len(bought) > 0 {
-		pipe.PFAdd(ctx, boughtKey, f.members(bought)...)
+	if f.local {
+		_, err := pipe.Exec(ctx)
+		return err
 	}
 	nTried := pipe.PFCount(ctx, triedKey)
 	nBought := pipe.PFCount(ctx, boughtKey)
 	if _, err := pipe.Exec(ctx); err != nil {
+		// The sketches are cumulative: the next flush merges them again.
+		af.mu.Lock()
+		af.tried.dirty = af.tried.dirty || tried != nil
+		af.bought.dirty = af.bought.dirty || bought != nil
+		af.mu.Unlock()
 		return err
 	}
 	f.m.users.WithLabelValues(af.id, "tried").Set(float64(nTried.Val()))
 	f.m.users.WithLabelValues(af.id, "bought").Set(float64(nBought.Val()))
 	return nil
+}
+
+// localDistinct is the estimate of the distinct users who tried and who bought id, from
+// this process's sketches; ok is false unless the estimates are kept locally (f.local).
+func (f *funnel) localDistinct(id string) (tried, bought uint64, ok bool) {
+	if !f.local {
+		return 0, 0, false
+	}
+	f.mu.RLock()
+	af := f.acts[id]
+	f.mu.RUnlock()
+	if af == nil {
+		return 0, 0, true
+	}
+	af.mu.Lock()
+	defer af.mu.Unlock()
+	return af.tried.count(), af.bought.count(), true
 }
 
 // fieldValue is the value following name in a flat name, value list, 0 when absent.
@@ -445,13 +475,4 @@ func fieldValue(fields []any, name string) int64 {
 		}
 	}
 	return 0
-}
-
-// members are the hashes of the users of s.
-func (f *funnel) members(s map[string]struct{}) []any {
-	out := make([]any, 0, len(s))
-	for u := range s {
-		out = append(out, f.hash(u))
-	}
-	return out
 }

@@ -279,12 +279,15 @@ func TestFunnelCountsEveryLayer(t *testing.T) {
 			t.Fatalf("answer %s, want %s", got, layer)
 		}
 	}
-	// Five buyers take the stock of main, one replays, one buys again, two find it sold out.
+	// Five buyers take the stock of main, one buys again (before the sell-out: once main is
+	// sold out, that layer answers first), one replays, two find it sold out.
 	for i := 0; i < 5; i++ {
 		want(fc.reserve(t, main, fmt.Sprintf("m-%d", i), nextIP(), fmt.Sprintf("key-%d", i), ""), "accepted")
+		if i == 1 {
+			want(fc.reserve(t, main, "m-1", nextIP(), "another-key", ""), "user_limit")
+		}
 	}
 	want(fc.reserve(t, main, "m-0", nextIP(), "key-0", ""), "replayed")
-	want(fc.reserve(t, main, "m-1", nextIP(), "another-key", ""), "user_limit")
 	fc.reserve(t, main, "m-late-1", nextIP(), "", "")
 	fc.reserve(t, main, "m-late-2", nextIP(), "", "")
 	want(fc.reserve(t, kill, "k-1", nextIP(), "", ""), "killswitch")

@@ -128,8 +128,14 @@ func (a *api) saleReport(ctx context.Context, v inventory.ActivityView) (*saleRe
 	pipe := a.rdb.Pipeline()
 	fields := pipe.HGetAll(ctx, inventory.Funnel(id))
 	times := pipe.ZRangeWithScores(ctx, inventory.FunnelTimes(id), 0, -1)
-	tried := pipe.PFCount(ctx, inventory.FunnelUsers(id, "tried"))
-	bought := pipe.PFCount(ctx, inventory.FunnelUsers(id, "bought"))
+	tried, bought := redis.NewIntCmd(ctx), redis.NewIntCmd(ctx)
+	if t, b, ok := a.funnel.localDistinct(id); ok {
+		tried.SetVal(int64(t))
+		bought.SetVal(int64(b))
+	} else {
+		tried = pipe.PFCount(ctx, inventory.FunnelUsers(id, "tried"))
+		bought = pipe.PFCount(ctx, inventory.FunnelUsers(id, "bought"))
+	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}

@@ -39,6 +39,11 @@ func (s *adminStore) Known(ctx context.Context) ([]inventory.Activity, error) {
 	return out, nil
 }
 
+// One is the activity id as MySQL knows it (inventory.Catalog).
+func (s *adminStore) One(ctx context.Context, id string) (inventory.Activity, bool, error) {
+	return s.activityRow(ctx, id)
+}
+
 // activityRow reads the activity's MySQL row; false when there is none.
 func (s *adminStore) activityRow(ctx context.Context, id string) (inventory.Activity, bool, error) {
 	var row sql.Activity

@@ -34,6 +34,47 @@ var ErrRecovering = errors.New("inventory: activity is recovering: its Redis sta
 // must be safe for concurrent use.
 type Catalog interface {
 	Known(ctx context.Context) ([]Activity, error)
+	// One is the activity id as MySQL knows it; false when MySQL has no such activity.
+	One(ctx context.Context, id string) (Activity, bool, error)
+}
+
+// catalogOne is the catalog's entry of id: the last read's, else MySQL's row of id read alone
+// (an activity created since the last read, the common case of a sale created on a running
+// fleet), which is then added to the catalog so later passes find it without MySQL; a miss or
+// a failed read is remembered for catalogEvery. A whole read of the catalog costs a scan of
+// every activity MySQL ever knew, so it is never the answer to one id.
+func (s *Store) catalogOne(ctx context.Context, id string) (Activity, bool) {
+	if s.opts.Catalog == nil {
+		return Activity{}, false
+	}
+	if k, ok := s.lastCatalog()[id]; ok {
+		return k, true
+	}
+	s.catalogMu.Lock()
+	defer s.catalogMu.Unlock()
+	if at, ok := s.catalogMiss[id]; ok && time.Since(at) < catalogEvery {
+		return Activity{}, false
+	}
+	k, ok, err := s.opts.Catalog.One(ctx, id)
+	if err != nil || !ok {
+		if s.catalogMiss == nil || len(s.catalogMiss) > 10_000 {
+			s.catalogMiss = map[string]time.Time{}
+		}
+		s.catalogMiss[id] = time.Now()
+		return Activity{}, false
+	}
+	delete(s.catalogMiss, id)
+	cur := s.catalog.Load()
+	m := make(map[string]Activity, 1)
+	if cur != nil {
+		m = make(map[string]Activity, len(*cur)+1)
+		for i, a := range *cur {
+			m[i] = a
+		}
+	}
+	m[id] = k
+	s.catalog.CompareAndSwap(cur, &m) // lost to a whole read: that read has the row too
+	return k, true
 }
 
 // catalogEvery is how often, at most, the refresh reads the catalog again: only when Redis

@@ -26,6 +26,13 @@ func (c *fakeCatalog) Known(context.Context) ([]Activity, error) {
 	return out, nil
 }
 
+func (c *fakeCatalog) One(_ context.Context, id string) (Activity, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.acts[id]
+	return a, ok, nil
+}
+
 func (c *fakeCatalog) put(a Activity) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -145,4 +145,5 @@ func (m *Metrics) forget(activity string) {
 	m.remaining.DeleteLabelValues(activity)
 	m.issued.DeleteLabelValues(activity)
 	m.soldOut.DeletePartialMatch(prometheus.Labels{"activity": activity})
+	m.recovering.DeleteLabelValues(activity)
 }

@@ -132,8 +132,16 @@ func (s *Store) Refresh(ctx context.Context) error {
 		return err
 	}
 	cat := s.loadCatalog(ctx, catalogCached)
-	for id := range cat {
-		ids = append(ids, id)
+	// The ids only the catalog names (neither in Redis's set nor cached here: an activity this
+	// process has not seen, whose Redis state may be gone) are checked once per catalog read,
+	// not on every pass: MySQL keeps every past activity, and one found lost is cached from
+	// then on (setRecovering), so later passes read it anyway.
+	catAt, _ := s.catalogAt.Load().(time.Time)
+	checkCatalog := catAt.UnixNano() != s.catalogChecked.Load()
+	if checkCatalog {
+		for id := range cat {
+			ids = append(ids, id)
+		}
 	}
 	s.mu.RLock()
 	for id := range s.acts {
@@ -158,6 +166,9 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return err
 	}
+	if checkCatalog {
+		s.catalogChecked.Store(catAt.UnixNano())
+	}
 	entries := make([]*entry, 0, len(names))
 	for i, id := range names {
 		m, ok, err := parseMeta(id, metas[i].Val())
@@ -167,8 +178,10 @@ func (s *Store) Refresh(ctx context.Context) error {
 		}
 		if _, known := cat[id]; !known && s.opts.Catalog != nil && s.suspect(id, m, ok) {
 			// Redis misses what this instance saw of an activity the last catalog did not
-			// name (created since): read the catalog again (at most once per catalogEvery).
-			cat = s.loadCatalog(ctx, catalogDue)
+			// name (created since): ask MySQL for that one.
+			if _, found := s.catalogOne(ctx, id); found {
+				cat = s.lastCatalog()
+			}
 		}
 		if s.checkLost(ctx, id, m, ok, cat) {
 			s.reportIssued(ctx, id)
@@ -267,7 +280,7 @@ func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
 	}
 	known, ok := s.lastCatalog()[e.def.ID]
 	if !ok {
-		known, ok = s.loadCatalog(ctx, catalogDue)[e.def.ID] // created since the last read
+		known, ok = s.catalogOne(ctx, e.def.ID) // created since the last read
 	}
 	if !ok {
 		return

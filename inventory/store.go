@@ -130,6 +130,9 @@ type Store struct {
 	// The last activity catalog read (generation.go), when, and whether reading it fails.
 	catalog        atomic.Pointer[map[string]Activity]
 	catalogAt      atomic.Value // time.Time
+	catalogChecked atomic.Int64 // unix ns of the catalogAt whose ids a refresh last read
+	catalogMu      sync.Mutex   // guards catalogMiss; serializes catalogOne's reads
+	catalogMiss    map[string]time.Time
 	catalogFailing atomic.Bool
 }
 

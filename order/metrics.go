@@ -122,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 // Forget deletes the series of an activity that went away.
 func (m *Metrics) Forget(activity string) {
-	for _, v := range []*prometheus.GaugeVec{m.JournalLag, m.InFlight, m.Drift, m.Orphans} {
+	for _, v := range []*prometheus.GaugeVec{m.JournalLag, m.InFlight, m.Drift, m.Orphans, m.Lost} {
 		v.DeleteLabelValues(activity)
 	}
 	m.OrdersWritten.DeleteLabelValues(activity)
