@@ -116,11 +116,14 @@ func (d Durability) Acked(ctx context.Context, rdb redis.UniversalClient, key st
 	n := p.Len()
 	wait := redis.NewIntCmd(ctx, "wait", d.Replicas, d.waitTimeout().Milliseconds())
 	_ = p.Process(ctx, wait)
-	cmds, err := p.Exec(ctx)
+	cmds, _ := p.Exec(ctx)
 	if len(cmds) > n {
 		cmds = cmds[:n]
 	}
-	if err := firstErr(cmds, err); err != nil {
+	// The queued commands' own errors first (a network failure sets every command's); a
+	// WAIT that failed after them succeeded (refused by an ACL, renamed, its reply lost) is a
+	// write not known to be durable, never a success.
+	if err := firstErr(cmds, nil); err != nil {
 		if cluster && (isRedirect(err) || !isRedisError(err)) {
 			// The slot moved or the master is gone (a failover): read the layout again so
 			// the next call goes to the new master.
@@ -150,7 +153,11 @@ func (d Durability) process(ctx context.Context, rdb redis.UniversalClient, cmd 
 		key = fmt.Sprint(args[3]) // EVAL/EVALSHA script numkeys key...
 	}
 	err := d.Acked(ctx, rdb, key, func(p redis.Pipeliner) { _ = p.Process(ctx, cmd) })
-	if errors.Is(err, ErrNotDurable) {
+	if err != nil && cmd.Err() == nil {
+		// The command ran but Acked failed after it: not known to be durable.
+		if !errors.Is(err, ErrNotDurable) {
+			err = fmt.Errorf("%w: %v", ErrNotDurable, err)
+		}
 		cmd.SetErr(err)
 	}
 	return cmd.Err()

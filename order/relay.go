@@ -315,6 +315,9 @@ func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMes
 			if err == nil {
 				r.rl.OK("durable", "journal entries reach the replicas again")
 				entries = keepClaimed(entries, claim.Val())
+				if len(entries) == 0 {
+					return entries, nil // none left on this master, or taken by another relay
+				}
 				break
 			}
 			if ctx.Err() != nil {
