@@ -10,6 +10,7 @@ import (
 
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/app/waitroom"
+	"github.com/seckill/seckill/config"
 )
 
 // queueRoutes are the waiting room's storefront routes (docs/API.md section 4, "Waiting room").
@@ -20,23 +21,33 @@ func (a *api) queueRoutes(v1 *gin.RouterGroup) {
 
 var errNoRoom = newError(http.StatusNotFound, CodeNotFound, "this activity has no waiting room")
 
+// queueRequest is the storefront request of a join or a poll (kind) of an activity with its
+// waiting room on, and the room's settings; false when it was answered already.
+func (a *api) queueRequest(c *gin.Context, kind admission.Kind) (*Snapshot, *admission.Request, config.WaitingRoom, bool) {
+	snap := snapshot(c)
+	r, e := a.storefrontRequest(c, snap, kind)
+	if e != nil {
+		writeError(c, e)
+		return nil, nil, config.WaitingRoom{}, false
+	}
+	w, on := snap.Cfg.WaitingRoom(r.Activity.ID)
+	if !on {
+		writeError(c, errNoRoom)
+		return nil, nil, config.WaitingRoom{}, false
+	}
+	return snap, r, w, true
+}
+
 // postQueue takes the user's place in line (or returns the one the user has) after the
 // admission layers that fit it: kill switch, state (from the prequeue before the opening),
 // sold out, canary and the per-IP budget of limits.tokens; a blacklisted user gets a place
 // that never advances.
 func (a *api) postQueue(c *gin.Context) {
-	snap := snapshot(c)
-	r, e := a.storefrontRequest(c, snap, admission.ForQueue)
-	if e != nil {
-		writeError(c, e)
+	snap, r, w, ok := a.queueRequest(c, admission.ForQueue)
+	if !ok {
 		return
 	}
 	id := r.Activity.ID
-	w, on := snap.Cfg.WaitingRoom(id)
-	if !on {
-		writeError(c, errNoRoom)
-		return
-	}
 	ctx := c.Request.Context()
 	adm, err := a.gate.Admit(ctx, snap.Admission, r)
 	if err != nil {
@@ -62,18 +73,11 @@ func (a *api) postQueue(c *gin.Context) {
 
 // getQueue answers a poll of a ticket from this instance's memory: no Redis call.
 func (a *api) getQueue(c *gin.Context) {
-	snap := snapshot(c)
-	r, e := a.storefrontRequest(c, snap, admission.ForPoll)
-	if e != nil {
-		writeError(c, e)
+	snap, r, w, ok := a.queueRequest(c, admission.ForPoll)
+	if !ok {
 		return
 	}
 	id := r.Activity.ID
-	w, on := snap.Cfg.WaitingRoom(id)
-	if !on {
-		writeError(c, errNoRoom)
-		return
-	}
 	ticket := c.Param("ticket")
 	n, ok := a.room.ParseTicket(id, r.UserID, ticket)
 	if !ok {
