@@ -56,6 +56,11 @@ type crowdAnswer struct {
 }
 
 func (c *crowd) do(method, url, user, body string) (crowdAnswer, error) {
+	return c.doKey(method, url, user, body, "")
+}
+
+// doKey is do with an Idempotency-Key (none when key is "").
+func (c *crowd) doKey(method, url, user, body, key string) (crowdAnswer, error) {
 	slots := c.slots
 	if method == "POST" && strings.HasSuffix(url, "/queue") {
 		slots = c.joins
@@ -71,6 +76,9 @@ func (c *crowd) do(method, url, user, body string) (crowdAnswer, error) {
 		return crowdAnswer{}, err
 	}
 	req.Header.Set("X-User-Id", user)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	a := crowdAnswer{user: user, sent: time.Now()}
 	resp, err := c.client.Do(req)
 	if err != nil {
@@ -279,10 +287,22 @@ func TestWaitingRoomQueuedSale(t *testing.T) {
 					}
 				}
 				body := fmt.Sprintf(`{"token":%q}`, pass)
-				r, err := cr.do("POST", resURL(apps[(i+k+1)%2]), user, body)
-				if err != nil {
-					log.problem("reserve %s: %v", user, err)
-					return
+				// 429 and 503 are retried with the same key: a replayed key is answered before
+				// the pass is spent again.
+				var r crowdAnswer
+				for try := 0; ; try++ {
+					r, err = cr.doKey("POST", resURL(apps[(i+k+1+try)%2]), user, body, "k-"+user)
+					if err != nil {
+						log.problem("reserve %s: %v", user, err)
+						return
+					}
+					if (r.status != 429 && r.status != 503) || try == 10 {
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				if r.status == http.StatusOK { // a replay of the 202
+					r.status = http.StatusAccepted
 				}
 				code := strconv.Itoa(r.status)
 				if r.body.Code != "" {
