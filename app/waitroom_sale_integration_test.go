@@ -23,18 +23,21 @@ import (
 
 // crowd is the HTTP side of a queued sale: a shared client with a bounded number of requests
 // in flight (the users are goroutines; the connections are few, as behind a CDN).
-// Joins have slots of their own, so that the polls of those in line do not wait behind the
-// joins of a crowd still arriving.
+// Joins and reservations have slots of their own (each as many as joins), so that the polls of
+// those in line do not wait behind the joins of a crowd still arriving, nor a user with a pass
+// behind the polls of the line (each user has a connection of its own in a real crowd).
 type crowd struct {
-	client       *http.Client
-	slots, joins chan struct{}
+	client                 *http.Client
+	slots, joins, reserves chan struct{}
 }
 
 func newCrowd(conns, joins int) *crowd {
+	n := conns + 2*joins
 	return &crowd{
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns + joins, MaxConnsPerHost: conns + joins}, Timeout: 30 * time.Second},
-		slots:  make(chan struct{}, conns),
-		joins:  make(chan struct{}, joins),
+		client:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}, Timeout: 30 * time.Second},
+		slots:    make(chan struct{}, conns),
+		joins:    make(chan struct{}, joins),
+		reserves: make(chan struct{}, joins),
 	}
 }
 
@@ -62,8 +65,11 @@ func (c *crowd) do(method, url, user, body string) (crowdAnswer, error) {
 // doKey is do with an Idempotency-Key (none when key is "").
 func (c *crowd) doKey(method, url, user, body, key string) (crowdAnswer, error) {
 	slots := c.slots
-	if method == "POST" && strings.HasSuffix(url, "/queue") {
+	switch {
+	case method == "POST" && strings.HasSuffix(url, "/queue"):
 		slots = c.joins
+	case method == "POST":
+		slots = c.reserves
 	}
 	slots <- struct{}{}
 	defer func() { <-slots }()
@@ -203,7 +209,8 @@ func TestWaitingRoomQueuedSale(t *testing.T) {
 	abandonedJoined := time.Now()
 
 	// 2. The polling users, right after: those who join before the opening are the
-	// prequeue, the others queue after it.
+	// prequeue, the others queue after it (on a loaded machine the joins take longer than
+	// the wait for the opening).
 	progress := time.NewTicker(2 * time.Second)
 	defer progress.Stop()
 	go func() {

@@ -404,17 +404,20 @@ func (r *Room) Status(activityID, userID string, n uint64, w config.WaitingRoom,
 		} else {
 			st.ETA = wait
 		}
+		// after is the prequeue's first poll after the opening, spread by ticket over the time
+		// the line as it stands takes to serve, within a poll bound.
+		after := wait + time.Duration(float64(min(maxPoll, secs(float64(v.seq)/w.Rate)))*spread(n))
 		switch {
+		case !known && after <= 3*maxPoll:
+			// This poll is a sign of life recent enough for that one (3 of the 4 poll bounds
+			// of a heartbeat): no poll before the opening.
+			st.PollAfter = max(after, 100*time.Millisecond)
 		case wait > maxPoll:
-			// No heartbeat counts before the opening: one poll shortly before it keeps the
-			// place alive (a minute at most, to hear of a kill switch).
-			st.PollAfter = clamp(wait-maxPoll, 500*time.Millisecond, time.Minute)
-		case !known:
-			// The opening draws the order: the prequeue's first polls after it are spread over
-			// the time the line as it stands takes to serve (within the poll bound), instead of
-			// all landing at the opening.
-			span := min(maxPoll-wait, secs(float64(v.seq)/w.Rate))
-			st.PollAfter = max(wait+time.Duration(float64(span)*spread(n)), 100*time.Millisecond)
+			// No heartbeat counts before the opening: one poll between 2 and 1 poll bounds
+			// before it keeps the place alive (spread by ticket, so that the prequeue does not
+			// poll all at once; a minute apart at most, to hear of a kill switch).
+			early := maxPoll + time.Duration(float64(maxPoll)*spread(n))
+			st.PollAfter = clamp(wait-early, 500*time.Millisecond, time.Minute)
 		default:
 			st.PollAfter = clamp(wait/2, 500*time.Millisecond, maxPoll)
 		}
