@@ -56,6 +56,10 @@ func Run(ctx context.Context, cfg scenario.Config) (*report.Report, error) {
 			return nil, err
 		}
 	}
+	if cfg.AdminToken != "" {
+		chk.UseReconciliation(d.Reconciliation)
+		chk.Baseline(ctx)
+	}
 
 	pollCtx, stopPoll := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPoll()
@@ -88,20 +92,39 @@ func Run(ctx context.Context, cfg scenario.Config) (*report.Report, error) {
 // saleReport reads the service's report of the sale into rep. When this run created the
 // activity, it is the only traffic: the service's count of accepted reservations must then
 // equal the distinct reservations the tool got (a reservation the tool could not resolve, after
-// a timeout, may make the service's count higher by at most the unresolved attempts).
+// a timeout, may make the service's count higher by at most the unresolved attempts). Each
+// instance adds its counts every countsLagMs, so a count still short is read again for up to
+// eight of those (at least 2 s) before it fails.
 func saleReport(ctx context.Context, d *driver.Driver, rep *report.Report, created bool) {
-	sale, err := d.SaleReport(ctx)
-	if err != nil {
-		rep.Add("sale report", report.Fail, "%v", err)
-		return
+	got, unresolved := int64(rep.Reservations.Distinct), int64(rep.Reservations.UnresolvedAttempts)
+	var sale map[string]any
+	var accepted float64
+	var deadline time.Time
+	for {
+		var err error
+		sale, err = d.SaleReport(ctx)
+		if err != nil {
+			rep.Add("sale report", report.Fail, "%v", err)
+			return
+		}
+		answers, _ := sale["answers"].(map[string]any)
+		accepted, _ = answers["accepted"].(float64)
+		if deadline.IsZero() {
+			lag, _ := sale["countsLagMs"].(float64)
+			deadline = time.Now().Add(max(2*time.Second, 8*time.Duration(lag)*time.Millisecond))
+		}
+		if !created || int64(accepted) >= got || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	rep.Sale = sale
 	if !created {
 		return
 	}
-	answers, _ := sale["answers"].(map[string]any)
-	accepted, _ := answers["accepted"].(float64)
-	got, unresolved := int64(rep.Reservations.Distinct), int64(rep.Reservations.UnresolvedAttempts)
 	if int64(accepted) < got || int64(accepted) > got+unresolved {
 		rep.Add("sale report", report.Fail, "the service counted %v accepted reservations, the tool got %d (%d unresolved)", accepted, got, unresolved)
 		return
