@@ -29,7 +29,8 @@ const (
 // -race, as a user runs it) takes a load run of 10,000 users that sells out (seckill-load,
 // built the same way, exit 0: every check passed, the orders through the reconciliation),
 // has its limiter in force again
-// within seconds (seckill_rate_limiter_degraded 0), and then, idle, uses under 3 % of a core:
+// within seconds (seckill_rate_limiter_degraded 0), exports seckill_build_info, and then,
+// idle, uses under 3 % of a core:
 // the process's own CPU time (utime + stime of /proc/<pid>/stat) over a 10 s window, so a
 // busy machine can only lower the figure, never raise it.
 func TestIdleEmbeddedProcessAfterALoadRun(t *testing.T) {
@@ -94,6 +95,15 @@ func TestIdleEmbeddedProcessAfterALoadRun(t *testing.T) {
 	testwait.Eventually(t, 15*time.Second, func() bool { return metrics()["seckill_rate_limiter_degraded"] == 0 },
 		"the limiter in force again within 15 s of the load run")
 	m := metrics()
+	build := ""
+	for series, v := range m {
+		if strings.HasPrefix(series, "seckill_build_info{") && v == 1 {
+			build = series
+		}
+	}
+	if !strings.Contains(build, `goversion="go`) {
+		t.Errorf("no seckill_build_info series of value 1 naming the Go version: %q", build)
+	}
 	t.Logf("limiter: degraded %v times during the run, recovered %v times; in force %v after the run",
 		m[`seckill_rate_limiter_mode_changes_total{to="degraded"}`], m[`seckill_rate_limiter_mode_changes_total{to="recovered"}`],
 		time.Since(degradedAt).Round(time.Millisecond))
