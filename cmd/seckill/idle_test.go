@@ -28,11 +28,10 @@ const (
 // TestIdleEmbeddedProcessAfterALoadRun: an embedded-mode process (its own build, without
 // -race, as a user runs it) takes a load run of 10,000 users that sells out (seckill-load,
 // built the same way, exit 0: every check passed, the orders through the reconciliation),
-// has its limiter in force again
-// within seconds (seckill_rate_limiter_degraded 0), exports seckill_build_info, and then,
-// idle, uses under 3 % of a core:
-// the process's own CPU time (utime + stime of /proc/<pid>/stat) over a 10 s window, so a
-// busy machine can only lower the figure, never raise it.
+// has its limiter in force again within seconds (seckill_rate_limiter_degraded 0), exports
+// seckill_build_info, and then, idle, uses under 3 % of a core: the process's own CPU time
+// (utime + stime of /proc/<pid>/stat) over a 10 s window, so a busy machine can only lower
+// the figure, never raise it.
 func TestIdleEmbeddedProcessAfterALoadRun(t *testing.T) {
 	bin, loadBin := buildCommands(t)
 	dir := t.TempDir()
