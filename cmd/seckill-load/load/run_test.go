@@ -558,6 +558,24 @@ func TestShortRunShowsProgressAndWhyItEnded(t *testing.T) {
 	}
 }
 
+// TestDisabledIsNotAnError: 503 DISABLED (the activity's kill switch) is an answer of the
+// service, counted apart in the progress line, not among the errors.
+func TestDisabledIsNotAnError(t *testing.T) {
+	f := newFake(10, 1)
+	f.disabled, f.retryAfter = true, "0.01"
+	srv := f.serve(t)
+	var log syncBuffer
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 3, Retry: true, MaxRequests: 30,
+		Progress: time.Hour, Log: &log, PollEvery: -1})
+	n := rep.OutcomeCount(503, "DISABLED")
+	if n == 0 {
+		t.Fatalf("no 503 DISABLED counted: %+v", rep.Outcomes)
+	}
+	if want := fmt.Sprintf("disabled=%d errors=0", n); !strings.Contains(log.String(), want) {
+		t.Fatalf("progress %q lacks %q", log.String(), want)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for the progress goroutine and the test.
 type syncBuffer struct {
 	mu sync.Mutex
