@@ -304,3 +304,31 @@ func TestComposeMonitoring(t *testing.T) {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
 }
+
+// TestComposeRedisPersists: both Redis nodes of compose run with AOF on a named volume, and
+// the service asks for it (SECKILL_REDIS_DURABILITY names aof): a restart of a Redis container
+// keeps the reservations answered 202.
+func TestComposeRedisPersists(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"redis", "redis-replica"} {
+		s, ok := p.Services[name]
+		if !ok {
+			t.Fatalf("no %s service", name)
+		}
+		cmd := strings.Join(s.Command, " ")
+		if !strings.Contains(cmd, "--appendonly yes") {
+			t.Errorf("%s runs %q: want --appendonly yes", name, cmd)
+		}
+		onVolume := false
+		for _, v := range s.Volumes {
+			_, named := p.Volumes[v.Source]
+			onVolume = onVolume || v.Type == types.VolumeTypeVolume && v.Target == "/data" && named
+		}
+		if !onVolume {
+			t.Errorf("%s keeps /data on no named volume: %+v", name, s.Volumes)
+		}
+	}
+	if d := p.Services["seckill"].Environment["SECKILL_REDIS_DURABILITY"]; d == nil || !strings.Contains(*d, "aof") {
+		t.Errorf("seckill SECKILL_REDIS_DURABILITY %v: want a mode with aof", d)
+	}
+}
