@@ -431,6 +431,32 @@ func validate(a Activity) error {
 	return nil
 }
 
+// giveGeneration writes meta's generation into the generation key of each shard of epoch
+// 0 (ShardKeys.Gen; SET NX, so a restore's fence written meanwhile stands): a itself when
+// this Create made meta, else the generation meta holds (a Create finishing the load of
+// another's).
+func (s *Store) giveGeneration(ctx context.Context, a Activity, created bool) error {
+	gen := a.Generation
+	if !created {
+		g, err := s.rdb.HGet(ctx, Meta(a.ID), "gen").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("inventory: read generation: %w", err)
+		}
+		gen = g
+	}
+	if gen == "" {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	for i := 0; i < a.Shards; i++ {
+		pipe.SetNX(ctx, Shard(a.ID, 0, i).Gen(), gen, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("inventory: shard generations: %w", err)
+	}
+	return nil
+}
+
 // split is the share of shard i when units are spread over n shards, remainder first.
 func split(units int64, n, i int) int64 {
 	q := units / int64(n)
@@ -498,6 +524,9 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 		if _, err := answer(s.load, res, loadedBefore, loadedNow); err != nil {
 			return Activity{}, false, err
 		}
+	}
+	if err := s.giveGeneration(ctx, a, created); err != nil {
+		return Activity{}, false, err
 	}
 	journals := make([]any, a.Shards)
 	for i := range journals {
