@@ -127,6 +127,24 @@ const pauseWait = 50 * time.Millisecond
 // home shard may take the units moved in before this request runs again.
 const maxRefills = 4
 
+// attemptField is the binding field of a request without an idempotency key: a number of
+// its own (random per Store, then counted), bound like a key to the reservation it makes.
+// go-redis sends a command again when the connection breaks before the reply (MaxRetries;
+// on a Cluster also to the node after a failover), and the reserve script run twice would
+// take two units for one request: the second run finds the binding of the first and
+// answers its reservation instead. Only a reservation writes the field (one per unit sold,
+// bounded by the stock); the journal carries it like a key's, so a restore rebuilds it.
+func (s *Store) attemptField(uh string) string {
+	var b [16]byte
+	n := s.attemptBase + s.attempts.Add(1)
+	const hexDigits = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[i] = hexDigits[n&15]
+		n >>= 4
+	}
+	return uh + ":i:" + string(b[:])
+}
+
 // idemField is the users-hash field of a user's idempotency key.
 func idemField(uh, key string) string {
 	sum := sha1.Sum([]byte(key))
@@ -171,6 +189,8 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	idf := ""
 	if r.IdempotencyKey != "" {
 		idf = idemField(uh, r.IdempotencyKey)
+	} else {
+		idf = s.attemptField(uh)
 	}
 	// A reshard closes shards before the new layout opens: wait for it (normally a few ms),
 	// up to busyWait.
@@ -300,7 +320,14 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
 			return ReserveResult{}, done, err
 		}
-		return ReserveResult{Code: Replayed, ReservationID: asString(arg(1))}, done, nil
+		rid := asString(arg(1))
+		if r.IdempotencyKey == "" {
+			// The binding of this request's own attempt (attemptField): the client sent the
+			// script again after a lost reply, and this is the reservation the first run made.
+			l.noteIssued(home, rid)
+			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
+		}
+		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil
 	case rcAlready:
 		return ReserveResult{Code: AlreadyPurchased, ReservationID: asString(arg(1))}, done, nil
 	case rcNotOpen:

@@ -7,6 +7,7 @@ package inventory
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -120,6 +121,11 @@ type Store struct {
 	neg   map[string]int64 // unknown activity id -> unix ns until which it stays unknown
 
 	nonce atomic.Uint64
+
+	// attemptBase and attempts number the reservation attempts of requests without an
+	// idempotency key (attemptField): a random start per Store, then one per attempt.
+	attemptBase uint64
+	attempts    atomic.Uint64
 
 	sweepMu sync.Mutex
 	swept   map[string]time.Time // activity id -> last sweep of its credit records (Recover)
@@ -284,6 +290,9 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	}
 	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher,
 		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{}}
+	var base [8]byte
+	_, _ = rand.Read(base[:])
+	s.attemptBase = binary.BigEndian.Uint64(base[:])
 	for _, p := range []struct {
 		dst  **script
 		name string
