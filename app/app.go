@@ -500,6 +500,7 @@ func (a *App) Run(ctx context.Context) error {
 		start("registry", a.registry.Run)
 	}
 	start("inventory", a.inv.Run)
+	start("restores", a.api.restores.Run)
 	start("limiter", a.lim.Run)
 	start("reshard", a.runReshard)
 	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {

@@ -38,6 +38,10 @@ func RestoreLockKey(activity string) string { return "sk:{" + activity + "}:rest
 // restore reads it to name the reservations answered 202 that never reached MySQL.
 func IssuedKey(activity string) string { return "sk:{" + activity + "}:issued" }
 
+// RestoreStatusKey holds the state of the activity's last restore job (app's asynchronous
+// restore: JSON, kept a day) so every admin instance can answer it.
+func RestoreStatusKey(activity string) string { return "sk:{" + activity + "}:restorestatus" }
+
 // restoreLockTTL bounds how long a crashed restore keeps others out.
 const restoreLockTTL = 5 * time.Minute
 

@@ -726,7 +726,7 @@ func (w *Writer) stale(tx *gorm.DB, batch []Message, ids map[string]int64, bad m
 			out = map[string]bool{}
 		}
 		out[m.ReservationID] = true
-		w.m.WriterStale.WithLabelValues(m.ActivityID).Inc()
+		w.m.WriterStale.Inc()
 		w.log.Warn("dropped a reservation of an incarnation a restore replaced: no order (the restore counted its unit unsold)",
 			"reservation", m.ReservationID, "activity", m.ActivityID, "incarnation", inventory.Incarnation(m.Epoch), "current", inc)
 	}
