@@ -406,6 +406,23 @@ func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMes
 		if wait := entryTime(entries[len(entries)-1].ID).Add(h).Sub(now); wait > 0 {
 			return entries, wait, nil
 		}
+		// The entries were read before the horizon passed, and Redis may have rolled back
+		// since (killed, started on an AOF without them): publish only those the stream still
+		// holds for the group (XCLAIM answers the ids it has), which are now on disk.
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.ID
+		}
+		have, err := r.rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: stream, Group: RelayGroup, Consumer: r.opts.InstanceID,
+			MinIdle: 0, Messages: ids}).Result()
+		if err != nil {
+			return entries, 0, fmt.Errorf("xclaim: %w", err)
+		}
+		if len(have) < len(entries) {
+			r.log.Warn("journal entries read before a Redis rollback are gone; not published", "stream", stream,
+				"entries", len(entries)-len(have))
+		}
+		entries = keepClaimed(entries, have)
 	}
 	return entries, 0, nil
 }
