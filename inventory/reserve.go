@@ -285,7 +285,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	// user rate, burst, window (ms), window max, idempotency field, epoch, shard, record
 	// expiry (ms), record TTL without closing (ms), generation [, IP rate, IP burst] (see
 	// reserve_args.go).
-	if e.generation() == generationFenced {
+	if g := e.generation(); g == generationFenced || g == generationRolledBack {
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}
 	withIP := r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()
@@ -315,6 +315,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		e.issued.Inc()
 		rid := asString(arg(1))
 		l.noteIssued(home, rid)
+		if l.handedBefore(home, rid) {
+			return ReserveResult{}, done, s.rolledBack(ctx, e, l, rid)
+		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case rcReplayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
