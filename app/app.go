@@ -391,6 +391,11 @@ func (a *App) openRedis(ctx context.Context) error {
 		// The embedded server runs Lua in Go, in this process: give it room on a busy machine.
 		timeout = 3 * time.Second
 	}
+	// MaxRetries 1 sends a command again when its connection broke before the reply (on a
+	// Cluster, MaxRedirects also sends it to the new master). The scripts that move units
+	// are idempotent under that: transfers, confirms and failures by their ids, the
+	// reservation by its attempt, bound like an idempotency key (inventory's attemptField),
+	// so a retry never takes a second unit (a limiter token may be taken twice).
 	uo := &redis.UniversalOptions{
 		Addrs: addrs, IsClusterMode: len(addrs) > 1 && a.opts.RedisSentinelMaster == "", DisableIdentity: true,
 		PoolSize: 128, MinIdleConns: 16, DialTimeout: 2 * time.Second,
@@ -495,6 +500,7 @@ func (a *App) Run(ctx context.Context) error {
 		start("registry", a.registry.Run)
 	}
 	start("inventory", a.inv.Run)
+	start("restores", a.api.restores.Run)
 	start("limiter", a.lim.Run)
 	start("reshard", a.runReshard)
 	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {

@@ -65,7 +65,9 @@ type api struct {
 	// layouts follow the configuration, which may name the new activity's shard count).
 	activityCreated func()
 	servesAPI       bool
-	// restoreOpts are the waits of POST .../restore (zero: order's defaults).
+	// restores runs the jobs of POST .../restore (restoreOpts: their waits, zero: order's
+	// defaults).
+	restores    *restores
 	restoreOpts order.RestoreOptions
 	// accessLog, when set, gets one line per request (SECKILL_ACCESS_LOG).
 	accessLog *slog.Logger
@@ -101,7 +103,11 @@ func newAPI(a api) *api {
 	rdb := a.rdb
 	a.ready = &readyProbe{period: readyProbeEvery, ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
 	a.states = &sync.Pool{New: func() any { return &reqState{keys: make(map[any]any, 1)} }}
-	return &a
+	p := &a
+	p.restores = newRestores(func(ctx context.Context, id string) (order.RestoreReport, error) {
+		return p.rec.Restore(ctx, p.inv, id, p.restoreOpts)
+	}, a.rdb, a.log)
+	return p
 }
 
 // router serves the storefront port: the API and health only (/admin/v1 and /metrics are on
@@ -143,6 +149,7 @@ func (a *api) adminRouter() *gin.Engine {
 	adm.GET("/activities/:id", a.getAdminActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
 	adm.POST("/activities/:id/restore", a.postRestore)
+	adm.GET("/activities/:id/restore", a.getRestore)
 	adm.GET("/activities/:id/report", a.getReport)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
