@@ -3,10 +3,12 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/seckill/seckill/config"
@@ -171,6 +173,21 @@ func TestJWTCritAndSpacesRefused(t *testing.T) {
 	}
 	if _, ok := snap.auth.verify(sign("alice", false)); !ok {
 		t.Fatal("a plain token is refused")
+	}
+	// Two Authorization headers (a gateway that appends its own) are no identity, whichever
+	// comes first; one is the token's subject.
+	for _, hs := range [][]string{{"Bearer " + sign("alice", false)},
+		{"Bearer " + sign("mallory", false), "Bearer " + sign("alice", false)}} {
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = httptest.NewRequest("POST", "/", nil)
+		c.Request.Header["Authorization"] = hs
+		user, e := identity(c, snap)
+		if len(hs) == 1 && (e != nil || user != "alice") {
+			t.Fatalf("one Authorization header: %q %v", user, e)
+		}
+		if len(hs) == 2 && (e == nil || e.status != http.StatusUnauthorized) {
+			t.Fatalf("two Authorization headers: user %q, error %v, want 401", user, e)
+		}
 	}
 	for _, tt := range []struct {
 		sub  string
