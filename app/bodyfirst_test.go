@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,8 +139,8 @@ func connFrom(s string) *fakeConn {
 // /64, a trusted proxy is exempt, and a closed connection gives its place back.
 func TestOneAddressHoldsAShareOfTheCap(t *testing.T) {
 	l := newConnLimiter(DefaultMaxConns)
-	proxy := netip.MustParseAddr("10.0.0.1")
-	l.exempt = func(a netip.Addr) bool { return a == proxy }
+	proxies := []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("2001:db8:1::5")}
+	l.exempt = func(a netip.Addr) bool { return slices.Contains(proxies, a) }
 	share := DefaultMaxConns / addrShare
 	var first net.Conn
 	for i := range share {
@@ -169,10 +170,19 @@ func TestOneAddressHoldsAShareOfTheCap(t *testing.T) {
 	if !l.admit(connFrom("[2001:db8:0:1::1]:1")) {
 		t.Fatal("the next /64 refused")
 	}
-	for i := range share + 100 {
-		if !l.admit(connFrom("10.0.0.1:1")) {
-			t.Fatalf("trusted proxy connection %d refused: it carries many clients", i+1)
+	for _, proxy := range []string{"10.0.0.1:1", "[2001:db8:1::5]:1"} {
+		for i := range share + 100 {
+			if !l.admit(connFrom(proxy)) {
+				t.Fatalf("trusted proxy %s: connection %d refused, it carries many clients", proxy, i+1)
+			}
 		}
+	}
+	// Not the proxy's /64: the neighbour of an IPv6 proxy is a client like any other.
+	for range share {
+		l.admit(connFrom("[2001:db8:1::6]:1"))
+	}
+	if l.admit(connFrom("[2001:db8:1::7]:1")) {
+		t.Fatal("the /64 of a trusted IPv6 proxy admitted past its share")
 	}
 	l.ConnState(first, http.StateClosed)
 	if !l.admit(connFrom("192.0.2.1:3000")) {
