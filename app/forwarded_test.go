@@ -103,3 +103,30 @@ func BenchmarkForwardedChain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkForwardedRequest is a whole storefront read (GET of an activity, through the
+// router of an embedded instance) from a trusted proxy with a 1,200-hop X-Forwarded-For,
+// with 15,172 trusted prefixes and with 4: issue 24 measured about 100 ms of CPU each.
+func BenchmarkForwardedRequest(b *testing.B) {
+	for _, n := range []int{4, 15172} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			list := manyTrusted(b, n).TrustedProxies
+			ta := startApp(b, Options{}, testConfig+
+				"trustedProxies: ["+strings.Join(list, ",")+"]\n")
+			ta.createActivity(b, "fwd-1", 10, 1, 1, time.Now().Add(-time.Second))
+			xff := "198.51.100.9" + strings.Repeat(", 10.0.0.1", 1200)
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest("GET", "/api/v1/activities/fwd-1", nil)
+				req.RemoteAddr = "127.0.0.1:4000"
+				req.Header.Set("X-User-Id", "bench")
+				req.Header.Set("X-Forwarded-For", xff)
+				rec := httptest.NewRecorder()
+				ta.server.Handler.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatalf("%d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
