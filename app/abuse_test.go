@@ -31,8 +31,11 @@ func withLimits(repl map[string]string) string {
 
 // TestLimitsAtTheBoundsServe: a configuration with limits at the bounds config accepts
 // (MinRate, MaxRate, MaxBurst, MaxRefill) is served by the scripts: every reservation is 202
-// or 429, never the 503 of a script that cannot count or expire its bucket.
-func TestLimitsAtTheBoundsServe(t *testing.T) {
+// or 429, never the 503 of a script that cannot count or expire its bucket. The embedded
+// Redis here; TestLimitsAtTheBoundsServeOnRedis runs the same on the real one.
+func TestLimitsAtTheBoundsServe(t *testing.T) { limitsAtTheBounds(t, Options{}) }
+
+func limitsAtTheBounds(t *testing.T, opts Options) {
 	for _, tt := range []struct {
 		name string
 		repl map[string]string
@@ -44,14 +47,20 @@ func TestLimitsAtTheBoundsServe(t *testing.T) {
 			"ip": "{rate: 0.01, burst: 6048}", "userWindow": "{window: 168h, max: 1000000000}"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ta := startApp(t, Options{}, withLimits(tt.repl))
-			ta.createActivity(t, "bounds-1", 1000, 1000, 2, time.Now().Add(-time.Second))
+			ta := startApp(t, opts, withLimits(tt.repl))
+			id := uniq(t, "bounds")
+			ta.createActivity(t, id, 1000, 1000, 2, time.Now().Add(-time.Second))
 			var got []int
 			for i := range 8 {
-				a := ta.do(t, "POST", "/api/v1/activities/bounds-1/reservations",
+				a := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations",
 					map[string]string{"X-User-Id": fmt.Sprintf("u-%d", i%2)}, "")
 				if a.status != http.StatusAccepted && a.status != http.StatusTooManyRequests {
 					t.Fatalf("reservation %d at the bounds: %d %v, want 202 or 429", i, a.status, a.body)
+				}
+				// A limiter script that fails (ERR value is not an integer) degrades the
+				// limiter at once, and its local limits would still answer 202.
+				if ta.lim.Degraded() {
+					t.Fatalf("reservation %d at the bounds degraded the limiter: a script failed", i)
 				}
 				got = append(got, a.status)
 			}

@@ -66,6 +66,12 @@ func TestPublicReadyzNamesNoInternalError(t *testing.T) {
 	t.Logf("admin: %s; storefront: %s", admin, public)
 }
 
+// TestLimitsAtTheBoundsServeOnRedis: the bounds of config (issue 24 item 4) are ones the
+// scripts of a real Redis count and expire: at each, reservations are 202 or 429 and the
+// limiter never degrades (limits.ip at rate 1e-300 made the script fail on Redis with "ERR
+// value is not an integer or out of range", and degraded the limiter).
+func TestLimitsAtTheBoundsServeOnRedis(t *testing.T) { limitsAtTheBounds(t, realOptions(t)) }
+
 // mysqlHostPort is the host:port of testsvc.MySQLDSN's tcp(...).
 func mysqlHostPort() string {
 	s := testsvc.MySQLDSN
