@@ -280,18 +280,37 @@ func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
 		return addr
 	}
 	// A proxy may append its own line rather than extend the first: the client's forged
-	// value is then the first line and the proxy's view the last.
-	hops := strings.Split(strings.Join(c.Request.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= max(0, len(hops)-maxForwardedHops); i-- {
-		h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return addr
+	// value is then the first line and the proxy's view the last. The lines are read from
+	// the last, each from its end, and never split whole: a chain of any length costs at
+	// most maxForwardedHops parses and lookups, and allocates nothing.
+	lines := c.Request.Header.Values("X-Forwarded-For")
+	read := 0
+	for l := len(lines) - 1; l >= 0; l-- {
+		line := lines[l]
+		for {
+			if read == maxForwardedHops {
+				return addr
+			}
+			read++
+			hop := line
+			i := strings.LastIndexByte(line, ',')
+			if i >= 0 {
+				hop = line[i+1:]
+			}
+			h, err := netip.ParseAddr(strings.TrimSpace(hop))
+			if err != nil {
+				return addr
+			}
+			h = h.Unmap().WithZone("")
+			if !cfg.TrustedProxy(h) {
+				return h
+			}
+			addr = h
+			if i < 0 {
+				break
+			}
+			line = line[:i]
 		}
-		h = h.Unmap().WithZone("")
-		if !cfg.TrustedProxy(h) {
-			return h
-		}
-		addr = h
 	}
 	return addr
 }
