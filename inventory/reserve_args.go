@@ -16,17 +16,17 @@ import (
 // keep the Go types the script was called with before, so the bytes on the wire are the
 // same.
 
-// shardArgs is one layout shard's part of a reservation call: its seven keys (stock, users,
-// seq, journal, stats, drained, record prefix), the epoch and the shard's number.
+// shardArgs is one layout shard's part of a reservation call: its five keys (stock, users,
+// seq, journal, stats), the epoch and the shard's number.
 type shardArgs struct {
-	keys        [7]any
+	keys        [5]any
 	epoch, home any
 }
 
 func newShardArgs(keys []ShardKeys, epoch int) []shardArgs {
 	out := make([]shardArgs, len(keys))
 	for i, k := range keys {
-		out[i] = shardArgs{keys: [7]any{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()},
+		out[i] = shardArgs{keys: [5]any{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats()},
 			epoch: epoch, home: i}
 	}
 	return out

@@ -43,7 +43,7 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 	// The construction reserveOn used before (reserve.go at 68b34cd) through Script.Run.
 	old := func(r *ReserveRequest, uh, idf string, home int, withIP bool) []any {
 		k := l.keys[home]
-		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()}
+		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats()}
 		args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 			r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
 			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds()}

@@ -128,6 +128,8 @@ type Store struct {
 
 	nonce atomic.Uint64
 
+	slotRetries atomic.Int64 // reservations sent a second time while their slot migrated
+
 	// collected: retired layouts ("<id>/<epoch>") whose keys this process deleted once;
 	// settledTo: per journal key, the records up to which none is PENDING (retire.go).
 	collectMu sync.Mutex
