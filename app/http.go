@@ -113,7 +113,7 @@ func (a *api) router() *gin.Engine {
 	v1.POST("/activities/:id/tokens", a.postToken)
 	v1.POST("/activities/:id/reservations", a.postReservation)
 	v1.GET("/reservations/:rid", a.getReservation)
-	a.queueRoutes(v1)
+	a.queueRoutes(r, v1)
 	a.health(r, false)
 	return r
 }

@@ -28,8 +28,12 @@ type RelayOptions struct {
 	// ClaimIdle is how long an entry stays pending (read by a relay but not acknowledged)
 	// before another relay claims it (default 30 s).
 	ClaimIdle time.Duration
-	// Poll is the pause after a round that found nothing new (default 50 ms).
-	Poll time.Duration
+	// Poll is the pause after a round that found nothing new (default 50 ms). It doubles
+	// after each further empty round up to IdlePoll (default 500 ms), and is back at Poll
+	// after a round that moved an entry: an idle relay reads each journal twice a second,
+	// not twenty times, and the first entry after a quiet spell waits at most IdlePoll.
+	Poll     time.Duration
+	IdlePoll time.Duration
 	// Discover is how often the set of journal streams is read again (default 1 s).
 	Discover time.Duration
 	// MaxBackoff caps the pause between failed publishes (default 5 s).
@@ -77,6 +81,10 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 	if opts.Poll <= 0 {
 		opts.Poll = 50 * time.Millisecond
 	}
+	if opts.IdlePoll <= 0 {
+		opts.IdlePoll = 500 * time.Millisecond
+	}
+	opts.IdlePoll = max(opts.IdlePoll, opts.Poll)
 	if opts.Discover <= 0 {
 		opts.Discover = time.Second
 	}
@@ -102,6 +110,7 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 // when ctx ends stay pending and are claimed by the next relay after ClaimIdle.
 func (r *Relay) Run(ctx context.Context) error {
 	var lastDiscover, lastClaim time.Time
+	pause := r.opts.Poll
 	for ctx.Err() == nil {
 		now := time.Now()
 		if now.Sub(lastDiscover) >= r.opts.Discover {
@@ -136,8 +145,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		if !failed && ctx.Err() == nil {
 			r.rl.OK("stream", "relaying journals works again")
 		}
-		if moved == 0 {
-			r.sleep(ctx, r.opts.Poll)
+		if moved > 0 {
+			pause = r.opts.Poll
+		} else {
+			r.sleep(ctx, pause)
+			pause = min(2*pause, r.opts.IdlePoll)
 		}
 	}
 	return nil
