@@ -177,18 +177,20 @@ func TestStalledReshardRunWritesNothingOnALaterLayout(t *testing.T) {
 		}
 		uh := s.UserHash(u)
 		e2 := Shard(a.ID, 2, HomeShard(uh, 2))
-		// The stalled run of 0->1 wakes: credit, copy and seal of epoch 1, as move does.
+		// The stalled run of 0->1 wakes: credit, copy and seal of epoch 1, as move does (a
+		// run young enough to write: the drained markers alone must refuse it).
+		st := run{e: 0, from: 2, to: 1, start: time.Now().UnixMilli(), limit: time.Minute.Milliseconds()}
 		for i := 0; i < 2; i++ {
 			k := Shard(a.ID, 1, 0)
-			if _, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", i, 5); err != nil {
+			if _, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", st.start, st.limit, i, 5); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.copyShard(ctx, a.ID, Shard(a.ID, 0, i), 1, 1); err != nil {
+			if _, err := s.copyShard(ctx, a.ID, Shard(a.ID, 0, i), st); err != nil {
 				t.Fatal(err)
 			}
 		}
 		k1 := Shard(a.ID, 1, 0)
-		if _, err := s.run(ctx, s.credit, s.creditKeys(k1), "seal", 2); err != nil {
+		if _, err := s.run(ctx, s.credit, s.creditKeys(k1), "seal", st.start, st.limit, 2); err != nil {
 			t.Fatal(err)
 		}
 		if rdb.Exists(ctx, k1.Stock()).Val() == 1 {

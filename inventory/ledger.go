@@ -411,9 +411,59 @@ type Counts struct {
 	Compensated int64 // units given back by compensation
 }
 
-// Counts reads the activity's counts in one pipelined read after the meta read.
+// Counts reads the activity's counts in one pipelined read after the meta read, and meta
+// once more: a layout retired between the two reads (retire.go) would be counted twice or not
+// at all, so the read is repeated (a few times at most) until meta did not change under it.
 // ErrNotFound for an activity without meta.
 func (l *Ledger) Counts(ctx context.Context, activityID string) (Counts, error) {
+	var c Counts
+	for try := 0; ; try++ {
+		before, err := l.retired(ctx, activityID)
+		if err != nil {
+			return Counts{}, err
+		}
+		c, err = l.counts(ctx, activityID)
+		if err != nil {
+			return Counts{}, err
+		}
+		after, err := l.retired(ctx, activityID)
+		if err != nil {
+			return Counts{}, err
+		}
+		if before == after || try == 4 {
+			// The sums of the layouts retired: their shards are gone, their counts kept.
+			c.Taken += after[0]
+			c.Relayed += after[1]
+			c.Confirmed += after[2]
+			c.Failed += after[3]
+			c.Compensated += after[4]
+			c.Remaining += after[5] - after[6]
+			return c, nil
+		}
+	}
+}
+
+// retired reads meta's layouts and the sums of the layouts retired (the last element is the
+// layouts field's length, so a change of layouts shows).
+func (l *Ledger) retired(ctx context.Context, activityID string) ([8]int64, error) {
+	var out [8]int64
+	fields := make([]string, 0, len(retireStats)+1)
+	for _, f := range retireStats {
+		fields = append(fields, "retired."+f)
+	}
+	vals, err := l.rdb.HMGet(ctx, Meta(activityID), append(fields, "layouts")...).Result()
+	if err != nil {
+		return out, fmt.Errorf("inventory: read meta of %s: %w", activityID, err)
+	}
+	for i := range retireStats {
+		out[i], _ = asInt(vals[i])
+	}
+	out[7] = int64(len(asString(vals[len(retireStats)])))
+	return out, nil
+}
+
+// counts sums the shards of the layouts meta names.
+func (l *Ledger) counts(ctx context.Context, activityID string) (Counts, error) {
 	stock, lays, err := l.layouts(ctx, activityID)
 	if err != nil {
 		return Counts{}, err
@@ -425,7 +475,7 @@ func (l *Ledger) Counts(ctx context.Context, activityID string) (Counts, error) 
 		for i := 0; i < lay.Shards; i++ {
 			k := Shard(activityID, lay.Epoch, i)
 			stocks = append(stocks, pipe.Get(ctx, k.Stock()))
-			stats = append(stats, pipe.HMGet(ctx, k.Stats(), "taken", "relayed", "confirmed", "failed", "compensated", "xout", "xin"))
+			stats = append(stats, pipe.HMGet(ctx, k.Stats(), retireStats...))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {

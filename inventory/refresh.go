@@ -57,7 +57,8 @@ func (s *Store) Run(ctx context.Context) error {
 }
 
 // recoverEvery is how often Run settles transfers left in transit (by a crash, a hang-up
-// or a Redis error between a transfer's debit and its credit); only transfers in transit
+// or a Redis error between a transfer's debit and its credit) and retires the layouts
+// nothing can address any more (retire.go); only transfers in transit
 // for at least recoverAge are touched, so live requests finish their own.
 const (
 	recoverEvery = 2 * time.Second
@@ -78,6 +79,9 @@ func (s *Store) recoverAll(ctx context.Context) {
 		}
 		if n > 0 {
 			s.log.Info("settled transfers left in transit", "activity", id, "transfers", n)
+		}
+		if _, err := s.Retire(ctx, id); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
+			s.log.Warn("retiring old layouts failed", "activity", id, "err", err)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -116,6 +117,23 @@ const (
 	pause            // units are being moved by this instance: wait a moment and run again
 	landing          // every shard is empty but units are in transit (any instance): wait once, run again
 )
+
+// slotWait is how long a reservation whose shard's slot is migrating waits before its one
+// retry: the shard's keys move in one MIGRATE, the slot is handed over right after.
+const slotWait = 50 * time.Millisecond
+
+// slotMoving reports whether err is a Cluster node's answer during a slot migration:
+// TRYAGAIN, an ASK redirect the client gave up following, or a script refused because it
+// would write a key of a slot migrating away.
+func slotMoving(err error) bool {
+	if redis.IsTryAgainError(err) {
+		return true
+	}
+	if _, ok := redis.IsAskError(err); ok {
+		return true
+	}
+	return strings.Contains(err.Error(), "non local key")
+}
 
 // busyWait bounds how long Reserve waits for a reshard before ErrBusy.
 const busyWait = time.Second
@@ -280,17 +298,31 @@ func recordExpiry(closes time.Time, after time.Duration) int64 {
 
 func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, mayRefill bool) (ReserveResult, attempt, error) {
 	home := HomeShard(uh, l.shards)
-	// KEYS: stock, users, seq, journal, stats, drained, record prefix, generation [, IP
-	// bucket]; ARGV: activity, user, user hash, quantity, per-user limit, opens, closes (ms),
-	// user rate, burst, window (ms), window max, idempotency field, epoch, shard, record
-	// expiry (ms), record TTL without closing (ms), generation [, IP rate, IP burst] (see
-	// reserve_args.go).
+	// KEYS: stock, users, seq, journal, stats, generation [, IP bucket]; ARGV: activity,
+	// user, user hash, quantity, per-user limit, opens, closes (ms), user rate, burst, window
+	// (ms), window max, idempotency field, epoch, shard, record expiry (ms), record TTL
+	// without closing (ms), generation [, IP rate, IP burst] (see reserve_args.go).
 	if g := e.generation(); g == generationFenced || g == generationRolledBack {
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}
 	withIP := r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()
 	call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
 	res, err := s.runCall(ctx, s.reserve, call.args)
+	if err != nil && slotMoving(err) {
+		// The shard's slot is migrating between Cluster nodes: the keys are moving (TRYAGAIN,
+		// or the ASK the client gave up on), or the source can no longer create the record
+		// (refused before any write: inventory_reserve.lua). Once, wait and send it again.
+		t := time.NewTimer(slotWait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			call.release()
+			return ReserveResult{}, done, ctx.Err()
+		case <-t.C:
+		}
+		s.slotRetries.Add(1)
+		res, err = s.runCall(ctx, s.reserve, call.args)
+	}
 	call.release()
 	if err != nil {
 		return ReserveResult{}, done, err

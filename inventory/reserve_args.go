@@ -16,17 +16,17 @@ import (
 // keep the Go types the script was called with before, so the bytes on the wire are the
 // same.
 
-// shardArgs is one layout shard's part of a reservation call: its eight keys (stock, users,
-// seq, journal, stats, drained, record prefix, generation), the epoch and the shard's number.
+// shardArgs is one layout shard's part of a reservation call: its six keys (stock, users,
+// seq, journal, stats, generation), the epoch and the shard's number.
 type shardArgs struct {
-	keys        [8]any
+	keys        [6]any
 	epoch, home any
 }
 
 func newShardArgs(keys []ShardKeys, epoch int) []shardArgs {
 	out := make([]shardArgs, len(keys))
 	for i, k := range keys {
-		out[i] = shardArgs{keys: [8]any{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix(), k.Gen()},
+		out[i] = shardArgs{keys: [6]any{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Gen()},
 			epoch: epoch, home: i}
 	}
 	return out

@@ -44,7 +44,7 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 	// the shard's generation key and the caller's generation added (issue 18).
 	old := func(r *ReserveRequest, uh, idf string, home int, withIP bool) []any {
 		k := l.keys[home]
-		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix(), k.Gen()}
+		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Gen()}
 		args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 			r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
 			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds(),

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,6 +24,12 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 		return fmt.Errorf("%w: reshard %q to %d shards", ErrInvalid, id, n)
 	}
 	for round := 0; round < 6; round++ {
+		// The run's start, read before meta: every write of the run on the new shards is
+		// refused once it is older than ReshardRunLimit (retire.go relies on it).
+		start, err := s.rdb.Time(ctx).Result()
+		if err != nil {
+			return fmt.Errorf("inventory: redis time: %w", err)
+		}
 		vals, err := s.rdb.HMGet(ctx, Meta(id), metaFields...).Result()
 		if err != nil {
 			return fmt.Errorf("inventory: read meta: %w", err)
@@ -42,7 +49,12 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 			if !ok || e != m.epoch+1 {
 				return fmt.Errorf("inventory: meta of %s: bad reshard %q", id, m.reshard)
 			}
-			if err := s.move(ctx, id, m.epoch, m.shards, to); err != nil {
+			err := s.move(ctx, id, run{m.epoch, m.shards, to, start.UnixMilli(), s.opts.ReshardRunLimit.Milliseconds()})
+			if errors.Is(err, errRunTooOld) {
+				s.log.Info("reshard run too old: starting over", "activity", id, "epoch", m.epoch+1)
+				continue
+			}
+			if err != nil {
 				return err
 			}
 			continue
@@ -80,9 +92,21 @@ func parseTarget(r string) (epoch, shards int, ok bool) {
 	return e, n, true
 }
 
-// move carries out the recorded reshard from (e, from shards) to (e+1, to shards). Every
-// step is idempotent, so a crashed or concurrent run is simply run again.
-func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
+// run is one run of a recorded reshard: from (e, from shards) to (e+1, to shards), started
+// at start (Redis ms, read before meta), allowed to write on the new shards for limit ms.
+type run struct {
+	e, from, to  int
+	start, limit int64
+}
+
+// errRunTooOld: a step of the run was refused because the run is older than its limit; the
+// caller starts a new run (every step is idempotent).
+var errRunTooOld = errors.New("inventory: reshard run older than its limit")
+
+// move carries out the recorded reshard r. Every step is idempotent, so a crashed or
+// concurrent run is simply run again.
+func (s *Store) move(ctx context.Context, id string, r run) error {
+	e, from, to := r.e, r.from, r.to
 	journals := make([]any, to)
 	for j := range journals {
 		journals[j] = Shard(id, e+1, j).Journal()
@@ -115,18 +139,25 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	for _, d := range drained {
 		total += d
 	}
-	// 2. Credit: source i spreads its units over the new shards, remainder from shard i on.
-	err = s.parallel(from*to, func(x int) error {
-		i, j := x/to, x%to
+	// 2. Credit: source i spreads its units over the new shards, remainder from shard i on;
+	// one call per new shard carries the share of every source.
+	err = s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
-		units := split(drained[i], to, ((j-i)%to+to)%to)
-		res, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", i, units)
+		args := make([]any, 0, 3+2*from)
+		args = append(args, "credit", r.start, r.limit)
+		for i := 0; i < from; i++ {
+			args = append(args, i, split(drained[i], to, ((j-i)%to+to)%to))
+		}
+		res, err := s.run(ctx, s.credit, s.creditKeys(k), args...)
 		if err != nil {
 			return err
 		}
 		// Credited now or before, or the shard is sealed already (another run finished):
 		// each is the state this step wants.
-		_, err = answer(s.credit, res, creditedBefore, creditedNow, creditSealed)
+		c, err := answer(s.credit, res, creditedBefore, creditedNow, creditSealed, creditTooOld)
+		if c == creditTooOld {
+			return errRunTooOld
+		}
 		return err
 	})
 	if err != nil {
@@ -135,7 +166,7 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	// 3. Copy buyer records (the users hashes) to their new home shards. A target already sealed means another
 	// run finished copying; the copy script refuses to write there.
 	err = s.parallel(from, func(i int) error {
-		_, err := s.copyShard(ctx, id, Shard(id, e, i), e+1, to)
+		_, err := s.copyShard(ctx, id, Shard(id, e, i), r)
 		return err
 	})
 	if err != nil {
@@ -144,13 +175,16 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 	// 4. Seal the new shards: their stock keys appear.
 	err = s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
-		res, err := s.run(ctx, s.credit, s.creditKeys(k), "seal", from)
+		res, err := s.run(ctx, s.credit, s.creditKeys(k), "seal", r.start, r.limit, from)
 		if err != nil {
 			return err
 		}
-		c, err := answer(s.credit, res, sealMissing, sealedNow, sealedBefore, sealDrained)
+		c, err := answer(s.credit, res, sealMissing, sealedNow, sealedBefore, sealDrained, sealTooOld)
 		if err != nil {
 			return err
+		}
+		if c == sealTooOld {
+			return errRunTooOld
 		}
 		if c == sealDrained {
 			return fmt.Errorf("%w: reshard of %s: shard %d of epoch %d is drained, a later reshard moved on", ErrBusy, id, j, e+1)
@@ -190,21 +224,26 @@ func (s *Store) move(ctx context.Context, id string, e, from, to int) error {
 // copyShard copies the users hash of one old shard (counts, sequences, last ids,
 // idempotency bindings, refund markers) to the new home shards of its users. The old shard
 // is drained, so nothing writes its users hash any more. It reports true when a target was
-// already sealed (another run finished copying).
-func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, to int) (bool, error) {
+// already sealed (another run finished copying), errRunTooOld when the run is older than its
+// limit.
+func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, r run) (bool, error) {
+	epoch, to := r.e+1, r.to
 	batches := make(map[int][]any)
 	flush := func(j int) (bool, error) {
 		b := batches[j]
-		if len(b) == 0 {
+		if len(b) <= 2 {
 			return false, nil
 		}
-		batches[j] = b[:0]
+		batches[j] = b[:2]
 		k := Shard(id, epoch, j)
 		res, err := s.run(ctx, s.copy, []string{k.Stock(), k.Users(), k.Drained()}, b...)
 		if err != nil {
 			return false, err
 		}
-		c, err := answer(s.copy, res, copyUnknown, copied, copyRefused)
+		c, err := answer(s.copy, res, copyUnknown, copied, copyRefused, copyTooOld)
+		if c == copyTooOld {
+			return false, errRunTooOld
+		}
 		return c == copyRefused, err
 	}
 	var cursor uint64
@@ -217,8 +256,11 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, epoch, 
 			f, v := kv[i], kv[i+1]
 			uh, _, _ := strings.Cut(f, ":")
 			j := HomeShard(uh, to)
+			if batches[j] == nil {
+				batches[j] = []any{r.start, r.limit}
+			}
 			batches[j] = append(batches[j], f, v)
-			if len(batches[j]) >= 400 {
+			if len(batches[j]) >= 402 {
 				if sealed, err := flush(j); err != nil || sealed {
 					return sealed, err
 				}
@@ -302,9 +344,10 @@ const (
 
 const (
 	creditUnknown  creditAnswer = iota
-	creditedNow                 // 1
+	creditedNow                 // 1: a source credited now
 	creditSealed                // 2: the shard is sealed already
-	creditedBefore              // 0: this source credited before
+	creditedBefore              // 0: every source credited before
+	creditTooOld                // 4: the run is older than its limit
 )
 
 const (
@@ -313,12 +356,14 @@ const (
 	sealedBefore            // {2, units}
 	sealMissing             // {0, sources seen}: not every source has credited
 	sealDrained             // {4}: drained by a later reshard (this run is stale)
+	sealTooOld              // {5}: the run is older than its limit
 )
 
 const (
 	copyUnknown copyAnswer = iota
 	copied                 // 1: copied
 	copyRefused            // 2: refused, the target is sealed
+	copyTooOld             // 3: refused, the run is older than its limit
 )
 
 // creditKeys are the KEYS of inventory_credit.lua on shard k.

@@ -146,7 +146,7 @@ func TestReshardResumes(t *testing.T) {
 		}
 		k := Shard(a.ID, 1, 0)
 		d, _ := rdb.Get(ctx, Shard(a.ID, 0, 0).Drained()).Int64()
-		if _, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", 0, split(d, 5, 0)); err != nil {
+		if _, err := s.run(ctx, s.credit, s.creditKeys(k), "credit", time.Now().UnixMilli(), time.Minute.Milliseconds(), 0, split(d, 5, 0)); err != nil {
 			t.Fatal(err)
 		}
 		// Reserves meanwhile: drained shards answer closed, the caller waits or retries.

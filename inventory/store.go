@@ -78,6 +78,13 @@ type Options struct {
 	// ReshardWorkers is how many steps of a reshard run at once (default 16; 1 makes a
 	// reshard's Redis calls happen in a fixed order, as the simulation tests need).
 	ReshardWorkers int
+	// ReshardRunLimit bounds how long one run of a reshard may write: its steps on the new
+	// shards are refused once the run is older (the run starts over). Default 2 min.
+	ReshardRunLimit time.Duration
+	// RetireAfter is how long a layout stays after it stopped being current before it may
+	// be deleted (retire.go); it must exceed ReshardRunLimit (at least by a second, for the
+	// clocks of a cluster's nodes). Default 5 min.
+	RetireAfter time.Duration
 	// Namespace separates the instance-wide keys (journal and activity lists, events) of
 	// deployments sharing one Redis; see Namespaced. Default "".
 	Namespace string
@@ -111,8 +118,8 @@ type Store struct {
 	m    *Metrics
 	log  *slog.Logger
 
-	reserve, create, load, drain, credit, copy, reshard, token, restore *script
-	mover                                                               *Mover
+	reserve, create, load, drain, credit, copy, reshard, token, restore, retire *script
+	mover                                                                       *Mover
 
 	mu   sync.RWMutex
 	acts map[string]*entry
@@ -126,6 +133,14 @@ type Store struct {
 	// idempotency key (attemptField): a random start per Store, then one per attempt.
 	attemptBase uint64
 	attempts    atomic.Uint64
+
+	slotRetries atomic.Int64 // reservations sent a second time while their slot migrated
+
+	// collected: retired layouts ("<id>/<epoch>") whose keys this process deleted once;
+	// settledTo: per journal key, the records up to which none is PENDING (retire.go).
+	collectMu sync.Mutex
+	collected map[string]bool
+	settledTo map[string]int64
 
 	sweepMu sync.Mutex
 	swept   map[string]time.Time // activity id -> last sweep of its credit records (Recover)
@@ -280,6 +295,15 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if opts.RefreshEvery <= 0 {
 		opts.RefreshEvery = 250 * time.Millisecond
 	}
+	if opts.ReshardRunLimit <= 0 {
+		opts.ReshardRunLimit = 2 * time.Minute
+	}
+	if opts.RetireAfter <= 0 {
+		opts.RetireAfter = 5 * time.Minute
+	}
+	if opts.RetireAfter < opts.ReshardRunLimit+time.Second {
+		return nil, fmt.Errorf("%w: RetireAfter %v must exceed ReshardRunLimit %v by a second at least", ErrInvalid, opts.RetireAfter, opts.ReshardRunLimit)
+	}
 	if opts.RecordTTLAfterClose <= 0 {
 		opts.RecordTTLAfterClose = 24 * time.Hour
 	}
@@ -290,7 +314,8 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		log = slog.Default()
 	}
 	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher,
-		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{}}
+		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{},
+		collected: map[string]bool{}, settledTo: map[string]int64{}}
 	var base [8]byte
 	_, _ = rand.Read(base[:])
 	s.attemptBase = binary.BigEndian.Uint64(base[:])
@@ -300,7 +325,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	}{
 		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
-		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"},
+		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"}, {&s.retire, "retire"},
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {

@@ -1,8 +1,14 @@
 -- inventory_reserve.lua: one reservation on the user's home stock shard {A:e:h}. A reservation
 -- never spans two shards: when this shard has too few units the caller moves units here
 -- (inventory_transfer.lua) and runs this script again.
--- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats  KEYS[6] drained
--- KEYS[7] record prefix ("sk:{A:e:h}:r:", the script appends n)  KEYS[8] the shard's generation
+-- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats: every key declared
+-- exists once the shard sold (a slot migration serves a script whose keys all exist: issue 19).
+-- The one key the script writes that cannot be declared is the new record "sk:{A:e:h}:r:<n>"
+-- (same hash tag; n comes from seq): it is written before anything else, so a node that cannot
+-- take it (its slot migrating away) refuses the script with nothing written, and the caller
+-- retries once (inventory/reserve.go).  KEYS[6] the shard's generation: it exists once Create, a
+-- restore's rebuild or the first reservation after a reshard (adoption, inventory/reserve.go)
+-- wrote it; a shard that has none yet is refused {13} and adopts before it sells.
 -- ARGV[1] activity id  ARGV[2] user id  ARGV[3] user hash  ARGV[4] quantity
 -- ARGV[5] per-user limit  ARGV[6] opensAt ms (0 none)  ARGV[7] closesAt ms (0 none)
 -- ARGV[8] bucket rate/s (0 off)  ARGV[9] bucket burst  ARGV[10] window ms (0 off)
@@ -10,10 +16,10 @@
 -- ARGV[13] epoch  ARGV[14] shard  ARGV[15] record expiry, unix ms (closesAt + the TTL after
 -- close, at least 1 h), or 0 when there is no closesAt  ARGV[16] record TTL ms without closesAt
 -- ARGV[17] the activity's generation as the caller knows it ("" for an activity of before
--- generations: not checked). The shard sells only when its generation key (KEYS[8], read in
--- the same MGET as stock and drained: no extra call) holds it: a restore's fence writes
+-- generations: not checked). The shard sells only when its generation key (KEYS[6], read in
+-- the same MGET as stock and seq: no extra call) holds it: a restore's fence writes
 -- "restoring" there, a Redis that lost the activity has none (inventory/keys.go Gen).
--- Optional, single-node Redis only (the key is in another slot): KEYS[9] the per-IP token
+-- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
 -- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[18] IP rate/s, ARGV[19] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
@@ -41,8 +47,8 @@
 -- The record hash holds rid aid uid uh qty status ts (orderId and comp are added by the order
 -- pipeline). The journal entry carries the idempotency field too (ik, "" without a key), so
 -- the order keeps it and a restore from MySQL rebuilds the binding (inventory/restore.go).
--- Redis calls of a reservation (IP bucket off): MGET (stock, drained, generation), HMGET, TIME, DECRBY, INCR seq, HSET
--- record, PEXPIRE(AT) record, HSET users, HINCRBY stats, XADD. Numbers are turned into strings
+-- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), HMGET, TIME, HSET record,
+-- PEXPIRE(AT) record, DECRBY, INCR seq, HSET users, HINCRBY stats, XADD. Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
 -- the time in ms is cut from TIME's strings).
 -- Returns:
@@ -54,14 +60,15 @@
 --   {6, retryMs}              USER_RATE (token bucket)
 --   {7, retryMs}              USER_WINDOW (sliding window counter)
 --   {8, stock}                EMPTY: stock < quantity here
---   {10}                      SHARD_CLOSED: stock key missing or drained (reshard): refresh
---   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[9] is given)
+--   {10}                      SHARD_CLOSED: stock key missing (drained by a reshard: a drained
+--                             shard never has one): refresh
+--   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
 --   {13, gen or ""}           GENERATION: the shard's generation is not ARGV[17] (fenced,
 --                             lost, or never given one): nothing taken
 --#include lib_bucket.lua
 --#include lib_window.lua
-local sd = redis.call('MGET', KEYS[1], KEYS[6], KEYS[8])
-if not sd[1] or sd[2] then
+local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
+if not sd[1] then
   return {10}
 end
 if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
@@ -128,10 +135,10 @@ if wms > 0 and wmax > 0 then
   if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
 end
 local iprate, ipburst, ip_tokens = 0, 0, 0
-if KEYS[9] then
+if KEYS[7] then
   iprate, ipburst = tonumber(ARGV[18]), tonumber(ARGV[19])
   local ip_ok, ip_retry
-  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[9], iprate, ipburst, 1, now)
+  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
   if not ip_ok then
     return {12, ip_retry}
   end
@@ -140,7 +147,7 @@ local limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .
 
 local held = tonumber(u[1] or '0')
 if held + qty > tonumber(ARGV[5]) then
-  if KEYS[9] then tb_commit(KEYS[9], ip_tokens, now, iprate, ipburst) end
+  if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
   if rate > 0 or (wms > 0 and wmax > 0) then -- the attempt counts against bucket and window
     redis.call('HSET', KEYS[2], uh .. ':p', limits)
   end
@@ -149,14 +156,13 @@ end
 if stock < qty then
   return {8, stock}
 end
-if KEYS[9] then tb_commit(KEYS[9], ip_tokens, now, iprate, ipburst) end
+if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
 
-local left = redis.call('DECRBY', KEYS[1], qs)
 local seq = qs -- a new user's sequence is the quantity (no number to format)
 if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
-local n = tostring(redis.call('INCR', KEYS[3]))
+local n = tostring((tonumber(sd[2]) or 0) + 1)
 local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
-local rec = KEYS[7] .. n
+local rec = string.sub(KEYS[1], 1, -6) .. 'r:' .. n -- the first write: see the header
 local ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
 redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING',
   'ts', ms)
@@ -165,6 +171,8 @@ if closes > 0 then
 else
   redis.call('PEXPIRE', rec, ARGV[16])
 end
+local left = redis.call('DECRBY', KEYS[1], qs)
+redis.call('INCR', KEYS[3])
 local count = qs
 if held > 0 then count = held + qty end
 if idf ~= '' then

@@ -1,0 +1,271 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/keyspace"
+)
+
+// A reshard leaves its old layout behind: drained shards with their markers, stats, credit
+// and transfer records, users hashes and journals. Retire deletes a layout once nothing can
+// address it any more, so the keys of an activity and the reads of every instance's refresh
+// (which reads the layouts meta names) do not grow with the number of reshards.
+//
+// The invariant: a layout's keys are deleted only when no reservation, transfer or reshard
+// run can still write them, and nothing that reads them still needs them:
+//   - it is drained and not current (every shard has its drained marker, no stock key): no
+//     reservation, refill or refund writes there (their scripts refuse a drained shard, and
+//     on a deleted shard they find no stock key and refuse just the same);
+//   - its journals are empty (every entry was relayed and acknowledged: the relay needs
+//     nothing there) and none of its reservations is PENDING (no confirm or fail can write its
+//     stats, and no compensation can put units in transit from it any more);
+//   - none of its shards has a transit entry (xout): every transfer out of it is finished, and
+//     since layouts retire oldest first, so is every transfer from an older layout that could
+//     name one of its shards as the target (a transfer into a deleted shard would be credited
+//     again elsewhere);
+//   - it stopped being current at least RetireAfter ago (the stamp in meta): every reshard
+//     run that could still write to it (a run of the reshard that built it) started before it
+//     became current, so it is older than ReshardRunLimit < RetireAfter, and its credit, copy
+//     and seal are refused by the scripts (inventory_credit.lua, inventory_copy.lua).
+// Each condition, once true, stays true (nothing makes a drained shard take a reservation or
+// a transfer again), so checking them one after another is enough. The reservation records
+// are not deleted: a reservation id names them until they expire with the activity, and a
+// confirm, fail or compensation mark of a settled record changes no count.
+//
+// Who keeps it: Retire (run by Run every recoverEvery, on any number of instances at once:
+// every step is idempotent, and the meta script retires a layout once), the scripts' refusals
+// above, and Reshard, which reads the run's start before it reads meta.
+
+// retireStats are the stats fields whose sums a retired layout leaves in meta
+// ("retired.<field>"), in the order inventory_retire.lua takes them.
+var retireStats = []string{"taken", "relayed", "confirmed", "failed", "compensated", "xout", "xin"}
+
+// Retire deletes the activity's old layouts that nothing can address any more (see above),
+// oldest first, and finishes the deletion of layouts retired before. It returns the number
+// of layouts retired now. ErrNotFound when the activity has no meta.
+func (s *Store) Retire(ctx context.Context, id string) (int, error) {
+	m, err := s.rdb.HGetAll(ctx, Meta(id)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("inventory: read meta: %w", err)
+	}
+	if m["def"] == "" {
+		return 0, ErrNotFound
+	}
+	var errs []error
+	if gc := m["gc"]; gc != "" {
+		for _, g := range strings.Split(gc, ",") {
+			if err := s.collect(ctx, id, g); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	epoch, err1 := strconv.Atoi(m["epoch"])
+	lays, err2 := parseLayouts(id, m["layouts"])
+	if err1 != nil || err2 != nil {
+		return 0, errors.Join(append(errs, fmt.Errorf("inventory: meta of %s: bad epoch or layouts", id))...)
+	}
+	var old []Layout
+	args := []any{"stamp"}
+	for _, l := range lays {
+		if l.Epoch >= epoch {
+			break
+		}
+		old = append(old, l)
+		args = append(args, l.Epoch)
+	}
+	if len(old) == 0 {
+		return 0, errors.Join(errs...)
+	}
+	ages, err := s.run(ctx, s.retire, []string{Meta(id)}, args...)
+	if err != nil {
+		return 0, errors.Join(append(errs, err)...)
+	}
+	retired := 0
+	for i, l := range old {
+		if age, _ := asInt(ages[min(i, len(ages)-1)]); time.Duration(age)*time.Millisecond < s.opts.RetireAfter {
+			break
+		}
+		ok, err := s.retireLayout(ctx, id, l)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !ok {
+			break
+		}
+		retired++
+	}
+	return retired, errors.Join(errs...)
+}
+
+// retireLayout retires layout l, stamped at least RetireAfter ago, when nothing can address
+// it; false when it must stay.
+func (s *Store) retireLayout(ctx context.Context, id string, l Layout) (bool, error) {
+	type shard struct {
+		k       ShardKeys
+		present *redis.IntCmd // the stock key (a drained shard has none)
+		drained *redis.IntCmd
+		journal *redis.IntCmd
+		xout    *redis.IntCmd
+		stats   *redis.SliceCmd
+		seq     *redis.StringCmd
+	}
+	shards := make([]shard, l.Shards)
+	pipe := s.rdb.Pipeline()
+	for i := range shards {
+		k := Shard(id, l.Epoch, i)
+		shards[i] = shard{k: k, present: pipe.Exists(ctx, k.Stock()), drained: pipe.Exists(ctx, k.Drained()),
+			journal: pipe.XLen(ctx, k.Journal()), xout: pipe.HLen(ctx, k.XOut()),
+			stats: pipe.HMGet(ctx, k.Stats(), retireStats...), seq: pipe.Get(ctx, k.Seq())}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("inventory: read layout %d of %s: %w", l.Epoch, id, err)
+	}
+	sums := make([]int64, len(retireStats))
+	for _, sh := range shards {
+		if sh.present.Val() != 0 || sh.drained.Val() != 1 || sh.journal.Val() != 0 || sh.xout.Val() != 0 {
+			return false, nil
+		}
+		vals := sh.stats.Val()
+		var st [7]int64
+		for j := range st {
+			if j < len(vals) {
+				st[j], _ = asInt(vals[j])
+			}
+			sums[j] += st[j]
+		}
+		if st[0] != st[2]+st[3] { // taken != confirmed + failed: a reservation may be PENDING
+			top, _ := sh.seq.Int64()
+			pending, err := s.pendingOn(ctx, sh.k, top)
+			if err != nil || pending {
+				return false, err
+			}
+		}
+	}
+	args := []any{"retire", strconv.Itoa(l.Epoch) + ":" + strconv.Itoa(l.Shards)}
+	for _, v := range sums {
+		args = append(args, v)
+	}
+	res, err := s.run(ctx, s.retire, []string{Meta(id)}, args...)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := asInt(res[0]); n != 1 {
+		return false, nil // another instance retired it (or meta moved): the next pass reads meta again
+	}
+	s.log.Info("layout retired", "activity", id, "epoch", l.Epoch, "shards", l.Shards)
+	if err := s.deleteLayout(ctx, id, l); err != nil {
+		return true, err
+	}
+	s.collectMu.Lock()
+	s.collected[id+"/"+strconv.Itoa(l.Epoch)] = true
+	s.collectMu.Unlock()
+	return true, nil
+}
+
+// pendingOn reports whether one of the records 1..top of shard k is PENDING (an expired
+// record is settled). Records found settled are remembered, so a later call reads only those
+// after them.
+func (s *Store) pendingOn(ctx context.Context, k ShardKeys, top int64) (bool, error) {
+	s.collectMu.Lock()
+	low := s.settledTo[k.Journal()]
+	s.collectMu.Unlock()
+	const chunk = 500
+	for from := low + 1; from <= top; from += chunk {
+		to := min(from+chunk-1, top)
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringCmd, 0, to-from+1)
+		for n := from; n <= to; n++ {
+			cmds = append(cmds, pipe.HGet(ctx, k.Record(n), "status"))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return false, fmt.Errorf("inventory: read records of %s: %w", k.Journal(), err)
+		}
+		for j, c := range cmds {
+			if c.Val() == "PENDING" {
+				s.collectMu.Lock()
+				s.settledTo[k.Journal()] = from + int64(j) - 1
+				s.collectMu.Unlock()
+				return true, nil
+			}
+		}
+	}
+	s.collectMu.Lock()
+	s.settledTo[k.Journal()] = top
+	s.collectMu.Unlock()
+	return false, nil
+}
+
+// collect finishes the deletion of a retired layout named by the gc entry g
+// ("<e>:<n>:<ms retired>"): it deletes the keys once per process, and again, then drops the
+// entry, once the retirement is RetireAfter/2 old (a relay that read the journal list before
+// the layout left it may have created an empty journal again meanwhile).
+func (s *Store) collect(ctx context.Context, id, g string) error {
+	parts := strings.Split(g, ":")
+	if len(parts) != 3 {
+		return fmt.Errorf("inventory: meta gc of %s: bad %q", id, g)
+	}
+	e, n, ok := parseTarget(parts[0] + ":" + parts[1])
+	at, err := strconv.ParseInt(parts[2], 10, 64)
+	if !ok || err != nil {
+		return fmt.Errorf("inventory: meta gc of %s: bad %q", id, g)
+	}
+	l := Layout{e, n}
+	key := id + "/" + parts[0]
+	s.collectMu.Lock()
+	seen := s.collected[key]
+	s.collectMu.Unlock()
+	if !seen {
+		if err := s.deleteLayout(ctx, id, l); err != nil {
+			return err
+		}
+		s.collectMu.Lock()
+		s.collected[key] = true
+		s.collectMu.Unlock()
+	}
+	now, err := s.rdb.Time(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("inventory: redis time: %w", err)
+	}
+	if time.Duration(now.UnixMilli()-at)*time.Millisecond < s.opts.RetireAfter/2 {
+		return nil
+	}
+	if err := s.deleteLayout(ctx, id, l); err != nil {
+		return err
+	}
+	if _, err := s.run(ctx, s.retire, []string{Meta(id)}, "done", parts[0]+":"+parts[1]); err != nil {
+		return err
+	}
+	s.collectMu.Lock()
+	delete(s.collected, key)
+	s.collectMu.Unlock()
+	return nil
+}
+
+// deleteLayout deletes the keys of every shard of l but the reservation records, after
+// taking its journals off the relay's list.
+func (s *Store) deleteLayout(ctx context.Context, id string, l Layout) error {
+	journals := make([]any, l.Shards)
+	for i := range journals {
+		journals[i] = Shard(id, l.Epoch, i).Journal()
+	}
+	if err := s.rdb.SRem(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
+		return fmt.Errorf("inventory: unlist journals of %s: %w", id, err)
+	}
+	pipe := s.rdb.Pipeline()
+	for i := 0; i < l.Shards; i++ {
+		k := Shard(id, l.Epoch, i)
+		pipe.Del(ctx, k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Credits(),
+			k.Holds(), k.XOut(), k.XIn(), k.Drained(), k.Gen(), k.CompCredits(), k.Refunds())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("inventory: delete layout %d of %s: %w", l.Epoch, id, err)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package inventory
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/keyspace"
+)
+
+// activityKeys counts the Redis keys of an activity by SCAN: its meta and shards
+// ("sk:{<id>}:..." and "sk:{<id>:<e>:<i>}:..."), on every master of a cluster.
+func activityKeys(t testing.TB, rdb redis.UniversalClient, id string) int {
+	t.Helper()
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	n := 0
+	scan := func(ctx context.Context, c *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, "sk:{"+id+"[}:]*", 1000).Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			n += len(keys)
+			mu.Unlock()
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		t.Fatalf("unexpected client %T", rdb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// passCounter is a go-redis hook counting the commands an instance sends and its refresh
+// passes (each starts with SMEMBERS of the activities set).
+type passCounter struct {
+	set    string
+	cmds   atomic.Int64
+	passes atomic.Int64
+}
+
+func (c *passCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *passCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.cmds.Add(1)
+		if a := cmd.Args(); len(a) == 2 && cmd.Name() == "smembers" && a[1] == c.set {
+			c.passes.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (c *passCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.cmds.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// idleLoad measures the commands an idle instance sends over passes refresh passes (from the
+// start of one to the start of the passes-th after it), and the rate they make.
+func (c *passCounter) idleLoad(t *testing.T, passes int64) (cmds int64, perSec float64) {
+	t.Helper()
+	next := func(after int64) {
+		testwait.Eventually(t, 30*time.Second, func() bool { return c.passes.Load() >= after }, "refresh pass %d", after)
+	}
+	p0 := c.passes.Load() + 1
+	next(p0)
+	n0, t0 := c.cmds.Load(), time.Now()
+	next(p0 + passes)
+	n1, t1 := c.cmds.Load(), time.Now()
+	return n1 - n0, float64(n1-n0) / t1.Sub(t0).Seconds()
+}
+
+// TestTwelveReshardsCostOne is issue 19's defect 4: every shard-count edit left its drained
+// layout behind (its keys, and the refresh of every instance reading every layout ever made
+// four times a second). Twelve reshards of one activity must leave its key count and the idle
+// load of an instance within 10 % of one reshard's: a drained layout is deleted once nothing
+// can address it, and the refresh reads live layouts only. Stock stays exact throughout.
+func TestTwelveReshardsCostOne(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ns := uniqueID(t)
+		pc := &passCounter{set: keyspace.Namespaced(ns, keyspace.Activities)}
+		rdb.AddHook(pc)
+		// Layouts retire 3 s after they stop being current; a reshard run writes for 2 s.
+		opts := Options{Namespace: ns, RetireAfter: 3 * time.Second, ReshardRunLimit: 2 * time.Second}
+		s := newStore(t, rdb, opts)
+		a := mustCreate(t, s, openActivity(t, 10000, 1, 32))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+
+		settled := func(want int) {
+			t.Helper()
+			var m map[string]string
+			testwait.Eventually(t, 60*time.Second, func() bool {
+				m = rdb.HGetAll(ctxT(t), Meta(a.ID)).Val()
+				return m["epoch"] == strconv.Itoa(want) && !strings.Contains(m["layouts"], ",") && m["gc"] == ""
+			}, "only epoch %d left in meta (layouts %q, gc %q)", want, testwait.Lazy(func() string { return m["layouts"] }),
+				testwait.Lazy(func() string { return m["gc"] }))
+			if got := groundUnits(t, rdb, a.ID); got != a.Stock {
+				t.Fatalf("after %d reshards the shards hold %d units, want %d", want, got, a.Stock)
+			}
+		}
+		shards := []int{31, 32}
+		if err := s.Reshard(ctx, a.ID, shards[0]); err != nil {
+			t.Fatal(err)
+		}
+		settled(1)
+		keys1 := activityKeys(t, rdb, a.ID)
+		load1, rate1 := pc.idleLoad(t, 32)
+		for i := 2; i <= 12; i++ {
+			if err := s.Reshard(ctx, a.ID, shards[(i-1)%2]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		settled(12)
+		keys12 := activityKeys(t, rdb, a.ID)
+		load12, rate12 := pc.idleLoad(t, 32)
+		t.Logf("keys: %d after one reshard, %d after twelve; idle load over 32 refresh passes: %d commands (%.0f/s), %d (%.0f/s)",
+			keys1, keys12, load1, rate1, load12, rate12)
+		if d := keys12 - keys1; d*10 > keys1 || -d*10 > keys1 {
+			t.Errorf("twelve reshards leave %d keys, one %d: more than 10 %% apart", keys12, keys1)
+		}
+		if d := load12 - load1; d*10 > load1 || -d*10 > load1 {
+			t.Errorf("idle load after twelve reshards %d commands per 32 refresh passes, after one %d: more than 10 %% apart", load12, load1)
+		}
+	})
+}
