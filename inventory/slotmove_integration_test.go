@@ -203,7 +203,7 @@ func TestSlotMoveCostsAtMostARetry(t *testing.T) {
 	testwait.Eventually(t, 10*time.Second, func() bool { return reserved.Load() > 50 }, "the rush is under way")
 	before := reserved.Load()
 	k := Shard(a.ID, 0, home)
-	moveSlot(t, nodes, k.Stock(), []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.XOut(), k.XIn()}, func() {
+	moveSlot(t, nodes, k.Stock(), []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Gen(), k.Drained(), k.XOut(), k.XIn()}, func() {
 		at := reserved.Load()
 		testwait.Eventually(t, 10*time.Second, func() bool { return reserved.Load() > at+50 }, "reservations while the slot is half moved (%v failed: %v)",
 			testwait.Lazy(func() string { return strconv.FormatInt(failures.Load(), 10) }),
