@@ -3,10 +3,12 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/seckill/seckill/config"
@@ -29,8 +31,11 @@ func withLimits(repl map[string]string) string {
 
 // TestLimitsAtTheBoundsServe: a configuration with limits at the bounds config accepts
 // (MinRate, MaxRate, MaxBurst, MaxRefill) is served by the scripts: every reservation is 202
-// or 429, never the 503 of a script that cannot count or expire its bucket.
-func TestLimitsAtTheBoundsServe(t *testing.T) {
+// or 429, never the 503 of a script that cannot count or expire its bucket. The embedded
+// Redis here; TestLimitsAtTheBoundsServeOnRedis runs the same on the real one.
+func TestLimitsAtTheBoundsServe(t *testing.T) { limitsAtTheBounds(t, Options{}) }
+
+func limitsAtTheBounds(t *testing.T, opts Options) {
 	for _, tt := range []struct {
 		name string
 		repl map[string]string
@@ -42,14 +47,20 @@ func TestLimitsAtTheBoundsServe(t *testing.T) {
 			"ip": "{rate: 0.01, burst: 6048}", "userWindow": "{window: 168h, max: 1000000000}"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ta := startApp(t, Options{}, withLimits(tt.repl))
-			ta.createActivity(t, "bounds-1", 1000, 1000, 2, time.Now().Add(-time.Second))
+			ta := startApp(t, opts, withLimits(tt.repl))
+			id := uniq(t, "bounds")
+			ta.createActivity(t, id, 1000, 1000, 2, time.Now().Add(-time.Second))
 			var got []int
 			for i := range 8 {
-				a := ta.do(t, "POST", "/api/v1/activities/bounds-1/reservations",
+				a := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations",
 					map[string]string{"X-User-Id": fmt.Sprintf("u-%d", i%2)}, "")
 				if a.status != http.StatusAccepted && a.status != http.StatusTooManyRequests {
 					t.Fatalf("reservation %d at the bounds: %d %v, want 202 or 429", i, a.status, a.body)
+				}
+				// A limiter script that fails (ERR value is not an integer) degrades the
+				// limiter at once, and its local limits would still answer 202.
+				if ta.lim.Degraded() {
+					t.Fatalf("reservation %d at the bounds degraded the limiter: a script failed", i)
 				}
 				got = append(got, a.status)
 			}
@@ -171,6 +182,21 @@ func TestJWTCritAndSpacesRefused(t *testing.T) {
 	}
 	if _, ok := snap.auth.verify(sign("alice", false)); !ok {
 		t.Fatal("a plain token is refused")
+	}
+	// Two Authorization headers (a gateway that appends its own) are no identity, whichever
+	// comes first; one is the token's subject.
+	for _, hs := range [][]string{{"Bearer " + sign("alice", false)},
+		{"Bearer " + sign("mallory", false), "Bearer " + sign("alice", false)}} {
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = httptest.NewRequest("POST", "/", nil)
+		c.Request.Header["Authorization"] = hs
+		user, e := identity(c, snap)
+		if len(hs) == 1 && (e != nil || user != "alice") {
+			t.Fatalf("one Authorization header: %q %v", user, e)
+		}
+		if len(hs) == 2 && (e == nil || e.status != http.StatusUnauthorized) {
+			t.Fatalf("two Authorization headers: user %q, error %v, want 401", user, e)
+		}
 	}
 	for _, tt := range []struct {
 		sub  string

@@ -391,6 +391,11 @@ func (a *App) openRedis(ctx context.Context) error {
 		// The embedded server runs Lua in Go, in this process: give it room on a busy machine.
 		timeout = 3 * time.Second
 	}
+	// MaxRetries 1 sends a command again when its connection broke before the reply (on a
+	// Cluster, MaxRedirects also sends it to the new master). The scripts that move units
+	// are idempotent under that: transfers, confirms and failures by their ids, the
+	// reservation by its attempt, bound like an idempotency key (inventory's attemptField),
+	// so a retry never takes a second unit (a limiter token may be taken twice).
 	uo := &redis.UniversalOptions{
 		Addrs: addrs, IsClusterMode: len(addrs) > 1 && a.opts.RedisSentinelMaster == "", DisableIdentity: true,
 		PoolSize: 128, MinIdleConns: 16, DialTimeout: 2 * time.Second,
@@ -495,6 +500,7 @@ func (a *App) Run(ctx context.Context) error {
 		start("registry", a.registry.Run)
 	}
 	start("inventory", a.inv.Run)
+	start("restores", a.api.restores.Run)
 	start("limiter", a.lim.Run)
 	start("reshard", a.runReshard)
 	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
@@ -561,9 +567,10 @@ func (a *App) Run(ctx context.Context) error {
 // runMiniClock moves the embedded Redis's clock for key expiry: miniredis expires keys only
 // when told that time has passed, and each FastForward visits every key (sorted), so its cost
 // grows with the keys a load run left behind. The next move waits miniClockInterval of the
-// last one's cost: the clock takes at most about 1% of a core, however many keys there are,
-// and a key expires at most that interval late (every TTL the service sets only collects
-// garbage or bounds a lock held for seconds).
+// last one's cost: the clock takes at most 1/miniClockRatio of a core (0.25 %) until the
+// wait reaches miniClockMax (about 50,000 keys), then cost/2 s; a key expires at most
+// miniClockMax late (every TTL the service sets only collects garbage or bounds a lock held
+// for seconds).
 func (a *App) runMiniClock(ctx context.Context) error {
 	t := time.NewTimer(miniClockMin)
 	defer t.Stop()
@@ -581,16 +588,18 @@ func (a *App) runMiniClock(ctx context.Context) error {
 	}
 }
 
-// Bounds of the embedded Redis's clock steps (runMiniClock).
+// Bounds of the embedded Redis's clock steps (runMiniClock), and the wait after a step as a
+// multiple of its cost.
 const (
-	miniClockMin = 100 * time.Millisecond
-	miniClockMax = 2 * time.Second
+	miniClockMin   = 100 * time.Millisecond
+	miniClockMax   = 2 * time.Second
+	miniClockRatio = 400
 )
 
-// miniClockInterval is the wait before the next clock step after one that took cost: 100
-// times the cost, within miniClockMin..miniClockMax.
+// miniClockInterval is the wait before the next clock step after one that took cost:
+// miniClockRatio times the cost, within miniClockMin..miniClockMax.
 func miniClockInterval(cost time.Duration) time.Duration {
-	return min(max(100*cost, miniClockMin), miniClockMax)
+	return min(max(miniClockRatio*cost, miniClockMin), miniClockMax)
 }
 
 // runSource feeds the reloader from Nacos, or from the watched YAML file.

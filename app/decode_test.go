@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -118,18 +119,39 @@ func TestClientIP(t *testing.T) {
 		{"10.1.2.3:5000", "198.51.100.7, 10.9.9.9", "198.51.100.7"},    // chain of trusted proxies
 		{"10.1.2.3:5000", "garbage", "10.1.2.3"},
 		{"[::ffff:192.0.2.1]:80", "", "192.0.2.1"},
+		{"10.1.2.3:5000", "203.0.113.9\n198.51.100.7, 10.9.9.9", "198.51.100.7"}, // lines read last first
+		{"10.1.2.3:5000", "203.0.113.9, 10.0.0.1\n10.9.9.9", "203.0.113.9"},
+		{"10.1.2.3:5000", "203.0.113.9,, 10.9.9.9", "10.9.9.9"}, // an empty hop ends the chain
+		{"10.1.2.3:5000", "[fe80::1%eth0], 10.9.9.9", "10.9.9.9"},
+		// At most maxForwardedHops (16) are read from the right: the 16th stands for the client.
+		{"10.1.2.3:5000", "198.51.100.7" + hopsFrom(1, 15), "198.51.100.7"},
+		{"10.1.2.3:5000", "198.51.100.7" + hopsFrom(1, 16), "10.0.0.16"},
+		{"10.1.2.3:5000", "198.51.100.7" + hopsFrom(1, 1200), "10.0.0.16"},
+		{"10.1.2.3:5000", "198.51.100.7" + hopsFrom(16, 16) + "\n" + hopsFrom(1, 15)[2:], "10.0.0.16"},
+		{"10.1.2.3:5000", "198.51.100.7\n" + hopsFrom(1, 15)[2:], "198.51.100.7"},
 	}
 	for _, tt := range tests {
 		c, _ := gin.CreateTestContext(httptest.NewRecorder())
 		c.Request = httptest.NewRequest("GET", "/", nil)
 		c.Request.RemoteAddr = tt.remote
-		if tt.xff != "" {
-			c.Request.Header.Set("X-Forwarded-For", tt.xff)
+		for _, line := range strings.Split(tt.xff, "\n") {
+			if line != "" {
+				c.Request.Header.Add("X-Forwarded-For", line)
+			}
 		}
 		if got := clientIP(c, cfg).String(); got != tt.want {
 			t.Errorf("remote %s xff %q: got %s, want %s", tt.remote, tt.xff, got, tt.want)
 		}
 	}
+}
+
+// hopsFrom is ", 10.0.x.y" for the hops from..to, the last one nearest the connection.
+func hopsFrom(from, to int) string {
+	var b strings.Builder
+	for i := to; i >= from; i-- {
+		fmt.Fprintf(&b, ", 10.0.%d.%d", i/256, i%256)
+	}
+	return b.String()
 }
 
 func TestRetryAfterAlwaysOnThrottle(t *testing.T) {

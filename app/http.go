@@ -65,7 +65,9 @@ type api struct {
 	// layouts follow the configuration, which may name the new activity's shard count).
 	activityCreated func()
 	servesAPI       bool
-	// restoreOpts are the waits of POST .../restore (zero: order's defaults).
+	// restores runs the jobs of POST .../restore (restoreOpts: their waits, zero: order's
+	// defaults).
+	restores    *restores
 	restoreOpts order.RestoreOptions
 	// accessLog, when set, gets one line per request (SECKILL_ACCESS_LOG).
 	accessLog *slog.Logger
@@ -101,7 +103,11 @@ func newAPI(a api) *api {
 	rdb := a.rdb
 	a.ready = &readyProbe{period: readyProbeEvery, ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
 	a.states = &sync.Pool{New: func() any { return &reqState{keys: make(map[any]any, 1)} }}
-	return &a
+	p := &a
+	p.restores = newRestores(func(ctx context.Context, id string) (order.RestoreReport, error) {
+		return p.rec.Restore(ctx, p.inv, id, p.restoreOpts)
+	}, a.rdb, a.log)
+	return p
 }
 
 // router serves the storefront port: the API and health only (/admin/v1 and /metrics are on
@@ -113,7 +119,7 @@ func (a *api) router() *gin.Engine {
 	v1.POST("/activities/:id/tokens", a.postToken)
 	v1.POST("/activities/:id/reservations", a.postReservation)
 	v1.GET("/reservations/:rid", a.getReservation)
-	a.queueRoutes(v1)
+	a.queueRoutes(r, v1)
 	a.health(r, false)
 	return r
 }
@@ -143,6 +149,7 @@ func (a *api) adminRouter() *gin.Engine {
 	adm.GET("/activities/:id", a.getAdminActivity)
 	adm.GET("/activities/:id/reconciliation", a.getReconciliation)
 	adm.POST("/activities/:id/restore", a.postRestore)
+	adm.GET("/activities/:id/restore", a.getRestore)
 	adm.GET("/activities/:id/report", a.getReport)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
@@ -273,18 +280,37 @@ func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
 		return addr
 	}
 	// A proxy may append its own line rather than extend the first: the client's forged
-	// value is then the first line and the proxy's view the last.
-	hops := strings.Split(strings.Join(c.Request.Header.Values("X-Forwarded-For"), ","), ",")
-	for i := len(hops) - 1; i >= max(0, len(hops)-maxForwardedHops); i-- {
-		h, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-		if err != nil {
-			return addr
+	// value is then the first line and the proxy's view the last. The lines are read from
+	// the last, each from its end, and never split whole: a chain of any length costs at
+	// most maxForwardedHops parses and lookups, and allocates nothing.
+	lines := c.Request.Header.Values("X-Forwarded-For")
+	read := 0
+	for l := len(lines) - 1; l >= 0; l-- {
+		line := lines[l]
+		for {
+			if read == maxForwardedHops {
+				return addr
+			}
+			read++
+			hop := line
+			i := strings.LastIndexByte(line, ',')
+			if i >= 0 {
+				hop = line[i+1:]
+			}
+			h, err := netip.ParseAddr(strings.TrimSpace(hop))
+			if err != nil {
+				return addr
+			}
+			h = h.Unmap().WithZone("")
+			if !cfg.TrustedProxy(h) {
+				return h
+			}
+			addr = h
+			if i < 0 {
+				break
+			}
+			line = line[:i]
 		}
-		h = h.Unmap().WithZone("")
-		if !cfg.TrustedProxy(h) {
-			return h
-		}
-		addr = h
 	}
 	return addr
 }

@@ -100,19 +100,20 @@ func (l *connLimiter) open() int {
 	return len(l.conns)
 }
 
-// addrKey is the client key of a connection: its IPv4 address or its IPv6 /64; invalid for
-// an address that cannot be parsed.
-func addrKey(c net.Conn) netip.Prefix {
+// addrKey is the client key of a connection: its IPv4 address or its IPv6 /64, and the
+// address itself (what a trusted proxy is matched on: the key of an IPv6 one is its /64's
+// first address); both invalid for an address that cannot be parsed.
+func addrKey(c net.Conn) (netip.Prefix, netip.Addr) {
 	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
 	if err != nil {
-		return netip.Prefix{}
+		return netip.Prefix{}, netip.Addr{}
 	}
 	a := ap.Addr().Unmap().WithZone("")
 	if a.Is4() {
-		return netip.PrefixFrom(a, 32)
+		return netip.PrefixFrom(a, 32), a
 	}
 	p, _ := a.Prefix(64)
-	return p
+	return p, a
 }
 
 // dropLocked forgets c and its share of its address.
@@ -152,8 +153,8 @@ func (l *connLimiter) ConnState(c net.Conn, st http.ConnState) {
 // admit counts c against the cap, making room if needed; false means c is over the cap or
 // over its address's share.
 func (l *connLimiter) admit(c net.Conn) bool {
-	key := addrKey(c)
-	if key.IsValid() && l.exempt != nil && l.exempt(key.Addr()) {
+	key, addr := addrKey(c)
+	if key.IsValid() && l.exempt != nil && l.exempt(addr) {
 		key = netip.Prefix{}
 	}
 	l.mu.Lock()

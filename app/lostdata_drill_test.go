@@ -159,7 +159,7 @@ func TestDrillRedisRestartedEmpty(t *testing.T) {
 				}
 				outcomeUnknownAtKill = r.codes["503 OUTCOME_UNKNOWN"]
 				r.mu.Unlock()
-				restoreResp = a.admin(t, "POST", "/admin/v1/activities/"+id+"/restore", "")
+				restoreResp = restoreAndWait(t, a, id)
 				restoredAt = time.Now()
 			}()
 		})
@@ -250,6 +250,31 @@ func TestDrillRedisRestartedEmpty(t *testing.T) {
 			t.Errorf("reservation %s listed as lost has an order", rid)
 		}
 	}
+}
+
+// restoreAndWait starts the restore of the activity (POST: 202, a job) and waits for the job
+// to end; the answer is the job's report (status 200) or its error (the status and code the
+// job failed with).
+func restoreAndWait(t *testing.T, ta *testApp, id string) answer {
+	t.Helper()
+	path := "/admin/v1/activities/" + id + "/restore"
+	if a := ta.admin(t, "POST", path, ""); a.status != http.StatusAccepted {
+		return a
+	}
+	var last answer
+	testwait.Eventually(t, 6*time.Minute, func() bool {
+		last = ta.admin(t, "GET", path, "")
+		return last.status != http.StatusOK || last.body["state"] != "RUNNING"
+	}, "the restore of %s done (last: %v)", id, testwait.Lazy(func() string { return fmt.Sprint(last.status, last.body) }))
+	if last.status != http.StatusOK {
+		return last
+	}
+	if rep, ok := last.body["report"].(map[string]any); ok && last.body["state"] == "DONE" {
+		return answer{status: http.StatusOK, header: last.header, body: rep}
+	}
+	e, _ := last.body["error"].(map[string]any)
+	st, _ := e["status"].(float64)
+	return answer{status: int(st), header: last.header, body: e}
 }
 
 // waitDriftZeroOrLost waits for the reconciliation at zero drift and checks that it lists

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -50,5 +51,54 @@ func TestAdminCreateOfAKnownActivityNeverLoadsStockAgain(t *testing.T) {
 	n, err := ta.rdb.Exists(ctx, inventory.Meta(id), inventory.Shard(id, 0, 0).Stock(), inventory.Shard(id, 0, 1).Stock()).Result()
 	if err != nil || n != 0 {
 		t.Fatalf("the refused create wrote %d keys (%v): stock loaded again", n, err)
+	}
+}
+
+// TestRestoreIsAsynchronous: the restore waits for the instances, the journals and the queue
+// (seconds, and on a big sale more than the admin listener's 60 s write timeout, which would
+// cut a synchronous answer off): POST answers 202 with the job RUNNING and where to read it,
+// a second POST meanwhile answers the same job, and GET of that address answers the job's
+// state until it is DONE with the restore's report. GET of an activity never restored is 404.
+func TestRestoreIsAsynchronous(t *testing.T) {
+	ta := startApp(t, realOptions(t), testConfig)
+	id := uniq(t, "arestore")
+	opens := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
+	body := fmt.Sprintf(`{"activityId":%q,"stock":5,"perUserLimit":1,"shards":1,"opensAt":%q}`, id, opens)
+	if a := ta.admin(t, "POST", "/admin/v1/activities", body); a.status != http.StatusCreated {
+		t.Fatalf("create: %d %v", a.status, a.body)
+	}
+	if a := ta.admin(t, "GET", "/admin/v1/activities/"+id+"/restore", ""); a.status != http.StatusNotFound || a.body["code"] != CodeNotFound {
+		t.Fatalf("GET of a restore never run: %d %v, want 404", a.status, a.body)
+	}
+	if a := ta.reserve(t, id, "u1", ""); a.status != http.StatusAccepted {
+		t.Fatalf("reserve: %d %v", a.status, a.body)
+	}
+	waitDriftZero(t, ta, id) // the order is in MySQL
+	ctx := context.Background()
+	k := inventory.Shard(id, 0, 0)
+	if err := ta.rdb.Del(ctx, inventory.Meta(id), k.Stock(), k.Users(), k.Seq(), k.Stats(), k.Journal(), k.Gen()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	path := "/admin/v1/activities/" + id + "/restore"
+	first := ta.admin(t, "POST", path, "")
+	// The restore waits 4.5 s at least (settle, then the quiet of the queue): an answer that
+	// says RUNNING was given before it ended.
+	if first.status != http.StatusAccepted || first.body["state"] != "RUNNING" || first.header.Get("Location") != path {
+		t.Fatalf("POST restore: %d %v (Location %q), want 202 RUNNING at %s", first.status, first.body, first.header.Get("Location"), path)
+	}
+	if again := ta.admin(t, "POST", path, ""); again.status != http.StatusAccepted || again.body["startedAt"] != first.body["startedAt"] {
+		t.Fatalf("second POST while running: %d %v, want 202 with the running job %v", again.status, again.body, first.body)
+	}
+	var last answer
+	testwait.Eventually(t, 2*time.Minute, func() bool {
+		last = ta.admin(t, "GET", path, "")
+		return last.status == http.StatusOK && last.body["state"] != "RUNNING"
+	}, "the restore job done (last: %v)", testwait.Lazy(func() string { return fmt.Sprint(last.status, last.body) }))
+	rep, _ := last.body["report"].(map[string]any)
+	if last.body["state"] != "DONE" || rep == nil || rep["sold"] != float64(1) || rep["remaining"] != float64(4) {
+		t.Fatalf("restore job: %v, want DONE with sold 1, remaining 4", last.body)
+	}
+	if a := ta.reserve(t, id, "u2", ""); a.status != http.StatusAccepted {
+		t.Fatalf("reserve after the restore: %d %v", a.status, a.body)
 	}
 }

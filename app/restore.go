@@ -2,11 +2,15 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/inventory"
@@ -106,30 +110,206 @@ func (a *api) createKnown(c *gin.Context, act, row inventory.Activity, opensGive
 	c.JSON(http.StatusOK, activityJSON(v.Activity))
 }
 
-// postRestore serves POST /admin/v1/activities/{id}/restore: rebuild the activity's Redis
-// state from MySQL (order.Reconciler.Restore) and reopen it.
+// restoreTimeout bounds one restore job (order's drain wait is 2 min of it).
+const restoreTimeout = 5 * time.Minute
+
+// restoreStatusTTL is how long the state of a finished restore job stays readable.
+const restoreStatusTTL = 24 * time.Hour
+
+// Restore job states (docs/API.md).
+const (
+	restoreRunning = "RUNNING"
+	restoreDone    = "DONE"
+	restoreFailed  = "FAILED"
+)
+
+// restoreJob is the state of one restore job, as GET .../restore answers it.
+type restoreJob struct {
+	ActivityID string               `json:"activityId"`
+	State      string               `json:"state"`
+	StartedAt  time.Time            `json:"startedAt"`
+	FinishedAt *time.Time           `json:"finishedAt,omitempty"`
+	Report     *order.RestoreReport `json:"report,omitempty"`
+	Error      *restoreJobError     `json:"error,omitempty"`
+}
+
+// restoreJobError is why a job failed: the status and error code a synchronous answer would
+// have had, and the message.
+type restoreJobError struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// restores runs the restore jobs of this instance, one goroutine per job. Its owner runs
+// Run, which on return cancels the jobs in progress and waits for them. Safe for
+// concurrent use.
+type restores struct {
+	run func(ctx context.Context, id string) (order.RestoreReport, error)
+	rdb redis.UniversalClient
+	log *slog.Logger
+
+	ctx    context.Context // the jobs' parent, cancelled when Run returns
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	jobs map[string]*restoreJob // the last job of each activity run here (guarded by mu)
+}
+
+func newRestores(run func(ctx context.Context, id string) (order.RestoreReport, error), rdb redis.UniversalClient, log *slog.Logger) *restores {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &restores{run: run, rdb: rdb, log: log, ctx: ctx, cancel: cancel, jobs: map[string]*restoreJob{}}
+}
+
+// Run waits for ctx, then cancels the jobs in progress (each leaves the activity recovering
+// and its lock to expire or be released) and waits for them.
+func (r *restores) Run(ctx context.Context) error {
+	<-ctx.Done()
+	r.cancel()
+	r.wg.Wait()
+	return nil
+}
+
+// start starts a restore job of id, or returns the one running here; started says which.
+func (r *restores) start(id string) (job restoreJob, started bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil && j.State == restoreRunning {
+		return *j, false
+	}
+	j := &restoreJob{ActivityID: id, State: restoreRunning, StartedAt: time.Now().UTC()}
+	r.jobs[id] = j
+	r.save(*j)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, restoreTimeout)
+		defer cancel()
+		rep, err := r.run(ctx, id)
+		r.finish(id, j, rep, err)
+	}()
+	return *j, true
+}
+
+// finish records the outcome of job j of id.
+func (r *restores) finish(id string, j *restoreJob, rep order.RestoreReport, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now().UTC()
+	j.FinishedAt = &now
+	if err == nil {
+		j.State, j.Report = restoreDone, &rep
+	} else {
+		e := restoreError(err)
+		j.State, j.Error = restoreFailed, &restoreJobError{Status: e.status, Code: e.code, Message: e.message}
+		if e.status == http.StatusServiceUnavailable {
+			r.log.Warn("restore failed; the activity stays recovering, retry", "activity", id, "err", err)
+		} else {
+			r.log.Error("restore refused", "activity", id, "err", err)
+		}
+	}
+	r.save(*j)
+}
+
+// save writes the job's state to Redis for the other admin instances (best effort: this
+// instance answers from memory).
+func (r *restores) save(j restoreJob) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 2*time.Second)
+	defer cancel()
+	if err := r.rdb.Set(ctx, inventory.RestoreStatusKey(j.ActivityID), b, restoreStatusTTL).Err(); err != nil {
+		r.log.Warn("saving the restore job's state failed; other instances cannot answer it", "activity", j.ActivityID, "err", err)
+	}
+}
+
+// status is the last restore job of id: this instance's, else the one Redis keeps.
+func (r *restores) status(ctx context.Context, id string) (restoreJob, bool, error) {
+	r.mu.Lock()
+	j := r.jobs[id]
+	var local restoreJob
+	if j != nil {
+		local = *j
+	}
+	r.mu.Unlock()
+	if j != nil {
+		return local, true, nil
+	}
+	b, err := r.rdb.Get(ctx, inventory.RestoreStatusKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return restoreJob{}, false, nil
+	}
+	if err != nil {
+		return restoreJob{}, false, err
+	}
+	var out restoreJob
+	if err := json.Unmarshal(b, &out); err != nil {
+		return restoreJob{}, false, nil
+	}
+	return out, true, nil
+}
+
+// restoreError maps a restore's error to its answer.
+func restoreError(err error) *apiError {
+	switch {
+	case errors.Is(err, order.ErrUnknownActivity):
+		return newError(http.StatusNotFound, CodeNotFound, "no such activity in MySQL")
+	case errors.Is(err, inventory.ErrBusy), errors.Is(err, order.ErrRestoreRace):
+		return newError(http.StatusConflict, CodeConflict, "another restore of this activity is in progress or won: "+err.Error())
+	case errors.Is(err, inventory.ErrInvalid):
+		return newError(http.StatusConflict, CodeConflict, err.Error())
+	default:
+		return unavailable("restore needs Redis, MySQL and a drained pipeline; the activity stays recovering, retry: " + err.Error()).after(5 * time.Second)
+	}
+}
+
+// postRestore serves POST /admin/v1/activities/{id}/restore: it starts a job that rebuilds
+// the activity's Redis state from MySQL (order.Reconciler.Restore) and reopens it, and
+// answers 202 at once with the job (RUNNING) and where to read it (Location): a restore waits
+// for the instances, the journals and the queue, longer than an answer may take. A job of
+// the activity running here is answered, not started again; one running elsewhere holds the
+// restore lock: 409.
 func (a *api) postRestore(c *gin.Context) {
 	id, e := activityID(c)
 	if e != nil {
 		writeError(c, e)
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 5*time.Minute)
-	defer cancel()
-	rep, err := a.rec.Restore(ctx, a.inv, id, a.restoreOpts)
-	switch {
-	case err == nil:
-		c.JSON(http.StatusOK, rep)
-	case errors.Is(err, order.ErrUnknownActivity):
+	ctx := c.Request.Context()
+	if _, ok, err := a.admin.activityRow(ctx, id); err != nil {
+		writeError(c, unavailable("reading the activity from MySQL failed: "+err.Error()).after(5*time.Second))
+		return
+	} else if !ok {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity in MySQL"))
-	case errors.Is(err, inventory.ErrBusy), errors.Is(err, order.ErrRestoreRace):
-		writeError(c, newError(http.StatusConflict, CodeConflict, "another restore of this activity is in progress or won: "+err.Error()))
-	case errors.Is(err, inventory.ErrInvalid):
-		a.log.Error("restore refused", "activity", id, "err", err)
-		writeError(c, newError(http.StatusConflict, CodeConflict, err.Error()))
+		return
+	}
+	job, started := a.restores.start(id)
+	if started {
+		a.log.Info("restore job started", "activity", id)
+	}
+	c.Header("Location", "/admin/v1/activities/"+id+"/restore")
+	c.JSON(http.StatusAccepted, job)
+}
+
+// getRestore serves GET /admin/v1/activities/{id}/restore: the state of the activity's last
+// restore job (RUNNING, DONE with the report, FAILED with the error); 404 when none is known.
+func (a *api) getRestore(c *gin.Context) {
+	id, e := activityID(c)
+	if e != nil {
+		writeError(c, e)
+		return
+	}
+	job, ok, err := a.restores.status(c.Request.Context(), id)
+	switch {
+	case err != nil:
+		writeError(c, unavailable("reading the restore job's state failed: "+err.Error()).after(time.Second))
+	case !ok:
+		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no restore of this activity is known (kept a day)"))
 	default:
-		a.log.Warn("restore failed; the activity stays recovering, retry", "activity", id, "err", err)
-		writeError(c, unavailable("restore needs Redis, MySQL and a drained pipeline; the activity stays recovering, retry: "+err.Error()).after(5*time.Second))
+		c.JSON(http.StatusOK, job)
 	}
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	_ "embed"
 	"errors"
 	"math"
 	"net/http"
@@ -13,10 +14,26 @@ import (
 	"github.com/seckill/seckill/config"
 )
 
-// queueRoutes are the waiting room's storefront routes (docs/API.md section 4, "Waiting room").
-func (a *api) queueRoutes(v1 *gin.RouterGroup) {
+// queueRoutes are the waiting room's storefront routes (docs/API.md section 4, "Waiting room"):
+// the API and the page.
+func (a *api) queueRoutes(r *gin.Engine, v1 *gin.RouterGroup) {
 	v1.POST("/activities/:id/queue", a.postQueue)
 	v1.GET("/activities/:id/queue/:ticket", a.getQueue)
+	r.GET("/waiting-room", getQueuePage)
+}
+
+// queuePage is the waiting room's page: static, the activity and the credentials come from
+// its URL (the query and the fragment) and go to the API from the browser.
+//
+//go:embed waitroom_page.html
+var queuePage []byte
+
+func getQueuePage(c *gin.Context) {
+	c.Header("Cache-Control", "no-cache")
+	c.Header("X-Content-Type-Options", "nosniff")
+	c.Header("Referrer-Policy", "no-referrer")
+	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'")
+	c.Data(http.StatusOK, "text/html; charset=utf-8", queuePage)
 }
 
 var errNoRoom = newError(http.StatusNotFound, CodeNotFound, "this activity has no waiting room")

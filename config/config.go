@@ -226,10 +226,9 @@ type Config struct {
 
 	version      string
 	blockedUsers map[string]struct{}
-	blockedAddrs map[netip.Addr]struct{}
-	blockedNets  []netip.Prefix
-	trusted      []netip.Prefix
-	adminAllow   []netip.Prefix
+	blocked      prefixSet // blacklist.ips
+	trusted      prefixSet
+	adminAllow   prefixSet
 }
 
 // Default returns a new Config holding docs/API.md section 6's defaults: the only place defaults live.
@@ -368,18 +367,9 @@ func (c *Config) index(data []byte) {
 	for _, u := range c.Blacklist.Users {
 		c.blockedUsers[u] = struct{}{}
 	}
-	c.blockedAddrs = map[netip.Addr]struct{}{}
-	c.blockedNets = nil
-	for _, s := range c.Blacklist.IPs {
-		p, _ := parsePrefix(s) // validated above
-		if p.IsSingleIP() {
-			c.blockedAddrs[p.Addr()] = struct{}{}
-		} else {
-			c.blockedNets = append(c.blockedNets, p)
-		}
-	}
-	c.trusted = mustPrefixes(c.TrustedProxies)
-	c.adminAllow = mustPrefixes(c.Admin.AllowFrom)
+	c.blocked = newPrefixSet(mustPrefixes(c.Blacklist.IPs))
+	c.trusted = newPrefixSet(mustPrefixes(c.TrustedProxies))
+	c.adminAllow = newPrefixSet(mustPrefixes(c.Admin.AllowFrom))
 }
 
 // Validate checks every field and the relations between fields; it returns a
@@ -782,32 +772,16 @@ func (c *Config) BlockedIP(ip string) bool {
 
 // BlockedAddr reports whether address a is blacklisted (exactly or by a CIDR prefix).
 func (c *Config) BlockedAddr(a netip.Addr) bool {
-	a = a.Unmap().WithZone("")
-	if _, ok := c.blockedAddrs[a]; ok {
-		return true
-	}
-	return containsAddr(c.blockedNets, a)
+	return c.blocked.contains(a.Unmap().WithZone(""))
 }
 
 // TrustedProxy reports whether a connection from a is from a trusted proxy, whose
 // X-Forwarded-For may be believed.
 func (c *Config) TrustedProxy(a netip.Addr) bool {
-	return containsAddr(c.trusted, a.Unmap().WithZone(""))
+	return c.trusted.contains(a.Unmap().WithZone(""))
 }
 
 // AdminAllowed reports whether the admin API accepts a connection from a.
 func (c *Config) AdminAllowed(a netip.Addr) bool {
-	if len(c.adminAllow) == 0 {
-		return true
-	}
-	return containsAddr(c.adminAllow, a.Unmap().WithZone(""))
-}
-
-func containsAddr(ps []netip.Prefix, a netip.Addr) bool {
-	for _, p := range ps {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return c.adminAllow.empty() || c.adminAllow.contains(a.Unmap().WithZone(""))
 }

@@ -308,6 +308,24 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte("limits: ~"))
 	f.Add([]byte("activities: {a: ~}"))
+	// Round two's bounds, each at its edge and just past it (issue 24 items 3 and 4).
+	for _, s := range []string{
+		"limits: {ip: {rate: 0.001, burst: 1}}", "limits: {ip: {rate: 0.00099, burst: 1}}",
+		"limits: {user: {rate: 1.0e9, burst: 1000000000}}", "limits: {user: {rate: 1.000001e9, burst: 1000000001}}",
+		"limits: {global: {rate: 0.001, burst: 604}}", "limits: {global: {rate: 0.001, burst: 605}}",
+		"limits: {global: {rate: 0.001, burst: 1e11}}", "limits: {user: {rate: 1.0e300, burst: 9223372036854775807}}",
+		"limits: {userWindow: {window: 168h, max: 1000000000}}", "limits: {userWindow: {window: 168h0m0.001s, max: 1000000001}}",
+		"activities: {a: {limits: {rate: 0.0001, burst: 1}}}", "campaigns: {c: {limits: {rate: 1e10, burst: 1}}}",
+		"fallback: {probeEvery: 1m}", "fallback: {probeEvery: 1m0.001s}", "fallback: {probeEvery: 100ms}",
+		"fallback: {probeEvery: 99ms}", "fallback: {probeEvery: 2562047h}",
+		// Prefix lists matched on every request (prefixSet): nested, adjacent, both families,
+		// IPv4 written in IPv6, /0.
+		"trustedProxies: [10.0.0.0/8, 10.1.0.0/16, 10.1.2.3, 0.0.0.0/0, \"::/0\", \"::ffff:192.0.2.0/120\"]",
+		"blacklist: {ips: [192.0.2.0/25, 192.0.2.128/25, \"2001:db8::/32\", \"2001:db8::1\", 203.0.113.7]}",
+		"admin: {allowFrom: [127.0.0.1, \"::1\", \"fe80::/10\", 255.255.255.255/32]}",
+	} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
 		if err != nil {
@@ -320,6 +338,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded config does not validate: %v", err)
 		}
 		checkScriptBounds(t, c)
+		checkPrefixLists(t, c)
 		out, err := yaml.Marshal(c)
 		if err != nil {
 			t.Fatalf("marshal: %v", err)
@@ -376,6 +395,35 @@ func checkScriptBounds(t *testing.T, c *Config) {
 	}
 	if p := c.Fallback.ProbeEvery.D(); p <= 0 || p > time.Minute {
 		t.Fatalf("fallback.probeEvery %s: a degraded limiter would wait that long to recover", p)
+	}
+}
+
+// checkPrefixLists fails unless the indexed prefix lists of c (blacklist, trusted proxies,
+// admin allow-list) answer as a scan of the lists as written, at every edge of every prefix.
+func checkPrefixLists(t *testing.T, c *Config) {
+	t.Helper()
+	lists := []struct {
+		name string
+		ps   []netip.Prefix
+		got  func(netip.Addr) bool
+	}{
+		{"blacklist.ips", mustPrefixes(c.Blacklist.IPs), c.BlockedAddr},
+		{"trustedProxies", mustPrefixes(c.TrustedProxies), c.TrustedProxy},
+		{"admin.allowFrom", mustPrefixes(c.Admin.AllowFrom), c.AdminAllowed},
+	}
+	for _, l := range lists {
+		for _, a := range edges(l.ps) {
+			if !a.IsValid() {
+				continue
+			}
+			want := linearContains(l.ps, a.Unmap().WithZone(""))
+			if l.name == "admin.allowFrom" && len(l.ps) == 0 {
+				want = true
+			}
+			if got := l.got(a); got != want {
+				t.Fatalf("%s %v: %s gives %v, a scan of the list %v", l.name, l.ps, a, got, want)
+			}
+		}
 	}
 }
 

@@ -192,6 +192,15 @@ func (k ShardKeys) XOut() string { return k.tag + "xout" }
 // XIn is the hash of transfers credited to this shard: id -> units (credit once per id).
 func (k ShardKeys) XIn() string { return k.tag + "xin" }
 
+// Gen is the generation of the activity's Redis state this shard belongs to (meta's "gen",
+// inventory/generation.go): the reserve script sells only when it equals the caller's, so
+// a reservation that stalled past a restore's fence, or one on a shard a late write brought
+// back on a Redis that lost the activity, is refused. A restore's fence sets it to
+// "restoring"; a shard without it (made by a reshard or a release before it) is given it by
+// the first reservation that finds meta naming the caller's generation and layout
+// (Store.adoptGeneration).
+func (k ShardKeys) Gen() string { return k.tag + "gen" }
+
 // Drained is set when a reshard closed this shard: it keeps the units that were moved out,
 // so re-running the drain returns the same amount and the shard never reopens.
 func (k ShardKeys) Drained() string { return k.tag + "drained" }

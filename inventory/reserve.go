@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -86,11 +87,12 @@ const (
 	rcEmpty       reserveAnswer = 8
 	rcShardClosed reserveAnswer = 10
 	rcIPRate      reserveAnswer = 12
+	rcGeneration  reserveAnswer = 13
 )
 
 // reserveAnswers are the answers inventory_reserve.lua gives.
 var reserveAnswers = []reserveAnswer{rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
-	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate}
+	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate, rcGeneration}
 
 // reserveCode is answer(s.reserve, res, rcUnknown, reserveAnswers...) without building the
 // script's file name on every call.
@@ -108,6 +110,7 @@ type attempt int
 const (
 	done     attempt = iota
 	relayout         // a shard was closed by a reshard: re-read meta and retry
+	adopted          // the home shard was given the activity's generation (adoptGeneration): run again
 	refilled         // units were moved to the home shard: run the reservation again
 	recheck          // nothing could be moved, but others may have refilled the home shard: run once more
 	pause            // units are being moved by this instance: wait a moment and run again
@@ -123,6 +126,24 @@ const pauseWait = 50 * time.Millisecond
 // maxRefills bounds the refills of the home shard within one Reserve; buyers on the same
 // home shard may take the units moved in before this request runs again.
 const maxRefills = 4
+
+// attemptField is the binding field of a request without an idempotency key: a number of
+// its own (random per Store, then counted), bound like a key to the reservation it makes.
+// go-redis sends a command again when the connection breaks before the reply (MaxRetries;
+// on a Cluster also to the node after a failover), and the reserve script run twice would
+// take two units for one request: the second run finds the binding of the first and
+// answers its reservation instead. Only a reservation writes the field (one per unit sold,
+// bounded by the stock); the journal carries it like a key's, so a restore rebuilds it.
+func (s *Store) attemptField(uh string) string {
+	var b [16]byte
+	n := s.attemptBase + s.attempts.Add(1)
+	const hexDigits = "0123456789abcdef"
+	for i := 15; i >= 0; i-- {
+		b[i] = hexDigits[n&15]
+		n >>= 4
+	}
+	return uh + ":i:" + string(b[:])
+}
 
 // idemField is the users-hash field of a user's idempotency key.
 func idemField(uh, key string) string {
@@ -168,11 +189,13 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	idf := ""
 	if r.IdempotencyKey != "" {
 		idf = idemField(uh, r.IdempotencyKey)
+	} else {
+		idf = s.attemptField(uh)
 	}
 	// A reshard closes shards before the new layout opens: wait for it (normally a few ms),
 	// up to busyWait.
 	deadline := time.Now().Add(busyWait)
-	refills, paused := 0, false
+	refills, paused, adoptions := 0, false, 0
 	for i := 0; ; i++ {
 		l := e.layout.Load()
 		res, next, err := s.reserveOn(ctx, e, l, &r, uh, idf, refills < maxRefills)
@@ -180,6 +203,11 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			return res, err
 		}
 		switch next {
+		case adopted:
+			if adoptions++; adoptions > 1 {
+				return ReserveResult{}, fmt.Errorf("%w: %s: the home shard's generation does not hold", ErrBusy, r.ActivityID)
+			}
+			continue
 		case refilled:
 			refills++
 			continue
@@ -252,10 +280,14 @@ func recordExpiry(closes time.Time, after time.Duration) int64 {
 
 func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, mayRefill bool) (ReserveResult, attempt, error) {
 	home := HomeShard(uh, l.shards)
-	// KEYS: stock, users, seq, journal, stats, drained, record prefix [, IP bucket]; ARGV:
-	// activity, user, user hash, quantity, per-user limit, opens, closes (ms), user rate,
-	// burst, window (ms), window max, idempotency field, epoch, shard, record expiry (ms),
-	// record TTL without closing (ms) [, IP rate, IP burst] (see reserve_args.go).
+	// KEYS: stock, users, seq, journal, stats, drained, record prefix, generation [, IP
+	// bucket]; ARGV: activity, user, user hash, quantity, per-user limit, opens, closes (ms),
+	// user rate, burst, window (ms), window max, idempotency field, epoch, shard, record
+	// expiry (ms), record TTL without closing (ms), generation [, IP rate, IP burst] (see
+	// reserve_args.go).
+	if g := e.generation(); g == generationFenced || g == generationRolledBack {
+		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
+	}
 	withIP := r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()
 	call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
 	res, err := s.runCall(ctx, s.reserve, call.args)
@@ -283,12 +315,22 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		e.issued.Inc()
 		rid := asString(arg(1))
 		l.noteIssued(home, rid)
+		if l.handedBefore(home, rid) {
+			return ReserveResult{}, done, s.rolledBack(ctx, e, l, rid)
+		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case rcReplayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
 			return ReserveResult{}, done, err
 		}
-		return ReserveResult{Code: Replayed, ReservationID: asString(arg(1))}, done, nil
+		rid := asString(arg(1))
+		if r.IdempotencyKey == "" {
+			// The binding of this request's own attempt (attemptField): the client sent the
+			// script again after a lost reply, and this is the reservation the first run made.
+			l.noteIssued(home, rid)
+			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
+		}
+		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil
 	case rcAlready:
 		return ReserveResult{Code: AlreadyPurchased, ReservationID: asString(arg(1))}, done, nil
 	case rcNotOpen:
@@ -340,8 +382,53 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{Code: SoldOut}, done, nil
 	case rcShardClosed:
 		return ReserveResult{}, relayout, nil
+	case rcGeneration:
+		if asString(arg(1)) == "" {
+			ok, err := s.adoptGeneration(ctx, e, l, home)
+			if err != nil {
+				return ReserveResult{}, done, err
+			}
+			if ok {
+				return ReserveResult{}, adopted, nil
+			}
+		}
+		// Fenced by a restore, or lost: the refresh puts the activity in the recovering
+		// state (it reads meta and the catalog now, not at its next pass).
+		if _, _, err := s.lookup(ctx, r.ActivityID); err != nil && !errors.Is(err, ErrNotFound) {
+			return ReserveResult{}, done, err
+		}
+		return ReserveResult{}, done, ErrRecovering
 	}
 	return ReserveResult{}, done, fmt.Errorf("inventory: reserve script: unexpected answer %v", res)
+}
+
+// adoptGeneration gives shard home of l the activity's generation when the shard has none
+// (made by a reshard, or by a release before shard generations) and meta, read now, names
+// the generation e holds and l as its current layout: SET NX, so a fence written meanwhile
+// ("restoring") stands. It reports whether the shard now holds e's generation. A Redis that
+// lost the activity has no meta (or another generation in it): nothing is adopted.
+func (s *Store) adoptGeneration(ctx context.Context, e *entry, l *layout, home int) (bool, error) {
+	gen := e.generation()
+	vals, err := s.rdb.HMGet(ctx, Meta(e.def.ID), metaFields...).Result()
+	if err != nil {
+		return false, fmt.Errorf("inventory: read meta: %w", err)
+	}
+	m, ok, err := parseMeta(e.def.ID, vals)
+	if err != nil {
+		return false, err
+	}
+	if !ok || gen == "" || m.gen != gen || m.epoch != l.epoch {
+		return false, nil
+	}
+	k := l.keys[home]
+	if err := s.rdb.SetNX(ctx, k.Gen(), gen, 0).Err(); err != nil {
+		return false, fmt.Errorf("inventory: adopt generation: %w", err)
+	}
+	got, err := s.rdb.Get(ctx, k.Gen()).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("inventory: read generation: %w", err)
+	}
+	return got == gen, nil
 }
 
 // refill moves at least need units (when they exist) from other shards of the layout to

@@ -16,17 +16,17 @@ import (
 // keep the Go types the script was called with before, so the bytes on the wire are the
 // same.
 
-// shardArgs is one layout shard's part of a reservation call: its seven keys (stock, users,
-// seq, journal, stats, drained, record prefix), the epoch and the shard's number.
+// shardArgs is one layout shard's part of a reservation call: its eight keys (stock, users,
+// seq, journal, stats, drained, record prefix, generation), the epoch and the shard's number.
 type shardArgs struct {
-	keys        [7]any
+	keys        [8]any
 	epoch, home any
 }
 
 func newShardArgs(keys []ShardKeys, epoch int) []shardArgs {
 	out := make([]shardArgs, len(keys))
 	for i, k := range keys {
-		out[i] = shardArgs{keys: [7]any{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()},
+		out[i] = shardArgs{keys: [8]any{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix(), k.Gen()},
 			epoch: epoch, home: i}
 	}
 	return out
@@ -98,7 +98,7 @@ type reserveCall struct {
 	args                 []any
 }
 
-var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+8+18)} }}
+var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+9+19)} }}
 
 // reserveCallFor builds the reservation command of r on shard home of l. withIP adds the
 // IP bucket key and its limits.
@@ -113,8 +113,12 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 		a[2] = len(sa.keys) + 1
 		a = append(a, &c.ipKey)
 	}
+	gen := e.gen.Load() // a *string, written as its string (no boxing per call)
+	if gen == nil {
+		gen = &noGeneration
+	}
 	a = append(a, ea.activity, &c.user, &c.uh, &c.qty, ea.perUser, ea.opens, ea.closes,
-		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose)
+		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen)
 	if withIP {
 		ip := e.ipLimitArgs(r)
 		a = append(a, ip[0], ip[1])
@@ -122,6 +126,10 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 	c.args = a
 	return c
 }
+
+// noGeneration is the generation argument of an entry whose meta has none (an activity of
+// before generations): the script does not check it. Never written.
+var noGeneration = ""
 
 // release returns c to the pool; c must not be used after.
 func (c *reserveCall) release() {

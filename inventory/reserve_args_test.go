@@ -40,13 +40,15 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := e.layout.Load()
-	// The construction reserveOn used before (reserve.go at 68b34cd) through Script.Run.
+	// The construction reserveOn used before (reserve.go at 68b34cd) through Script.Run, with
+	// the shard's generation key and the caller's generation added (issue 18).
 	old := func(r *ReserveRequest, uh, idf string, home int, withIP bool) []any {
 		k := l.keys[home]
-		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix()}
+		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.RecordPrefix(), k.Gen()}
 		args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 			r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
-			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds()}
+			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds(),
+			e.generation()}
 		if withIP {
 			keys = append(keys, r.IPKey)
 			args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))

@@ -19,7 +19,9 @@ import (
 //
 //  1. Fence: meta's generation is overwritten ("restoring"), so every instance that still
 //     held the activity open sees a generation other than MySQL's within one refresh and
-//     refuses reservations (a Redis that came back rolled back is fenced the same way).
+//     refuses reservations (a Redis that came back rolled back is fenced the same way); the
+//     generation key of every shard meta names is overwritten too, so the reserve script
+//     refuses at once, a reservation stalled past the fence included (ShardKeys.Gen).
 //     A lock (sk:{A}:restoring) keeps a second restore out.
 //  2. The caller waits for the instances, the journals and the queue to drain.
 //  3. Rebuild: a new layout at epoch incarnation * IncarnationEpochs, with remaining = stock
@@ -35,6 +37,10 @@ func RestoreLockKey(activity string) string { return "sk:{" + activity + "}:rest
 // out per shard while the activity is recovering: "<epoch>:<shard>:<instance>" -> n. A
 // restore reads it to name the reservations answered 202 that never reached MySQL.
 func IssuedKey(activity string) string { return "sk:{" + activity + "}:issued" }
+
+// RestoreStatusKey holds the state of the activity's last restore job (app's asynchronous
+// restore: JSON, kept a day) so every admin instance can answer it.
+func RestoreStatusKey(activity string) string { return "sk:{" + activity + "}:restorestatus" }
 
 // restoreLockTTL bounds how long a crashed restore keeps others out.
 const restoreLockTTL = 5 * time.Minute
@@ -59,6 +65,24 @@ func (s *Store) Fence(ctx context.Context, id string) (string, error) {
 	}
 	if err := s.rdb.HSet(ctx, Meta(id), "gen", generationFenced).Err(); err != nil {
 		return "", fmt.Errorf("inventory: fence meta: %w", err)
+	}
+	// Fence the shards too: from these writes on, the reserve script refuses every
+	// reservation on them, whatever an instance's cache still says (ShardKeys.Gen). A Redis
+	// that lost meta names no layout: its shards have no generation and refuse already.
+	lays, err := s.OldLayouts(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if len(lays) > 0 {
+		pipe := s.rdb.Pipeline()
+		for _, l := range lays {
+			for i := 0; i < l[1]; i++ {
+				pipe.Set(ctx, Shard(id, l[0], i).Gen(), generationFenced, 0)
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return "", fmt.Errorf("inventory: fence shards: %w", err)
+		}
 	}
 	return tok, nil
 }
@@ -249,6 +273,7 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 		journals[i] = k.Journal()
 		pipe.Del(ctx, k.Users(), k.Seq(), k.Stats(), k.Drained(), k.XOut(), k.XIn(), k.Credits(), k.Journal())
 		pipe.Set(ctx, k.Stock(), split(remaining, plan.Shards, i), 0)
+		pipe.Set(ctx, k.Gen(), plan.Generation, 0)
 	}
 	for _, u := range users {
 		k := Shard(a.ID, epoch, u.shard)

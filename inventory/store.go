@@ -7,6 +7,7 @@ package inventory
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -121,6 +122,11 @@ type Store struct {
 
 	nonce atomic.Uint64
 
+	// attemptBase and attempts number the reservation attempts of requests without an
+	// idempotency key (attemptField): a random start per Store, then one per attempt.
+	attemptBase uint64
+	attempts    atomic.Uint64
+
 	sweepMu sync.Mutex
 	swept   map[string]time.Time // activity id -> last sweep of its credit records (Recover)
 
@@ -225,11 +231,12 @@ type layout struct {
 	inbound       []atomic.Int64 // per shard: units this instance debited to refill it, not credited yet
 	args          []shardArgs    // per shard: the reservation script's keys and shard arguments, boxed
 	issued        []atomic.Int64 // per shard: the highest reservation number this instance handed out
+	handed        []numberSet    // per shard: every reservation number this instance handed out (rollback.go)
 }
 
 func newLayout(id string, epoch, shards int) *layout {
 	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards),
-		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards)}
+		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards), handed: make([]numberSet, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
 	}
@@ -284,6 +291,9 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	}
 	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher,
 		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{}}
+	var base [8]byte
+	_, _ = rand.Read(base[:])
+	s.attemptBase = binary.BigEndian.Uint64(base[:])
 	for _, p := range []struct {
 		dst  **script
 		name string
@@ -431,6 +441,32 @@ func validate(a Activity) error {
 	return nil
 }
 
+// giveGeneration writes meta's generation into the generation key of each shard of epoch
+// 0 (ShardKeys.Gen; SET NX, so a restore's fence written meanwhile stands): a itself when
+// this Create made meta, else the generation meta holds (a Create finishing the load of
+// another's).
+func (s *Store) giveGeneration(ctx context.Context, a Activity, created bool) error {
+	gen := a.Generation
+	if !created {
+		g, err := s.rdb.HGet(ctx, Meta(a.ID), "gen").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("inventory: read generation: %w", err)
+		}
+		gen = g
+	}
+	if gen == "" {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	for i := 0; i < a.Shards; i++ {
+		pipe.SetNX(ctx, Shard(a.ID, 0, i).Gen(), gen, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("inventory: shard generations: %w", err)
+	}
+	return nil
+}
+
 // split is the share of shard i when units are spread over n shards, remainder first.
 func split(units int64, n, i int) int64 {
 	q := units / int64(n)
@@ -498,6 +534,9 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 		if _, err := answer(s.load, res, loadedBefore, loadedNow); err != nil {
 			return Activity{}, false, err
 		}
+	}
+	if err := s.giveGeneration(ctx, a, created); err != nil {
+		return Activity{}, false, err
 	}
 	journals := make([]any, a.Shards)
 	for i := range journals {

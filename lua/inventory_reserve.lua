@@ -2,15 +2,19 @@
 -- never spans two shards: when this shard has too few units the caller moves units here
 -- (inventory_transfer.lua) and runs this script again.
 -- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats  KEYS[6] drained
--- KEYS[7] record prefix ("sk:{A:e:h}:r:", the script appends n)
+-- KEYS[7] record prefix ("sk:{A:e:h}:r:", the script appends n)  KEYS[8] the shard's generation
 -- ARGV[1] activity id  ARGV[2] user id  ARGV[3] user hash  ARGV[4] quantity
 -- ARGV[5] per-user limit  ARGV[6] opensAt ms (0 none)  ARGV[7] closesAt ms (0 none)
 -- ARGV[8] bucket rate/s (0 off)  ARGV[9] bucket burst  ARGV[10] window ms (0 off)
 -- ARGV[11] window max (0 off)  ARGV[12] idempotency field "<uh>:i:<hash>" or ""
 -- ARGV[13] epoch  ARGV[14] shard  ARGV[15] record expiry, unix ms (closesAt + the TTL after
 -- close, at least 1 h), or 0 when there is no closesAt  ARGV[16] record TTL ms without closesAt
--- Optional, single-node Redis only (the key is in another slot): KEYS[8] the per-IP token
--- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[17] IP rate/s, ARGV[18] IP burst: one IP
+-- ARGV[17] the activity's generation as the caller knows it ("" for an activity of before
+-- generations: not checked). The shard sells only when its generation key (KEYS[8], read in
+-- the same MGET as stock and drained: no extra call) holds it: a restore's fence writes
+-- "restoring" there, a Redis that lost the activity has none (inventory/keys.go Gen).
+-- Optional, single-node Redis only (the key is in another slot): KEYS[9] the per-IP token
+-- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[18] IP rate/s, ARGV[19] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
 -- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a
@@ -31,13 +35,13 @@
 -- than max events in one fixed window nor 2 * max in any span of the window's length, and is
 -- exact when the previous window's events were spread evenly.
 -- A dimension that is off (rate 0, window 0 or max 0, no idempotency key) costs no field.
--- Order: shard open? -> idempotency replay -> open/close (Redis TIME) -> user bucket and
+-- Order: shard open? -> generation -> idempotency replay -> open/close (Redis TIME) -> user bucket and
 -- window -> IP bucket -> per-user limit -> stock -> record + journal. Tokens are not taken
 -- when the answer is EMPTY (the caller refills the shard and asks again).
 -- The record hash holds rid aid uid uh qty status ts (orderId and comp are added by the order
 -- pipeline). The journal entry carries the idempotency field too (ik, "" without a key), so
 -- the order keeps it and a restore from MySQL rebuilds the binding (inventory/restore.go).
--- Redis calls of a reservation (IP bucket off): MGET, HMGET, TIME, DECRBY, INCR seq, HSET
+-- Redis calls of a reservation (IP bucket off): MGET (stock, drained, generation), HMGET, TIME, DECRBY, INCR seq, HSET
 -- record, PEXPIRE(AT) record, HSET users, HINCRBY stats, XADD. Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
 -- the time in ms is cut from TIME's strings).
@@ -51,12 +55,17 @@
 --   {7, retryMs}              USER_WINDOW (sliding window counter)
 --   {8, stock}                EMPTY: stock < quantity here
 --   {10}                      SHARD_CLOSED: stock key missing or drained (reshard): refresh
---   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[8] is given)
+--   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[9] is given)
+--   {13, gen or ""}           GENERATION: the shard's generation is not ARGV[17] (fenced,
+--                             lost, or never given one): nothing taken
 --#include lib_bucket.lua
 --#include lib_window.lua
-local sd = redis.call('MGET', KEYS[1], KEYS[6])
+local sd = redis.call('MGET', KEYS[1], KEYS[6], KEYS[8])
 if not sd[1] or sd[2] then
   return {10}
+end
+if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
+  return {13, sd[3] or ''}
 end
 local stock = tonumber(sd[1])
 local uh = ARGV[3]
@@ -119,10 +128,10 @@ if wms > 0 and wmax > 0 then
   if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
 end
 local iprate, ipburst, ip_tokens = 0, 0, 0
-if KEYS[8] then
-  iprate, ipburst = tonumber(ARGV[17]), tonumber(ARGV[18])
+if KEYS[9] then
+  iprate, ipburst = tonumber(ARGV[18]), tonumber(ARGV[19])
   local ip_ok, ip_retry
-  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[8], iprate, ipburst, 1, now)
+  ip_ok, ip_retry, ip_tokens = tb_check(KEYS[9], iprate, ipburst, 1, now)
   if not ip_ok then
     return {12, ip_retry}
   end
@@ -131,7 +140,7 @@ local limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .
 
 local held = tonumber(u[1] or '0')
 if held + qty > tonumber(ARGV[5]) then
-  if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
+  if KEYS[9] then tb_commit(KEYS[9], ip_tokens, now, iprate, ipburst) end
   if rate > 0 or (wms > 0 and wmax > 0) then -- the attempt counts against bucket and window
     redis.call('HSET', KEYS[2], uh .. ':p', limits)
   end
@@ -140,7 +149,7 @@ end
 if stock < qty then
   return {8, stock}
 end
-if KEYS[8] then tb_commit(KEYS[8], ip_tokens, now, iprate, ipburst) end
+if KEYS[9] then tb_commit(KEYS[9], ip_tokens, now, iprate, ipburst) end
 
 local left = redis.call('DECRBY', KEYS[1], qs)
 local seq = qs -- a new user's sequence is the quantity (no number to format)

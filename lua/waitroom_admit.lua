@@ -8,6 +8,8 @@
 -- KEYS[5] admissions hash "sk:{A}:q:adm": place -> Redis ms it was admitted (kept)
 -- KEYS[6] live passes zset "sk:{A}:q:live": place -> Redis ms admitted, unused and unexpired
 -- KEYS[7] steps zset "sk:{A}:q:steps": member "<ms>:<admitted>:<pos>:<skipped>", score ms
+-- KEYS[8] skipped zset "sk:{A}:q:skip": place -> place, every place skipped (kept: followers
+--         read it so that a poll of a skipped place never shows a pass)
 -- ARGV[1] holder id, ARGV[2] fencing token
 -- ARGV[3] rate: admitted places per second, > 0
 -- ARGV[4] heartbeat bound, ms: a place whose last sign of life is older is skipped
@@ -60,6 +62,7 @@ while admitted < allow and pos < seq and walked < maxWalk do
     redis.call('ZADD', KEYS[6], now, e)
     admitted = admitted + 1
   else
+    redis.call('ZADD', KEYS[8], e, e)
     skipped = skipped + 1
   end
   pos = e

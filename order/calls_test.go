@@ -100,3 +100,36 @@ func TestRelayRedisCallsPerEntry(t *testing.T) {
 		t.Fatalf("%d Redis commands for 2048 entries: %.3f per entry, want <= 0.1", calls.n.Load(), per)
 	}
 }
+
+// TestIdleRelayBacksOff: a relay that finds nothing new doubles its pause from Poll up to
+// IdlePoll, so an idle relay over 4 journals sends a few Redis commands a second, not the 80
+// of a read of each journal every 50 ms (the embedded mode's idle CPU); the first entry after
+// the quiet spell is still relayed, and the pause is back at Poll after it.
+func TestIdleRelayBacksOff(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	a := newTestActivity(t, rdb, nil, 4, 64)
+	rr, calls := countingRedis(t)
+	q := NewMemQueue(64)
+	t.Cleanup(func() { q.Close() })
+	var got atomic.Int64
+	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	startRelay(t, context.Background(), must(NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
+		JournalsKey: a.journals}, testMetrics(), testLogger(t))))
+	testwait.Eventually(t, 10*time.Second, func() bool { return calls.n.Load() > 4 }, "the relay reading its journals")
+	time.Sleep(time.Second) // past the doubling to IdlePoll
+	before := calls.n.Load()
+	const window = 3 * time.Second
+	time.Sleep(window) // the measurement window
+	n := calls.n.Load() - before
+	t.Logf("an idle relay over 4 journals sent %d Redis commands in %v", n, window)
+	// At IdlePoll (500 ms): 4 reads per round, 2 rounds a second, one SMEMBERS a second; a
+	// read of every journal at Poll (50 ms) would be 240.
+	if n > 45 {
+		t.Fatalf("an idle relay sent %d Redis commands in %v, want <= 45", n, window)
+	}
+	a.reserve(1)
+	testwait.Eventually(t, 10*time.Second, func() bool { return got.Load() == 1 }, "the first entry after the quiet spell relayed")
+}

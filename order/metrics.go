@@ -25,6 +25,7 @@ type Metrics struct {
 	WriterFailing     prometheus.Gauge       // writes failed in a row since the last successful one
 	WriterLastSuccess prometheus.Gauge       // unix time of the last successful write
 	WriterUndone      prometheus.Counter     // orders removed because their reservation was failed first
+	WriterStale       prometheus.Counter     // messages of an incarnation older than MySQL's, dropped
 	DeadLetters       *prometheus.CounterVec // reason
 	Compensations     prometheus.Counter     // reservations failed for good and stock returned
 	Drift             *prometheus.GaugeVec   // activity: reconciliation drift in units
@@ -76,6 +77,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Unix time of the writer's last successful write (0 before the first)."}),
 		WriterUndone: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_undone_total",
 			Help: "Orders the writer removed because their reservation was failed for good before the confirm."}),
+		WriterStale: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_stale_dropped_total",
+			Help: "Messages of a reservation older than the activity's last restore (an incarnation below MySQL's) dropped without an order: the restore counted their units unsold (the log line names the activity)."}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_dead_letters_total",
 			Help: "Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, rid_conflict, insert, max_attempts, other)."}, []string{"reason"}),
 		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_compensations_total",
@@ -111,7 +114,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.Repairs.WithLabelValues(v)
 	}
 	for _, c := range []prometheus.Collector{m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
-		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.DeadLetters, m.Compensations, m.Drift,
+		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.WriterStale, m.DeadLetters, m.Compensations, m.Drift,
 		m.Orphans, m.Repairs, m.ReconcileFails, m.OrdersWritten, m.ActivityCompensations, m.Lost} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("order: register metrics: %w", err)
@@ -133,5 +136,5 @@ func (m *Metrics) Forget(activity string) {
 // writer unregisters them.
 func (m *Metrics) WriterCollectors() []prometheus.Collector {
 	return []prometheus.Collector{m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors,
-		m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.OrdersWritten}
+		m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.WriterStale, m.OrdersWritten}
 }

@@ -28,8 +28,12 @@ type RelayOptions struct {
 	// ClaimIdle is how long an entry stays pending (read by a relay but not acknowledged)
 	// before another relay claims it (default 30 s).
 	ClaimIdle time.Duration
-	// Poll is the pause after a round that found nothing new (default 50 ms).
-	Poll time.Duration
+	// Poll is the pause after a round that found nothing new (default 50 ms). It doubles
+	// after each further empty round up to IdlePoll (default 500 ms), and is back at Poll
+	// after a round that moved an entry: an idle relay reads each journal twice a second,
+	// not twenty times, and the first entry after a quiet spell waits at most IdlePoll.
+	Poll     time.Duration
+	IdlePoll time.Duration
 	// Discover is how often the set of journal streams is read again (default 1 s).
 	Discover time.Duration
 	// MaxBackoff caps the pause between failed publishes (default 5 s).
@@ -59,7 +63,10 @@ type Relay struct {
 	sc      *scripts
 	groups  map[string]bool // streams whose group exists
 	streams []string
-	rl      *RepeatLog // repeated failures: one line per kind per 10 s
+	held    map[string]*heldBatch // streams whose last batch waits (durability, ack), by stream
+	rl      *RepeatLog            // repeated failures: one line per kind per 10 s
+
+	beforeDurable func(stream string) // test hook: runs before the durability step of a batch
 }
 
 // NewRelay returns a relay; it starts working with Run. An error means an embedded script
@@ -77,6 +84,10 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 	if opts.Poll <= 0 {
 		opts.Poll = 50 * time.Millisecond
 	}
+	if opts.IdlePoll <= 0 {
+		opts.IdlePoll = 500 * time.Millisecond
+	}
+	opts.IdlePoll = max(opts.IdlePoll, opts.Poll)
 	if opts.Discover <= 0 {
 		opts.Discover = time.Second
 	}
@@ -95,13 +106,14 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 		return nil, err
 	}
 	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, groups: map[string]bool{},
-		log: log, rl: NewRepeatLog(log, 0)}, nil
+		held: map[string]*heldBatch{}, log: log, rl: NewRepeatLog(log, 0)}, nil
 }
 
 // Run relays until ctx is done and then returns nil. Entries read but not yet acknowledged
 // when ctx ends stay pending and are claimed by the next relay after ClaimIdle.
 func (r *Relay) Run(ctx context.Context) error {
 	var lastDiscover, lastClaim time.Time
+	pause := r.opts.Poll
 	for ctx.Err() == nil {
 		now := time.Now()
 		if now.Sub(lastDiscover) >= r.opts.Discover {
@@ -136,8 +148,11 @@ func (r *Relay) Run(ctx context.Context) error {
 		if !failed && ctx.Err() == nil {
 			r.rl.OK("stream", "relaying journals works again")
 		}
-		if moved == 0 {
-			r.sleep(ctx, r.opts.Poll)
+		if moved > 0 {
+			pause = r.opts.Poll
+		} else {
+			r.sleep(ctx, pause)
+			pause = min(2*pause, r.opts.IdlePoll)
 		}
 	}
 	return nil
@@ -183,10 +198,45 @@ func (r *Relay) discover(ctx context.Context) error {
 	return nil
 }
 
+// heldBatch is a stream's batch that could not finish in one go: its entries are not yet
+// durable (their master has too few replicas, the fsync horizon is ahead, Redis failed) or,
+// once published, not yet acknowledged. It stays pending for this relay and is taken up
+// again at the stream's next turn from until on, while the other streams go on: one
+// activity's trouble holds no other.
+type heldBatch struct {
+	entries   []redis.XMessage
+	published bool                     // sent to the queue; acks are what is left to do
+	acks      []inventory.JournalEntry // when published
+	until     time.Time                // not before
+	backoff   time.Duration            // the pause after the next failure
+}
+
+// hold keeps h for the stream's next turn, after a failure (backoff doubled from 50 ms up to
+// MaxBackoff) or, with wait > 0, once wait has passed.
+func (r *Relay) hold(stream string, h *heldBatch, failed bool, wait time.Duration) {
+	if failed {
+		h.backoff = min(max(2*h.backoff, 50*time.Millisecond), r.opts.MaxBackoff)
+		wait = h.backoff
+	}
+	h.until = time.Now().Add(wait)
+	r.held[stream] = h
+}
+
 // stream relays one batch of new entries of one stream, and first, when claim is set, one
-// batch of entries left pending too long. It returns how many entries it moved.
+// batch of entries left pending too long; a batch held from an earlier turn goes first, and
+// while it still waits the stream is skipped this turn. It returns how many entries it moved.
 func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, error) {
 	moved := 0
+	if h := r.held[stream]; h != nil {
+		if time.Now().Before(h.until) {
+			return 0, nil
+		}
+		n, err := r.advance(ctx, stream, h)
+		if err != nil || r.held[stream] != nil {
+			return n, err
+		}
+		moved += n
+	}
 	if claim {
 		msgs, _, err := r.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: RelayGroup,
 			MinIdle: r.opts.ClaimIdle, Start: "0-0", Count: int64(r.opts.Batch), Consumer: r.opts.InstanceID}).Result()
@@ -198,10 +248,11 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		if len(msgs) > 0 {
 			r.m.RelayClaimed.Add(float64(len(msgs)))
 			r.log.Info("claimed pending journal entries", "stream", stream, "entries", len(msgs))
-			if err := r.relay(ctx, stream, msgs); err != nil {
-				return 0, err
+			n, err := r.advance(ctx, stream, &heldBatch{entries: msgs})
+			if err != nil || r.held[stream] != nil {
+				return moved + n, err
 			}
-			moved += len(msgs)
+			moved += n
 		}
 	}
 	res, err := r.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: RelayGroup, Consumer: r.opts.InstanceID,
@@ -215,10 +266,11 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		return moved, fmt.Errorf("xreadgroup: %w", err)
 	}
 	for _, s := range res {
-		if err := r.relay(ctx, stream, s.Messages); err != nil {
+		n, err := r.advance(ctx, stream, &heldBatch{entries: s.Messages})
+		moved += n
+		if err != nil {
 			return moved, err
 		}
-		moved += len(s.Messages)
 	}
 	return moved, nil
 }
@@ -229,13 +281,58 @@ func (r *Relay) checkNoGroup(stream string, err error) {
 	}
 }
 
-// relay publishes the entries, retrying with backoff until the Publisher confirms or ctx
-// ends, then acknowledges them.
-func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessage) error {
-	entries, err := r.durable(ctx, stream, entries)
-	if err != nil {
-		return err
+// advance takes the batch h of the stream as far as it goes: durable in the deployment's
+// mode (one attempt), published (retried with backoff until the Publisher confirms or ctx
+// ends: the queue is every stream's), acknowledged (one attempt). What cannot be done now is
+// held for the stream's next turn (hold), so the relay goes on with the other streams; a
+// batch whose group vanished (NOGROUP) is dropped, the group made again reads the stream
+// from its start. It returns how many entries it finished.
+func (r *Relay) advance(ctx context.Context, stream string, h *heldBatch) (int, error) {
+	delete(r.held, stream)
+	if !h.published {
+		entries, wait, err := r.durable(ctx, stream, h.entries)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			r.m.RelayErrors.WithLabelValues("durable").Inc()
+			if strings.Contains(err.Error(), "NOGROUP") {
+				r.checkNoGroup(stream, err)
+				return 0, fmt.Errorf("durable: %w", err)
+			}
+			r.hold(stream, h, true, 0)
+			return 0, fmt.Errorf("journal entries not durable yet, held: %w", err)
+		}
+		if len(entries) == 0 {
+			return 0, nil // none left on this master, or taken by another relay
+		}
+		h.entries = entries
+		if wait > 0 {
+			r.hold(stream, h, false, wait)
+			return 0, nil
+		}
+		msgs, acks := r.decode(stream, entries)
+		if err := r.publish(ctx, stream, msgs); err != nil {
+			return 0, err
+		}
+		h.published, h.acks, h.backoff = true, acks, 0
 	}
+	acked, _, err := r.sc.ledger.Ack(ctx, stream, RelayGroup, h.acks)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+		r.m.RelayErrors.WithLabelValues("ack").Inc()
+		r.hold(stream, h, true, 0)
+		return 0, fmt.Errorf("journal ack failed, held: %w", err)
+	}
+	r.m.RelayAcked.Add(float64(acked))
+	r.rl.OK("ack", "journal acks work again")
+	return len(h.entries), nil
+}
+
+// decode turns journal entries into messages and the acknowledgements of every entry.
+func (r *Relay) decode(stream string, entries []redis.XMessage) ([]Message, []inventory.JournalEntry) {
 	msgs := make([]Message, 0, len(entries))
 	acks := make([]inventory.JournalEntry, 0, len(entries))
 	for _, e := range entries {
@@ -252,13 +349,18 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 		msgs = append(msgs, m)
 		acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
 	}
+	return msgs, acks
+}
+
+// publish sends msgs, retrying with backoff until the Publisher confirms or ctx ends.
+func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) error {
 	backoff := 100 * time.Millisecond
 	for len(msgs) > 0 {
 		err := r.pub.Publish(ctx, msgs)
 		if err == nil {
 			r.m.RelaySent.Add(float64(len(msgs)))
 			r.rl.OK("publish", "publishing works again")
-			break
+			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -268,86 +370,73 @@ func (r *Relay) relay(ctx context.Context, stream string, entries []redis.XMessa
 		r.sleep(ctx, backoff)
 		backoff = min(2*backoff, r.opts.MaxBackoff)
 	}
-	backoff = 100 * time.Millisecond
-	for {
-		acked, _, err := r.sc.ledger.Ack(ctx, stream, RelayGroup, acks)
-		if err == nil {
-			r.m.RelayAcked.Add(float64(acked))
-			r.rl.OK("ack", "journal acks work again")
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		r.m.RelayErrors.WithLabelValues("ack").Inc()
-		r.rl.Warn("ack", "journal ack failed; retrying", "stream", stream, "err", err)
-		r.sleep(ctx, backoff)
-		backoff = min(2*backoff, r.opts.MaxBackoff)
-	}
+	return nil
 }
 
-// durable returns once every entry is durable in the deployment's mode, so that a rollback
-// of Redis can never leave an order in MySQL for a unit Redis then sells again; it returns
-// only ctx's error. With Durability.Replicas it claims the entries again for this relay
-// (XCLAIM, a write on the stream's master) followed by WAIT on the same connection, until
-// enough replicas acknowledge: WAIT then covers the writes that made the entries. With
-// FsyncHorizon it waits until the newest entry is older than the horizon by Redis's clock.
-// The entries stay pending for this relay meanwhile (another relay claims them after
-// ClaimIdle if this one dies). It returns the entries the stream's master still has: one
-// read from a master that then failed over may be gone (its reservation's WAIT fell
-// short, it was answered OUTCOME_UNKNOWN and the new master never had it), and must not
-// become an order.
-func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMessage) ([]redis.XMessage, error) {
+// durable makes one attempt at the entries' durability in the deployment's mode, so that a
+// rollback of Redis can never leave an order in MySQL for a unit Redis then sells again.
+// With Durability.Replicas it claims the entries again for this relay (XCLAIM, a write on
+// the stream's master) followed by WAIT on the same connection: WAIT then covers the writes
+// that made the entries; too few replicas is an error (the caller holds the batch). With
+// FsyncHorizon, wait is how long until the newest entry is older than the horizon by Redis's
+// clock (0: durable now). The entries stay pending for this relay meanwhile (another relay
+// claims them after ClaimIdle if this one dies). It returns the entries the stream's master
+// still has: one read from a master that then failed over may be gone (its reservation's
+// WAIT fell short, it was answered OUTCOME_UNKNOWN and the new master never had it), and
+// must not become an order.
+func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMessage) (_ []redis.XMessage, wait time.Duration, _ error) {
 	if len(entries) == 0 {
-		return entries, nil
+		return entries, 0, nil
 	}
-	backoff := 50 * time.Millisecond
+	if r.beforeDurable != nil {
+		r.beforeDurable(stream)
+	}
 	if d := r.opts.Durability; d.Replicas > 0 {
 		ids := make([]string, len(entries))
 		for i, e := range entries {
 			ids[i] = e.ID
 		}
-		for {
-			var claim *redis.StringSliceCmd
-			err := d.Acked(ctx, r.rdb, stream, func(p redis.Pipeliner) {
-				claim = p.XClaimJustID(ctx, &redis.XClaimArgs{Stream: stream, Group: RelayGroup, Consumer: r.opts.InstanceID, MinIdle: 0, Messages: ids})
-			})
-			if err == nil {
-				r.rl.OK("durable", "journal entries reach the replicas again")
-				entries = keepClaimed(entries, claim.Val())
-				if len(entries) == 0 {
-					return entries, nil // none left on this master, or taken by another relay
-				}
-				break
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			r.m.RelayErrors.WithLabelValues("durable").Inc()
+		var claim *redis.StringSliceCmd
+		err := d.Acked(ctx, r.rdb, stream, func(p redis.Pipeliner) {
+			claim = p.XClaimJustID(ctx, &redis.XClaimArgs{Stream: stream, Group: RelayGroup, Consumer: r.opts.InstanceID, MinIdle: 0, Messages: ids})
+		})
+		if err != nil {
 			r.rl.Warn("durable", "journal entries not on enough replicas yet; holding them", "stream", stream, "entries", len(entries), "err", err)
-			r.sleep(ctx, backoff)
-			backoff = min(2*backoff, r.opts.MaxBackoff)
+			return entries, 0, err
+		}
+		r.rl.OK("durable", "journal entries reach the replicas again")
+		entries = keepClaimed(entries, claim.Val())
+		if len(entries) == 0 {
+			return entries, 0, nil
 		}
 	}
 	if h := r.opts.FsyncHorizon; h > 0 {
-		newest := entryTime(entries[len(entries)-1].ID)
-		for {
-			now, err := r.rdb.Time(ctx).Result()
-			if err == nil {
-				wait := newest.Add(h).Sub(now)
-				if wait <= 0 {
-					return entries, nil
-				}
-				r.sleep(ctx, wait)
-			} else {
-				r.sleep(ctx, backoff)
-			}
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+		now, err := r.rdb.Time(ctx).Result()
+		if err != nil {
+			return entries, 0, fmt.Errorf("redis TIME: %w", err)
 		}
+		if wait := entryTime(entries[len(entries)-1].ID).Add(h).Sub(now); wait > 0 {
+			return entries, wait, nil
+		}
+		// The entries were read before the horizon passed, and Redis may have rolled back
+		// since (killed, started on an AOF without them): publish only those the stream still
+		// holds for the group (XCLAIM answers the ids it has), which are now on disk.
+		ids := make([]string, len(entries))
+		for i, e := range entries {
+			ids[i] = e.ID
+		}
+		have, err := r.rdb.XClaimJustID(ctx, &redis.XClaimArgs{Stream: stream, Group: RelayGroup, Consumer: r.opts.InstanceID,
+			MinIdle: 0, Messages: ids}).Result()
+		if err != nil {
+			return entries, 0, fmt.Errorf("xclaim: %w", err)
+		}
+		if len(have) < len(entries) {
+			r.log.Warn("journal entries read before a Redis rollback are gone; not published", "stream", stream,
+				"entries", len(entries)-len(have))
+		}
+		entries = keepClaimed(entries, have)
 	}
-	return entries, nil
+	return entries, 0, nil
 }
 
 // keepClaimed returns the entries whose id is in ids, in order.

@@ -95,6 +95,32 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if err := r.waitQuiet(ctx, id, o.Quiet, deadline); err != nil {
 		return RestoreReport{}, err
 	}
+	marks, err := inv.IssuedMarks(ctx, id, old)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	inc := row.Incarnation + 1
+	for _, l := range old {
+		inc = max(inc, inventory.Incarnation(l[0])+1)
+	}
+	for es := range marks {
+		inc = max(inc, inventory.Incarnation(es[0])+1)
+	}
+	// The cut: from this update on the writer refuses every message of an older incarnation
+	// (insertOrders reads the row under a shared lock, this update waits for those in
+	// progress), so the orders read below are all the older incarnations will ever have. The
+	// quiet wait above only makes the late ones few; it is not what keeps a unit from being
+	// sold twice.
+	claim := r.db.WithContext(ctx).Model(&sql.Activity{}).
+		Where("id = ? AND generation = ? AND incarnation = ?", id, row.Generation, row.Incarnation).
+		Update("incarnation", inc)
+	if claim.Error != nil {
+		return RestoreReport{}, fmt.Errorf("order: claim incarnation %d of %s: %w", inc, id, claim.Error)
+	}
+	if claim.RowsAffected != 1 {
+		return RestoreReport{}, fmt.Errorf("%w: %s", ErrRestoreRace, id)
+	}
+	claimed := inc
 	var orders []sql.Order
 	if err := r.db.WithContext(ctx).Where("activity_id = ?", id).Find(&orders).Error; err != nil {
 		return RestoreReport{}, fmt.Errorf("order: read orders of %s: %w", id, err)
@@ -103,10 +129,6 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if err := r.db.WithContext(ctx).Model(&sql.Compensation{}).Where("activity_id = ?", id).
 		Pluck("reservation_id", &comps).Error; err != nil {
 		return RestoreReport{}, fmt.Errorf("order: read compensations of %s: %w", id, err)
-	}
-	marks, err := inv.IssuedMarks(ctx, id, old)
-	if err != nil {
-		return RestoreReport{}, err
 	}
 	known := make([]string, 0, len(orders)+len(comps))
 	plan := inventory.RestorePlan{
@@ -121,10 +143,6 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if len(old) > 0 {
 		plan.Shards = old[len(old)-1][1] // the layout it had: the configuration's count
 	}
-	inc := row.Incarnation + 1
-	for _, l := range old {
-		inc = max(inc, inventory.Incarnation(l[0])+1)
-	}
 	for _, ord := range orders {
 		known = append(known, ord.ReservationID)
 		if k, _, ok := inventory.ParseReservationID(ord.ReservationID); ok {
@@ -133,9 +151,6 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 		plan.Orders = append(plan.Orders, inventory.RestoredOrder{ReservationID: ord.ReservationID, UserID: ord.UserID,
 			Quantity: ord.Quantity, Seq: ord.Seq, IdemHash: ord.IdemHash, OrderID: ord.ID, CreatedAt: ord.CreatedAt})
 	}
-	for es := range marks {
-		inc = max(inc, inventory.Incarnation(es[0])+1)
-	}
 	known = append(known, comps...)
 	plan.Incarnation = inc
 	lost := lostReservations(id, marks, known)
@@ -143,7 +158,7 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if err != nil {
 		return RestoreReport{}, err
 	}
-	res := r.db.WithContext(ctx).Model(&sql.Activity{}).Where("id = ? AND generation = ?", id, row.Generation).
+	res := r.db.WithContext(ctx).Model(&sql.Activity{}).Where("id = ? AND generation = ? AND incarnation = ?", id, row.Generation, claimed).
 		Updates(map[string]any{"generation": plan.Generation, "incarnation": inc})
 	if res.Error != nil {
 		return RestoreReport{}, fmt.Errorf("order: record the new generation of %s: %w", id, res.Error)

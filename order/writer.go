@@ -564,11 +564,15 @@ type poisoned struct {
 
 // insertOrders writes rows in one statement: an order is inserted only if its reservation
 // has no compensations row (read with a shared lock, so a compensation committing at the
-// same time waits for this statement or is seen by it), and a duplicate reservation id
-// changes nothing.
+// same time waits for this statement or is seen by it) and its incarnation (the epoch's,
+// inventory.Incarnation) is not below the activity's row in MySQL (read with a shared lock
+// too: a restore's claim of a new incarnation, order/restore.go, waits for this statement,
+// whose orders its read then sees, or this statement sees the claim and inserts nothing), and
+// a duplicate reservation id changes nothing. An activity without a row (none in the tests
+// of this package) refuses nothing.
 func insertOrders(tx *gorm.DB, rows []Message) error {
 	var b strings.Builder
-	args := make([]any, 0, 6*len(rows))
+	args := make([]any, 0, 7*len(rows))
 	// SQLite (the embedded mode) has no ON DUPLICATE KEY: INSERT OR IGNORE skips the same
 	// duplicates there.
 	sqlite := tx.Dialector.Name() == "sqlite"
@@ -581,15 +585,18 @@ func insertOrders(tx *gorm.DB, rows []Message) error {
 		"SELECT t.r, t.a, t.u, t.q, t.s, 'CONFIRMED', t.k FROM (")
 	for i, m := range rows {
 		if i == 0 {
-			b.WriteString("SELECT ? AS r, ? AS a, ? AS u, ? AS q, ? AS s, ? AS k")
+			b.WriteString("SELECT ? AS r, ? AS a, ? AS u, ? AS q, ? AS s, ? AS k, ? AS i")
 		} else {
-			b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?")
+			b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?")
 		}
-		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq, m.IdemHash)
+		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq, m.IdemHash,
+			inventory.Incarnation(m.Epoch))
 	}
-	b.WriteString(") t WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r)")
+	b.WriteString(") t LEFT JOIN activities act ON act.id = t.a" +
+		" WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r)" +
+		" AND (act.id IS NULL OR act.incarnation <= t.i)")
 	if !sqlite {
-		b.WriteString(" ON DUPLICATE KEY UPDATE id = id")
+		b.WriteString(" ON DUPLICATE KEY UPDATE orders.id = orders.id")
 	}
 	return tx.Exec(b.String(), args...).Error
 }
@@ -649,9 +656,13 @@ func (w *Writer) insert(ctx context.Context, batch []Message) (map[string]int64,
 		}
 		ids[m.ReservationID] = f.ID
 	}
+	stale, err := w.stale(tx, batch, ids, bad)
+	if err != nil {
+		return nil, nil, err
+	}
 	var missing []string
 	for _, m := range batch {
-		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] {
+		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !stale[m.ReservationID] {
 			missing = append(missing, m.ReservationID)
 		}
 	}
@@ -671,11 +682,55 @@ func (w *Writer) insert(ctx context.Context, batch []Message) (map[string]int64,
 		w.log.Info("skipped reservations compensated before their order", "reservations", compensated)
 	}
 	for _, m := range batch {
-		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !skip[m.ReservationID] {
+		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !skip[m.ReservationID] && !stale[m.ReservationID] {
 			poison = append(poison, poisoned{m, "seq_conflict"})
 		}
 	}
 	return ids, poison, nil
+}
+
+// stale finds the messages of the batch without an order (not in ids nor bad) whose
+// incarnation is below their activity's in MySQL: reservations of a Redis state a restore
+// replaced. The restore rebuilt Redis from the orders MySQL held and counted their units as
+// unsold, so they never become orders (that would sell a unit twice) and are not
+// compensated either (their shards are closed): they are dropped, counted and logged, and
+// the restore's list of lost reservations names them (order/lost.go).
+func (w *Writer) stale(tx *gorm.DB, batch []Message, ids map[string]int64, bad map[string]bool) (map[string]bool, error) {
+	var acts []string
+	for _, m := range batch {
+		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !slices.Contains(acts, m.ActivityID) {
+			acts = append(acts, m.ActivityID)
+		}
+	}
+	if len(acts) == 0 {
+		return nil, nil
+	}
+	var rows []struct {
+		ID          string
+		Incarnation int
+	}
+	if err := tx.Model(&sql.Activity{}).Select("id", "incarnation").Where("id IN ?", acts).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("order: read incarnations: %w", err)
+	}
+	cur := make(map[string]int, len(rows))
+	for _, r := range rows {
+		cur[r.ID] = r.Incarnation
+	}
+	var out map[string]bool
+	for _, m := range batch {
+		inc, known := cur[m.ActivityID]
+		if _, ok := ids[m.ReservationID]; ok || bad[m.ReservationID] || !known || inventory.Incarnation(m.Epoch) >= inc {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[m.ReservationID] = true
+		w.m.WriterStale.Inc()
+		w.log.Warn("dropped a reservation of an incarnation a restore replaced: no order (the restore counted its unit unsold)",
+			"reservation", m.ReservationID, "activity", m.ActivityID, "incarnation", inventory.Incarnation(m.Epoch), "current", inc)
+	}
+	return out, nil
 }
 
 // orderKey is what identifies an order beyond its reservation id.

@@ -2,7 +2,7 @@
 # bench.sh: reproduces every figure of docs/BENCHMARKS.md on this machine, loopback only.
 #
 #   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, Nacos (once)
-#   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest
+#   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest queue
 #                                        # (default: all of them, in that order)
 #
 # "ratios" is the table of docs/BENCHMARKS.md section 0: the ceiling routes of internal/ginhello
@@ -202,7 +202,7 @@ limits:
   ip:       {rate: 1000000, burst: 1000000}
   userWindow: {window: 60s, max: 1000}
 YAML
-  printf '%s\n' "${EXTRA_CFG:-}" >>"$OUT/seckill.yaml"
+  printf '%s\n' "${EXTRA_LIMITS:-}" "${EXTRA_CFG:-}" >>"$OUT/seckill.yaml"
 }
 
 # start_instances <n> <tag>: n processes sharing one Redis/MariaDB/RocketMQ, one namespace and topic
@@ -465,6 +465,77 @@ LUA
   echo "allocations per request of the in-process benchmarks (client + server): bash scripts/bench.sh gotest"
 }
 
+# ---- waiting room (issue 21): join p99 and poll throughput against the ceilings -------------
+# One run: the ceilings of internal/ginhello (hello for the poll, one EVALSHA for the join,
+# each with wrk --latency), then one instance (roles api) with a waiting room on: joins, every
+# request a new user (201), then one user polling its ticket (200 WAITING: 50 places ahead of
+# it and an inlet of 1 a second). Redis commands per poll: the instance's script
+# calls (seckill_redis_script_calls_total) and the server's own count (total_commands_processed:
+# it includes the instance's 10 follow reads a second and any other client of the shared
+# server, so it is an upper bound).
+step_queue() {
+  cat >"$OUT/queue-newuser.lua" <<'LUA'
+local n = 0
+local run = os.time()
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
+request = function()
+  n = n + 1
+  return wrk.format("POST", nil, {["X-User-Id"] = "q" .. run .. "-" .. tid .. "-" .. n}, nil)
+end
+LUA
+  printf 'wrk.headers["X-User-Id"] = "poller"\n' >"$OUT/queue-poller.lua"
+  local gport=$((BASE_PORT + 92))
+  ROWS=()
+  local g="http://127.0.0.1:$gport"
+  say "queue: ceilings (internal/ginhello), wrk -t2 -c$CONNS -d${WRK_SECONDS}s --latency"
+  "$BIN/ginhello" --addr 127.0.0.1:$gport --redis "$REDIS_ADDR" --ns "benchq$RUN" 2>"$OUT/ginhello-queue.log" &
+  PIDS+=($!)
+  wait_http "$g/hello"
+  wrk_run q-hello "$g/hello"
+  echo "  p99 $(wrk_p99 q-hello)"
+  row "Gin hello-world" "$RPS" hello "" "p99 $(wrk_p99 q-hello)"
+  wrk_run q-one-evalsha "$g/one" "$OUT/queue-newuser.lua"
+  row "Gin + one EVALSHA (DECRBY + XADD)" "$RPS" one "" "p99 $(wrk_p99 q-one-evalsha)"
+  cleanup
+
+  local act="q-$RUN" u adm ticket s0 s1 c0 c1 i
+  export ROLES=api
+  EXTRA_LIMITS="  tokens: {rate: 1000000, burst: 1000000}
+  reads: {rate: 1000000, burst: 1000000}" \
+    EXTRA_CFG="activities: {$act: {waitingRoom: {enabled: true, rate: 1, heartbeat: 10m, order: fifo}}}" start_instances 1 queue
+  unset ROLES
+  u=${TARGETS[0]} adm=${ADMINS[0]}
+  create_activity "$adm" "$act" 100000000 16
+  for i in $(seq 1 50); do curl -fs -o /dev/null -X POST -H "X-User-Id: ahead-$i" "$u/api/v1/activities/$act/queue"; done
+  ticket=$(curl -fs -X POST -H "X-User-Id: poller" "$u/api/v1/activities/$act/queue" | sed 's/.*"ticket":"\([^"]*\)".*/\1/')
+  say "queue: seckill join and poll, roles api"
+  wrk_run q-join "$u/api/v1/activities/$act/queue" "$OUT/queue-newuser.lua"
+  row "seckill join (201, a new user each)" "$RPS" one "" "p99 $(wrk_p99 q-join); $NON2XX non-2xx of $REQS"
+  curl -fs "$u/api/v1/activities/$act/queue/$ticket" -H "X-User-Id: poller" >"$OUT/queue-poll-answer.json"
+  s0=$(metric_sum "$adm" seckill_redis_script_calls_total)
+  c0=$(rcli info stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" {print $2}')
+  wrk_run q-poll "$u/api/v1/activities/$act/queue/$ticket" "$OUT/queue-poller.lua"
+  c1=$(rcli info stats | tr -d '\r' | awk -F: '$1 == "total_commands_processed" {print $2}')
+  s1=$(metric_sum "$adm" seckill_redis_script_calls_total)
+  row "seckill poll (200 WAITING, from memory)" "$RPS" hello "" "p99 $(wrk_p99 q-poll); script calls of the instance $((s1 - s0)) over $REQS polls; Redis commands server-wide $((c1 - c0)); $NON2XX non-2xx; answer $(head -c 120 "$OUT/queue-poll-answer.json")"
+  cleanup
+
+  say "queue: the table"
+  printf '%s\n' "${ROWS[@]}" | awk -F'|' '
+    { label[NR] = $1; rps[NR] = $2; ref[NR] = $3; extra[NR] = $5; load[NR] = $6
+      if ($1 == "Gin hello-world") hello = $2
+      if ($1 ~ /one EVALSHA/) one = $2 }
+    END {
+      printf "| route | req/s | ratio | notes | load avg |\n|---|---|---|---|---|\n"
+      for (i = 1; i <= NR; i++) {
+        r = (ref[i] == "hello") ? (hello > 0 ? sprintf("%.2f of hello", rps[i] / hello) : "-") : (one > 0 ? sprintf("%.2f of one EVALSHA", rps[i] / one) : "-")
+        printf "| %s | %.0f | %s | %s | %s |\n", label[i], rps[i], r, extra[i], load[i]
+      }
+    }' | tee "$OUT/queue.md"
+}
+wrk_p99() { awk '$1 == "99%" {print $2}' "$OUT/wrk-$1.txt"; }
+
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(ratios ceilings rush counts scaling gotest)
 build
@@ -479,6 +550,7 @@ for s in "${steps[@]}"; do
     counts) step_counts ;;
     scaling) step_scaling ;;
     gotest) step_gotest ;;
+    queue) step_queue ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
   esac
 done

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,12 +122,12 @@ func New(rdb redis.UniversalClient, signer Signer, stock Stock, cfg func() *conf
 }
 
 // Keys of an activity's waiting room, all in the activity's slot {A}.
-type keys struct{ users, st, hb, perm, adm, live, used, steps, lease string }
+type keys struct{ users, st, hb, perm, adm, live, used, steps, skip, lease string }
 
 func keysOf(id string) keys {
 	p := "sk:{" + id + "}:q:"
 	return keys{users: p + "users", st: p + "st", hb: p + "hb", perm: p + "perm", adm: p + "adm",
-		live: p + "live", used: p + "used", steps: p + "steps", lease: p + "lease"}
+		live: p + "live", used: p + "used", steps: p + "steps", skip: p + "skip", lease: p + "lease"}
 }
 
 // ErrUnknownLine is returned by Status while this instance has not read the line's state yet
@@ -147,6 +148,9 @@ type line struct {
 	fence   int64
 	permFor uint64 // seed the view's perm was built from
 	perm    []uint32
+	// skipped are the places the inlet skipped, ascending (it skips in place order): shared
+	// with the views, append-only (a view reads only its own length of it).
+	skipped []uint64
 }
 
 // prediction is the first ETA given here for a place, once the outflow was measured for 5 s.
@@ -170,6 +174,14 @@ type view struct {
 	measured time.Duration // how long the outflow was measured over
 	admitted uint64
 	skipped  uint64
+	// skips are the places skipped up to pos at least (read after pos), ascending.
+	skips []uint64
+}
+
+// wasSkipped is whether the inlet skipped place e (rather than admitting it).
+func (v *view) wasSkipped(e uint64) bool {
+	_, found := slices.BinarySearch(v.skips, e)
+	return found
 }
 
 // step is one inlet step that moved the serving position.
@@ -345,6 +357,7 @@ const (
 	StateWaiting  = "WAITING"
 	StateAdmitted = "ADMITTED" // the turn has come: Pass is set
 	StateExpired  = "EXPIRED"  // the turn came and its pass has expired
+	StateSkipped  = "SKIPPED"  // the turn came while the place was not polled within the heartbeat: lost
 )
 
 // Status is the answer to a poll.
@@ -391,8 +404,27 @@ func (r *Room) Status(activityID, userID string, n uint64, w config.WaitingRoom,
 		} else {
 			st.ETA = wait
 		}
-		st.PollAfter = clamp(wait/2, 500*time.Millisecond, maxPoll)
+		// after is the prequeue's first poll after the opening, spread by ticket over the time
+		// the line as it stands takes to serve, within a poll bound.
+		after := wait + time.Duration(float64(min(maxPoll, secs(float64(v.seq)/w.Rate)))*spread(n))
+		switch {
+		case !known && after <= 3*maxPoll:
+			// This poll is a sign of life recent enough for that one (3 of the 4 poll bounds
+			// of a heartbeat): no poll before the opening.
+			st.PollAfter = max(after, 100*time.Millisecond)
+		case wait > maxPoll:
+			// No heartbeat counts before the opening: one poll between 2 and 1 poll bounds
+			// before it keeps the place alive (spread by ticket, so that the prequeue does not
+			// poll all at once; a minute apart at most, to hear of a kill switch).
+			early := maxPoll + time.Duration(float64(maxPoll)*spread(n))
+			st.PollAfter = clamp(wait-early, 500*time.Millisecond, time.Minute)
+		default:
+			st.PollAfter = clamp(wait/2, 500*time.Millisecond, maxPoll)
+		}
 		return st, nil
+	}
+	if e <= v.pos && !blocked && v.wasSkipped(e) {
+		return Status{State: StateSkipped, ETA: -1}, nil
 	}
 	if e <= v.pos && !blocked {
 		at, ok := v.admittedAt(e)
@@ -430,6 +462,9 @@ func (r *Room) Status(activityID, userID string, n uint64, w config.WaitingRoom,
 	}
 	return st, nil
 }
+
+// spread is a fraction in [0, 1) fixed by the ticket number, evenly spread over tickets.
+func spread(n uint64) float64 { return float64((n*0x9E3779B97F4A7C15)>>11) / (1 << 53) }
 
 func secs(s float64) time.Duration {
 	if s > 1e6 {
@@ -492,6 +527,12 @@ func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
 	pipe := r.rdb.Pipeline()
 	st := pipe.HMGet(ctx, ln.k.st, "seq", "pre", "seed", "openMs", "pos", "admitted", "skipped")
 	steps := pipe.ZRevRange(ctx, ln.k.steps, 0, 299)
+	// After the state: the skips read cover every place up to the pos read.
+	var from uint64
+	if n := len(ln.skipped); n > 0 {
+		from = ln.skipped[n-1]
+	}
+	skips := pipe.ZRangeByScore(ctx, ln.k.skip, &redis.ZRangeBy{Min: "(" + strconv.FormatUint(from, 10), Max: "+inf"})
 	tm := pipe.Time(ctx)
 	sent := time.Now()
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -507,6 +548,13 @@ func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
 		return x
 	}
 	v := &view{read: now, offset: offset, seq: u(0), pos: u(4), admitted: u(5), skipped: u(6)}
+	for _, m := range skips.Val() {
+		if e, err := strconv.ParseUint(m, 10, 64); err == nil && e > from {
+			ln.skipped = append(ln.skipped, e)
+			from = e
+		}
+	}
+	v.skips = ln.skipped
 	if _, ok := vals[1].(string); ok {
 		v.opened, v.pre, v.seed = true, u(1), u(2)
 		v.openAt = time.UnixMilli(int64(u(3))).Add(-offset)
@@ -581,7 +629,7 @@ func (r *Room) observe(ln *line, old, v *view) {
 		}
 		delete(ln.preds, e)
 		at, ok := v.admittedAt(e)
-		if !ok {
+		if !ok || v.wasSkipped(e) {
 			continue
 		}
 		actual := at.Sub(p.made)
@@ -656,7 +704,7 @@ func (r *Room) lead(ctx context.Context, ln *line, w config.WaitingRoom, v *view
 		shuffled = "1"
 	}
 	k := ln.k
-	res, err := r.admit.Run(ctx, r.rdb, []string{k.st, k.lease, k.hb, k.perm, k.adm, k.live, k.steps},
+	res, err := r.admit.Run(ctx, r.rdb, []string{k.st, k.lease, k.hb, k.perm, k.adm, k.live, k.steps, k.skip},
 		r.opts.InstanceID, fence, strconv.FormatFloat(w.Rate, 'f', -1, 64), w.Heartbeat.D().Milliseconds(),
 		w.PassTTL.D().Milliseconds(), capPasses, r.opts.MaxWalk, shuffled).Int64Slice()
 	if err != nil {

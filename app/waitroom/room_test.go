@@ -80,3 +80,41 @@ func TestJoinPollPass(t *testing.T) {
 		t.Fatalf("pass used twice: %v %v", ok, err)
 	}
 }
+
+// A place the inlet skipped (no heartbeat within the bound) shows SKIPPED to a later poll,
+// never a pass: the view knows the skipped places (a poll of one showed ADMITTED with a pass
+// the reservation then refused: 1,302 users of the first queued-sale test run).
+func TestSkippedPlaceGetsNoPass(t *testing.T) {
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	r, _, _ := newTestRoom(t, w, 10)
+	ctx := context.Background()
+	gone, err := r.Join(ctx, "a1", "gone", false) // no heartbeat: as if it stopped polling
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := r.Join(ctx, "a1", "live", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := r.lineOf("a1")
+	for i := 0; i < 100; i++ {
+		if err := r.stepLine(ctx, ln, w); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if v := ln.view.Load(); v != nil && v.pos >= 2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.stepLine(ctx, ln, w); err != nil { // the view after the last move
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if st, err := r.Status("a1", "gone", gone.N, w, now, false, now); err != nil || st.State != StateSkipped || st.Pass != "" {
+		t.Fatalf("the skipped place: %+v %v, want SKIPPED without a pass (view %+v)", st, err, ln.view.Load())
+	}
+	if st, err := r.Status("a1", "live", live.N, w, now, false, now); err != nil || st.State != StateAdmitted || st.Pass == "" {
+		t.Fatalf("the live place: %+v %v, want ADMITTED", st, err)
+	}
+}

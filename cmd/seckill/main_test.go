@@ -18,6 +18,7 @@ func TestExitStatus(t *testing.T) {
 	}{
 		{name: "help", args: []string{"--help"}, want: 0, wantOut: "--writer-rate  (SECKILL_WRITER_RATE, default 5000)"},
 		{name: "short help", args: []string{"-h"}, want: 0, wantOut: "SECKILL_ADMIN_ADDR"},
+		{name: "help names the user-hash key", args: []string{"--help"}, want: 0, wantOut: "SECKILL_USER_HASH_KEY      hex, at least 32 bytes"},
 		{name: "bad variable", env: map[string]string{"SECKILL_WRITER_RATE": "fast"}, want: 2, wantErrS: `SECKILL_WRITER_RATE="fast": want an integer >= 0`},
 		{name: "bad flag", args: []string{"--mysql-pool=abc"}, want: 2, wantErrS: `invalid value "abc" for flag -mysql-pool: want an integer >= 1`},
 		{name: "short production token", env: map[string]string{"SECKILL_REDIS_ADDR": "127.0.0.1:1", "SECKILL_ADMIN_TOKEN": "change-me"}, want: 2, wantErrS: "want at least 32"},

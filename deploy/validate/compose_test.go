@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -233,5 +234,101 @@ func TestNacosInitPublishesTheConfig(t *testing.T) {
 	}
 	if !strings.Contains(string(c), "\nauth:\n  mode: ") {
 		t.Errorf("%s states no auth.mode: the service refuses a config without one", cfg)
+	}
+}
+
+// TestComposeMonitoring: compose runs Prometheus, scraping the service's admin port with the
+// shipped rules (its config passes promtool check config with the rules beside it, as
+// mounted), and Grafana provisioned with that Prometheus and docs/grafana-dashboard.json;
+// every file they mount exists, and both publish on the host's loopback only.
+func TestComposeMonitoring(t *testing.T) {
+	p := loadCompose(t)
+	dir, err := filepath.Abs(dockerDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted := map[string]string{} // target -> source
+	for _, name := range []string{"prometheus", "grafana"} {
+		s, ok := p.Services[name]
+		if !ok {
+			t.Fatalf("no %s service", name)
+		}
+		if s.Image == "" || strings.HasSuffix(s.Image, ":latest") || !strings.Contains(s.Image, ":") {
+			t.Errorf("%s image %q: want a pinned tag", name, s.Image)
+		}
+		for _, port := range s.Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes port %d on %q, want 127.0.0.1", name, port.Target, port.HostIP)
+			}
+		}
+		for _, v := range s.Volumes {
+			if v.Type != types.VolumeTypeBind {
+				continue
+			}
+			if _, err := os.Stat(v.Source); err != nil {
+				t.Errorf("%s mounts %s, which does not exist: %v", name, v.Source, err)
+			}
+			mounted[v.Target] = v.Source
+		}
+	}
+	if got := mounted["/var/lib/grafana/dashboards/seckill.json"]; filepath.Clean(got) != filepath.Join(dir, "..", "docs", "grafana-dashboard.json") {
+		t.Errorf("grafana mounts %q as the dashboard, want docs/grafana-dashboard.json", got)
+	}
+	if env := p.Services["seckill"].Environment["SECKILL_ADMIN_ADDR"]; env == nil || *env != ":9090" {
+		t.Errorf("seckill admin address %v: the Prometheus config scrapes seckill:9090", env)
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cfg), `"seckill:9090"`) || !strings.Contains(string(cfg), "seckill-rules.yml") {
+		t.Errorf("docker/prometheus.yml does not scrape seckill:9090 with seckill-rules.yml:\n%s", cfg)
+	}
+	// promtool check config, with the files where the container has them: the rules beside
+	// the config.
+	etc := t.TempDir()
+	for target, src := range mounted {
+		if filepath.Dir(target) != "/etc/prometheus" {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(etc, filepath.Base(target)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(promtool(t), "check", "config", filepath.Join(etc, "prometheus.yml")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+}
+
+// TestComposeRedisPersists: both Redis nodes of compose run with AOF on a named volume, and
+// the service asks for it (SECKILL_REDIS_DURABILITY names aof): a restart of a Redis container
+// keeps the reservations answered 202.
+func TestComposeRedisPersists(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"redis", "redis-replica"} {
+		s, ok := p.Services[name]
+		if !ok {
+			t.Fatalf("no %s service", name)
+		}
+		cmd := strings.Join(s.Command, " ")
+		if !strings.Contains(cmd, "--appendonly yes") {
+			t.Errorf("%s runs %q: want --appendonly yes", name, cmd)
+		}
+		onVolume := false
+		for _, v := range s.Volumes {
+			_, named := p.Volumes[v.Source]
+			onVolume = onVolume || v.Type == types.VolumeTypeVolume && v.Target == "/data" && named
+		}
+		if !onVolume {
+			t.Errorf("%s keeps /data on no named volume: %+v", name, s.Volumes)
+		}
+	}
+	if d := p.Services["seckill"].Environment["SECKILL_REDIS_DURABILITY"]; d == nil || !strings.Contains(*d, "aof") {
+		t.Errorf("seckill SECKILL_REDIS_DURABILITY %v: want a mode with aof", d)
 	}
 }

@@ -31,6 +31,30 @@ type Checkers struct {
 	redis    redis.UniversalClient
 	ownRedis bool
 	cfg      scenario.Config
+
+	// Without MySQL, the orders are checked through the service's reconciliation (recon,
+	// from UseReconciliation): base is its reading before the rush, baseErr why there is none.
+	recon   func(context.Context) (driver.Reconciliation, error)
+	base    driver.Reconciliation
+	baseErr error
+}
+
+// UseReconciliation makes the order check, when no MySQL is given, read the service's
+// reconciliation with read: before the rush (Baseline) and after it, until the journal is
+// drained. The check compares the orders and compensations the rush added with the units it
+// reserved, and wants zero drift and no lost reservation added.
+func (c *Checkers) UseReconciliation(read func(context.Context) (driver.Reconciliation, error)) {
+	if c.db == nil {
+		c.recon = read
+	}
+}
+
+// Baseline reads the reconciliation before the rush (after the activity was created), so a
+// second run against the same activity compares only what it added.
+func (c *Checkers) Baseline(ctx context.Context) {
+	if c.recon != nil {
+		c.base, c.baseErr = c.recon(ctx)
+	}
 }
 
 // Open connects to the MySQL and Redis the scenario names (OrdersDB and Redis are used as
@@ -171,6 +195,62 @@ func (c *Checkers) Run(ctx context.Context, res *driver.Result, poll *driver.Pol
 	c.checkRedis(ctx, rep, poll, stock)
 }
 
+// checkReconciled is the order check without MySQL: through the service's reconciliation,
+// the units the rush added to orders and compensations must equal the units it reserved
+// (up to one reservation more per unresolved attempt), once the journal is drained, with zero
+// drift and no reservation added to the lost ones.
+func (c *Checkers) checkReconciled(ctx context.Context, rep *report.Report) {
+	const name = "service.orders_match_reservations"
+	if c.baseErr != nil {
+		rep.Add(name, report.Skip, "no --mysql-dsn, and the service's reconciliation was not readable before the rush: %v", c.baseErr)
+		return
+	}
+	known := rep.Reservations.Units
+	slack := int64(rep.Reservations.UnresolvedAttempts * c.cfg.Quantity)
+	const drainSettle = 2 * time.Second
+	deadline := time.Now().Add(c.cfg.DrainTimeout)
+	var rc driver.Reconciliation
+	var err error
+	added := func() int64 { return rc.OrdersInDB - c.base.OrdersInDB + rc.Compensated - c.base.Compensated }
+	last, lastChange := int64(-1), time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		rc, err = c.recon(ctx)
+		if n := added(); err == nil && n != last {
+			last, lastChange = n, time.Now()
+		}
+		if err == nil && rc.JournalPending == 0 && rc.InFlight == 0 && rc.Drift == 0 && added() >= known &&
+			(added() >= known+slack || time.Since(lastChange) >= drainSettle) {
+			break
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			break wait
+		case <-tick.C:
+		}
+	}
+	if err != nil {
+		rep.Add(name, report.Fail, "reading the service's reconciliation: %v", err)
+		return
+	}
+	n := added()
+	detail := fmt.Sprintf("the service's reconciliation (no --mysql-dsn): %d units ordered or compensated by this run for %d reserved (%d unresolved attempts); journal pending %d, in flight %d, drift %d, lost %d",
+		n, known, rep.Reservations.UnresolvedAttempts, rc.JournalPending, rc.InFlight, rc.Drift, rc.Lost.Count-c.base.Lost.Count)
+	switch {
+	case n < known || n > known+slack || rc.Drift != 0 || rc.Lost.Count > c.base.Lost.Count:
+		rep.Add(name, report.Fail, "%s after %v", detail, c.cfg.DrainTimeout)
+	case rc.JournalPending != 0 || rc.InFlight != 0:
+		rep.Add(name, report.Fail, "%s: not drained after %v", detail, c.cfg.DrainTimeout)
+	default:
+		rep.Add(name, report.Pass, "%s", detail)
+	}
+}
+
 // resolveLimits finds the stock and per-user limit: flags first, then MySQL, then Redis meta.
 func (c *Checkers) resolveLimits(ctx context.Context) (int64, int) {
 	stock, limit := c.cfg.Stock, c.cfg.PerUserLimit
@@ -239,7 +319,11 @@ func (c *Checkers) checkOrders(ctx context.Context, res *driver.Result, stock in
 	rep := res.Report
 	const name = "mysql.orders_match_reservations"
 	if c.db == nil {
-		rep.Add(name, report.Skip, "no --mysql-dsn")
+		if c.recon != nil {
+			c.checkReconciled(ctx, rep)
+			return
+		}
+		rep.Add(name, report.Skip, "no --mysql-dsn (and no admin token to read the service's reconciliation)")
 		return
 	}
 	known := int64(len(res.KnownRIDs))

@@ -9,6 +9,7 @@ import (
 	"container/heap"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/seckill/seckill/cmd/seckill-load/report"
 	"github.com/seckill/seckill/cmd/seckill-load/scenario"
 )
 
@@ -41,6 +43,10 @@ type Driver struct {
 	n429      atomic.Int64
 	nDisabled atomic.Int64 // 503 DISABLED: a kill switch, an answer of the service, not an error
 	nErrors   atomic.Int64
+	// The last progress line's time since the start and request count; only the progress
+	// goroutine writes them while the rush runs, Rush reads them after it stopped.
+	lastProgress  time.Duration
+	lastCompleted int64
 
 	rec recorder
 }
@@ -99,7 +105,8 @@ func (r *Driver) Close() {
 
 // Rush plays the crowd until every user is done, the scenario's Duration passed or
 // MaxRequests were sent, or ctx is cancelled (as if Duration had passed); requests in
-// flight finish. It writes a progress line every Progress to the scenario's Log.
+// flight finish. It writes a progress line every Progress to the scenario's Log, and a last
+// one when the rush ends (a rush shorter than Progress still shows one), naming why it ended.
 func (r *Driver) Rush(ctx context.Context) *Result {
 	cfg := r.cfg
 	rushCtx, stopRush := context.WithCancel(ctx)
@@ -142,7 +149,27 @@ func (r *Driver) Rush(ctx context.Context) *Result {
 	elapsed := time.Since(start)
 	stopProgress()
 	bg.Wait()
-	return r.result(start, elapsed)
+	ended := r.ended(ctx, rushCtx)
+	if cfg.Progress > 0 {
+		r.progressLine(elapsed, elapsed-r.lastProgress, r.completed.Load()-r.lastCompleted, ended)
+	}
+	res := r.result(start, elapsed)
+	res.Report.Ended = ended
+	return res
+}
+
+// ended tells why the rush that ran under rushCtx (derived from ctx) ended.
+func (r *Driver) ended(ctx, rushCtx context.Context) string {
+	switch {
+	case ctx.Err() != nil:
+		return report.EndedInterrupted
+	case r.cfg.MaxRequests > 0 && r.sent.Load() > r.cfg.MaxRequests:
+		return report.EndedMaxRequests
+	case errors.Is(rushCtx.Err(), context.DeadlineExceeded):
+		return report.EndedDuration
+	default:
+		return report.EndedUsersDone
+	}
 }
 
 // worker serves its users in order of due time until every one is done, the rush is over or

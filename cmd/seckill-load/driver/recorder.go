@@ -37,19 +37,32 @@ func (r *Driver) record(u *user, res result) {
 func (r *Driver) progress(ctx context.Context, start time.Time) {
 	t := time.NewTicker(r.cfg.Progress)
 	defer t.Stop()
-	last, lastAt := int64(0), start
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			at := now.Sub(start)
 			n := r.completed.Load()
-			rps := float64(n-last) / now.Sub(lastAt).Seconds()
-			last, lastAt = n, now
-			fmt.Fprintf(r.cfg.Log, "[%6.1fs] requests=%d rps=%.0f 2xx=%d 410=%d 429=%d disabled=%d errors=%d\n",
-				now.Sub(start).Seconds(), n, rps, r.nAccepted.Load(), r.n410.Load(), r.n429.Load(), r.nDisabled.Load(), r.nErrors.Load())
+			r.progressLine(at, at-r.lastProgress, n-r.lastCompleted, "")
+			r.lastProgress, r.lastCompleted = at, n
 		}
 	}
+}
+
+// progressLine writes one progress line at time at since the start, with the rate of the
+// requests answered over the last span; ended, when set, is why the rush stopped.
+func (r *Driver) progressLine(at, span time.Duration, answered int64, ended string) {
+	rps := 0.0
+	if span > 0 {
+		rps = float64(answered) / span.Seconds()
+	}
+	tail := ""
+	if ended != "" {
+		tail = " (end: " + report.EndedText(ended, r.cfg.Duration) + ")"
+	}
+	fmt.Fprintf(r.cfg.Log, "[%6.1fs] requests=%d rps=%.0f 2xx=%d 410=%d 429=%d disabled=%d errors=%d%s\n",
+		at.Seconds(), r.completed.Load(), rps, r.nAccepted.Load(), r.n410.Load(), r.n429.Load(), r.nDisabled.Load(), r.nErrors.Load(), tail)
 }
 
 // recorder holds what every worker reports, under one lock.

@@ -130,6 +130,41 @@ func getActivity(ctx context.Context, c *http.Client, target, activity string) (
 // /admin/v1/activities/{id}/report on the admin listener, with AdminToken): what every
 // instance counted, by layer, and MySQL's orders.
 func (r *Driver) SaleReport(ctx context.Context) (map[string]any, error) {
+	var rep map[string]any
+	if err := r.adminGet(ctx, "report", &rep); err != nil {
+		return nil, fmt.Errorf("sale report: %w", err)
+	}
+	return rep, nil
+}
+
+// Reconciliation is the service's reconciliation of one activity (docs/API.md), in units:
+// drift = stock - redisRemaining - ordersInDb - journalPending - inFlight.
+type Reconciliation struct {
+	Stock          int64 `json:"stock"`
+	RedisRemaining int64 `json:"redisRemaining"`
+	JournalPending int64 `json:"journalPending"`
+	InFlight       int64 `json:"inFlight"`
+	OrdersInDB     int64 `json:"ordersInDb"`
+	Compensated    int64 `json:"compensated"`
+	Drift          int64 `json:"drift"`
+	Lost           struct {
+		Count int64 `json:"count"`
+	} `json:"lost"`
+}
+
+// Reconciliation reads GET /admin/v1/activities/{id}/reconciliation on the admin listener,
+// with AdminToken: the orders in the service's database and the units on their way there,
+// for a run that cannot read the database itself (the embedded mode's SQLite).
+func (r *Driver) Reconciliation(ctx context.Context) (Reconciliation, error) {
+	var rc Reconciliation
+	if err := r.adminGet(ctx, "reconciliation", &rc); err != nil {
+		return Reconciliation{}, fmt.Errorf("reconciliation: %w", err)
+	}
+	return rc, nil
+}
+
+// adminGet decodes the JSON answer of GET /admin/v1/activities/{id}/<what> into v.
+func (r *Driver) adminGet(ctx context.Context, what string, v any) error {
 	cfg := r.cfg
 	admin := cfg.AdminURL
 	if admin == "" {
@@ -137,23 +172,19 @@ func (r *Driver) SaleReport(ctx context.Context) (map[string]any, error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, admin+"/admin/v1/activities/"+cfg.Activity+"/report", nil)
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, admin+"/admin/v1/activities/"+cfg.Activity+"/"+what, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("sale report: %w", err)
+		return err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("sale report: %s: %s", resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
-	var rep map[string]any
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("sale report: %w", err)
-	}
-	return rep, nil
+	return json.Unmarshal(b, v)
 }

@@ -4,7 +4,9 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,5 +260,105 @@ func TestRefusedConnectionsAreNotUnresolved(t *testing.T) {
 	rep := run(t, scenario.Config{Targets: []string{url}, Users: 3, Connections: 3, Retry: false, PollEvery: -1, Transport: readyThen{http.DefaultTransport}})
 	if rep.OutcomeCount(0, "refused") != 3 || rep.Reservations.UnresolvedAttempts != 0 {
 		t.Fatalf("outcomes %+v, unresolved %d; want 3 refused, 0 unresolved", rep.Outcomes, rep.Reservations.UnresolvedAttempts)
+	}
+}
+
+// reconFake serves the fake's reservation API and the admin endpoints a run without MySQL
+// reads: the create, the sale report and the reconciliation, whose orders are those of an
+// earlier run (before) plus what the fake sold, less lose, reaching the database only at the
+// third reading after the rush began (the writer drains the journal meanwhile); the sale
+// report's second reading (the first after the rush) misses the last accepted reservation
+// (the counts' flush lag).
+func reconFake(t *testing.T, f *fake, stock, before, lose int64) *httptest.Server {
+	var mu sync.Mutex
+	reads := 0
+	mux := http.NewServeMux()
+	mux.Handle("/", f.handler())
+	mux.HandleFunc("POST /admin/v1/activities", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{})
+	})
+	mux.HandleFunc("GET /admin/v1/activities/{id}/reconciliation", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reads++
+		n := reads
+		mu.Unlock()
+		f.mu.Lock()
+		sold := stock - f.stock
+		f.mu.Unlock()
+		orders, pending, drift := before+sold, int64(0), int64(0)
+		switch {
+		case n > 1 && n < 4 && sold > 0: // the first reading is the baseline
+			orders, pending = before, sold
+		case sold > 0:
+			orders, drift = orders-lose, lose
+		}
+		writeJSON(w, 200, map[string]any{"stock": stock + before, "redisRemaining": stock - sold, "journalPending": pending,
+			"inFlight": 0, "ordersInDb": orders, "compensated": 0, "drift": drift, "lost": map[string]any{"count": 0}})
+	})
+	reports := 0
+	mux.HandleFunc("GET /admin/v1/activities/{id}/report", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reports++
+		lag := reports == 2 // after the rush, the last flush of the counts (every countsLagMs) not in yet
+		mu.Unlock()
+		f.mu.Lock()
+		sold := stock - f.stock
+		f.mu.Unlock()
+		if lag && sold > 0 {
+			sold--
+		}
+		writeJSON(w, 200, map[string]any{"answers": map[string]any{"accepted": sold}, "countsLagMs": 250})
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestOrderChecksThroughTheReconciliation: without --mysql-dsn but with the admin token (the
+// embedded mode, whose SQLite the tool cannot read), the orders are checked through the
+// service's reconciliation instead of skipped: what this run added (an earlier run's orders
+// are the baseline), once the journal drained, must match the units reserved.
+func TestOrderChecksThroughTheReconciliation(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		lose int64
+		want string
+	}{
+		{"drained", 0, report.Pass},
+		{"an order lost", 1, report.Fail},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(20, 1)
+			srv := reconFake(t, f, 20, 7, tt.lose)
+			rep := run(t, scenario.Config{Targets: []string{srv.URL}, AdminURL: srv.URL, Create: true, AdminToken: "s3cret",
+				Stock: 20, PerUserLimit: 1, Users: 30, Connections: 4, PollEvery: -1, DrainTimeout: 2 * time.Second})
+			wantCheck(t, rep, "service.orders_match_reservations", tt.want)
+			wantCheck(t, rep, "sale report", report.Pass)
+			if _, ok := rep.Check("mysql.orders_match_reservations"); ok {
+				t.Errorf("the MySQL order check is reported although the reconciliation stood in: %+v", rep.Checks)
+			}
+			c, _ := rep.Check("service.orders_match_reservations")
+			if want := fmt.Sprintf("%d units ordered or compensated by this run for 20 reserved", 20-tt.lose); !strings.Contains(c.Detail, want) {
+				t.Errorf("detail %q lacks %q", c.Detail, want)
+			}
+		})
+	}
+}
+
+// TestSecondRunComparesWhatItAdded: a second run against an activity an earlier run sold part
+// of (re-posted by --create, 200) compares what it added with what it got: the orders over
+// the reconciliation read before its rush, the accepted count over the sale report read
+// before its rush (it failed at 299 counted against 100 got before).
+func TestSecondRunComparesWhatItAdded(t *testing.T) {
+	f := newFake(30, 1)
+	srv := reconFake(t, f, 30, 0, 0)
+	for i := 0; i < 2; i++ {
+		rep := run(t, scenario.Config{Targets: []string{srv.URL}, AdminURL: srv.URL, Create: true, AdminToken: "s3cret",
+			Stock: 30, PerUserLimit: 1, Users: 10, Connections: 4, PollEvery: -1, RunID: fmt.Sprintf("run%d", i)})
+		wantCheck(t, rep, "service.orders_match_reservations", report.Pass)
+		wantCheck(t, rep, "sale report", report.Pass)
+		if c, _ := rep.Check("sale report"); !strings.Contains(c.Detail, "counted 10 accepted reservations during the run, the tool got 10") {
+			t.Errorf("run %d: sale report %q", i+1, c.Detail)
+		}
 	}
 }

@@ -22,8 +22,10 @@ type fake struct {
 	// rateLimitFirst answers the first n requests of every user 429 with retryAfter.
 	rateLimitFirst int
 	retryAfter     string
-	// always429 answers every request 429 with retryAfter.
+	// always429 answers every request 429 with retryAfter; disabled answers 503 DISABLED (a
+	// kill switch) with retryAfter.
 	always429 bool
+	disabled  bool
 	// dropFirst makes the first request of every user fail at the transport level; when
 	// reserveThenDrop, it reserves first, so the client cannot know it reserved.
 	dropFirst       bool
@@ -134,6 +136,8 @@ func (f *fake) reserve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case f.dropFirst && n == 1 && !f.reserveThenDrop:
 		drop = true
+	case f.disabled:
+		status, code, retry = 503, "DISABLED", true
 	case f.always429 || n <= f.rateLimitFirst:
 		status, code, retry = 429, "RATE_LIMITED", true
 	case f.idem[ik] != "":

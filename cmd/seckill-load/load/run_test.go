@@ -509,3 +509,87 @@ func TestQuantityCountsUnits(t *testing.T) {
 	rep = run(t, scenario.Config{Targets: []string{srv.URL}, Users: 2, Quantity: 2, Stock: 10, PerUserLimit: 1, PollEvery: -1})
 	wantCheck(t, rep, "client.per_user_limit", report.Fail)
 }
+
+// TestShortRunShowsProgressAndWhyItEnded: a rush shorter than the progress period still
+// writes a progress line, at its end, and the line and the report say why it ended before
+// --duration (every user was done), by --duration, or by --max-requests.
+func TestShortRunShowsProgressAndWhyItEnded(t *testing.T) {
+	tests := []struct {
+		name     string
+		cfg      scenario.Config
+		fake     func(*fake)
+		want     string
+		wantLine string
+	}{
+		{name: "users done", cfg: scenario.Config{Users: 5, Duration: time.Minute},
+			want: report.EndedUsersDone, wantLine: "(end: every user was done before --duration 1m0s; more --users or --attempts make a longer run)"},
+		{name: "duration", cfg: scenario.Config{Users: 2, Duration: 300 * time.Millisecond},
+			fake: func(f *fake) { f.always429, f.retryAfter = true, "0.01" }, want: report.EndedDuration, wantLine: "(end: --duration 300ms passed)"},
+		{name: "max requests", cfg: scenario.Config{Users: 2, MaxRequests: 20},
+			fake: func(f *fake) { f.always429, f.retryAfter = true, "0.01" }, want: report.EndedMaxRequests, wantLine: "(end: --max-requests sent)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(100, 1)
+			if tt.fake != nil {
+				tt.fake(f)
+			}
+			srv := f.serve(t)
+			var log syncBuffer
+			cfg := tt.cfg
+			cfg.Targets, cfg.Retry, cfg.Progress, cfg.Log, cfg.PollEvery = []string{srv.URL}, true, time.Hour, &log, -1
+			rep := run(t, cfg)
+			if rep.Ended != tt.want {
+				t.Errorf("ended %q, want %q", rep.Ended, tt.want)
+			}
+			lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], "requests=") || !strings.HasSuffix(lines[0], tt.wantLine) {
+				t.Fatalf("progress %q: want one line ending %q", log.String(), tt.wantLine)
+			}
+			if want := fmt.Sprintf("requests=%d ", rep.Requests); !strings.Contains(lines[0], want) {
+				t.Errorf("last progress line %q lacks %q", lines[0], want)
+			}
+			var text strings.Builder
+			rep.WriteText(&text)
+			if !strings.Contains(text.String(), "  ended: ") {
+				t.Errorf("text report names no end:\n%s", text.String())
+			}
+		})
+	}
+}
+
+// TestDisabledIsNotAnError: 503 DISABLED (the activity's kill switch) is an answer of the
+// service, counted apart in the progress line, not among the errors.
+func TestDisabledIsNotAnError(t *testing.T) {
+	f := newFake(10, 1)
+	f.disabled, f.retryAfter = true, "0.01"
+	srv := f.serve(t)
+	var log syncBuffer
+	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 3, Retry: true, MaxRequests: 30,
+		Progress: time.Hour, Log: &log, PollEvery: -1})
+	n := rep.OutcomeCount(503, "DISABLED")
+	if n == 0 {
+		t.Fatalf("no 503 DISABLED counted: %+v", rep.Outcomes)
+	}
+	if want := fmt.Sprintf("disabled=%d errors=0", n); !strings.Contains(log.String(), want) {
+		t.Fatalf("progress %q lacks %q", log.String(), want)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the progress goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -44,12 +44,40 @@ const (
 	EndUnfinished = "unfinished"    // still trying when the run stopped
 )
 
+// Why a rush ended: the values of Report.Ended.
+const (
+	EndedUsersDone   = "users_done"   // every user made its attempts (before --duration)
+	EndedDuration    = "duration"     // --duration passed
+	EndedMaxRequests = "max_requests" // --max-requests were sent
+	EndedInterrupted = "interrupted"  // the run was cancelled (SIGINT, SIGTERM)
+)
+
+// EndedText says in words why a rush ended; limit is the run's --duration (0 = none).
+func EndedText(ended string, limit time.Duration) string {
+	switch ended {
+	case EndedUsersDone:
+		if limit > 0 {
+			return fmt.Sprintf("every user was done before --duration %v; more --users or --attempts make a longer run", limit)
+		}
+		return "every user was done"
+	case EndedDuration:
+		return fmt.Sprintf("--duration %v passed", limit)
+	case EndedMaxRequests:
+		return "--max-requests sent"
+	case EndedInterrupted:
+		return "interrupted"
+	}
+	return ended
+}
+
 // Report is the result of one run; its JSON form (--json) is the machine-readable report.
 // Field names are stable:
 //
 //	runId, activityId          the run's id (users are u-<runId>-<i>) and the activity
 //	startedAt                  RFC 3339 start of the rush
 //	durationSeconds            rush duration (first request to last answer)
+//	ended                      why the rush ended: users_done (every user made its
+//	                           attempts), duration, max_requests, interrupted
 //	requests                   reservation requests answered (or failed at transport level)
 //	throughputRps              requests / durationSeconds
 //	targets[]                  {url, requests} requests sent to each instance
@@ -76,6 +104,7 @@ type Report struct {
 	Activity        string                    `json:"activityId"`
 	StartedAt       time.Time                 `json:"startedAt"`
 	DurationSeconds float64                   `json:"durationSeconds"`
+	Ended           string                    `json:"ended"`
 	Requests        int64                     `json:"requests"`
 	ThroughputRPS   float64                   `json:"throughputRps"`
 	Targets         []TargetReport            `json:"targets"`
@@ -276,6 +305,9 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "seckill-load run %s, activity %s\n", r.RunID, r.Activity)
 	fmt.Fprintf(w, "  %d users (%d bots), %d connections, %d requests in %.2fs = %.0f req/s\n",
 		r.Users.Total, r.Users.Bots, r.Config.Connections, r.Requests, r.DurationSeconds, r.ThroughputRPS)
+	if r.Ended != "" {
+		fmt.Fprintf(w, "  ended: %s\n", EndedText(r.Ended, time.Duration(r.Config.DurationLimitSeconds*float64(time.Second))))
+	}
 	if len(r.Targets) > 1 {
 		for _, t := range r.Targets {
 			fmt.Fprintf(w, "  target %s: %d requests\n", t.URL, t.Requests)

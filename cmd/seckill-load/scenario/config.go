@@ -43,7 +43,8 @@ type Config struct {
 	// Connections is the number of concurrent workers and the HTTP connections per target.
 	Connections int
 	// Duration and MaxRequests bound the run; it stops at whichever comes first (0 = no bound,
-	// but one of them must be set). Requests in flight when it stops are completed.
+	// but one of them must be set), or sooner when every user made its attempts: a crowd of
+	// Users, not a rate held for Duration. Requests in flight when it stops are completed.
 	Duration    time.Duration
 	MaxRequests int64
 	// Ramp is the time over which workers start, linearly, to reach full concurrency.
@@ -250,7 +251,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Float64Var(&c.Bots, "bots", 0, "fraction of users that ignore Retry-After and hammer")
 	fs.IntVar(&c.Attempts, "attempts", 1, "purchases each real user tries, each with its own Idempotency-Key")
 	fs.IntVar(&c.Connections, "connections", 64, "concurrent workers = HTTP connections per target")
-	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "stop after this long (0 = no time bound)")
+	fs.DurationVar(&c.Duration, "duration", 60*time.Second, "stop after this long at most; the run ends sooner when every user made its attempts (0 = no time bound)")
 	fs.Int64Var(&c.MaxRequests, "max-requests", 0, "stop after this many reservation requests (0 = no bound)")
 	fs.DurationVar(&c.Ramp, "ramp", 0, "time to reach full concurrency")
 	fs.BoolVar(&c.Retry, "retry", true, "retry after 429/503 (honouring Retry-After) and after errors, with the same Idempotency-Key")

@@ -1,0 +1,88 @@
+//go:build integration
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/seckill/seckill/internal/testwait"
+)
+
+// The waiting room page in Debian's headless Chromium, as a shopper uses it: 20 places are
+// ahead of it and the inlet lets 2 a second in; the page shows its position falling, then,
+// its turn come, reserves with the pass and shows the reservation, which the service holds
+// (its GET answers it, and the pass of the page's place is used in Redis). Screenshots of the
+// page in line and of the result are saved (SECKILL_TEST_OUTPUT or the test's artifact dir).
+func TestWaitingRoomPage(t *testing.T) {
+	c := newConsole(t) // the browser first: its start must not eat the line
+	id := uniq(t, "wr-page")
+	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 2, order: fifo, heartbeat: 30s, passTTL: 1m}"))
+	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
+	for i := 0; i < 20; i++ {
+		if j := ta.join(t, id, fmt.Sprintf("ahead-%d", i)); j.status != http.StatusCreated {
+			t.Fatalf("join ahead-%d: %d %v", i, j.status, j.body)
+		}
+	}
+	c.do("open the waiting room page",
+		chromedp.Navigate(ta.base+"/waiting-room?activity="+id+"#user=page-user"),
+		chromedp.WaitVisible(chromedp.CSS("#position")))
+
+	type shown struct{ Status, Position, Result string }
+	var seen []int
+	var last shown
+	var inLine string
+	testwait.Eventually(t, 90*time.Second, func() bool {
+		s, err := chromedp.Run(c.ctx, chromedp.Evaluate[shown](`({Status: document.getElementById("status").textContent,
+			Position: document.getElementById("position").textContent, Result: document.getElementById("result").textContent})`))
+		if err != nil {
+			t.Fatalf("read the page: %v", err)
+		}
+		last = s
+		if p, err := strconv.Atoi(s.Position); err == nil && (len(seen) == 0 || seen[len(seen)-1] != p) {
+			seen = append(seen, p)
+			if len(seen) == 2 && p > 0 {
+				inLine = c.screenshot("waiting-room-in-line")
+			}
+		}
+		return s.Result != ""
+	}, "the page's result (last shown %+v, positions %v)", testwait.Lazy(func() string { return fmt.Sprintf("%+v", last) }), testwait.Lazy(func() string { return fmt.Sprint(seen) }))
+	done := c.screenshot("waiting-room-result")
+	t.Logf("positions shown: %v; screenshots %s, %s", seen, inLine, done)
+
+	if last.Status != "RESERVED" {
+		t.Fatalf("the page ended with status %q: %q", last.Status, last.Result)
+	}
+	if len(seen) < 3 || seen[len(seen)-1] != 0 {
+		t.Fatalf("positions shown %v: want at least two positions in line, then 0", seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] >= seen[i-1] {
+			t.Fatalf("positions shown %v: not falling", seen)
+		}
+	}
+	for _, p := range []string{inLine, done} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Fatalf("screenshot %q: %v", p, err)
+		}
+	}
+	rid := regexp.MustCompile(`Reservation (\S+)\.$`).FindStringSubmatch(last.Result)
+	if rid == nil {
+		t.Fatalf("no reservation id in %q", last.Result)
+	}
+	if g := ta.do(t, "GET", "/api/v1/reservations/"+rid[1], map[string]string{"X-User-Id": "page-user"}, ""); g.status != http.StatusOK {
+		t.Fatalf("the page's reservation %s: %d %v", rid[1], g.status, g.body)
+	}
+	// fifo: the page's place is its ticket, 21.
+	if used, err := ta.rdb.HExists(context.Background(), "sk:{"+id+"}:q:used", "21").Result(); err != nil || !used {
+		t.Fatalf("the pass of place 21 is not used in Redis (%v, %v)", used, err)
+	}
+}

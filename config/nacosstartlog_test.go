@@ -1,0 +1,60 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/time/rate"
+)
+
+// lockedBuffer collects a logger's output for a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestNacosStartLogSaysWhatItFound: a first fetch that Nacos answers with no content logs
+// "no content in nacos", never "nacos unreachable" (a fresh data id is not an outage); a
+// first fetch that fails logs the failure and "nacos unreachable", and never "no content".
+func TestNacosStartLogSaysWhatItFound(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		get       func() (string, error)
+		want, not string
+	}{
+		{"answered empty", func() (string, error) { return "", nil }, "no content in nacos", "unreachable"},
+		{"unreachable", func() (string, error) { return "", errors.New("connection refused") }, "nacos unreachable", "no content"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out lockedBuffer
+			src := &NacosSource{LocalSnapshotPath: filepath.Join(t.TempDir(), "none.yaml")}
+			src.defaults()
+			w := &nacosWorker{src: src, log: slog.New(slog.NewTextHandler(&out, nil)), offer: func(Payload) {},
+				lim: rate.NewLimiter(rate.Inf, 1)}
+			// As NacosSource.Run starts: the first fetch, then the snapshot if Nacos did not answer.
+			if reached, _ := w.fetch(context.Background(), tc.get); !reached {
+				w.offerSnapshot(false)
+			}
+			if s := out.String(); !strings.Contains(s, tc.want) || strings.Contains(s, tc.not) {
+				t.Fatalf("start log %q: want %q, never %q", s, tc.want, tc.not)
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+//go:build integration
+
+package order
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/inventory"
+)
+
+// privateRedis starts a redis-server of the test's own on a free port (killed at the end):
+// these tests need a replica, which the shared servers' Redis does not have.
+func privateRedis(t *testing.T, args ...string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	testwait.Eventually(t, 20*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil }, "redis on %d", port)
+	return addr
+}
+
+// recordingPublisher keeps what was published, by reservation id.
+type recordingPublisher struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (p *recordingPublisher) Publish(_ context.Context, msgs []Message) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen == nil {
+		p.seen = map[string]bool{}
+	}
+	for _, m := range msgs {
+		p.seen[m.ReservationID] = true
+	}
+	return nil
+}
+
+func (p *recordingPublisher) has(rids ...string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range rids {
+		if !p.seen[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRelayDurableTroubleOfOneJournalHoldsNoOther: in mode replicas:1, one journal whose
+// entries cannot be made durable (its relay group vanished between the read and the claim:
+// NOGROUP, as after a failover to a replica without it) must not hold the relay for the
+// others: a reservation on another activity is still published, and the troubled journal's
+// entries are published once its group is back.
+func TestRelayDurableTroubleOfOneJournalHoldsNoOther(t *testing.T) {
+	t.Parallel()
+	master := privateRedis(t)
+	port := strings.TrimPrefix(master, "127.0.0.1:")
+	privateRedis(t, "--replicaof", "127.0.0.1", port)
+	rdb := redis.NewClient(&redis.Options{Addr: master})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	testwait.Eventually(t, 30*time.Second, func() bool {
+		info, _ := rdb.Info(ctx, "replication").Result()
+		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+	}, "the replica online")
+	a := newTestActivity(t, rdb, nil, 1, 10)
+	b := newTestActivity(t, rdb, nil, 1, 10)
+	bJournal := inventory.Shard(b.id, 0, 0).Journal()
+	aJournal := inventory.Shard(a.id, 0, 0).Journal()
+	if err := rdb.SAdd(ctx, a.journals, bJournal).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pub := &recordingPublisher{}
+	r := must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals, Discover: 100 * time.Millisecond,
+		Durability: inventory.Durability{Replicas: 1, Timeout: time.Second}}, testMetrics(), testLogger(t)))
+	stuck := make(chan struct{})
+	var once sync.Once
+	r.beforeDurable = func(stream string) {
+		if stream != aJournal {
+			return
+		}
+		once.Do(func() {
+			// The group goes between the read and the claim.
+			if err := rdb.XGroupDestroy(ctx, aJournal, RelayGroup).Err(); err != nil {
+				t.Error(err)
+			}
+			close(stuck)
+		})
+	}
+	aMsgs := a.reserve(1)
+	startRelay(t, ctx, r)
+	select {
+	case <-stuck:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the relay never read the first journal")
+	}
+	bMsgs := b.reserve(1)
+	testwait.Eventually(t, 30*time.Second, func() bool { return pub.has(bMsgs[0].ReservationID) },
+		"the other activity's reservation %s published while the first journal is in trouble", bMsgs[0].ReservationID)
+	testwait.Eventually(t, 30*time.Second, func() bool { return pub.has(aMsgs[0].ReservationID) },
+		"the troubled journal's reservation %s published once its group is back", aMsgs[0].ReservationID)
+}
