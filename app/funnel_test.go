@@ -117,23 +117,25 @@ func TestFunnelSeriesGoWithTheActivity(t *testing.T) {
 			t.Fatalf("reserve %s: %d %v", a, r.status, r.body)
 		}
 	}
-	series := func(activity string) int {
+	// seriesOf names the series labelled with the activity.
+	seriesOf := func(activity string) []string {
 		mfs, err := ta.reg.Gather()
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
+		var names []string
 		for _, mf := range mfs {
 			for _, m := range mf.GetMetric() {
 				for _, lp := range m.GetLabel() {
 					if lp.GetName() == "activity" && lp.GetValue() == activity {
-						n++
+						names = append(names, mf.GetName())
 					}
 				}
 			}
 		}
-		return n
+		return names
 	}
+	series := func(activity string) int { return len(seriesOf(activity)) }
 	if n := series(id); n < int(nFunnelOutcomes) {
 		t.Fatalf("%d series of %s before, want the funnel's %d at least", n, id, nFunnelOutcomes)
 	}
@@ -162,7 +164,7 @@ func TestFunnelSeriesGoWithTheActivity(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 5*time.Second, func() bool { return series(id) == 0 },
-		"series of %s deleted (left %v)", id, testwait.Lazy(func() string { return fmt.Sprint(series(id)) }))
+		"series of %s deleted (left %v)", id, testwait.Lazy(func() string { return fmt.Sprint(seriesOf(id)) }))
 	if _, ok := ta.inv.Activity(id); ok {
 		t.Fatalf("%s still cached", id)
 	}

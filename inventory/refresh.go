@@ -267,7 +267,12 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			// Units in transit between shards (a transfer debited, not yet credited)
 			// are still for sale: only an activity with none is sold out.
 			s.markSoldOut(ctx, j.e, "refresh")
-		case j.e.soldOut.Load() && j.e.soldOutAt.Load() < started:
+		case sum > 0 && j.e.soldOut.Load() && j.e.soldOutAt.Load() < started:
+			// Only units on a shard lift the mark. Units in transit land on a shard first
+			// (their settler or Recover finishes every move) and the pass after that lifts
+			// it; a transit entry alone may be a move already credited and sold whose
+			// finish is pending, and lifting the mark for it sent every request to the
+			// stock scripts until Recover ran.
 			if j.e.soldOut.CompareAndSwap(true, false) {
 				s.log.Info("activity has stock again", "activity", j.e.def.ID, "remaining", sum)
 			}

@@ -466,8 +466,10 @@ func (s *Store) adoptGeneration(ctx context.Context, e *entry, l *layout, home i
 // refill moves at least need units (when they exist) from other shards of the layout to
 // the home shard, giving up after Options.MaxOtherShards shards that had nothing, each move a journalled transfer (debit the source, credit home, finish).
 // It returns the units moved, or closed when a reshard closed a shard on the way. A move
-// is finished even when ctx is cancelled (the client hung up): units never wait in transit
-// for a request that is gone; a Redis error leaves them in transit for Recover.
+// is finished even when ctx is cancelled or past its deadline (the client hung up, the
+// request took long on a busy machine): units never wait in transit for a request that is
+// gone; a Redis error (the client's own timeouts bound each call) or a reshard that keeps
+// the target closed for settleWait leaves them in transit for Recover.
 func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (moved int64, closed bool, err error) {
 	hk := l.keys[home]
 	tries := s.opts.MaxOtherShards
@@ -505,9 +507,11 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 				tried++ // only shards that had nothing count against MaxOtherShards
 				continue
 			}
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
-			err = s.mover.Settle(sctx, l.keys[j], id, "")
-			cancel()
+			// The move is finished whatever the request's context says (no deadline of its
+			// own either): each Redis call is bounded by the client's timeouts, a reshard by
+			// settleWait. A deadline here gave up on a loaded machine whose pool queue was
+			// merely slow, and left the units in transit for the sweep.
+			err = s.mover.Settle(context.WithoutCancel(ctx), l.keys[j], id, "")
 			l.inbound[home].Add(-units)
 			if err != nil {
 				return moved, false, err

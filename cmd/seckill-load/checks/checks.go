@@ -328,9 +328,12 @@ func (c *Checkers) checkOrders(ctx context.Context, res *driver.Result, stock in
 	}
 	known := int64(len(res.KnownRIDs))
 	slack := int64(rep.Reservations.UnresolvedAttempts)
-	// Wait for the writer to drain: orders plus compensations reach the reservations known.
-	// Unresolved attempts may add up to slack more, which nothing announces: past the known
-	// count, wait until that many arrived or the count stood still for drainSettle.
+	// Wait for the writer to drain: every reservation known has its order or compensation
+	// (not merely as many rows: rows this run does not explain, a duplicate or an earlier
+	// run's, reached the count while reservations were still unwritten, and the checks then
+	// judged a writer that was only slow). Unresolved attempts may add up to slack more,
+	// which nothing announces: past the known count, wait until that many arrived or the
+	// count stood still for drainSettle.
 	const drainSettle = 2 * time.Second
 	deadline := time.Now().Add(c.cfg.DrainTimeout)
 	var st ordersState
@@ -345,7 +348,8 @@ wait:
 		if total != lastTotal {
 			lastTotal, lastChange = total, time.Now()
 		}
-		if err == nil && total >= known && (total >= known+slack || time.Since(lastChange) >= drainSettle) {
+		if err == nil && total >= known && missingOrders(st, res.KnownRIDs) == 0 &&
+			(total >= known+slack || time.Since(lastChange) >= drainSettle) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -363,14 +367,12 @@ wait:
 	}
 	rep.Orders = report.OrdersReport{Checked: true, Count: st.count, Units: st.units, Compensations: st.compensations}
 
-	missing := 0
+	missing := missingOrders(st, res.KnownRIDs)
 	example := ""
 	for _, rid := range res.KnownRIDs {
 		if !st.present[rid] {
-			missing++
-			if example == "" {
-				example = rid
-			}
+			example = rid
+			break
 		}
 	}
 	total := st.count + st.compensations
@@ -551,4 +553,15 @@ func (c *Checkers) checkRedis(ctx context.Context, rep *report.Report, poll *dri
 		}
 		rep.Add("redis.taken_le_stock", status, "%d units taken from the shards for a stock of %d", taken, stock)
 	}
+}
+
+// missingOrders counts the reservation ids that have neither an order nor a compensation in st.
+func missingOrders(st ordersState, rids []string) int {
+	n := 0
+	for _, rid := range rids {
+		if !st.present[rid] {
+			n++
+		}
+	}
+	return n
 }

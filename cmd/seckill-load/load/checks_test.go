@@ -58,6 +58,7 @@ type writer struct {
 	in         chan reservation
 	wg         sync.WaitGroup
 	fail, drop func(n int) bool
+	pace       time.Duration // between two rows: a writer slower than the checks' polls
 }
 
 func startWriter(t *testing.T, db *sql.DB, f *fake) *writer {
@@ -71,6 +72,7 @@ func startWriter(t *testing.T, db *sql.DB, f *fake) *writer {
 		n := 0
 		for r := range w.in {
 			n++
+			time.Sleep(w.pace) // the writer's speed under test, not a wait for an outcome
 			table := "orders"
 			switch {
 			case w.drop(n):
@@ -95,6 +97,10 @@ func TestOrderChecksPassWhenTheWriterDrains(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFake(20, 1)
+	// No sell-out, so the poller gets no remaining 0 to wait for: the fake holds the rush
+	// until the poller has had an answer (a loaded machine let a rush end before the first
+	// answer: remaining.never_negative had nothing to judge, 2 of 20 runs under a CPU hog).
+	f.holdUntilPolled = true
 	w := startWriter(t, db, f)
 	w.fail = func(n int) bool { return n == 3 } // one reservation fails for good
 	srv := f.serve(t)
@@ -136,7 +142,12 @@ func TestOrderChecksFindLostAndDuplicateOrders(t *testing.T) {
 	t.Run("duplicate and over the limit", func(t *testing.T) {
 		db := ordersDB(t)
 		f := newFake(10, 1)
-		startWriter(t, db, f)
+		// A slow writer: the two planted rows below bring the count of orders to the
+		// reservations' while two of them are still unwritten. The checks wait for every
+		// reservation's order (before, they judged then: 10 units for a stock of 10, PASS;
+		// a loaded machine's writer did the same, 1 of 20 runs under a CPU hog).
+		w := startWriter(t, db, f)
+		w.pace = 150 * time.Millisecond
 		srv := f.serve(t)
 		// Rows no reservation of this run explains: a second order for one reservation id,
 		// and a user with two units against a limit of 1.
@@ -149,7 +160,7 @@ func TestOrderChecksFindLostAndDuplicateOrders(t *testing.T) {
 			}
 		}
 		rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 20, Connections: 4, OrdersDB: db,
-			Stock: 10, PerUserLimit: 1, DrainTimeout: 2 * time.Second, PollEvery: -1})
+			Stock: 10, PerUserLimit: 1, DrainTimeout: 30 * time.Second, PollEvery: -1})
 		wantCheck(t, rep, "mysql.duplicate_reservation", report.Fail)
 		wantCheck(t, rep, "mysql.per_user_limit", report.Fail)
 		wantCheck(t, rep, "mysql.stock", report.Fail) // 12 units for a stock of 10

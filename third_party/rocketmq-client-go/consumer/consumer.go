@@ -302,11 +302,11 @@ func (dc *defaultConsumer) shutdown() error {
 	dc.processQueueTable.Range(func(key, value interface{}) bool {
 		k := key.(primitive.MessageQueue)
 		pq := value.(*processQueue)
+		// WithDropped closes closeChan, which releases the readers and the writers of msgCh
+		// alike. msgCh itself is not closed (seckill patch): putMessage sends on it outside
+		// the mutex, so closing it here raced with a pull in flight (go test -race) and
+		// could panic with a send on a closed channel.
 		pq.WithDropped(true)
-		// close msg channel using RWMutex to make sure no data was writing
-		pq.mutex.Lock()
-		close(pq.msgCh)
-		pq.mutex.Unlock()
 		mqs = append(mqs, &k)
 		return true
 	})
