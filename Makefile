@@ -6,7 +6,7 @@
 #   make services-up    start Redis, Redis Cluster, MariaDB, RocketMQ, Nacos (scripts/services.sh)
 #   make services-down  stop them again
 #   make bench          hot-path benchmarks (-tags integration: on the real servers)
-#   make lint           gofmt check and go vet
+#   make lint           gofmt check, go vet, staticcheck and errorlint (installed pinned)
 
 GO        ?= go
 # -p 1: one package at a time; the packages share the real servers and 2 cores, and the
@@ -22,6 +22,11 @@ TEST_FLAGS ?= -race -trimpath -count=1 -p 1 -timeout 75m
 # test fails that test whatever this is; kept as the caller's if GORACE is set.
 export GORACE ?= atexit_sleep_ms=0
 BENCH     ?= .
+# The linters of make lint: pinned versions, installed into .infra/bin (not the module's
+# dependencies: they never reach the service's build).
+STATICCHECK ?= v0.8.2
+ERRORLINT   ?= v1.9.1
+LINTBIN     ?= $(CURDIR)/.infra/bin
 PKGS      ?= ./...
 
 .PHONY: test run services-up services-down services-status bench lint
@@ -57,3 +62,7 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags integration $(PKGS)
 	cd deploy/validate && $(GO) vet ./...
+	GOBIN=$(LINTBIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK)
+	GOBIN=$(LINTBIN) $(GO) install codeberg.org/polyfloyd/go-errorlint@$(ERRORLINT)
+	$(LINTBIN)/staticcheck -tags integration $(PKGS)
+	$(LINTBIN)/go-errorlint -tags integration $(PKGS)

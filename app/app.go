@@ -728,8 +728,6 @@ func sanitize(s string) string {
 	}, s)
 }
 
-func msDuration(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
-
 // withDSNDefaults adds the MySQL driver settings the service relies on unless the DSN sets
 // them: parsed times, interpolated parameters (one round trip per statement) and I/O
 // timeouts well below the writer's lock TTL.

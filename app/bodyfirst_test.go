@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -59,7 +60,7 @@ func rawPost(t *testing.T, addr, path, identity string, drip, wait time.Duration
 	_, err = br.ReadByte()
 	t.Logf("POST %s (%s): %d after %v, closed after %v (%v)", path, identity, resp.StatusCode,
 		answered.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), err)
-	return resp, err == io.EOF
+	return resp, errors.Is(err, io.EOF)
 }
 
 // TestWhatNeedsNoBodyIsAnsweredFirst: issue 24 item 1, the body was read before the identity

@@ -637,8 +637,7 @@ func TestDrillRelayKilled(t *testing.T) {
 	var pendingAtKill, ordersAtKill, acceptedAtKill atomic.Int64
 	var killMu sync.Mutex // one goroutine at a time freezes and kills
 	killed := make(chan struct{})
-	var res *drillResult
-	res = drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
+	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
 		if r.acceptedN.Load() < stock/4 {
 			return
 		}

@@ -60,13 +60,8 @@ func (o funnelOutcome) refused() bool { return o >= fKillSwitch && o <= fSoldOut
 // funnelOutcomeOf maps an error of the admission step (Admit or Reserve) to the layer that
 // answered it.
 func funnelOutcomeOf(err error) funnelOutcome {
-	// The admission step returns its errors unwrapped: a type assertion first, which (unlike
-	// errors.As with a local target) allocates nothing.
-	rej, ok := err.(*admission.Rejection)
-	if !ok {
-		ok = errors.As(err, &rej)
-	}
-	if ok {
+	// errors.AsType, unlike errors.As with a local target, allocates nothing.
+	if rej, ok := errors.AsType[*admission.Rejection](err); ok {
 		switch rej.Code {
 		case admission.CodeDisabled:
 			return fKillSwitch
@@ -104,10 +99,7 @@ func funnelOutcomeOf(err error) funnelOutcome {
 		}
 		return fUnavailable
 	}
-	f, ok := err.(*admission.Fault)
-	if !ok {
-		ok = errors.As(err, &f)
-	}
+	f, ok := errors.AsType[*admission.Fault](err)
 	if ok && f.IdempotencyKey != "" && !neverSent(f.Err) {
 		return fOutcomeUnknown
 	}

@@ -238,7 +238,7 @@ func (a *api) observe(c *gin.Context) {
 func (a *api) recover(c *gin.Context) {
 	defer func() {
 		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(v)
 			}
 			a.log.Error("panic in handler", "route", c.FullPath(), "panic", v)

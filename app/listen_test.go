@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -96,7 +97,7 @@ func TestIdleConnectionsDoNotLockOutClients(t *testing.T) {
 }
 
 func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
+	ne, ok := errors.AsType[net.Error](err)
 	return ok && ne.Timeout()
 }
 

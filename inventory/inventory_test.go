@@ -644,6 +644,46 @@ func TestLookupRemembersUnknownIDs(t *testing.T) {
 	}
 }
 
+// TestLateEventsKeepTheSoldOutMark: a "created" or "layout" event arriving after the
+// instance learned the sell-out (pub/sub may deliver it late, or again), and a lookup, update
+// the cached entry in place: the mark stays, and a request is answered SOLD_OUT without a
+// Redis command.
+func TestLateEventsKeepTheSoldOutMark(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		ctx := ctxT(t)
+		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
+		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "first", Quantity: 1}); err != nil || r.Code != Reserved {
+			t.Fatalf("reserve = %+v, %v", r, err)
+		}
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Activity(a.ID); !v.SoldOut {
+			t.Fatalf("not sold out after the only unit: %+v", v)
+		}
+		for _, ev := range []string{"created ", "layout ", "created "} {
+			s.handleEvent(ctx, ev+a.ID)
+		}
+		if _, _, err := s.lookup(ctx, a.ID); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := s.Activity(a.ID); !v.SoldOut || v.Remaining != 0 {
+			t.Fatalf("after late created/layout events and a lookup: %+v, want still sold out", v)
+		}
+		var calls counter
+		rdb.AddHook(&calls)
+		for i := 0; i < 20; i++ {
+			if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("late-", i), Quantity: 1}); err != nil || r.Code != SoldOut {
+				t.Fatalf("reserve %d = %+v, %v; want SOLD_OUT", i, r, err)
+			}
+		}
+		if n := calls.n.Load(); n != 0 {
+			t.Fatalf("%d Redis commands for 20 requests after the sell-out was known, want 0", n)
+		}
+	})
+}
+
 // TestLookupReadsStock: an instance meeting an activity for the first time shows its real
 // remaining stock and sold-out state at once.
 func TestLookupReadsStock(t *testing.T) {

@@ -523,15 +523,6 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 	return moved, false, nil
 }
 
-func (l *layout) otherNonEmpty(home int) bool {
-	for i := range l.empty {
-		if i != home && !l.empty[i].Load() {
-			return true
-		}
-	}
-	return false
-}
-
 func (l *layout) allEmpty() bool {
 	for i := range l.empty {
 		if !l.empty[i].Load() {

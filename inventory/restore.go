@@ -199,13 +199,12 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 		}
 	}
 	type user struct {
-		id          string
-		count, seq  int
-		bindings    []string
-		shard       int
-		uh          string
-		lastRID     string
-		lastSeqSeen int
+		id         string
+		count, seq int
+		bindings   []string
+		shard      int
+		uh         string
+		lastRID    string
 	}
 	users := map[string]*user{}
 	var sold int64

@@ -96,11 +96,21 @@ func moveSlot(t *testing.T, nodes map[string]*redis.Client, key string, first []
 	var srcAddr, dstAddr string
 	for addr, c := range nodes {
 		owns := false
-		slots, _ := c.ClusterSlots(ctx).Result()
-		myID, _ := c.Do(ctx, "cluster", "myid").Text()
-		for _, s := range slots {
-			if int64(s.Start) <= slot && slot <= int64(s.End) && s.Nodes[0].ID == myID {
-				owns = true
+		shards, err := c.ClusterShards(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		myID, err := c.Do(ctx, "cluster", "myid").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start <= slot && slot <= r.End {
+					for _, n := range sh.Nodes {
+						owns = owns || n.ID == myID && n.Role == "master"
+					}
+				}
 			}
 		}
 		if owns {

@@ -700,7 +700,7 @@ func (s *Store) lookup(ctx context.Context, id string) (ActivityView, bool, erro
 	if err != nil {
 		return ActivityView{}, false, err
 	}
-	if cat := s.lastCatalog(); s.checkLost(nil, id, m, ok, cat) {
+	if cat := s.lastCatalog(); s.checkLost(ctx, id, m, ok, cat) {
 		if v, found := s.Activity(id); found {
 			return v, true, nil
 		}

@@ -290,5 +290,3 @@ func (c *cowMap[V]) sweep(keep func(k string, v V) bool) {
 		c.m.Store(&next)
 	}
 }
-
-func (c *cowMap[V]) len() int { return len(*c.m.Load()) }
