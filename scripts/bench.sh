@@ -2,7 +2,7 @@
 # bench.sh: reproduces every figure of docs/BENCHMARKS.md on this machine, loopback only.
 #
 #   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, Nacos (once)
-#   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest queue
+#   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest queue durability
 #                                        # (default: all of them, in that order)
 #
 # "ratios" is the table of docs/BENCHMARKS.md section 0: the ceiling routes of internal/ginhello
@@ -534,6 +534,111 @@ LUA
       }
     }' | tee "$OUT/queue.md"
 }
+# ---- durability (issue 18): the 202 path and the Redis time per reservation in each mode ----
+# One run: the ceilings of internal/ginhello (hello; /one, one EVALSHA that takes stock and
+# journals) on a private Redis without persistence, then, for each mode, a private redis-server
+# on loopback started with that persistence (and for replicas:1 a private replica of it), one
+# instance (roles api, SECKILL_REDIS_DURABILITY set to the mode) on it, one wrk run of 202s
+# (a new user every request), and the servers stopped. Redis time per reservation: the delta of
+# INFO commandstats cmdstat_evalsha usec over the run divided by the 202s (the instance is the
+# only client of its Redis, so every EVALSHA counted is its own: the reserve script and the
+# limiter's lease refills). Shared with other runs: MariaDB (the activity row) only.
+DUR_PORT=${DUR_PORT:-18400}
+start_redis() { # dir port args... (appends to PIDS)
+  local dir=$1 port=$2
+  shift 2
+  mkdir -p "$dir"
+  redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save "" --logfile "$dir/redis.log" "$@" &
+  PIDS+=($!)
+  local i
+  for i in $(seq 1 100); do
+    redis-cli -p "$port" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "private redis on $port did not start" >&2
+  return 1
+}
+step_durability() {
+  cat >"$OUT/dur-newuser.lua" <<'LUA'
+local n = 0
+local run = os.time()
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
+request = function()
+  n = n + 1
+  return wrk.format("POST", nil, {["X-User-Id"] = "d" .. run .. "-" .. tid .. "-" .. n}, nil)
+end
+LUA
+  local nu=$OUT/dur-newuser.lua gport=$((BASE_PORT + 93)) cport=$DUR_PORT
+  local g="http://127.0.0.1:$gport" saved_addr=$REDIS_ADDR
+  ROWS=()
+  say "durability: ceilings (internal/ginhello) on a private Redis without persistence, wrk -t2 -c$CONNS -d${WRK_SECONDS}s"
+  start_redis "$OUT/redis-ceiling" "$cport" --appendonly no
+  "$BIN/ginhello" --addr 127.0.0.1:$gport --redis "127.0.0.1:$cport" --ns "benchd$RUN" 2>"$OUT/ginhello-durability.log" &
+  PIDS+=($!)
+  wait_http "$g/hello"
+  wrk_run d-hello "$g/hello"
+  row "Gin hello-world" "$RPS" hello "" ""
+  REDIS_PORT=$cport
+  local before after
+  before=$(cmdstat evalsha)
+  wrk_run d-one-evalsha "$g/one" "$nu"
+  after=$(cmdstat evalsha)
+  row "Gin + one EVALSHA (DECRBY + XADD)" "$RPS" one "" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
+    split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/call", (y[2] - x[2]) / n }')"
+  cleanup
+
+  local mode i=0
+  for mode in none aof-everysec aof-always replicas-1; do
+    local port=$((DUR_PORT + 1 + i * 2)) dur args=()
+    i=$((i + 1))
+    case $mode in
+      none) dur=none args=(--appendonly no) ;;
+      aof-everysec) dur=aof args=(--appendonly yes --appendfsync everysec) ;;
+      aof-always) dur=aof args=(--appendonly yes --appendfsync always) ;;
+      replicas-1) dur=replicas:1 args=(--appendonly no) ;;
+    esac
+    say "durability: mode $dur, private redis-server ${args[*]} on $port"
+    start_redis "$OUT/redis-$mode" "$port" "${args[@]}"
+    if [ $mode = replicas-1 ]; then
+      start_redis "$OUT/redis-$mode-replica" "$((port + 1))" --appendonly no --replicaof 127.0.0.1 "$port"
+      local k
+      for k in $(seq 1 100); do
+        redis-cli -p "$port" info replication | tr -d '\r' | grep -q '^slave0:.*state=online' && break
+        sleep 0.1
+      done
+      redis-cli -p "$port" info replication | tr -d '\r' | grep '^slave0:' || { echo "replica not online" >&2; return 1; }
+    fi
+    REDIS_ADDR=127.0.0.1:$port REDIS_PORT=$port
+    REDIS_DURABILITY=$dur ROLES=api start_instances 1 "d$mode"
+    local u=${TARGETS[0]} adm=${ADMINS[0]} a202="d202-$RUN-$mode" w0 w1
+    create_activity "$adm" "$a202" 100000000 16
+    curl -s -o /dev/null -X POST -H "X-User-Id: warm-$RUN" "$u/api/v1/activities/$a202/reservations" || true
+    before=$(cmdstat evalsha)
+    w0=$(cmdstat wait)
+    wrk_run "d202-$mode" "$u/api/v1/activities/$a202/reservations" "$nu"
+    after=$(cmdstat evalsha)
+    w1=$(cmdstat wait)
+    row "seckill 202 admitted, mode $dur (${args[*]})" "$RPS" one "" "$(awk -v b="$before" -v a="$after" -v w0="${w0:-0 0}" -v w1="${w1:-0 0}" -v n="$((REQS - NON2XX))" 'BEGIN {
+      split(b, x, " "); split(a, y, " "); split(w0, p, " "); split(w1, q, " ")
+      if (n > 0) printf "Redis %.1f us/reservation, %.2f EVALSHA/reservation, %.2f WAIT/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n, (q[1] - p[1]) / n }'); $NON2XX non-2xx of $REQS"
+    grep -i 'durab\|fsync' "$OUT/seckill-d$mode-0.log" | head -3 | cut -c1-300 || true
+    cleanup
+  done
+  REDIS_ADDR=$saved_addr REDIS_PORT=${saved_addr##*:}
+
+  say "durability: the table"
+  printf '%s\n' "${ROWS[@]}" | awk -F'|' '
+    { label[NR] = $1; rps[NR] = $2; ref[NR] = $3; extra[NR] = $5; load[NR] = $6
+      if ($1 == "Gin hello-world") hello = $2
+      if ($1 ~ /one EVALSHA/) one = $2 }
+    END {
+      printf "| route | req/s | of hello | of one EVALSHA | notes | load avg |\n|---|---|---|---|---|---|\n"
+      for (i = 1; i <= NR; i++)
+        printf "| %s | %.0f | %s | %s | %s | %s |\n", label[i], rps[i], (hello > 0 ? sprintf("%.2f", rps[i] / hello) : "-"),
+          (one > 0 ? sprintf("%.2f", rps[i] / one) : "-"), extra[i], load[i]
+    }' | tee "$OUT/durability.md"
+}
 wrk_p99() { awk '$1 == "99%" {print $2}' "$OUT/wrk-$1.txt"; }
 
 steps=("$@")
@@ -551,6 +656,7 @@ for s in "${steps[@]}"; do
     scaling) step_scaling ;;
     gotest) step_gotest ;;
     queue) step_queue ;;
+    durability) step_durability ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
   esac
 done

@@ -134,7 +134,11 @@ type sim struct {
 	seen   map[string]int
 	fp     hash.Hash64 // fingerprint of the whole trace: equal runs of a seed print equal ones
 	full   *os.File    // SECKILL_SIM_TRACE: the whole trace, for comparing two runs
+	loss   *lossState  // TestSimulationLoss only (loss_test.go)
 }
+
+// lost reports whether Redis lost writes in this run (the loss action put a snapshot back).
+func (s *sim) lost() bool { return s.loss != nil && s.loss.losses > 0 }
 
 func (s *sim) logf(format string, args ...any) {
 	line := fmt.Sprintf("%d: ", s.step) + fmt.Sprintf(format, args...)
@@ -245,7 +249,11 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 		t.Fatal(err)
 	}
 	ns := "sim-" + run
-	store, err := inventory.New(rdb, inventory.Options{Namespace: ns, ReshardWorkers: 1, InstanceID: "sim"}, nil, nil)
+	// The catalog is what MySQL's activities table tells the store (the app's adminStore):
+	// the activity and the generation its Create minted. It is what lets the store notice a
+	// Redis that lost the activity's meta or a shard (inventory/generation.go).
+	cat := &simCatalog{}
+	store, err := inventory.New(rdb, inventory.Options{Namespace: ns, ReshardWorkers: 1, InstanceID: "sim", Catalog: cat}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,9 +292,14 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	for i := 0; i < users; i++ {
 		s.users = append(s.users, fmt.Sprintf("u%d", i))
 	}
-	if _, _, err := store.Create(ctx, inventory.Activity{ID: s.aid, Stock: s.stock, PerUserLimit: s.limit, Shards: shards}); err != nil {
+	a, _, err := store.Create(ctx, inventory.Activity{ID: s.aid, Stock: s.stock, PerUserLimit: s.limit, Shards: shards})
+	if err != nil {
 		t.Fatal(err)
 	}
+	if a.Generation == "" {
+		t.Fatalf("created %s without a generation", s.aid)
+	}
+	cat.put(a)
 	t.Logf("activity %s: stock %d, per-user limit %d, %d shards, %d users", s.aid, s.stock, s.limit, shards, len(s.users))
 	return s
 }
@@ -376,6 +389,9 @@ func (s *sim) reserveAs(u string, qty int, faults bool) result {
 		cancel()
 		s.logf("reserve %s qty %d key %q fault %d/%v: %v %s %v", u, qty, key, p.failAt, p.after, out.res.Code, out.res.ReservationID, out.err)
 		s.answered(r, out)
+		if s.loss != nil {
+			s.lossAnswered(r, out, true)
+		}
 		return out
 	}
 }
@@ -398,6 +414,9 @@ func (s *sim) resume() {
 	r.cancel()
 	s.logf("resume %s qty %d key %q hangup %v: %v %s %v", r.user, r.qty, r.key, hang, out.res.Code, out.res.ReservationID, out.err)
 	s.answered(r, out)
+	if s.loss != nil {
+		s.lossAnswered(r, out, false)
+	}
 }
 
 // answered checks one answer against the model.
@@ -413,13 +432,21 @@ func (s *sim) answered(r *req, out result) {
 		}
 		if r.key != "" {
 			k := r.user + "\x00" + r.key
-			if prev, ok := s.keys[k]; ok && prev != res.ReservationID {
+			if prev, ok := s.keys[k]; ok && prev != res.ReservationID && s.lost() {
+				// A binding lost with Redis's last writes: a replay made a new reservation.
+				// Not promised across a loss before the restore rebuilds the bindings
+				// (the MySQL bounds still hold: checkAlways); counted and reported.
+				s.loss.rebound++
+				s.logf("after the loss: key %q of %s answered %s and then %s", r.key, r.user, prev, res.ReservationID)
+			} else if ok && prev != res.ReservationID {
 				s.violation("idempotency", "key %q of %s answered %s and then %s", r.key, r.user, prev, res.ReservationID)
 			}
 			s.keys[k] = res.ReservationID
 		}
 	case inventory.AlreadyPurchased:
-		if s.userParked(r.user) {
+		if s.userParked(r.user) || s.lost() {
+			// After a loss the journal (the model's ground truth here) and the user's count
+			// may live on nodes that lost different writes: refusing is then not a defect.
 			return
 		}
 		units := s.userUnits(r.user)
@@ -431,7 +458,7 @@ func (s *sim) answered(r *req, out result) {
 			s.violation(kind, "%s asked %d, holds %d of limit %d, answered ALREADY_PURCHASED %q", r.user, r.qty, units, s.limit, res.ReservationID)
 		}
 	case inventory.SoldOut:
-		if len(s.parked) > 0 || r.qty < 2 {
+		if len(s.parked) > 0 || r.qty < 2 || s.lost() {
 			return
 		}
 		if v, ok := s.store.Activity(s.aid); ok && v.SoldOut {
@@ -556,9 +583,15 @@ func (s *sim) deliver() {
 	for i := 0; i < 1+s.rng.Intn(3); i++ {
 		batch = append(batch, js[s.rng.Intn(len(js))].msg)
 	}
+	if s.loss != nil {
+		for _, m := range batch {
+			s.loss.given[m.ReservationID] = m
+		}
+	}
 	ctx, p := s.faulty(0.2)
 	err := s.w.Handle(ctx, batch)
 	s.logf("deliver %d fault %d/%v: %v", len(batch), p.failAt, p.after, err)
+	s.noteBusy(err)
 }
 
 // fail fails a reservation for good (the writer's dead letter), possibly cut short.
@@ -580,6 +613,7 @@ func (s *sim) fail() {
 	s.failed[m.ReservationID] = true
 	err := s.comp.Compensate(ctx, m, "sim")
 	s.logf("fail %s (%s) fault %d/%v: %v", m.ReservationID, m.UserID, p.failAt, p.after, err)
+	s.noteBusy(err)
 }
 
 // checkAlways checks what must hold at every step, whatever is in flight.
@@ -604,6 +638,9 @@ func (s *sim) checkAlways() {
 	}
 	if v := s.remaining(); v < 0 {
 		s.violation("negative", "stock sums to %d", v)
+	}
+	if s.lost() {
+		return // Redis forgot: the books balance again only after a restore from MySQL
 	}
 	// No unit lost or created, whatever is in flight: reconciliation's drift is exactly
 	// minus the units of orders committed in MySQL and not yet confirmed in Redis (a writer

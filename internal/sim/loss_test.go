@@ -1,0 +1,398 @@
+//go:build integration
+
+package sim
+
+import (
+	"context"
+	"errors"
+
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/order"
+	"github.com/seckill/seckill/sql"
+)
+
+// The loss of a node's last writes (issue 18): the simulation's steps (reservations with
+// faults and parked requests, reshards, the writer, dead letters) plus an action that takes a
+// snapshot of a Redis node at a random step (DUMP of every key of the activity) and, a few
+// steps later, puts the node back to it: keys written since are deleted, the others RESTOREd.
+// The node is either the whole activity (a standalone Redis restarted on an AOF that lacks its
+// last writes, or a failover to a replica that lagged) or one hash tag (a Cluster master that
+// holds one shard, or the meta, failed over while the other nodes, the writer's MySQL and the
+// instance keep theirs). The writer gets journal entries as soon as they exist (a relay in mode
+// none: the worst case). What the protocol promises after such a loss, checked at every step
+// from the ground truth:
+//   - MySQL never holds more units than the stock, nor more than the limit for a user;
+//   - a 202 (Reserved) never carries a reservation id answered before, nor the id of a journal
+//     entry the writer was given for another buyer or sequence (inventory/rollback.go: the
+//     instance remembers every number it handed out);
+//   - once the instance noticed (the activity is in Store.Recovering, or an answer was
+//     ErrNotDurable/ErrRecovering), no reservation started afterwards is answered 202;
+//   - at the end (everything in flight released, the writer given every journal entry): no
+//     order of a reservation id confirms a buyer other than the one its 202 went to, and the
+//     MySQL bounds above.
+// What it does not check after a loss: the reconciliation's drift and the settled books (Redis
+// forgot; the restore from MySQL rebuilds them, not simulated here). Runs without a loss keep
+// every check of TestSimulation.
+// Seeds: SECKILL_LOSS_SEED (one seed), SECKILL_LOSS_STEPS (default 100); fixed seeds 1-4, 10,
+// 12 and a fresh one, in parallel. A run that finds the activity stuck answering busy (five
+// busy answers after a loss) ends early and is reported in the log (noticed or not).
+
+// simCatalog is the system of record's list of activities (inventory.Catalog), in memory.
+type simCatalog struct {
+	mu   sync.Mutex
+	acts map[string]inventory.Activity
+}
+
+func (c *simCatalog) put(a inventory.Activity) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.acts == nil {
+		c.acts = map[string]inventory.Activity{}
+	}
+	c.acts[a.ID] = a
+}
+
+func (c *simCatalog) Known(context.Context) ([]inventory.Activity, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []inventory.Activity
+	for _, a := range c.acts {
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (c *simCatalog) One(_ context.Context, id string) (inventory.Activity, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, ok := c.acts[id]
+	return a, ok, nil
+}
+
+// snapshot is the state of the activity's keys at one step: key -> DUMP and PTTL.
+type snapshot struct {
+	step int
+	dump map[string]string
+	pttl map[string]time.Duration
+}
+
+// lossState is the loss action's part of a simulation.
+type lossState struct {
+	snap     *snapshot
+	due      int               // step at which the snapshot is put back
+	losses   int               // snapshots put back so far
+	noticed  bool              // the instance refused for a loss (recovering, fenced)
+	answered map[string]string // rid -> user of every Reserved/Replayed answer
+	given    map[string]order.Message
+	pairs    [][2]string // (rid, user) of every Reserved answer, in order
+	rebound  int         // idempotency keys answered with a second id after a loss
+	busy     int         // busy answers (reservations, writer, dead letters) after the first loss
+	stuck    bool        // the run ended early: the activity kept answering busy after a loss
+}
+
+// activityKeys lists every key of the activity (meta's tag and every shard's), by SCAN.
+func (s *sim) activityKeys() []string {
+	var out []string
+	var cursor uint64
+	prefix := "sk:{" + s.aid
+	for {
+		keys, next, err := s.rdb.Scan(s.ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, k := range keys {
+			if c := k[len(prefix)]; c == '}' || c == ':' {
+				out = append(out, k)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tagOf is a key's hash tag, the unit a Cluster node holds.
+func tagOf(k string) string {
+	i, j := strings.IndexByte(k, '{'), strings.IndexByte(k, '}')
+	if i < 0 || j < i {
+		return k
+	}
+	return k[i+1 : j]
+}
+
+func (s *sim) takeSnapshot() {
+	sn := &snapshot{step: s.step, dump: map[string]string{}, pttl: map[string]time.Duration{}}
+	for _, k := range s.activityKeys() {
+		d, err := s.rdb.Dump(s.ctx, k).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		ttl, err := s.rdb.PTTL(s.ctx, k).Result()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		sn.dump[k], sn.pttl[k] = d, ttl
+	}
+	s.loss.snap = sn
+	s.loss.due = s.step + 1 + s.rng.Intn(8)
+	s.logf("snapshot of %d keys (put back at step %d)", len(sn.dump), s.loss.due)
+}
+
+// putBack puts one node (every tag, or one tag drawn from those of the snapshot and of now)
+// back to the snapshot: the node lost the writes made since.
+func (s *sim) putBack() {
+	sn := s.loss.snap
+	s.loss.snap = nil
+	now := s.activityKeys()
+	tags := map[string]bool{}
+	for _, k := range now {
+		tags[tagOf(k)] = true
+	}
+	for k := range sn.dump {
+		tags[tagOf(k)] = true
+	}
+	var list []string
+	for t := range tags {
+		list = append(list, t)
+	}
+	sort.Strings(list)
+	node := "" // every tag
+	if s.rng.Intn(2) == 0 && len(list) > 0 {
+		node = list[s.rng.Intn(len(list))]
+	}
+	in := func(k string) bool { return node == "" || tagOf(k) == node }
+	var del, back int
+	for _, k := range now {
+		if _, ok := sn.dump[k]; !ok && in(k) {
+			if err := s.rdb.Del(s.ctx, k).Err(); err != nil {
+				s.t.Fatal(err)
+			}
+			del++
+		}
+	}
+	keys := make([]string, 0, len(sn.dump))
+	for k := range sn.dump {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !in(k) {
+			continue
+		}
+		ttl := sn.pttl[k]
+		if ttl < 0 {
+			ttl = 0
+		}
+		if err := s.rdb.RestoreReplace(s.ctx, k, ttl, sn.dump[k]).Err(); err != nil {
+			s.t.Fatal(err)
+		}
+		back++
+	}
+	s.loss.losses++
+	what := "the whole activity"
+	if node != "" {
+		what = "node {" + node + "}"
+	}
+	s.logf("LOSS: %s back to step %d (%d keys deleted, %d restored)", what, sn.step, del, back)
+}
+
+// lossAction takes a snapshot, or puts it back when due.
+func (s *sim) lossAction() {
+	switch {
+	case s.loss.snap == nil:
+		s.takeSnapshot()
+	case s.step >= s.loss.due:
+		s.putBack()
+	}
+}
+
+// lossAnswered checks one answer against what the instance answered before (after the
+// model's own checks in answered). fresh: the request started at this step (not resumed).
+func (s *sim) lossAnswered(r *req, out result, fresh bool) {
+	s.noteBusy(out.err)
+	if out.err != nil {
+		if errors.Is(out.err, inventory.ErrNotDurable) || errors.Is(out.err, inventory.ErrRecovering) {
+			if !s.loss.noticed {
+				s.logf("noticed: %v", out.err)
+			}
+			s.loss.noticed = true
+		}
+		return
+	}
+	rid := out.res.ReservationID
+	switch out.res.Code {
+	case inventory.Reserved:
+		if fresh && s.loss.noticed {
+			s.violation("loss-fence", "%s answered 202 %s after the instance noticed the loss", r.user, rid)
+		}
+		if u, ok := s.loss.answered[rid]; ok {
+			s.violation("loss-reissued", "%s answered 202 %s, an id already answered to %s", r.user, rid, u)
+		}
+		if m, ok := s.loss.given[rid]; ok && m.UserID != r.user {
+			s.violation("loss-reissued", "%s answered 202 %s, the id of a journal entry of %s (seq %d) given to the writer", r.user, rid, m.UserID, m.Seq)
+		}
+		s.loss.answered[rid] = r.user
+		s.loss.pairs = append(s.loss.pairs, [2]string{rid, r.user})
+	case inventory.Replayed:
+		if u, ok := s.loss.answered[rid]; ok && u != r.user {
+			s.violation("loss-reissued", "%s replayed %s, an id answered to %s", r.user, rid, u)
+		}
+		s.loss.answered[rid] = r.user
+	}
+}
+
+// noteBusy counts an answer "busy" (the store waited for a reshard) after a loss.
+func (s *sim) noteBusy(err error) {
+	if s.lost() && err != nil && (errors.Is(err, inventory.ErrBusy) || strings.Contains(err.Error(), "busy, retry shortly")) {
+		s.loss.busy++
+	}
+}
+
+// checkNoticed notes the recovering state of the instance.
+func (s *sim) checkNoticed() {
+	ids, why := s.store.Recovering()
+	for _, id := range ids {
+		if id == s.aid && !s.loss.noticed {
+			s.logf("noticed: recovering (%s)", why[id])
+			s.loss.noticed = true
+		}
+	}
+}
+
+// checkLossEnd: everything in flight released, the writer given every journal entry of every
+// layout (and the messages it was given before the loss again), then the MySQL bounds and each
+// order against the 202 of its id.
+func (s *sim) checkLossEnd() {
+	for len(s.parked) > 0 {
+		r := s.parked[0]
+		s.parked = s.parked[1:]
+		close(r.p.release)
+		out := <-r.done
+		r.cancel()
+		s.answered(r, out)
+		s.lossAnswered(r, out, false)
+	}
+	var todo []order.Message
+	for _, e := range s.journal() {
+		todo = append(todo, e.msg)
+	}
+	for _, m := range s.loss.given {
+		todo = append(todo, m)
+	}
+	sort.Slice(todo, func(i, j int) bool { return todo[i].ReservationID < todo[j].ReservationID })
+	passes := 3
+	if s.loss.busy > 0 {
+		passes = 1 // each pass waits for the reshard or transfer Redis no longer holds
+	}
+	for pass := 0; pass < passes && len(todo) > 0; pass++ {
+		if err := s.w.Handle(s.ctx, todo); err != nil {
+			s.logf("end deliver: %v", err)
+			continue
+		}
+		break
+	}
+	s.logf("end of the run after %d losses, noticed %v", s.loss.losses, s.loss.noticed)
+	s.checkAlways()
+	var orders []sql.Order
+	if err := s.db.Where("activity_id = ?", s.aid).Find(&orders).Error; err != nil {
+		s.t.Fatal(err)
+	}
+	owner := map[string]string{}
+	for _, o := range orders {
+		owner[o.ReservationID] = o.UserID
+	}
+	for _, p := range s.loss.pairs {
+		if u, ok := owner[p[0]]; ok && u != p[1] {
+			s.violation("loss-confirmed-other", "the 202 %s went to %s, its order is %s's", p[0], p[1], u)
+		}
+	}
+}
+
+func TestSimulationLoss(t *testing.T) {
+	steps := int(envInt("SECKILL_LOSS_STEPS", 100))
+	// 10 and 12 are seeds that found defects (see the report of issue 18's benchmark work):
+	// kept so that the fix is checked by them.
+	seeds := []int64{1, 2, 3, 4, 10, 12, time.Now().UnixNano() % 1_000_000_007}
+	if v := os.Getenv("SECKILL_LOSS_SEED"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SECKILL_LOSS_SEED=%q: %v", v, err)
+		}
+		seeds = []int64{n}
+	}
+	for _, seed := range seeds {
+		t.Run("seed="+strconv.FormatInt(seed, 10), func(t *testing.T) {
+			if os.Getenv("SECKILL_SIM_TRACE") == "" {
+				t.Parallel()
+			}
+			t.Logf("loss simulation seed %d, %d steps (reproduce: SECKILL_LOSS_SEED=%d SECKILL_LOSS_STEPS=%d)", seed, steps, seed, steps)
+			runLoss(t, seed, steps)
+		})
+	}
+}
+
+// runLoss is run with the loss action: a small stock and more buyers than it, so that a unit
+// lost and sold again would show as orders over the stock.
+func runLoss(t *testing.T, seed int64, steps int) {
+	rng := rand.New(rand.NewSource(seed))
+	stock, limit, shards := int64(4+rng.Intn(8)), 1+rng.Intn(2), 1+rng.Intn(4)
+	users := 8 + rng.Intn(8)
+	s := newSimWith(t, seed, rng, stock, limit, shards, users)
+	s.loss = &lossState{answered: map[string]string{}, given: map[string]order.Message{}}
+	for s.step = 1; s.step <= steps; s.step++ {
+		switch x := s.rng.Intn(100); {
+		case x < 40:
+			s.reserve()
+		case x < 48:
+			s.resume()
+		case x < 54:
+			s.reshard()
+		case x < 72:
+			s.deliver()
+		case x < 78:
+			s.fail()
+		case x < 84:
+			if err := s.store.Refresh(s.ctx); err != nil {
+				s.logf("refresh: %v", err)
+			}
+		default:
+			s.lossAction()
+		}
+		s.checkNoticed()
+		s.checkAlways()
+		if s.loss.busy >= 5 {
+			// Each such answer costs a busy wait (the store's 1 s, the writer's retries): the
+			// activity is stuck answering busy (a reshard or transfer Redis no longer holds);
+			// noticed or not, the run goes to its end checks, and the log says which.
+			s.logf("stuck: %d answers busy after a loss, noticed %v", s.loss.busy, s.loss.noticed)
+			s.loss.stuck = true
+			break
+		}
+	}
+	if s.loss.losses == 0 {
+		s.settle()
+		t.Logf("seed %d: %d steps, no loss put back, settled, trace fingerprint %016x", seed, steps, s.fp.Sum64())
+		return
+	}
+	s.checkLossEnd()
+	if len(s.seen) > 0 {
+		t.Fatalf("seed %d: %d steps, ignored violations %v", seed, steps, s.seen)
+	}
+	t.Logf("seed %d: %d steps, %d losses, noticed %v, stuck busy %v, %d keys answered with a second id after a loss, green, trace fingerprint %016x", seed, s.step, s.loss.losses, s.loss.noticed, s.loss.stuck, s.loss.rebound, s.fp.Sum64())
+}
