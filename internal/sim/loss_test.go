@@ -9,7 +9,6 @@ import (
 	"math/rand"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -334,26 +333,7 @@ func TestSimulationLoss(t *testing.T) {
 	if os.Getenv("SECKILL_SIM_LOSS") == "" && os.Getenv("SECKILL_LOSS_SEED") == "" {
 		t.Skip("the loss simulation finds open defects (see the comment): SECKILL_SIM_LOSS=1 runs it")
 	}
-	steps := int(envInt("SECKILL_LOSS_STEPS", 100))
-	// 10 and 12 are seeds that found defects (see the report of issue 18's benchmark work):
-	// kept so that the fix is checked by them.
-	seeds := []int64{1, 2, 3, 4, 10, 12, time.Now().UnixNano() % 1_000_000_007}
-	if v := os.Getenv("SECKILL_LOSS_SEED"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			t.Fatalf("SECKILL_LOSS_SEED=%q: %v", v, err)
-		}
-		seeds = []int64{n}
-	}
-	for _, seed := range seeds {
-		t.Run("seed="+strconv.FormatInt(seed, 10), func(t *testing.T) {
-			if os.Getenv("SECKILL_SIM_TRACE") == "" {
-				t.Parallel()
-			}
-			t.Logf("loss simulation seed %d, %d steps (reproduce: SECKILL_LOSS_SEED=%d SECKILL_LOSS_STEPS=%d)", seed, steps, seed, steps)
-			runLoss(t, seed, steps)
-		})
-	}
+	runSeeds(t, "loss simulation", "SECKILL_LOSS_SEED", "SECKILL_LOSS_STEPS", 100, []int64{1, 2, 3, 4, 10, 12}, runLoss)
 }
 
 // runLoss is run with the loss action: a small stock and more buyers than it, so that a unit

@@ -179,25 +179,31 @@ func envInt(name string, def int64) int64 {
 // TestSimulation runs the simulation for a few fixed seeds and one fresh seed (or only
 // SECKILL_SIM_SEED when set), each for SECKILL_SIM_STEPS steps, the seeds in parallel.
 func TestSimulation(t *testing.T) {
-	steps := int(envInt("SECKILL_SIM_STEPS", 300))
-	seeds := []int64{1, 2, 3, 4, time.Now().UnixNano() % 1_000_000_007}
-	if v := os.Getenv("SECKILL_SIM_SEED"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
+	runSeeds(t, "simulation", "SECKILL_SIM_SEED", "SECKILL_SIM_STEPS", 300, []int64{1, 2, 3, 4}, run)
+}
+
+// runSeeds runs one of the seeded suites: the fixed seeds and a fresh one (or only the seed in
+// the environment variable seedVar), each for the steps in stepsVar (default steps), the seeds
+// in parallel. Seeds are independent (each its own namespace, Redis client, fault hook and
+// SQLite database; the trace depends on the seed only) and mostly wait on Redis round trips,
+// so they run side by side; with SECKILL_SIM_TRACE (one file) in turn.
+func runSeeds(t *testing.T, name, seedVar, stepsVar string, steps int64, fixed []int64, run func(*testing.T, int64, int)) {
+	n := int(envInt(stepsVar, steps))
+	seeds := append(fixed[:len(fixed):len(fixed)], time.Now().UnixNano()%1_000_000_007)
+	if v := os.Getenv(seedVar); v != "" {
+		seed, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			t.Fatalf("SECKILL_SIM_SEED=%q: %v", v, err)
+			t.Fatalf("%s=%q: %v", seedVar, v, err)
 		}
-		seeds = []int64{n}
+		seeds = []int64{seed}
 	}
 	for _, seed := range seeds {
 		t.Run("seed="+strconv.FormatInt(seed, 10), func(t *testing.T) {
-			// Seeds are independent (each its own namespace, Redis client, fault hook and
-			// SQLite database; the trace depends on the seed only) and mostly wait on Redis
-			// round trips, so they run side by side; with SECKILL_SIM_TRACE (one file) in turn.
 			if os.Getenv("SECKILL_SIM_TRACE") == "" {
 				t.Parallel()
 			}
-			t.Logf("simulation seed %d, %d steps (reproduce: SECKILL_SIM_SEED=%d SECKILL_SIM_STEPS=%d)", seed, steps, seed, steps)
-			run(t, seed, steps)
+			t.Logf("%s seed %d, %d steps (reproduce: %s=%d %s=%d)", name, seed, n, seedVar, seed, stepsVar, n)
+			run(t, seed, n)
 		})
 	}
 }
