@@ -15,8 +15,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/sql"
 )
 

@@ -25,10 +25,10 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/limiter"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/tokenbucket"

@@ -45,9 +45,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/faultproxy"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
-	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/order"
 )
 

@@ -24,8 +24,8 @@ import (
 	"github.com/seckill/seckill/admission"
 	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/limiter"
 	"github.com/seckill/seckill/order"
 )

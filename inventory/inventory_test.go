@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/tokenbucket"
 )
 

@@ -14,7 +14,7 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/internal/keyspace"
 )
 
 // Redis key names of the activities and their shards. docs/DESIGN.md is the reference; the

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/tokenbucket"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/internal/keyspace"
 )
 
 // Reshard moves an activity's remaining stock to a new layout of n shards (epoch e -> e+1),

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/testwait"
-	"github.com/seckill/seckill/keyspace"
 )
 
 // TestReshardUnderLoad changes the shard count 4 -> 7 -> 2 while goroutines reserve, with

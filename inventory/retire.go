@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/internal/keyspace"
 )
 
 // A reshard leaves its old layout behind: drained shards with their markers, stats, credit

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/testwait"
-	"github.com/seckill/seckill/keyspace"
 )
 
 // activityKeys counts the Redis keys of an activity by SCAN: its meta and shards

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill/seckill/keyspace"
+	"github.com/seckill/seckill/internal/keyspace"
 )
 
 func tokenKey(activityID, token string) string {

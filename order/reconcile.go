@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/sql"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/keyspace"
 )
 
 // RelayGroup is the consumer group every relay reads the journal streams with.

@@ -35,8 +35,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 

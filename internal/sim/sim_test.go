@@ -29,9 +29,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/keyspace"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
