@@ -23,9 +23,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 // TokenTTL is how long a grab token stays valid; the token route admits from TokenTTL before

@@ -14,9 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 // countBudgets is a Budgets that allows n takes per key and then refuses with a wait of 1 s.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/limiter"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 // DefaultChannel is the entry of limits.channels that budgets requests without a configured

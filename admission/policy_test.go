@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/config"
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 func TestLimitKey(t *testing.T) {

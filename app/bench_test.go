@@ -28,10 +28,10 @@ import (
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
 	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 const benchParallelism = 32

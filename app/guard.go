@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // lru is a size-capped map with per-entry expiry. When it is full, adding a key evicts the

@@ -29,7 +29,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/seckill/seckill/internal/keyspace"
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // Duration is a time.Duration written as a Go duration string ("60s", "1s") in YAML and JSON.

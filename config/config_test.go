@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"gopkg.in/yaml.v3"
 )
 

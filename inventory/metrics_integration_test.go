@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // TestScriptLimitDecisionsAreCounted: the decisions the reservation script makes for the user

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 // ReserveRequest asks for Quantity units of an activity for a user. UserRate, Window and

@@ -16,7 +16,7 @@ import (
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // proxied returns a client that reaches the test Redis through a fault proxy.

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // pool holds the tokens this instance leased from one shared budget (a Redis token bucket,

@@ -44,8 +44,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 // Fallback is the policy while Redis is slow or down, as values from the configuration

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seckill/seckill/internal/testsvc"
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // TestExpiredLeaseGoesBack: tokens leased but not spent within LeaseTTL return to the Redis

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // TestScriptsRunOnMiniredis: the embedded mode runs the same scripts on miniredis.

@@ -22,7 +22,7 @@ import (
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // saturationFor is how long TestNoDegradeUnderCPUSaturation saturates the CPU: 60 s, or the Go

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/lua"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 // RedisBucket is an exact token bucket in Redis (lua/limiter_bucket.lua over

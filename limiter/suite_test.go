@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/tokenbucket"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // suiteBucket is what the shared suite drives: one take of one token at the clock's time.

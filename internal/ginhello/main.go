@@ -38,8 +38,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/limiter"
-	"github.com/seckill/seckill/tokenbucket"
 )
 
 //go:embed min_reserve.lua
