@@ -14,7 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/inventory"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/admission"
 )
 
 // jsonTrickyStrings are strings whose JSON encoding needs every escape encoding/json makes.

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
 )

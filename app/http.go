@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/keyspace"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/config"
 )
 

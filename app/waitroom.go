@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/seckill/seckill/admission"
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/config"
 )
