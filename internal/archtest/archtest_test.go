@@ -395,6 +395,63 @@ func TestImportGraphMatchesDesign(t *testing.T) {
 	}
 }
 
+// ownerLayout is the top level the owner asked for (issue 23): every package of the module
+// lives under one of these directories; small shared vocabulary goes under internal/.
+var ownerLayout = []string{"app", "cmd", "config", "internal", "inventory", "limiter", "lua", "order", "sql"}
+
+// serviceMain is the service's main package and the one package it may import.
+const (
+	serviceMain = "cmd/seckill"
+	serviceApp  = "app"
+)
+
+// layoutViolations names every package of code outside the directories of top, and every
+// module import of serviceMain other than serviceApp.
+func layoutViolations(code graph, top []string) []string {
+	var out []string
+	for _, pkg := range sortedKeys(code) {
+		dir, _, _ := strings.Cut(pkg, "/")
+		if !slices.Contains(top, dir) {
+			out = append(out, fmt.Sprintf("package %s is outside the owner's top level (%s): move it under internal/ or into the package that uses it",
+				pkg, strings.Join(top, ", ")))
+		}
+	}
+	for _, dep := range code[serviceMain] {
+		if dep != serviceApp {
+			out = append(out, fmt.Sprintf("%s imports %s: it imports only %s", serviceMain, dep, serviceApp))
+		}
+	}
+	return out
+}
+
+// TestLayoutIsTheOwners checks the module's top level against ownerLayout and that the
+// service's main imports only app.
+func TestLayoutIsTheOwners(t *testing.T) {
+	code, err := scan(moduleRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := code[serviceMain]; !ok {
+		t.Fatalf("no package %s in the scan", serviceMain)
+	}
+	if bad := layoutViolations(code, ownerLayout); len(bad) > 0 {
+		t.Errorf("layout:\n  %s", strings.Join(bad, "\n  "))
+	}
+	bad := layoutViolations(graph{"cmd/seckill": {"app", "config"}, "keyspace": {}, "internal/x": {}}, ownerLayout)
+	want := []string{
+		"package keyspace is outside the owner's top level",
+		"cmd/seckill imports config: it imports only app",
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(bad, func(s string) bool { return strings.HasPrefix(s, w) }) {
+			t.Errorf("layout check lacks %q: %q", w, bad)
+		}
+	}
+	if len(bad) != len(want) {
+		t.Errorf("layout check on a made-up graph = %q, want %d lines", bad, len(want))
+	}
+}
+
 // TestCheckersFindWhatTheyMust runs the comparison and the layer check on small made-up
 // graphs, so a broken checker cannot pass the real tree silently.
 func TestCheckersFindWhatTheyMust(t *testing.T) {
