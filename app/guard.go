@@ -3,7 +3,6 @@ package app
 import (
 	"container/list"
 	"context"
-	"math"
 	"sync"
 	"time"
 
@@ -76,39 +75,16 @@ func (c *lru[V]) len() int {
 	return len(c.items)
 }
 
-// bucket is one local token bucket; its thresholds travel with each take.
-type bucket struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
-}
-
-// take takes one token under l at now, or says how long until one is there.
-func (b *bucket) take(l tokenbucket.Limit, now time.Time) (bool, time.Duration) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	burst := float64(max(l.Burst, 1))
-	if b.last.IsZero() {
-		b.tokens = burst
-	} else if dt := now.Sub(b.last).Seconds(); dt > 0 {
-		b.tokens = math.Min(burst, b.tokens+dt*l.Rate)
-	}
-	b.last = now
-	if b.tokens >= 1 {
-		b.tokens--
-		return true, 0
-	}
-	return false, time.Duration((1 - b.tokens) / l.Rate * float64(time.Second))
-}
-
 // localLimits are per-instance token buckets by key (an IP prefix or a user), for the
 // endpoints whose cost is one Redis read at most: a flood is refused before it reaches Redis.
 // At most max keys are remembered; the least recently used is forgotten first.
 type localLimits struct {
-	buckets *lru[*bucket]
+	buckets *lru[*tokenbucket.Bucket]
 }
 
-func newLocalLimits(max int) *localLimits { return &localLimits{buckets: newLRU[*bucket](max)} }
+func newLocalLimits(max int) *localLimits {
+	return &localLimits{buckets: newLRU[*tokenbucket.Bucket](max)}
+}
 
 // Allow takes one token of key under l (not limited when l.Rate <= 0).
 func (ll *localLimits) Allow(key string, l tokenbucket.Limit, now time.Time) (bool, time.Duration) {
@@ -117,10 +93,11 @@ func (ll *localLimits) Allow(key string, l tokenbucket.Limit, now time.Time) (bo
 	}
 	b, ok := ll.buckets.get(key, now)
 	if !ok {
-		b = &bucket{}
+		b = tokenbucket.NewBucket(l, now)
 		ll.buckets.put(key, b, time.Time{})
 	}
-	return b.take(l, now)
+	b.Configure(l, now)
+	return b.Take(now)
 }
 
 // readyProbe answers /readyz from a cached Redis probe: at most one ping per period, however

@@ -310,7 +310,7 @@ func TestFallbackConfigChangeClamps(t *testing.T) {
 	}
 	// The activity bucket was given back every token the global rejections took.
 	b, _ := l.local[dActivity].get("a")
-	if got := int(b.tokens(l.clock.Now())); got != 1000-7 {
+	if got := int(b.Tokens(l.clock.Now())); got != 1000-7 {
 		t.Fatalf("activity tokens %d, want %d", got, 1000-7)
 	}
 }

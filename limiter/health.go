@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // Heartbeat and housekeeping constants.
@@ -602,6 +603,7 @@ func (l *Limiter) housekeep(ctx context.Context) {
 	now := l.clock.Now()
 	nowNs := now.UnixNano()
 	idle := int64(time.Minute)
+	idleBefore := now.Add(-time.Minute)
 	degraded := l.Degraded()
 	for d := range nLeased {
 		var flush []*pool
@@ -617,9 +619,9 @@ func (l *Limiter) housekeep(ctx context.Context) {
 				p.flush(ctx, l, now)
 			}
 		}
-		l.local[d].sweep(func(_ string, b *localBucket) bool { return nowNs-b.used.Load() <= idle })
+		l.local[d].sweep(func(_ string, b *tokenbucket.Bucket) bool { return !b.IdleSince(idleBefore) })
 	}
-	l.ipLoc.sweep(func(_ string, b *localBucket) bool { return nowNs-b.used.Load() <= idle })
+	l.ipLoc.sweep(func(_ string, b *tokenbucket.Bucket) bool { return !b.IdleSince(idleBefore) })
 	l.users.purge(now)
 	l.ips.purge(now)
 }

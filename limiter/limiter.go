@@ -176,10 +176,10 @@ type Decision struct {
 }
 
 type taken struct {
-	pools   [nLeased]*pool        // leased budgets a token was taken from
-	local   [nLeased]*localBucket // fallback buckets a token was taken from
-	ipLocal *localBucket          // fallback per-IP bucket
-	ipKey   string                // Redis per-IP bucket a token was taken from
+	pools   [nLeased]*pool               // leased budgets a token was taken from
+	local   [nLeased]*tokenbucket.Bucket // fallback buckets a token was taken from
+	ipLocal *tokenbucket.Bucket          // fallback per-IP bucket
+	ipKey   string                       // Redis per-IP bucket a token was taken from
 	ipLimit tokenbucket.Limit
 }
 
@@ -236,8 +236,8 @@ type Limiter struct {
 	leaseScript, bucketScript, heartbeatScript *redis.Script
 
 	pools  [nLeased]*cowMap[*pool]
-	local  [nLeased]*cowMap[*localBucket]
-	ipLoc  *shardMap[*localBucket]
+	local  [nLeased]*cowMap[*tokenbucket.Bucket]
+	ipLoc  *shardMap[*tokenbucket.Bucket]
 	users  memo
 	ips    memo
 	health health
@@ -314,7 +314,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		opts:         opts,
 		clock:        opts.Clock,
 		log:          log.With("component", "limiter"),
-		ipLoc:        newShardMap[*localBucket](opts.MaxKeys),
+		ipLoc:        newShardMap[*tokenbucket.Bucket](opts.MaxKeys),
 		users:        newMemo(opts.MaxKeys),
 		ips:          newMemo(opts.MaxKeys),
 		prefix:       "sk:",
@@ -341,7 +341,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	}
 	for d := range nLeased {
 		l.pools[d] = newCowMap[*pool](opts.MaxKeys)
-		l.local[d] = newCowMap[*localBucket](opts.MaxKeys)
+		l.local[d] = newCowMap[*tokenbucket.Bucket](opts.MaxKeys)
 	}
 	for d, dn := range dimNames {
 		if d != dNone {
@@ -488,9 +488,9 @@ func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
 			continue
 		}
 		lim := x.lim.Share(n)
-		b := l.local[d].getOrAdd(x.name, func() *localBucket { return newLocalBucket(lim, now) }, nil)
-		b.configure(lim, now)
-		ok, retry := b.take(now)
+		b := l.local[d].getOrAdd(x.name, func() *tokenbucket.Bucket { return tokenbucket.NewBucket(lim, now) }, nil)
+		b.Configure(lim, now)
+		ok, retry := b.Take(now)
 		if !ok {
 			l.giveBack(&t, now)
 			return l.reject(d, rFallback, retry)
@@ -499,11 +499,10 @@ func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
 	}
 	if r.IP.Limited() && r.IPAddr != "" {
 		lim := r.IP.Share(n)
-		nowNs := now.UnixNano()
-		b := l.ipLoc.getOrAdd(r.IPAddr, func() *localBucket { return newLocalBucket(lim, now) },
-			func(b *localBucket) bool { return nowNs-b.used.Load() > int64(time.Minute) })
-		b.configure(lim, now)
-		ok, retry := b.take(now)
+		b := l.ipLoc.getOrAdd(r.IPAddr, func() *tokenbucket.Bucket { return tokenbucket.NewBucket(lim, now) },
+			func(b *tokenbucket.Bucket) bool { return b.IdleSince(now.Add(-time.Minute)) })
+		b.Configure(lim, now)
+		ok, retry := b.Take(now)
 		if !ok {
 			l.giveBack(&t, now)
 			if l.currentVersion(r.Version) {
@@ -557,11 +556,11 @@ func (l *Limiter) giveBack(t *taken, now time.Time) {
 			p.give()
 		}
 		if b := t.local[d]; b != nil {
-			b.give(now)
+			b.Give(now)
 		}
 	}
 	if t.ipLocal != nil {
-		t.ipLocal.give(now)
+		t.ipLocal.Give(now)
 	}
 }
 

@@ -2,74 +2,10 @@ package limiter
 
 import (
 	"hash/maphash"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/seckill/seckill/internal/tokenbucket"
-	"golang.org/x/time/rate"
 )
-
-// localBucket is one in-process token bucket (golang.org/x/time/rate) configured from a Limit.
-// When the Limit changes it is reconfigured in place: tokens are kept and clamped to the new
-// burst, never refilled. Safe for concurrent use.
-type localBucket struct {
-	rateBits atomic.Uint64 // math.Float64bits of the configured Limit.Rate
-	burst    atomic.Int64  // the configured Limit.Burst
-	mu       sync.Mutex    // serialises reconfiguration
-	lim      *rate.Limiter
-	used     atomic.Int64 // unix nanoseconds of the last take, for housekeeping
-}
-
-func newLocalBucket(l tokenbucket.Limit, now time.Time) *localBucket {
-	b := &localBucket{lim: rate.NewLimiter(rate.Limit(l.Rate), l.Capacity())}
-	b.rateBits.Store(math.Float64bits(l.Rate))
-	b.burst.Store(int64(l.Burst))
-	b.used.Store(now.UnixNano())
-	return b
-}
-
-// configure makes b enforce l from now on; a no-op when l is the current Limit.
-func (b *localBucket) configure(l tokenbucket.Limit, now time.Time) {
-	if b.rateBits.Load() == math.Float64bits(l.Rate) && b.burst.Load() == int64(l.Burst) {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.rateBits.Load() == math.Float64bits(l.Rate) && b.burst.Load() == int64(l.Burst) {
-		return
-	}
-	// SetBurstAt advances the bucket under the old limit; the next advance clamps the tokens
-	// to the new burst. Tokens are never added by a change.
-	b.lim.SetLimitAt(now, rate.Limit(l.Rate))
-	b.lim.SetBurstAt(now, l.Capacity())
-	b.rateBits.Store(math.Float64bits(l.Rate))
-	b.burst.Store(int64(l.Burst))
-}
-
-// take takes one token at now, or reports how long until one is there.
-func (b *localBucket) take(now time.Time) (bool, time.Duration) {
-	b.used.Store(now.UnixNano())
-	if b.lim.AllowN(now, 1) {
-		return true, 0
-	}
-	r := float64(b.lim.Limit())
-	if r <= 0 {
-		return false, time.Second
-	}
-	missing := 1 - b.lim.TokensAt(now)
-	return false, max(time.Millisecond, time.Duration(math.Ceil(missing/r*1e3))*time.Millisecond)
-}
-
-// give returns one token taken at or before now.
-func (b *localBucket) give(now time.Time) {
-	// AllowN with a negative n adds |n| tokens; the next advance clamps them to the burst.
-	b.lim.AllowN(now, -1)
-}
-
-// tokens reports the tokens available at now.
-func (b *localBucket) tokens(now time.Time) float64 { return b.lim.TokensAt(now) }
 
 const shardCount = 32
 

@@ -185,7 +185,7 @@ func (a redisWindowAdapter) take(key string, lim tokenbucket.Limit) (bool, time.
 // reconfigured in place when the limit changes.
 type localAdapter struct {
 	clk *fakeClock
-	m   *shardMap[*localBucket]
+	m   *shardMap[*tokenbucket.Bucket]
 }
 
 func (a localAdapter) take(key string, lim tokenbucket.Limit) (bool, time.Duration, error) {
@@ -193,15 +193,15 @@ func (a localAdapter) take(key string, lim tokenbucket.Limit) (bool, time.Durati
 		return true, 0, nil
 	}
 	now := a.clk.Now()
-	b := a.m.getOrAdd(key, func() *localBucket { return newLocalBucket(lim, now) }, nil)
-	b.configure(lim, now)
-	ok, retry := b.take(now)
+	b := a.m.getOrAdd(key, func() *tokenbucket.Bucket { return tokenbucket.NewBucket(lim, now) }, nil)
+	b.Configure(lim, now)
+	ok, retry := b.Take(now)
 	return ok, retry, nil
 }
 
 func TestSuiteLocalFallback(t *testing.T) {
 	t.Parallel()
 	runBucketSuite(t, bucketKind{gradual: true}, func(t *testing.T, clk *fakeClock) suiteBucket {
-		return localAdapter{clk: clk, m: newShardMap[*localBucket](1000)}
+		return localAdapter{clk: clk, m: newShardMap[*tokenbucket.Bucket](1000)}
 	})
 }

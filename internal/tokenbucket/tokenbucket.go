@@ -1,6 +1,7 @@
 // Package tokenbucket owns the token-bucket limit every layer speaks of: the configuration's
 // limits, the limiter's budgets and buckets, and the per-user and per-IP buckets the
-// reservation script takes. It imports nothing of the service.
+// reservation script takes; and Bucket, the one in-process token bucket (the limiter's
+// fallback, app's per-instance budgets). It imports nothing of the service.
 package tokenbucket
 
 // Limit is a token bucket: Rate tokens per second refill a bucket holding at most Burst. A
