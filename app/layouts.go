@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // Delays between passes of runReshard while a reshard it asked for failed (Redis down, the
@@ -51,18 +53,17 @@ func (a *App) runReshard(ctx context.Context) error {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	delay := time.Duration(0)
+	delay := backoff.Doubling{Min: reshardRetryMin, Max: reshardRetryMax}
 	for {
 		changed := a.cfg.Changed() // before Current: a swap in between closes it
 		snap := a.cfg.Current()
 		if snap != nil {
 			if a.followShards(ctx, snap) {
-				delay = min(max(2*delay, reshardRetryMin), reshardRetryMax)
-				retry.Reset(delay)
+				retry.Reset(delay.Next())
 				a.layouts.retrying.Store(true)
 			} else {
 				retry.Stop()
-				delay = 0
+				delay.Reset()
 				a.layouts.followed.Store(snap)
 				a.layouts.retrying.Store(false)
 			}

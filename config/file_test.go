@@ -150,7 +150,7 @@ func TestFirstPayloadRefusedByTimeoutIsRetried(t *testing.T) {
 		return buildSnap(c, meta)
 	}, nil, nil)
 	r.timeout = 100 * time.Millisecond
-	r.retryMin = 50 * time.Millisecond
+	r.retryIn.Min = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { r.Run(ctx); done <- struct{}{} }()

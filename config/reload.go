@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // Payload sources.
@@ -179,11 +180,10 @@ type Reloader[T any] struct {
 	changed atomic.Pointer[chan struct{}]
 
 	// Touched only by the Run goroutine.
-	lastSeq  map[string]uint64
-	timeout  time.Duration
-	retry    *Payload      // a payload refused by the timeout before the first applied one
-	retryIn  time.Duration // delay before retry is tried again; doubles up to retryMax
-	retryMin time.Duration
+	lastSeq map[string]uint64
+	timeout time.Duration
+	retry   *Payload         // a payload refused by the timeout before the first applied one
+	retryIn backoff.Doubling // delays before retry is tried again: retryMinDelay doubling to retryMaxDelay
 }
 
 // Delays between tries of a payload whose build overran the timeout while nothing was
@@ -204,14 +204,14 @@ func NewReloader[T any](build func(*Config, Meta) (*T, error), m *Metrics, log *
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Reloader[T]{
-		build:    build,
-		m:        m,
-		log:      log.With("component", "config"),
-		wake:     make(chan struct{}, 1),
-		ready:    make(chan struct{}),
-		lastSeq:  map[string]uint64{},
-		timeout:  DefaultBuildTimeout,
-		retryMin: retryMinDelay,
+		build:   build,
+		m:       m,
+		log:     log.With("component", "config"),
+		wake:    make(chan struct{}, 1),
+		ready:   make(chan struct{}),
+		lastSeq: map[string]uint64{},
+		timeout: DefaultBuildTimeout,
+		retryIn: backoff.Doubling{Min: retryMinDelay, Max: retryMaxDelay},
 	}
 	r.status.Store(&Status{})
 	ch := make(chan struct{})
@@ -265,12 +265,8 @@ func (r *Reloader[T]) Run(ctx context.Context) error {
 		}
 		r.retry = nil
 		if r.process(ctx, *p) {
-			if r.retryIn == 0 {
-				r.retryIn = r.retryMin
-			}
 			r.retry = p
-			retryTimer.Reset(r.retryIn)
-			r.retryIn = min(2*r.retryIn, retryMaxDelay)
+			retryTimer.Reset(r.retryIn.Next())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
 )
@@ -113,7 +114,7 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 // when ctx ends stay pending and are claimed by the next relay after ClaimIdle.
 func (r *Relay) Run(ctx context.Context) error {
 	var lastDiscover, lastClaim time.Time
-	pause := r.opts.Poll
+	idle := backoff.Doubling{Min: r.opts.Poll, Max: r.opts.IdlePoll}
 	for ctx.Err() == nil {
 		now := time.Now()
 		if now.Sub(lastDiscover) >= r.opts.Discover {
@@ -149,10 +150,9 @@ func (r *Relay) Run(ctx context.Context) error {
 			r.rl.OK("stream", "relaying journals works again")
 		}
 		if moved > 0 {
-			pause = r.opts.Poll
+			idle.Reset()
 		} else {
-			r.sleep(ctx, pause)
-			pause = min(2*pause, r.opts.IdlePoll)
+			r.sleep(ctx, idle.Next())
 		}
 	}
 	return nil
@@ -208,15 +208,25 @@ type heldBatch struct {
 	published bool                     // sent to the queue; acks are what is left to do
 	acks      []inventory.JournalEntry // when published
 	until     time.Time                // not before
-	backoff   time.Duration            // the pause after the next failure
+	retry     backoff.Doubling         // the pause after each failure in a row
 }
 
-// hold keeps h for the stream's next turn, after a failure (backoff doubled from 50 ms up to
-// MaxBackoff) or, with wait > 0, once wait has passed.
+// Pauses before a retry start at these and double up to Options.MaxBackoff.
+const (
+	heldRetryMin    = 50 * time.Millisecond  // a held batch's next turn after a failure
+	publishRetryMin = 100 * time.Millisecond // a publish the Publisher did not confirm
+)
+
+// newHeld is a batch of entries read from a stream, not yet durable.
+func (r *Relay) newHeld(entries []redis.XMessage) *heldBatch {
+	return &heldBatch{entries: entries, retry: backoff.Doubling{Min: heldRetryMin, Max: r.opts.MaxBackoff}}
+}
+
+// hold keeps h for the stream's next turn, after a failure (h.retry's next pause) or, with
+// wait > 0, once wait has passed.
 func (r *Relay) hold(stream string, h *heldBatch, failed bool, wait time.Duration) {
 	if failed {
-		h.backoff = min(max(2*h.backoff, 50*time.Millisecond), r.opts.MaxBackoff)
-		wait = h.backoff
+		wait = h.retry.Next()
 	}
 	h.until = time.Now().Add(wait)
 	r.held[stream] = h
@@ -248,7 +258,7 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		if len(msgs) > 0 {
 			r.m.RelayClaimed.Add(float64(len(msgs)))
 			r.log.Info("claimed pending journal entries", "stream", stream, "entries", len(msgs))
-			n, err := r.advance(ctx, stream, &heldBatch{entries: msgs})
+			n, err := r.advance(ctx, stream, r.newHeld(msgs))
 			if err != nil || r.held[stream] != nil {
 				return moved + n, err
 			}
@@ -266,7 +276,7 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		return moved, fmt.Errorf("xreadgroup: %w", err)
 	}
 	for _, s := range res {
-		n, err := r.advance(ctx, stream, &heldBatch{entries: s.Messages})
+		n, err := r.advance(ctx, stream, r.newHeld(s.Messages))
 		moved += n
 		if err != nil {
 			return moved, err
@@ -315,7 +325,8 @@ func (r *Relay) advance(ctx context.Context, stream string, h *heldBatch) (int, 
 		if err := r.publish(ctx, stream, msgs); err != nil {
 			return 0, err
 		}
-		h.published, h.acks, h.backoff = true, acks, 0
+		h.published, h.acks = true, acks
+		h.retry.Reset()
 	}
 	acked, _, err := r.sc.ledger.Ack(ctx, stream, RelayGroup, h.acks)
 	if err != nil {
@@ -354,7 +365,7 @@ func (r *Relay) decode(stream string, entries []redis.XMessage) ([]Message, []in
 
 // publish sends msgs, retrying with backoff until the Publisher confirms or ctx ends.
 func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) error {
-	backoff := 100 * time.Millisecond
+	retry := backoff.Doubling{Min: publishRetryMin, Max: r.opts.MaxBackoff}
 	for len(msgs) > 0 {
 		err := r.pub.Publish(ctx, msgs)
 		if err == nil {
@@ -366,9 +377,9 @@ func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) erro
 			return ctx.Err()
 		}
 		r.m.RelayErrors.WithLabelValues("publish").Inc()
-		r.rl.Warn("publish", "publish failed; retrying", "stream", stream, "entries", len(msgs), "backoff", backoff, "err", err)
-		r.sleep(ctx, backoff)
-		backoff = min(2*backoff, r.opts.MaxBackoff)
+		pause := retry.Next()
+		r.rl.Warn("publish", "publish failed; retrying", "stream", stream, "entries", len(msgs), "backoff", pause, "err", err)
+		r.sleep(ctx, pause)
 	}
 	return nil
 }

@@ -1,0 +1,23 @@
+// Package backoff owns the one doubling pause of the service's retry and idle loops (the
+// relay's publish and held batches, its idle poll, the configuration's retry of a slow
+// build, the layouts' reshard retry). It imports nothing of the service.
+package backoff
+
+import "time"
+
+// Doubling is a pause that doubles on every Next, from Min up to Max: Min, 2*Min, 4*Min, ...,
+// never above Max (Max wins when Min > Max). Reset starts it over at Min. The zero value of
+// the pause state, with Min and Max set, is ready to use. Not safe for concurrent use.
+type Doubling struct {
+	Min, Max time.Duration
+	last     time.Duration // the pause Next returned last; 0 before the first or after Reset
+}
+
+// Next returns the pause to wait now and doubles the following one.
+func (d *Doubling) Next() time.Duration {
+	d.last = min(max(2*d.last, d.Min), d.Max)
+	return d.last
+}
+
+// Reset makes the next Next return Min again.
+func (d *Doubling) Reset() { d.last = 0 }
