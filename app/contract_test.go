@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -35,21 +34,8 @@ func must503(t *testing.T, what string, a answer, code string) {
 	}
 }
 
-// pingCounter counts PING commands of a Redis client.
-type pingCounter struct{ n atomic.Int64 }
-
-func (p *pingCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (p *pingCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "ping" {
-			p.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (p *pingCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
+// isPing reports whether cmd is a PING.
+func isPing(_ context.Context, cmd redis.Cmder) bool { return cmd.Name() == "ping" }
 
 // ginContext is a Gin context for req, for testing request helpers directly.
 func ginContext(req *http.Request) (*gin.Context, *httptest.ResponseRecorder) {

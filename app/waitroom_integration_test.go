@@ -6,12 +6,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -20,30 +20,12 @@ func roomConfig(id, room string) string {
 	return testConfig + "activities:\n  " + id + ":\n    waitingRoom: " + room + "\n"
 }
 
-// commandCounter counts the Redis commands an instance's client sends on behalf of an HTTP
-// request: a command whose context descends from a request's (net/http puts the server in
-// every request context). Background work (refresh, the inlet, the relay) runs on the
-// instance's own context and is not counted, so the count does not swing with the load.
-type commandCounter struct{ n atomic.Int64 }
-
-func fromRequest(ctx context.Context) bool { return ctx.Value(http.ServerContextKey) != nil }
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if fromRequest(ctx) {
-			c.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if fromRequest(ctx) {
-			c.n.Add(int64(len(cmds)))
-		}
-		return next(ctx, cmds)
-	}
+// fromRequest reports whether a Redis command is sent on behalf of an HTTP request: its
+// context descends from a request's (net/http puts the server in every request context).
+// Background work (refresh, the inlet, the relay) runs on the instance's own context and is
+// not counted, so the count does not swing with the load.
+func fromRequest(ctx context.Context, _ redis.Cmder) bool {
+	return ctx.Value(http.ServerContextKey) != nil
 }
 
 func (ta *testApp) join(t testing.TB, id, user string) answer {
@@ -108,12 +90,12 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 	// Polls cost no Redis call: 500 polls send no command on behalf of a request, where a
 	// join (the control: it takes a place in Redis) sends at least one.
 	t2 := j2.body["ticket"].(string)
-	cc := &commandCounter{}
+	cc := &redishook.Counter{Match: fromRequest}
 	b.rdb.AddHook(cc)
 	if j := b.join(t, id, "u3"); j.status != http.StatusCreated {
 		t.Fatalf("join u3: %d %v", j.status, j.body)
 	}
-	joined := cc.n.Load()
+	joined := cc.Load()
 	if joined == 0 {
 		t.Fatal("a join sent no Redis command under its request context: the counter sees nothing")
 	}
@@ -122,7 +104,7 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 			t.Fatalf("poll: %d %v", p.status, p.body)
 		}
 	}
-	if polled := cc.n.Load() - joined; polled != 0 {
+	if polled := cc.Load() - joined; polled != 0 {
 		t.Fatalf("500 polls sent %d Redis commands (a join sent %d)", polled, joined)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/tokenbucket"
 )
@@ -30,7 +31,7 @@ func BenchmarkReserve(b *testing.B) {
 		}{{"user-limits", tokenbucket.Limit{Rate: 2, Burst: 4}, time.Minute, 10}, {"no-user-limits", tokenbucket.Limit{}, 0, 0}} {
 			b.Run(bk.name+"/"+lim.name, func(b *testing.B) {
 				rdb := bk.dial(b)
-				var calls counter
+				var calls redishook.Counter
 				rdb.AddHook(&calls)
 				s := newStore(b, rdb, Options{})
 				a := mustCreate(b, s, openActivity(b, 1_000_000_000, 1, 16))
@@ -38,7 +39,7 @@ func BenchmarkReserve(b *testing.B) {
 				var n atomic.Int64
 				b.ReportAllocs()
 				b.SetParallelism(8) // 8 x GOMAXPROCS callers, about what 64 HTTP connections make
-				calls.n.Store(0)
+				calls.Reset()
 				start := time.Now()
 				b.ResetTimer()
 				b.RunParallel(func(pb *testing.PB) {
@@ -55,7 +56,7 @@ func BenchmarkReserve(b *testing.B) {
 				b.StopTimer()
 				el := time.Since(start).Seconds()
 				b.ReportMetric(float64(b.N)/el, "reservations/s")
-				b.ReportMetric(float64(calls.n.Load())/float64(b.N), "redis-cmds/op")
+				b.ReportMetric(float64(calls.Load())/float64(b.N), "redis-cmds/op")
 			})
 		}
 	}

@@ -1,13 +1,14 @@
 package inventory
 
 import (
+	"github.com/seckill/seckill/internal/redishook"
 	"testing"
 )
 
 // BenchmarkReserveSoldOut is the known-sold-out path: no Redis call, no allocation.
 func BenchmarkReserveSoldOut(b *testing.B) {
 	rdb := miniRedis(b)
-	var calls counter
+	var calls redishook.Counter
 	rdb.AddHook(&calls)
 	s := newStore(b, rdb, Options{})
 	a := mustCreate(b, s, openActivity(b, 0, 1, 2))
@@ -19,7 +20,7 @@ func BenchmarkReserveSoldOut(b *testing.B) {
 		b.Fatal("not sold out")
 	}
 	req := ReserveRequest{ActivityID: a.ID, UserID: "u", Quantity: 1}
-	calls.n.Store(0)
+	calls.Reset()
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -30,7 +31,7 @@ func BenchmarkReserveSoldOut(b *testing.B) {
 			}
 		}
 	})
-	b.ReportMetric(float64(calls.n.Load())/float64(b.N), "redis-cmds/op")
+	b.ReportMetric(float64(calls.Load())/float64(b.N), "redis-cmds/op")
 }
 
 // BenchmarkActivity is the cached activity read.

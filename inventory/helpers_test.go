@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,23 +118,6 @@ func mustCreate(t testing.TB, s *Store, a Activity) Activity {
 func openActivity(t testing.TB, stock int64, limit, shards int) Activity {
 	return Activity{ID: uniqueID(t), Stock: stock, PerUserLimit: limit, Shards: shards,
 		OpensAt: time.Now().Add(-time.Minute)}
-}
-
-// counter is a go-redis hook counting the commands sent.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
 }
 
 // shardState sums what the shards of every epoch of an activity hold.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
@@ -362,7 +363,7 @@ func TestIdempotencyReplay(t *testing.T) {
 
 func TestLocalRejectionsMakeNoRedisCall(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		var calls counter
+		var calls redishook.Counter
 		rdb.AddHook(&calls)
 		s := newStore(t, rdb, Options{})
 		ctx := ctxT(t)
@@ -396,7 +397,7 @@ func TestLocalRejectionsMakeNoRedisCall(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				before := calls.n.Load()
+				before := calls.Load()
 				for i := 0; i < 100; i++ {
 					r, err := s.Reserve(ctx, ReserveRequest{ActivityID: tt.id, UserID: fmt.Sprint("u", i), Quantity: 1})
 					if err != nil || r.Code != tt.want {
@@ -406,19 +407,19 @@ func TestLocalRejectionsMakeNoRedisCall(t *testing.T) {
 						t.Fatalf("opensAt %v, want %v", r.OpensAt, soon.OpensAt)
 					}
 				}
-				if n := calls.n.Load() - before; n != 0 {
+				if n := calls.Load() - before; n != 0 {
 					t.Fatalf("%d Redis commands, want 0", n)
 				}
 			})
 		}
 		t.Run("malformed reservation id", func(t *testing.T) {
-			before := calls.n.Load()
+			before := calls.Load()
 			for _, rid := range []string{"", "x", "a.b.c.d", "a.1.2", "a b.1.2.3", strings.Repeat("a", 65) + ".1.2.3", "a.1.2.3.4", "a.1.99999.3"} {
 				if _, err := s.Reservation(ctx, rid); !errors.Is(err, ErrNotFound) {
 					t.Errorf("%q: err = %v", rid, err)
 				}
 			}
-			if n := calls.n.Load() - before; n != 0 {
+			if n := calls.Load() - before; n != 0 {
 				t.Fatalf("%d Redis commands, want 0", n)
 			}
 			if _, err := s.Reservation(ctx, sold.ID+".0.0.999999"); !errors.Is(err, ErrNotFound) {
@@ -621,20 +622,20 @@ func TestCrashInTransitIsRecovered(t *testing.T) {
 
 func TestLookupRemembersUnknownIDs(t *testing.T) {
 	rdb := miniRedis(t)
-	var calls counter
+	var calls redishook.Counter
 	rdb.AddHook(&calls)
 	s := newStore(t, rdb, Options{})
 	other := newStore(t, rdb, Options{})
 	ctx := ctxT(t)
 	id := uniqueID(t)
 	rdb.Ping(ctx) // connection setup is not counted
-	calls.n.Store(0)
+	calls.Reset()
 	for i := 0; i < 50; i++ {
 		if _, ok, err := s.Lookup(ctx, id); ok || err != nil {
 			t.Fatalf("unknown = %v, %v", ok, err)
 		}
 	}
-	if n := calls.n.Load(); n != 1 {
+	if n := calls.Load(); n != 1 {
 		t.Fatalf("%d Redis commands for 50 lookups of one unknown id, want 1", n)
 	}
 	mustCreate(t, other, Activity{ID: id, Stock: 1, PerUserLimit: 1, Shards: 1})
@@ -671,14 +672,14 @@ func TestLateEventsKeepTheSoldOutMark(t *testing.T) {
 		if v, _ := s.Activity(a.ID); !v.SoldOut || v.Remaining != 0 {
 			t.Fatalf("after late created/layout events and a lookup: %+v, want still sold out", v)
 		}
-		var calls counter
+		var calls redishook.Counter
 		rdb.AddHook(&calls)
 		for i := 0; i < 20; i++ {
 			if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("late-", i), Quantity: 1}); err != nil || r.Code != SoldOut {
 				t.Fatalf("reserve %d = %+v, %v; want SOLD_OUT", i, r, err)
 			}
 		}
-		if n := calls.n.Load(); n != 0 {
+		if n := calls.Load(); n != 0 {
 			t.Fatalf("%d Redis commands for 20 requests after the sell-out was known, want 0", n)
 		}
 	})

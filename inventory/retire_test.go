@@ -5,13 +5,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -52,29 +52,21 @@ func activityKeys(t testing.TB, rdb redis.UniversalClient, id string) int {
 	return n
 }
 
-// passCounter is a go-redis hook counting the commands an instance sends and its refresh
-// passes (each starts with SMEMBERS of the activities set).
+// passCounter counts the commands an instance sends and its refresh passes (each starts with
+// SMEMBERS of the activities set).
 type passCounter struct {
-	set    string
-	cmds   atomic.Int64
-	passes atomic.Int64
+	cmds, passes redishook.Counter
 }
 
-func (c *passCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *passCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.cmds.Add(1)
-		if a := cmd.Args(); len(a) == 2 && cmd.Name() == "smembers" && a[1] == c.set {
-			c.passes.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (c *passCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.cmds.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
+// countPasses adds a passCounter of the activities set set to rdb.
+func countPasses(rdb redis.UniversalClient, set string) *passCounter {
+	c := &passCounter{passes: redishook.Counter{Match: func(_ context.Context, cmd redis.Cmder) bool {
+		a := cmd.Args()
+		return len(a) == 2 && cmd.Name() == "smembers" && a[1] == set
+	}}}
+	rdb.AddHook(&c.cmds)
+	rdb.AddHook(&c.passes)
+	return c
 }
 
 // idleLoad measures the commands an idle instance sends over passes refresh passes (from the
@@ -100,8 +92,7 @@ func (c *passCounter) idleLoad(t *testing.T, passes int64) (cmds int64, perSec f
 func TestTwelveReshardsCostOne(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ns := uniqueID(t)
-		pc := &passCounter{set: keyspace.Namespaced(ns, keyspace.Activities)}
-		rdb.AddHook(pc)
+		pc := countPasses(rdb, keyspace.Namespaced(ns, keyspace.Activities))
 		// Layouts retire 3 s after they stop being current; a reshard run writes for 2 s.
 		opts := Options{Namespace: ns, RetireAfter: 3 * time.Second, ReshardRunLimit: 2 * time.Second}
 		s := newStore(t, rdb, opts)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/tokenbucket"
 )
@@ -46,7 +47,7 @@ func BenchmarkAllow(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			rdb := testsvc.Redis(b).(*redis.Client)
-			calls := &callCounter{}
+			calls := &redishook.Counter{}
 			rdb.AddHook(calls)
 			l := newTestLimiter(b, rdb, nil, Options{})
 			r := c.req
@@ -65,7 +66,7 @@ func BenchmarkAllow(b *testing.B) {
 				_, _ = l.Allow(context.Background(), r) // Redis says empty: local from now on
 			}
 			var seq atomic.Int64
-			start := calls.n.Load()
+			start := calls.Load()
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -82,7 +83,7 @@ func BenchmarkAllow(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			b.ReportMetric(float64(calls.n.Load()-start)/float64(b.N), "redis-calls/op")
+			b.ReportMetric(float64(calls.Load()-start)/float64(b.N), "redis-calls/op")
 		})
 	}
 }

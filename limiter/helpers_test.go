@@ -124,25 +124,6 @@ func newTestLimiterPrefix(t testing.TB, rdb redis.UniversalClient, clk *fakeCloc
 	return l
 }
 
-// callCounter is a go-redis hook counting the commands sent.
-type callCounter struct{ n atomic.Int64 }
-
-func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
-var _ redis.Hook = (*callCounter)(nil)
-
 // sleepHook delays every command by the current delay: latency injection without a proxy.
 type sleepHook struct{ delay atomic.Int64 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/tokenbucket"
 )
@@ -124,7 +125,7 @@ func TestRefundGivesBackEverything(t *testing.T) {
 
 func TestRememberedCostsNoRedisCall(t *testing.T) {
 	rdb := testsvc.Redis(t).(*redis.Client)
-	calls := &callCounter{}
+	calls := &redishook.Counter{}
 	rdb.AddHook(calls)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
@@ -132,7 +133,7 @@ func TestRememberedCostsNoRedisCall(t *testing.T) {
 		IPAddr: "10.1.1.1", UserHash: "00000000000000aa"}
 
 	l.Remember("", r.UserHash, "", 2*time.Second)
-	before := calls.n.Load()
+	before := calls.Load()
 	for range 1000 {
 		d, _ := l.Allow(context.Background(), r)
 		if d.Allowed || d.Dimension != DimUser || d.Reason != ReasonRemembered {
@@ -142,7 +143,7 @@ func TestRememberedCostsNoRedisCall(t *testing.T) {
 			t.Fatalf("retry-after %v, want 2s", d.RetryAfter)
 		}
 	}
-	if n := calls.n.Load() - before; n != 0 {
+	if n := calls.Load() - before; n != 0 {
 		t.Fatalf("remembered user cost %d Redis calls, want 0", n)
 	}
 
@@ -158,14 +159,14 @@ func TestRememberedCostsNoRedisCall(t *testing.T) {
 	if d.Allowed || d.Dimension != DimIP || d.Reason != ReasonRate {
 		t.Fatalf("third request: %+v, want an ip rate rejection", d)
 	}
-	before = calls.n.Load()
+	before = calls.Load()
 	for range 500 {
 		d2, _ := l.Allow(context.Background(), r)
 		if d2.Allowed || d2.Reason != ReasonRemembered || d2.Dimension != DimIP {
 			t.Fatalf("remembered ip: %+v", d2)
 		}
 	}
-	if n := calls.n.Load() - before; n != 0 {
+	if n := calls.Load() - before; n != 0 {
 		t.Fatalf("remembered ip cost %d Redis calls, want 0", n)
 	}
 	clk.Advance(d.RetryAfter)
@@ -188,7 +189,7 @@ func TestCanceledRequestIsRejected(t *testing.T) {
 // TestLeaseCostsFewRedisCalls: the leased budgets cost far less than one call per request.
 func TestLeaseCostsFewRedisCalls(t *testing.T) {
 	rdb := testsvc.Redis(t).(*redis.Client)
-	calls := &callCounter{}
+	calls := &redishook.Counter{}
 	rdb.AddHook(calls)
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
@@ -196,7 +197,7 @@ func TestLeaseCostsFewRedisCalls(t *testing.T) {
 		CampaignID: "c", Activity: tokenbucket.Limit{Rate: 20000, Burst: 40000}, ActivityID: "a",
 		Channel: tokenbucket.Limit{Rate: 20000, Burst: 40000}, ChannelName: "web"}
 	_, _ = l.Allow(context.Background(), r) // loads the script
-	before := calls.n.Load()
+	before := calls.Load()
 	const n = 10000
 	for i := range n {
 		if i%100 == 0 {
@@ -206,7 +207,7 @@ func TestLeaseCostsFewRedisCalls(t *testing.T) {
 			t.Fatalf("request %d: %+v", i, d)
 		}
 	}
-	perReq := float64(calls.n.Load()-before) / n
+	perReq := float64(calls.Load()-before) / n
 	t.Logf("4 leased dimensions: %.4f Redis calls per request", perReq)
 	if perReq > 0.05 {
 		t.Fatalf("%.4f Redis calls per request, want < 0.05", perReq)

@@ -10,35 +10,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
-// commandCounter is a go-redis hook counting the commands a client sends, pipelined ones
-// included.
-type commandCounter struct{ n atomic.Int64 }
-
-func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
 // countingRedis returns a client of the test Redis of its own, and its command counter.
-func countingRedis(t testing.TB) (redis.UniversalClient, *commandCounter) {
+func countingRedis(t testing.TB) (redis.UniversalClient, *redishook.Counter) {
 	t.Helper()
 	rdb := testsvc.Redis(t)
-	c := &commandCounter{}
+	c := &redishook.Counter{}
 	rdb.(*redis.Client).AddHook(c)
 	return rdb, c
 }
@@ -68,12 +49,12 @@ func TestWriterRedisCallsPerOrder(t *testing.T) {
 	if st := a.statuses(); st["CONFIRMED"] != 1024 {
 		t.Fatalf("statuses %v", st)
 	}
-	t.Logf("%d Redis commands and %d MySQL statements for 1024 orders", calls.n.Load(), stmts.Load())
+	t.Logf("%d Redis commands and %d MySQL statements for 1024 orders", calls.Load(), stmts.Load())
 	if got, want := stmts.Load(), int64(2*1024/memBatch); got > want {
 		t.Fatalf("%d MySQL statements for %d batches, want <= %d", got, 1024/memBatch, want)
 	}
-	if per := float64(calls.n.Load()) / 1024; per > 0.1 {
-		t.Fatalf("%d Redis commands for 1024 orders: %.3f per order, want <= 0.1", calls.n.Load(), per)
+	if per := float64(calls.Load()) / 1024; per > 0.1 {
+		t.Fatalf("%d Redis commands for 1024 orders: %.3f per order, want <= 0.1", calls.Load(), per)
 	}
 }
 
@@ -95,9 +76,9 @@ func TestRelayRedisCallsPerEntry(t *testing.T) {
 		JournalsKey: a.journals, Poll: time.Second}, testMetrics(), testLogger(t))))
 	testwait.Eventually(t, 30*time.Second, func() bool { return got.Load() >= 2048 && a.pendingEntries() == 0 }, "2048 relayed")
 	stop()
-	t.Logf("%d Redis commands for 2048 entries", calls.n.Load())
-	if per := float64(calls.n.Load()) / 2048; per > 0.1 {
-		t.Fatalf("%d Redis commands for 2048 entries: %.3f per entry, want <= 0.1", calls.n.Load(), per)
+	t.Logf("%d Redis commands for 2048 entries", calls.Load())
+	if per := float64(calls.Load()) / 2048; per > 0.1 {
+		t.Fatalf("%d Redis commands for 2048 entries: %.3f per entry, want <= 0.1", calls.Load(), per)
 	}
 }
 
@@ -118,12 +99,12 @@ func TestIdleRelayBacksOff(t *testing.T) {
 	}
 	startRelay(t, context.Background(), must(NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
 		JournalsKey: a.journals}, testMetrics(), testLogger(t))))
-	testwait.Eventually(t, 10*time.Second, func() bool { return calls.n.Load() > 4 }, "the relay reading its journals")
+	testwait.Eventually(t, 10*time.Second, func() bool { return calls.Load() > 4 }, "the relay reading its journals")
 	time.Sleep(time.Second) // past the doubling to IdlePoll
-	before := calls.n.Load()
+	before := calls.Load()
 	const window = 3 * time.Second
 	time.Sleep(window) // the measurement window
-	n := calls.n.Load() - before
+	n := calls.Load() - before
 	t.Logf("an idle relay over 4 journals sent %d Redis commands in %v", n, window)
 	// At IdlePoll (500 ms): 4 reads per round, 2 rounds a second, one SMEMBERS a second; a
 	// read of every journal at Poll (50 ms) would be 240.
