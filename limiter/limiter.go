@@ -317,7 +317,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		ipLoc:        newShardMap[*tokenbucket.Bucket](opts.MaxKeys),
 		users:        newMemo(opts.MaxKeys),
 		ips:          newMemo(opts.MaxKeys),
-		prefix:       "sk:",
+		prefix:       keyspace.Prefix,
 		suffix:       keyspace.Suffix(opts.Namespace),
 		instancesKey: keyspace.Namespaced(opts.Namespace, keyspace.Instances),
 		wake:         make(chan struct{}, 1),

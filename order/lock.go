@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -19,7 +20,7 @@ var ErrLockBusy = errors.New("order: (activity, user) lock busy")
 
 // lockKey is the compensator's lock on (activity, user): sk:lock:{<activity>:<user hash>}.
 func lockKey(activity, userHash string) string {
-	return "sk:lock:{" + activity + ":" + userHash + "}"
+	return keyspace.Prefix + "lock:{" + activity + ":" + userHash + "}"
 }
 
 // userLocks is a set of held (activity, user) locks, each with its own random token.

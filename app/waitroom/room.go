@@ -125,7 +125,7 @@ func New(rdb redis.UniversalClient, signer Signer, stock Stock, cfg func() *conf
 type keys struct{ users, st, hb, perm, adm, live, used, steps, skip, lease string }
 
 func keysOf(id string) keys {
-	p := "sk:{" + id + "}:q:"
+	p := keyspace.Prefix + "{" + id + "}:q:"
 	return keys{users: p + "users", st: p + "st", hb: p + "hb", perm: p + "perm", adm: p + "adm",
 		live: p + "live", used: p + "used", steps: p + "steps", skip: p + "skip", lease: p + "lease"}
 }

@@ -23,12 +23,16 @@ func ValidActivityID(id string) bool {
 	return true
 }
 
+// Prefix starts every Redis key and channel name of the service: the activities' keys
+// ("sk:{A}:meta", "sk:{A:e:h}:stock"), the limiter's, the locks, the instance-wide names below.
+const Prefix = "sk:"
+
 // Instance-wide keys and the event channel, of the default namespace (see Namespaced).
 const (
-	Journals   = "sk:journals"   // set: names of all journal streams (the relay's work list)
-	Activities = "sk:activities" // set: all activity ids
-	Instances  = "sk:instances"  // zset: instance id -> last heartbeat ms
-	Events     = "sk:events"     // pub/sub channel: soldout, layout and created events
+	Journals   = Prefix + "journals"   // set: names of all journal streams (the relay's work list)
+	Activities = Prefix + "activities" // set: all activity ids
+	Instances  = Prefix + "instances"  // zset: instance id -> last heartbeat ms
+	Events     = Prefix + "events"     // pub/sub channel: soldout, layout and created events
 )
 
 // Namespaced returns an instance-wide key or channel name within a namespace: name itself

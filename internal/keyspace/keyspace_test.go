@@ -24,3 +24,11 @@ func TestNamespaced(t *testing.T) {
 		t.Errorf("namespace t1: %q", got)
 	}
 }
+
+func TestInstanceWideNamesAreTheDocumentedOnes(t *testing.T) {
+	for got, want := range map[string]string{Journals: "sk:journals", Activities: "sk:activities", Instances: "sk:instances", Events: "sk:events"} {
+		if got != want {
+			t.Errorf("%q, want %q (docs/DESIGN.md)", got, want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/seckill/seckill/cmd/seckill-load/driver"
 	"github.com/seckill/seckill/cmd/seckill-load/report"
 	"github.com/seckill/seckill/cmd/seckill-load/scenario"
+	"github.com/seckill/seckill/internal/keyspace"
 )
 
 // Checkers holds the connections of the independent checks. Open it, Close it when done.
@@ -442,10 +443,10 @@ wait:
 }
 
 // Redis keys of the stock shards (docs/DESIGN.md).
-func metaKey(activity string) string { return "sk:{" + activity + "}:meta" }
+func metaKey(activity string) string { return keyspace.Prefix + "{" + activity + "}:meta" }
 
 func shardKey(activity string, epoch, shard int, what string) string {
-	return fmt.Sprintf("sk:{%s:%d:%d}:%s", activity, epoch, shard, what)
+	return fmt.Sprintf("%s{%s:%d:%d}:%s", keyspace.Prefix, activity, epoch, shard, what)
 }
 
 type shardState struct {
