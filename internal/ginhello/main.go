@@ -38,6 +38,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/limiter"
 )
@@ -76,8 +77,8 @@ func run() error {
 		rdb = redis.NewClient(&redis.Options{Addr: *redisAddr, DisableIdentity: true, PoolSize: 128,
 			MinIdleConns: 16, MaxRetries: 1})
 		defer rdb.Close()
-		stock := "sk:{ginhello:" + *ns + "}:stock"
-		journal := "sk:{ginhello:" + *ns + "}:journal"
+		stock := keyspace.Prefix + "{ginhello:" + *ns + "}:stock"
+		journal := keyspace.Prefix + "{ginhello:" + *ns + "}:journal"
 		if err := rdb.Set(ctx, stock, int64(1e15), 0).Err(); err != nil {
 			return fmt.Errorf("set %s: %w", stock, err)
 		}
@@ -107,7 +108,7 @@ func run() error {
 		r.POST("/one", func(c *gin.Context) { reserve(c, c.GetHeader("X-User-Id")) })
 		r.POST("/two", func(c *gin.Context) {
 			user := c.GetHeader("X-User-Id")
-			ok, _, err := bucket.Take(c.Request.Context(), "sk:{ginhello-tb:"+*ns+":"+user+"}",
+			ok, _, err := bucket.Take(c.Request.Context(), keyspace.Prefix+"{ginhello-tb:"+*ns+":"+user+"}",
 				tokenbucket.Limit{Rate: 1000, Burst: 1000}, 1)
 			if err != nil || !ok {
 				c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE", "message": fmt.Sprint(err)})
