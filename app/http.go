@@ -52,8 +52,6 @@ type api struct {
 	log      *slog.Logger
 	now      func() time.Time
 
-	// unknown remembers activity ids Redis did not know, for unknownTTL each, bounded.
-	unknown *lru[struct{}]
 	// local holds the per-instance budgets of reads and token requests.
 	local *localLimits
 	// ready caches the Redis probe of /readyz.
@@ -76,11 +74,6 @@ type api struct {
 }
 
 const (
-	// unknownTTL is how long an activity id Redis did not know answers 404 without asking
-	// again; well under the 1 s in which a new activity must be visible everywhere.
-	unknownTTL = 500 * time.Millisecond
-	// maxUnknown bounds the remembered unknown ids; the oldest is forgotten first.
-	maxUnknown = 10000
 	// maxLocalKeys bounds the per-IP and per-user local buckets.
 	maxLocalKeys = 100000
 	// readyProbeEvery is the longest /readyz goes without pinging Redis again.
@@ -91,7 +84,6 @@ const (
 
 // newAPI returns an api with its caches and probes built.
 func newAPI(a api) *api {
-	a.unknown = newLRU[struct{}](maxUnknown)
 	a.local = newLocalLimits(maxLocalKeys)
 	if a.inv != nil {
 		var passes admission.Passes
@@ -382,15 +374,14 @@ func activityID(c *gin.Context) (string, *apiError) {
 }
 
 // lookup finds an activity in the local snapshot, or once in Redis for one this instance has
-// not seen yet. An id Redis did not know is remembered for unknownTTL, and the Redis read of
-// an unknown id takes a token of the client's read budget first: a flood of random ids is
-// refused locally, not passed to Redis.
+// not seen yet. An id Redis did not know is answered 404 from inventory's memory of unknown
+// ids (Store.Unknown) while it lasts, and the Redis read of an unknown id takes a token of the
+// client's read budget first: a flood of random ids is refused locally, not passed to Redis.
 func (a *api) lookup(c *gin.Context, snap *Snapshot, id string) (inventory.ActivityView, *apiError) {
 	if v, ok := a.inv.Activity(id); ok {
 		return v, nil
 	}
-	now := a.now()
-	if _, ok := a.unknown.get(id, now); ok {
+	if a.inv.Unknown(id) {
 		return inventory.ActivityView{}, newError(http.StatusNotFound, CodeNotFound, "no such activity")
 	}
 	if snap != nil {
@@ -403,7 +394,6 @@ func (a *api) lookup(c *gin.Context, snap *Snapshot, id string) (inventory.Activ
 		return v, a.storeError(err)
 	}
 	if !ok {
-		a.unknown.put(id, struct{}{}, now.Add(unknownTTL))
 		return v, newError(http.StatusNotFound, CodeNotFound, "no such activity")
 	}
 	return v, nil

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/lru"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -105,9 +106,12 @@ type Options struct {
 
 const (
 	recordTTLNoClose = 7 * 24 * time.Hour
-	negativeTTL      = 500 * time.Millisecond
-	maxNegative      = 10000
-	userHashKeyWait  = 5 * time.Second
+	// negativeTTL is how long an activity id Redis did not know is answered unknown without
+	// asking again; well under the 1 s in which a new activity must be visible everywhere.
+	negativeTTL = 500 * time.Millisecond
+	// maxNegative bounds the remembered unknown ids; the least recently used is forgotten first.
+	maxNegative     = 10000
+	userHashKeyWait = 5 * time.Second
 )
 
 // Store is the inventory of every activity. Safe for concurrent use; Run keeps its cache
@@ -124,8 +128,7 @@ type Store struct {
 	mu   sync.RWMutex
 	acts map[string]*entry
 
-	negMu sync.Mutex
-	neg   map[string]int64 // unknown activity id -> unix ns until which it stays unknown
+	neg *lru.Cache[struct{}] // unknown activity ids, each until negativeTTL after Redis said so
 
 	nonce atomic.Uint64
 
@@ -313,7 +316,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: map[string]int64{}, hasher: hasher,
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: lru.New[struct{}](maxNegative), hasher: hasher,
 		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{},
 		collected: map[string]bool{}, settledTo: map[string]int64{}}
 	var base [8]byte
@@ -664,31 +667,27 @@ func (s *Store) Lookup(ctx context.Context, id string) (ActivityView, bool, erro
 	if v, ok := s.Activity(id); ok {
 		return v, true, nil
 	}
-	now := time.Now().UnixNano()
-	s.negMu.Lock()
-	exp, neg := s.neg[id]
-	s.negMu.Unlock()
-	if neg && now < exp {
+	now := time.Now()
+	if _, neg := s.neg.Get(id, now); neg {
 		return ActivityView{}, false, nil
 	}
 	v, ok, err := s.lookup(ctx, id)
 	if err == nil && !ok {
-		s.negMu.Lock()
-		if len(s.neg) >= maxNegative {
-			clear(s.neg)
-		}
-		s.neg[id] = now + int64(negativeTTL)
-		s.negMu.Unlock()
+		s.neg.Put(id, struct{}{}, now.Add(negativeTTL))
 	}
 	return v, ok, err
 }
 
-// forget drops a remembered unknown id.
-func (s *Store) forget(id string) {
-	s.negMu.Lock()
-	delete(s.neg, id)
-	s.negMu.Unlock()
+// Unknown reports whether Redis did not know id when Lookup last asked, less than
+// negativeTTL ago (and no "created" event came since): Lookup would answer unknown without a
+// Redis read.
+func (s *Store) Unknown(id string) bool {
+	_, neg := s.neg.Get(id, time.Now())
+	return neg
 }
+
+// forget drops a remembered unknown id.
+func (s *Store) forget(id string) { s.neg.Delete(id) }
 
 // lookup reads meta from Redis and caches it, always.
 func (s *Store) lookup(ctx context.Context, id string) (ActivityView, bool, error) {
