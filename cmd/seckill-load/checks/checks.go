@@ -196,6 +196,38 @@ func (c *Checkers) Run(ctx context.Context, res *driver.Result, poll *driver.Pol
 	c.checkRedis(ctx, rep, poll, stock)
 }
 
+// drainSettle is how long a drained count between known and known+slack must stand still
+// before waitDrained ends.
+const drainSettle = 2 * time.Second
+
+// waitDrained waits for the writer to drain: it calls read every 100 ms until a read
+// succeeds with at least known units done, settled (nothing left in flight, as read judges
+// it), and either known+slack units or a count that stood still for drainSettle (unresolved
+// attempts may add up to slack more, which nothing announces); or until deadline or ctx ends.
+// It returns the last read's error.
+func waitDrained(ctx context.Context, deadline time.Time, known, slack int64, read func(context.Context) (n int64, settled bool, err error)) error {
+	last, lastChange := int64(-1), time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		n, settled, err := read(ctx)
+		if err == nil && n != last {
+			last, lastChange = n, time.Now()
+		}
+		if err == nil && settled && n >= known && (n >= known+slack || time.Since(lastChange) >= drainSettle) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
 // checkReconciled is the order check without MySQL: through the service's reconciliation,
 // the units the rush added to orders and compensations must equal the units it reserved
 // (up to one reservation more per unresolved attempt), once the journal is drained, with zero
@@ -208,33 +240,13 @@ func (c *Checkers) checkReconciled(ctx context.Context, rep *report.Report) {
 	}
 	known := rep.Reservations.Units
 	slack := int64(rep.Reservations.UnresolvedAttempts * c.cfg.Quantity)
-	const drainSettle = 2 * time.Second
-	deadline := time.Now().Add(c.cfg.DrainTimeout)
 	var rc driver.Reconciliation
-	var err error
 	added := func() int64 { return rc.OrdersInDB - c.base.OrdersInDB + rc.Compensated - c.base.Compensated }
-	last, lastChange := int64(-1), time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
+	err := waitDrained(ctx, time.Now().Add(c.cfg.DrainTimeout), known, slack, func(ctx context.Context) (int64, bool, error) {
+		var err error
 		rc, err = c.recon(ctx)
-		if n := added(); err == nil && n != last {
-			last, lastChange = n, time.Now()
-		}
-		if err == nil && rc.JournalPending == 0 && rc.InFlight == 0 && rc.Drift == 0 && added() >= known &&
-			(added() >= known+slack || time.Since(lastChange) >= drainSettle) {
-			break
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			break wait
-		case <-tick.C:
-		}
-	}
+		return added(), rc.JournalPending == 0 && rc.InFlight == 0 && rc.Drift == 0, err
+	})
 	if err != nil {
 		rep.Add(name, report.Fail, "reading the service's reconciliation: %v", err)
 		return
@@ -332,36 +344,13 @@ func (c *Checkers) checkOrders(ctx context.Context, res *driver.Result, stock in
 	// Wait for the writer to drain: every reservation known has its order or compensation
 	// (not merely as many rows: rows this run does not explain, a duplicate or an earlier
 	// run's, reached the count while reservations were still unwritten, and the checks then
-	// judged a writer that was only slow). Unresolved attempts may add up to slack more,
-	// which nothing announces: past the known count, wait until that many arrived or the
-	// count stood still for drainSettle.
-	const drainSettle = 2 * time.Second
-	deadline := time.Now().Add(c.cfg.DrainTimeout)
+	// judged a writer that was only slow).
 	var st ordersState
-	var err error
-	lastTotal, lastChange := int64(-1), time.Now()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-wait:
-	for {
+	err := waitDrained(ctx, time.Now().Add(c.cfg.DrainTimeout), known, slack, func(ctx context.Context) (int64, bool, error) {
+		var err error
 		st, err = c.readOrders(ctx)
-		total := st.count + st.compensations
-		if total != lastTotal {
-			lastTotal, lastChange = total, time.Now()
-		}
-		if err == nil && total >= known && missingOrders(st, res.KnownRIDs) == 0 &&
-			(total >= known+slack || time.Since(lastChange) >= drainSettle) {
-			break
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			break wait
-		case <-tick.C:
-		}
-	}
+		return st.count + st.compensations, missingOrders(st, res.KnownRIDs) == 0, err
+	})
 	if err != nil {
 		rep.Add(name, report.Fail, "reading orders: %v", err)
 		return
