@@ -31,7 +31,9 @@ import (
 	"github.com/seckill/seckill/inventory"
 )
 
-// redisProc is a redis-server (or sentinel) process of a drill, killed when the test ends.
+// redisProc is a redis-server (or sentinel) process of a drill, on its own port and data
+// dir, killed when the test ends: the one way a drill gets a Redis it may kill (the shared
+// servers are never touched).
 type redisProc struct {
 	t    *testing.T
 	port int

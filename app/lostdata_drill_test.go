@@ -4,75 +4,18 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
-
-// privateRedis is a redis-server of the drill's own (persistence off: mode none), on its own
-// port and directory, which the drill kills and starts again empty. The shared Redis is
-// never touched.
-type privateRedis struct {
-	t    *testing.T
-	port int
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func startPrivateRedis(t *testing.T) *privateRedis {
-	t.Helper()
-	r := &privateRedis{t: t, port: freePort(t), dir: t.TempDir()}
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *privateRedis) addr() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
-
-func (r *privateRedis) start() {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--save", "",
-		"--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "redis.log"))
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("start private redis: %v", err)
-	}
-	done := make(chan struct{})
-	r.done = done
-	cmd := r.cmd
-	go func() { _ = cmd.Wait(); close(done) }()
-	c := redis.NewClient(&redis.Options{Addr: r.addr(), DisableIdentity: true})
-	defer c.Close()
-	testwait.Eventually(r.t, 10*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil },
-		"private redis on %d answers", r.port)
-}
-
-// kill SIGKILLs the server (no save: it comes back empty).
-func (r *privateRedis) kill() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-r.done:
-		return
-	default:
-	}
-	_ = r.cmd.Process.Kill()
-	<-r.done
-}
 
 // The issue-18 drill, Redis restarted empty (mode none): a rush on two instances, the
 // instances' Redis SIGKILLed and started again empty. Every instance puts the activity in
@@ -84,7 +27,7 @@ func (r *privateRedis) kill() {
 func TestDrillRedisRestartedEmpty(t *testing.T) {
 	t.Parallel()
 	const stock = 800
-	rds := startPrivateRedis(t)
+	rds := startRedisProc(t, false, "--appendonly", "no") // killed and started again empty
 	opts := rocketOptions(t)
 	opts.RedisAddr = rds.addr()
 	opts.Namespace = drillNamespace()

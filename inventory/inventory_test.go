@@ -589,15 +589,7 @@ func TestCrashInTransitIsRecovered(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, 6, 1, 3))
 		ctx := ctxT(t)
 		user := "crasher"
-		uh := s.UserHash(user)
-		home := HomeShard(uh, 3)
-		k := Shard(a.ID, 0, home)
-		src := Shard(a.ID, 0, (home+1)%3)
-		rdb.Set(ctx, k.Stock(), 0, 0) // 4 units left elsewhere
-		units, _, closed, err := s.mover.debit(ctx, src, k, "crash-1", 1)
-		if err != nil || closed || units != 1 {
-			t.Fatalf("debit = %d, %v, %v", units, closed, err)
-		}
+		k, _ := unitInTransit(t, s, rdb, a, user, 0, -1, "crash-1") // 4 units left elsewhere
 		// The process dies here: one unit is in transit.
 		if st := readState(t, rdb, a.ID); st.remaining != 3 || st.taken != 0 {
 			t.Fatalf("state %+v, want 3 on the shards, none taken", st)

@@ -109,16 +109,8 @@ func TestSoldOutDoesNotFlapWhileATransferIsUnfinished(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, 2, 1, 2))
 		ctx := ctxT(t)
 		users := homedOn(s, 2, 2)
-		home := HomeShard(s.UserHash(users[0]), 2)
-		k := Shard(a.ID, 0, home)
-		src := Shard(a.ID, 0, 1-home)
-		rdb.Set(ctx, k.Stock(), 1, 0)
-		rdb.Set(ctx, src.Stock(), 1, 0)
 		// A move of src's unit to the home shard whose settler gave up after the credit.
-		units, _, closed, err := s.mover.debit(ctx, src, k, "cut-1", 1)
-		if err != nil || closed || units != 1 {
-			t.Fatalf("debit = %d, %v, %v", units, closed, err)
-		}
+		k, src := unitInTransit(t, s, rdb, a, users[0], 1, 1, "cut-1")
 		cut := errors.New("settler stopped")
 		var cutting atomic.Bool
 		cutting.Store(true)
@@ -179,14 +171,7 @@ func TestSoldOutMarkLiftsWhenTransitLands(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
 		ctx := ctxT(t)
 		user := "late"
-		home := HomeShard(s.UserHash(user), 2)
-		k := Shard(a.ID, 0, home)
-		src := Shard(a.ID, 0, 1-home)
-		rdb.Set(ctx, k.Stock(), 0, 0)
-		rdb.Set(ctx, src.Stock(), 1, 0)
-		if units, _, _, err := s.mover.debit(ctx, src, k, "moving-1", 1); err != nil || units != 1 {
-			t.Fatalf("debit = %d, %v", units, err)
-		}
+		unitInTransit(t, s, rdb, a, user, 0, 1, "moving-1")
 		s.handleEvent(ctx, "soldout "+a.ID)
 		if err := s.Refresh(ctx); err != nil {
 			t.Fatal(err)
@@ -207,6 +192,27 @@ func TestSoldOutMarkLiftsWhenTransitLands(t *testing.T) {
 			t.Fatalf("reserve after the unit landed = %+v, %v", r, err)
 		}
 	})
+}
+
+// unitInTransit sets up one unit on its way to user's home shard k of a's shards: k's stock
+// set to homeStock and src's (the shard after k) to srcStock, a negative one left as
+// created, then one unit debited from src for k as transfer xid and not yet credited.
+func unitInTransit(t *testing.T, s *Store, rdb redis.UniversalClient, a Activity, user string, homeStock, srcStock int64, xid string) (k, src ShardKeys) {
+	t.Helper()
+	ctx := ctxT(t)
+	home := HomeShard(s.UserHash(user), a.Shards)
+	k, src = Shard(a.ID, 0, home), Shard(a.ID, 0, (home+1)%a.Shards)
+	if homeStock >= 0 {
+		rdb.Set(ctx, k.Stock(), homeStock, 0)
+	}
+	if srcStock >= 0 {
+		rdb.Set(ctx, src.Stock(), srcStock, 0)
+	}
+	units, _, closed, err := s.mover.debit(ctx, src, k, xid, 1)
+	if err != nil || closed || units != 1 {
+		t.Fatalf("debit = %d, %v, %v", units, closed, err)
+	}
+	return k, src
 }
 
 // homedOn returns n user ids whose home shard (of shards) is the same.
