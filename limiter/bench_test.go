@@ -28,7 +28,7 @@ var benchIPs = func() []string {
 func BenchmarkAllow(b *testing.B) {
 	big := tokenbucket.Limit{Rate: 1e9, Burst: 1e9}
 	leased := Request{Global: big, Campaign: big, CampaignID: "c", Activity: big, ActivityID: "a",
-		Channel: big, ChannelName: "web", UserHash: "00000000000000ff"}
+		Channel: big, ChannelName: "web", UserKey: "00000000000000ff"}
 	cases := []struct {
 		name     string
 		req      Request
@@ -42,7 +42,7 @@ func BenchmarkAllow(b *testing.B) {
 		{name: "remembered-user", req: leased, remember: true},
 		{name: "degraded-local", req: leased, ip: true, degraded: true},
 		{name: "leased-rejected", req: Request{Global: big, Activity: tokenbucket.Limit{Rate: 0.001, Burst: 1},
-			ActivityID: "a429", UserHash: "00000000000000ff"}, rejected: true},
+			ActivityID: "a429", UserKey: "00000000000000ff"}, rejected: true},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -56,7 +56,7 @@ func BenchmarkAllow(b *testing.B) {
 				r.IP = big
 			}
 			if c.remember {
-				l.Remember("", r.UserHash, "", 1<<40)
+				l.Remember("", r.UserKey, "", 1<<40)
 			}
 			if c.degraded {
 				l.degrade("benchmark", nil)
@@ -74,7 +74,7 @@ func BenchmarkAllow(b *testing.B) {
 				i := int(seq.Add(1))
 				for pb.Next() {
 					i++
-					r.IPAddr = benchIPs[i%len(benchIPs)]
+					r.IPLimitKey = benchIPs[i%len(benchIPs)]
 					d, err := l.Allow(context.Background(), r)
 					if err != nil || d.Allowed == (c.remember || c.rejected) {
 						b.Errorf("unexpected decision %+v, %v", d, err)

@@ -84,10 +84,13 @@ const MaxProbeEvery = time.Minute
 type Request struct {
 	Global, Campaign, Activity, Channel, IP tokenbucket.Limit
 
-	CampaignID, ActivityID, ChannelName, IPAddr string
-	// UserHash is the user's key in the local memory of rejected users: inventory.UserHash of
-	// the user, or the user id itself (the memory never leaves the process).
-	UserHash string
+	CampaignID, ActivityID, ChannelName string
+	// IPLimitKey is the client's IP as the per-IP limits key it (admission.LimitKey: the IPv4
+	// address, or the IPv6 address cut to its configured prefix); empty: not limited by IP.
+	IPLimitKey string
+	// UserKey is the user's key in the local memory of rejected users: the raw user id (the
+	// memory never leaves the process, so nothing is hashed for it).
+	UserKey string
 
 	// IPInReservation says the caller's reservation script takes the per-IP token itself,
 	// in the same round trip as the reservation (single-node Redis; see IPKey): Allow then
@@ -383,13 +386,13 @@ func (l *Limiter) allow(ctx context.Context, r *Request) (Decision, error) {
 	}
 	l.noteVersion(r.Version)
 	now := l.clock.Now()
-	if r.UserHash != "" {
-		if u, ok := l.users.until(r.UserHash, now); ok {
+	if r.UserKey != "" {
+		if u, ok := l.users.until(r.UserKey, now); ok {
 			return l.reject(dUser, rRemembered, u.Sub(now)), nil
 		}
 	}
-	if r.IPAddr != "" {
-		if u, ok := l.ips.until(r.IPAddr, now); ok {
+	if r.IPLimitKey != "" {
+		if u, ok := l.ips.until(r.IPLimitKey, now); ok {
 			return l.reject(dIP, rRemembered, u.Sub(now)), nil
 		}
 	}
@@ -458,8 +461,8 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		}
 		t.pools[d] = p
 	}
-	if r.IP.Limited() && r.IPAddr != "" && !r.IPInReservation {
-		key := l.ipKey(r.IPAddr)
+	if r.IP.Limited() && r.IPLimitKey != "" && !r.IPInReservation {
+		key := l.ipKey(r.IPLimitKey)
 		ok, retry, err := l.bucketCall(ctx, key, r.IP, 1)
 		if err != nil {
 			return l.redisFailed(ctx, &t, now, r)
@@ -467,7 +470,7 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		if !ok {
 			l.giveBack(&t, now)
 			if l.currentVersion(r.Version) {
-				l.ips.remember(r.IPAddr, now.Add(retry), now)
+				l.ips.remember(r.IPLimitKey, now.Add(retry), now)
 			}
 			return l.reject(dIP, rRate, retry), nil
 		}
@@ -497,16 +500,16 @@ func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
 		}
 		t.local[d] = b
 	}
-	if r.IP.Limited() && r.IPAddr != "" {
+	if r.IP.Limited() && r.IPLimitKey != "" {
 		lim := r.IP.Share(n)
-		b := l.ipLoc.getOrAdd(r.IPAddr, func() *tokenbucket.Bucket { return tokenbucket.NewBucket(lim, now) },
+		b := l.ipLoc.getOrAdd(r.IPLimitKey, func() *tokenbucket.Bucket { return tokenbucket.NewBucket(lim, now) },
 			func(b *tokenbucket.Bucket) bool { return b.IdleSince(now.Add(-time.Minute)) })
 		b.Configure(lim, now)
 		ok, retry := b.Take(now)
 		if !ok {
 			l.giveBack(&t, now)
 			if l.currentVersion(r.Version) {
-				l.ips.remember(r.IPAddr, now.Add(retry), now)
+				l.ips.remember(r.IPLimitKey, now.Add(retry), now)
 			}
 			return l.reject(dIP, rFallback, retry)
 		}
@@ -581,23 +584,23 @@ func (l *Limiter) Refund(d Decision) {
 	}
 }
 
-// Remember answers the user (by the key of Request.UserHash) and the IP locally with 429 until retryAfter from now,
+// Remember answers the user (by the key of Request.UserKey) and the IP (Request.IPLimitKey) locally with 429 until retryAfter from now,
 // with no Redis call: the app calls it when the reservation script rejected the user for rate.
 // Empty keys are skipped; a non-positive retryAfter remembers nothing; a longer deadline already
 // remembered is kept. The user memory is per user across activities. version is the
 // configuration the refusal was decided under (Decision.Version): a refusal of an older
 // configuration than the latest seen is not remembered.
-func (l *Limiter) Remember(version, userHash, ip string, retryAfter time.Duration) {
+func (l *Limiter) Remember(version, userKey, ipLimitKey string, retryAfter time.Duration) {
 	if retryAfter <= 0 || !l.currentVersion(version) {
 		return
 	}
 	now := l.clock.Now()
 	until := now.Add(retryAfter)
-	if userHash != "" {
-		l.users.remember(userHash, until, now)
+	if userKey != "" {
+		l.users.remember(userKey, until, now)
 	}
-	if ip != "" {
-		l.ips.remember(ip, until, now)
+	if ipLimitKey != "" {
+		l.ips.remember(ipLimitKey, until, now)
 	}
 }
 

@@ -110,7 +110,7 @@ func (s *shardMap[V]) len() int {
 	return n
 }
 
-// memo remembers keys (user hashes, IPs) until a deadline: a rejected client is answered
+// memo remembers keys (user ids, IP limit keys) until a deadline: a rejected client is answered
 // locally until its Retry-After. Bounded; safe for concurrent use.
 type memo struct {
 	m *shardMap[int64]

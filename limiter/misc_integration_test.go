@@ -56,7 +56,7 @@ func TestMetricsCountDecisions(t *testing.T) {
 	l := must(New(rdb, Options{Clock: clk}, m, slog.New(slog.DiscardHandler)))
 	l.prefix, l.instancesKey = prefix, prefix+"instances"
 	l.scriptNow = func() int64 { return clk.Now().UnixMicro() }
-	r := Request{Activity: tokenbucket.Limit{Rate: 0.001, Burst: 2}, ActivityID: "a", UserHash: "u"}
+	r := Request{Activity: tokenbucket.Limit{Rate: 0.001, Burst: 2}, ActivityID: "a", UserKey: "u"}
 	for range 3 {
 		_, _ = l.Allow(context.Background(), r)
 	}
@@ -84,7 +84,7 @@ func TestMetricsCountDecisions(t *testing.T) {
 func TestBurstZeroActsAsOne(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	l := newTestLimiter(t, rdb, newFakeClock(), Options{})
-	r := Request{Activity: tokenbucket.Limit{Rate: 0.001}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 0.001}, IPAddr: "10.6.0.1"}
+	r := Request{Activity: tokenbucket.Limit{Rate: 0.001}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 0.001}, IPLimitKey: "10.6.0.1"}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("burst 0 never admits: %+v", d)
 	}

@@ -23,7 +23,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	r := Request{Global: tokenbucket.Limit{Rate: 0.001, Burst: 3}, IP: tokenbucket.Limit{Rate: 0.001, Burst: 2}}
 	allowed := 0
 	for i := range 5 {
-		r.IPAddr = "10.8.0." + string(rune('0'+i))
+		r.IPLimitKey = "10.8.0." + string(rune('0'+i))
 		d, err := l.Allow(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)

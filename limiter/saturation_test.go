@@ -77,7 +77,7 @@ func saturate() (stop func()) {
 func TestNoDegradeUnderCPUSaturation(t *testing.T) {
 	run := saturationFor(t)
 	fb := Fallback{Global: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}} // RedisSlow 20 ms, 20 slow calls, probe 1 s
-	r := Request{IP: tokenbucket.Limit{Rate: 1e9, Burst: 1e9}, IPAddr: "10.6.0.1", Fallback: fb}
+	r := Request{IP: tokenbucket.Limit{Rate: 1e9, Burst: 1e9}, IPLimitKey: "10.6.0.1", Fallback: fb}
 	// load runs 32 callers against l until the returned stop is called.
 	load := func(l *Limiter, rdb redis.UniversalClient) (stop func()) {
 		var done atomic.Bool

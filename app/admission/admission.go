@@ -45,7 +45,7 @@ type Stock interface {
 type Limiter interface {
 	Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error)
 	Refund(d limiter.Decision)
-	Remember(version, userHash, ip string, retryAfter time.Duration)
+	Remember(version, userKey, ipLimitKey string, retryAfter time.Duration)
 	ObserveRedis(d time.Duration, err error)
 	IPKey(ip string) string
 }

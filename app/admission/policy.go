@@ -99,8 +99,8 @@ func (p *Policy) limiterRequest(activityID, campaignID, channel, ip, user string
 		IP:         p.ip,
 		ActivityID: activityID,
 		CampaignID: campaignID,
-		IPAddr:     ip,
-		UserHash:   user,
+		IPLimitKey: ip,
+		UserKey:    user,
 		Fallback:   p.fallback,
 		Version:    p.cfg.Version(),
 	}
