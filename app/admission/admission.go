@@ -313,8 +313,8 @@ func (g *Gate) checkPass(ctx context.Context, r *Request, ttl time.Duration) (Ad
 	return Admission{}, nil
 }
 
-// Reserved is a reservation made (or found again by its idempotency key: Replayed).
-type Reserved struct {
+// Reservation is a reservation made (or found again by its idempotency key: Replayed).
+type Reservation struct {
 	ID       string
 	Replayed bool
 }
@@ -326,7 +326,7 @@ type Reserved struct {
 // limiter took; a rate rejection of the script is remembered by the limiter, so the next
 // request of that user or IP is answered locally. It returns the reservation, a *Rejection, or
 // a *Fault whose IdempotencyKey is set (the script may have run).
-func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reserved, error) {
+func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	req := a.reserve
 	if req.IdempotencyKey == "" {
 		req.IdempotencyKey = newIdempotencyKey()
@@ -335,45 +335,45 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reserved, error) {
 	res, err := g.stock.Reserve(ctx, req)
 	g.lim.ObserveRedis(time.Since(start), err)
 	if err == nil && res.Code == inventory.Reserved {
-		return Reserved{ID: res.ReservationID}, nil
+		return Reservation{ID: res.ReservationID}, nil
 	}
 	g.lim.Refund(a.decision)
 	if errors.Is(err, inventory.ErrRecovering) {
-		return Reserved{}, rejRecovering // refused before any script ran
+		return Reservation{}, rejRecovering // refused before any script ran
 	}
 	if err != nil {
-		return Reserved{}, &Fault{Err: err, IdempotencyKey: req.IdempotencyKey}
+		return Reservation{}, &Fault{Err: err, IdempotencyKey: req.IdempotencyKey}
 	}
 	r := a.r
 	switch res.Code {
 	case inventory.Replayed:
-		return Reserved{ID: res.ReservationID, Replayed: true}, nil
+		return Reservation{ID: res.ReservationID, Replayed: true}, nil
 	case inventory.AlreadyPurchased:
 		_, e := r.reject(Rejection{Status: http.StatusConflict, Code: CodeAlreadyPurchased,
 			Message: "the per-user limit is reached", ReservationID: res.ReservationID})
-		return Reserved{}, e
+		return Reservation{}, e
 	case inventory.SoldOut:
-		return Reserved{}, rejSoldOut
+		return Reservation{}, rejSoldOut
 	case inventory.NotOpen:
 		opens := res.OpensAt
 		if opens.IsZero() {
 			opens = r.Activity.OpensAt
 		}
 		_, e := r.reject(notOpen(opens))
-		return Reserved{}, e
+		return Reservation{}, e
 	case inventory.Closed:
-		return Reserved{}, rejClosed
+		return Reservation{}, rejClosed
 	case inventory.IPRateLimited:
 		g.lim.Remember(a.decision.Version, "", a.ipKey, res.RetryAfter)
 		_, e := r.reject(rateLimited(limiter.DimIP, res.RetryAfter))
-		return Reserved{}, e
+		return Reservation{}, e
 	case inventory.UserRateLimited, inventory.UserWindowLimited:
 		g.lim.Remember(a.decision.Version, r.UserID, "", res.RetryAfter)
 		_, e := r.reject(rateLimited(limiter.DimUser, res.RetryAfter))
-		return Reserved{}, e
+		return Reservation{}, e
 	}
 	g.log.Error("unexpected reservation result", "code", res.Code)
-	return Reserved{}, rejUnexpected
+	return Reservation{}, rejUnexpected
 }
 
 // ReadBudget takes one token of the read budget (limits.reads) of the client's IP (prefix) and,

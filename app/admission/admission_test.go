@@ -212,11 +212,11 @@ func TestReserveAnswers(t *testing.T) {
 	v := f.create(t, inventory.Activity{ID: "res", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute)})
 	p := policy(t, generous)
 	ctx := context.Background()
-	reserve := func(user, key string, view inventory.ActivityView) (Admission, Reserved, error) {
+	reserve := func(user, key string, view inventory.ActivityView) (Admission, Reservation, error) {
 		r := &Request{Activity: view, UserID: user, Quantity: 1, IdempotencyKey: key}
 		adm, err := f.gate.Admit(ctx, p, r)
 		if err != nil || adm.Replay != "" {
-			return adm, Reserved{}, err
+			return adm, Reservation{}, err
 		}
 		res, err := f.gate.Reserve(ctx, &adm)
 		return adm, res, err
