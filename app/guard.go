@@ -1,8 +1,6 @@
 package app
 
 import (
-	"context"
-	"sync"
 	"time"
 
 	"github.com/seckill/seckill/internal/lru"
@@ -32,30 +30,4 @@ func (ll *localLimits) Allow(key string, l tokenbucket.Limit, now time.Time) (bo
 	}
 	b.Configure(l, now)
 	return b.Take(now)
-}
-
-// readyProbe answers /readyz from a cached Redis probe: at most one ping per period, however
-// many requests ask.
-type readyProbe struct {
-	ping   func(ctx context.Context) error
-	period time.Duration
-
-	mu  sync.Mutex
-	at  time.Time
-	err error
-}
-
-// check returns the latest probe result, probing again when it is older than the period.
-// Concurrent callers wait for the one probe in flight.
-func (p *readyProbe) check(now time.Time) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.at.IsZero() && now.Sub(p.at) < p.period {
-		return p.err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	p.err = p.ping(ctx)
-	p.at = time.Now()
-	return p.err
 }

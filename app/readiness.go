@@ -1,0 +1,95 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// health serves /healthz and /readyz; detail (the admin port) adds the order writer's raw
+// error, which names internal addresses and is kept off the storefront.
+func (a *api) health(r *gin.Engine, detail bool) {
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", func(c *gin.Context) { a.readyz(c, detail) })
+}
+
+// readyz answers from the configuration state and a cached Redis probe (at most one PING
+// per readyProbeEvery, however many ask).
+func (a *api) readyz(c *gin.Context, detail bool) {
+	st := a.cfg.Status()
+	var redisErr, writerErr error
+	if st.Ready {
+		redisErr = a.ready.check(time.Now())
+	}
+	if a.writerHealthy != nil {
+		writerErr = a.writerHealthy()
+	}
+	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
+	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
+	if ids := a.recoveringIDs(); len(ids) > 0 {
+		// Still ready (other activities sell), but the activities Redis lost are named.
+		body["recovering"] = ids
+	}
+	writer := "failing"
+	if writerErr != nil && detail {
+		writer = writerErr.Error()
+	}
+	if writerErr != nil {
+		body["writer"] = writer
+	}
+	if !ok {
+		e := newError(http.StatusServiceUnavailable, CodeUnavailable, reason).with("ready", false).
+			with("reason", reason).with("configSource", st.Source)
+		if writerErr != nil {
+			e = e.with("writer", writer)
+		}
+		writeError(c, e)
+		return
+	}
+	c.JSON(http.StatusOK, body)
+}
+
+// readiness decides /readyz. A configuration and a reachable Redis are always needed. A sick
+// order writer (MySQL failing) makes a writer-only process not ready, so an orchestrator sees
+// it; a process that also serves the api stays ready, because reservations go on while MySQL
+// is down (they wait in the journal), and the writer's state is reported in the body.
+func readiness(configReady bool, redisErr, writerErr error, servesAPI bool) (bool, string) {
+	switch {
+	case !configReady:
+		return false, "no configuration loaded"
+	case redisErr != nil:
+		return false, "redis unreachable"
+	case writerErr != nil && !servesAPI:
+		return false, "order writer failing"
+	}
+	return true, ""
+}
+
+// readyProbe answers /readyz from a cached Redis probe: at most one ping per period, however
+// many requests ask.
+type readyProbe struct {
+	ping   func(ctx context.Context) error
+	period time.Duration
+
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+// check returns the latest probe result, probing again when it is older than the period.
+// Concurrent callers wait for the one probe in flight.
+func (p *readyProbe) check(now time.Time) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.at.IsZero() && now.Sub(p.at) < p.period {
+		return p.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	p.err = p.ping(ctx)
+	p.at = time.Now()
+	return p.err
+}
