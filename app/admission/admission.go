@@ -260,18 +260,29 @@ func (g *Gate) ipInReservation(p *Policy, ipKey string) bool {
 	return g.checksIP && ipKey != "" && p.ip.Rate > 0
 }
 
+// replay answers a request whose idempotency key is bound to a reservation already, before
+// a one-time token or pass is spent: done is true with that reservation (Admission.Replay) or
+// with a *Fault; false when there is no key or it is bound to nothing.
+func (g *Gate) replay(ctx context.Context, r *Request) (_ Admission, done bool, _ error) {
+	if r.IdempotencyKey == "" {
+		return Admission{}, false, nil
+	}
+	rid, ok, err := g.stock.Replay(ctx, r.Activity.ID, r.UserID, r.IdempotencyKey)
+	if err != nil {
+		return Admission{}, true, &Fault{Err: err}
+	}
+	if ok {
+		return Admission{Replay: rid}, true, nil
+	}
+	return Admission{}, false, nil
+}
+
 // checkToken is the grab-token layer: the reservation the idempotency key is bound to, if any,
 // else the one-time token is spent (403 TOKEN_REQUIRED when there is none or it is not valid).
 func (g *Gate) checkToken(ctx context.Context, r *Request) (Admission, error) {
 	id := r.Activity.ID
-	if r.IdempotencyKey != "" {
-		rid, ok, err := g.stock.Replay(ctx, id, r.UserID, r.IdempotencyKey)
-		if err != nil {
-			return Admission{}, &Fault{Err: err}
-		}
-		if ok {
-			return Admission{Replay: rid}, nil
-		}
+	if adm, done, err := g.replay(ctx, r); done {
+		return adm, err
 	}
 	if r.Token == "" {
 		return Admission{}, rejTokenRequired
@@ -291,14 +302,8 @@ func (g *Gate) checkToken(ctx context.Context, r *Request) (Admission, error) {
 // none, it is another user's, another activity's, used before or expired).
 func (g *Gate) checkPass(ctx context.Context, r *Request, ttl time.Duration) (Admission, error) {
 	id := r.Activity.ID
-	if r.IdempotencyKey != "" {
-		rid, ok, err := g.stock.Replay(ctx, id, r.UserID, r.IdempotencyKey)
-		if err != nil {
-			return Admission{}, &Fault{Err: err}
-		}
-		if ok {
-			return Admission{Replay: rid}, nil
-		}
+	if adm, done, err := g.replay(ctx, r); done {
+		return adm, err
 	}
 	if r.Token == "" || g.passes == nil {
 		return Admission{}, rejPassRequired
