@@ -563,13 +563,13 @@ type poisoned struct {
 }
 
 // insertOrders writes rows in one statement: an order is inserted only if its reservation
-// has no compensations row (read with a shared lock, so a compensation committing at the
-// same time waits for this statement or is seen by it) and its incarnation (the epoch's,
-// inventory.Incarnation) is not below the activity's row in MySQL (read with a shared lock
-// too: a restore's claim of a new incarnation, order/restore.go, waits for this statement,
-// whose orders its read then sees, or this statement sees the claim and inserts nothing), and
-// a duplicate reservation id changes nothing. An activity without a row (none in the tests
-// of this package) refuses nothing.
+// has no compensations row and its incarnation (the epoch's, inventory.Incarnation) is not
+// below the activity's row in MySQL, read with an explicit shared lock (LOCK IN SHARE MODE,
+// so at any isolation level: at READ COMMITTED an INSERT ... SELECT takes none by itself): a
+// restore's claim of a new incarnation (Reconciler.cut, order/restore.go) waits for this
+// statement, whose orders its read then sees, or this statement sees the claim and inserts
+// nothing. A duplicate reservation id changes nothing. An activity without a row (none in
+// the tests of this package) refuses nothing.
 func insertOrders(tx *gorm.DB, rows []Message) error {
 	var b strings.Builder
 	args := make([]any, 0, 7*len(rows))
@@ -596,7 +596,9 @@ func insertOrders(tx *gorm.DB, rows []Message) error {
 		" WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r)" +
 		" AND (act.id IS NULL OR act.incarnation <= t.i)")
 	if !sqlite {
-		b.WriteString(" ON DUPLICATE KEY UPDATE orders.id = orders.id")
+		// The shared lock is explicit: at READ COMMITTED an INSERT ... SELECT reads its
+		// sources without one, and a restore's claim would not wait for this statement.
+		b.WriteString(" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE orders.id = orders.id")
 	}
 	return tx.Exec(b.String(), args...).Error
 }
