@@ -123,19 +123,27 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 // (Reconciler.cut) waits for fn, so what fn changed (in Redis and MySQL) happened before the
 // claim and the cut's read sees it. The lock is explicit (LOCK IN SHARE MODE), so this holds
 // at any isolation level. An activity without a row (the tests of this package) refuses
-// nothing; the embedded SQLite (one process) runs fn without a lock.
+// nothing; the embedded SQLite (one process) checks without a lock.
 func guardIncarnation(ctx context.Context, db *gorm.DB, activity string, inc int, fn func(*gorm.DB) error) error {
-	if db.Dialector.Name() == "sqlite" {
-		return fn(db.WithContext(ctx))
-	}
-	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	check := func(tx *gorm.DB, lock string) error {
 		var cur []int
-		if err := tx.Raw("SELECT incarnation FROM activities WHERE id = ? LOCK IN SHARE MODE", activity).
-			Scan(&cur).Error; err != nil {
+		if err := tx.Raw("SELECT incarnation FROM activities WHERE id = ?"+lock, activity).Scan(&cur).Error; err != nil {
 			return fmt.Errorf("order: read the incarnation of %s: %w", activity, err)
 		}
 		if len(cur) > 0 && inc < cur[0] {
 			return fmt.Errorf("%w: incarnation %d, the activity's is %d", ErrStale, inc, cur[0])
+		}
+		return nil
+	}
+	if db.Dialector.Name() == "sqlite" {
+		if err := check(db.WithContext(ctx), ""); err != nil {
+			return err
+		}
+		return fn(db.WithContext(ctx))
+	}
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := check(tx, " LOCK IN SHARE MODE"); err != nil {
+			return err
 		}
 		return fn(tx)
 	})
