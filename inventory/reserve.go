@@ -89,11 +89,12 @@ const (
 	rcShardClosed reserveAnswer = 10
 	rcIPRate      reserveAnswer = 12
 	rcGeneration  reserveAnswer = 13
+	rcRolledBack  reserveAnswer = 14
 )
 
 // reserveAnswers are the answers inventory_reserve.lua gives.
 var reserveAnswers = []reserveAnswer{rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
-	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate, rcGeneration}
+	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate, rcGeneration, rcRolledBack}
 
 // reserveCode is answer(s.reserve, res, rcUnknown, reserveAnswers...) without building the
 // script's file name on every call.
@@ -301,7 +302,8 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	// KEYS: stock, users, seq, journal, stats, generation [, IP bucket]; ARGV: activity,
 	// user, user hash, quantity, per-user limit, opens, closes (ms), user rate, burst, window
 	// (ms), window max, idempotency field, epoch, shard, record expiry (ms), record TTL
-	// without closing (ms), generation [, IP rate, IP burst] (see reserve_args.go).
+	// without closing (ms), generation, the highest number handed out here (rollback.go)
+	// [, IP rate, IP burst] (see reserve_args.go).
 	if g := e.generation(); g == generationFenced || g == generationRolledBack {
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}
@@ -347,9 +349,6 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		e.issued.Inc()
 		rid := asString(arg(1))
 		l.noteIssued(home, rid)
-		if l.handedBefore(home, rid) {
-			return ReserveResult{}, done, s.rolledBack(ctx, e, l, rid)
-		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case rcReplayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
@@ -414,6 +413,8 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{Code: SoldOut}, done, nil
 	case rcShardClosed:
 		return ReserveResult{}, relayout, nil
+	case rcRolledBack:
+		return ReserveResult{}, done, s.rolledBack(ctx, e, l, home, num(1))
 	case rcGeneration:
 		if asString(arg(1)) == "" {
 			ok, err := s.adoptGeneration(ctx, e, l, home)

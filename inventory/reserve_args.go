@@ -95,10 +95,11 @@ func (e *entry) ipLimitArgs(r *ReserveRequest) *[2]any {
 type reserveCall struct {
 	user, uh, idf, ipKey string
 	qty                  int
+	floor                int64 // the highest number this instance handed out on the shard
 	args                 []any
 }
 
-var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+9+19)} }}
+var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+9+20)} }}
 
 // reserveCallFor builds the reservation command of r on shard home of l. withIP adds the
 // IP bucket key and its limits.
@@ -117,8 +118,9 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 	if gen == nil {
 		gen = &noGeneration
 	}
+	c.floor = l.issued[home].Load()
 	a = append(a, ea.activity, &c.user, &c.uh, &c.qty, ea.perUser, ea.opens, ea.closes,
-		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen)
+		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen, &c.floor)
 	if withIP {
 		ip := e.ipLimitArgs(r)
 		a = append(a, ip[0], ip[1])
@@ -135,7 +137,7 @@ var noGeneration = ""
 func (c *reserveCall) release() {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.user, c.uh, c.idf, c.ipKey, c.qty = "", "", "", "", 0
+	c.user, c.uh, c.idf, c.ipKey, c.qty, c.floor = "", "", "", "", 0, 0
 	reserveCalls.Put(c)
 }
 

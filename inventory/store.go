@@ -245,13 +245,12 @@ type layout struct {
 	empty         []atomic.Bool
 	inbound       []atomic.Int64 // per shard: units this instance debited to refill it, not credited yet
 	args          []shardArgs    // per shard: the reservation script's keys and shard arguments, boxed
-	issued        []atomic.Int64 // per shard: the highest reservation number this instance handed out
-	handed        []numberSet    // per shard: every reservation number this instance handed out (rollback.go)
+	issued        []atomic.Int64 // per shard: the highest reservation number this instance handed out (rollback.go)
 }
 
 func newLayout(id string, epoch, shards int) *layout {
 	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards),
-		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards), handed: make([]numberSet, shards)}
+		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
 	}
