@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -53,6 +54,69 @@ func TestCounterRolledBackIsNoticed(t *testing.T) {
 		}
 		if n, _ := rdb.XLen(ctx, k.Journal()).Result(); n != entries {
 			t.Fatalf("journal %d -> %d after the rollback was met: the reused number has an entry", entries, n)
+		}
+	})
+}
+
+// TestRefillDebitRolledBackIsNoticed: a refill took a shard's units (debit) and credited them
+// to another shard, which sold them; then the source's node lost its last writes (a Cluster
+// master failed over to a replica that lagged) while the target's node kept the credit. The
+// source has its units back and had never sold, so no reservation number is handed out again
+// (loss simulation seed 12: 6 units in orders for a stock of 5). The source's generation key
+// carries a mark the debit raised, which the rollback takes back while this instance keeps
+// it: no reservation and no refill may take a unit from the source again.
+func TestRefillDebitRolledBackIsNoticed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		s := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, s, openActivity(t, 2, 1, 2)) // one unit per shard
+		cat.put(a)
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Two buyers of one home shard: the second one's unit comes from the other shard.
+		var buyers []string
+		for i := 0; len(buyers) < 2; i++ {
+			if u := fmt.Sprintf("u%d", i); HomeShard(s.UserHash(u), 2) == 0 {
+				buyers = append(buyers, u)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		before := map[string]string{}
+		for _, k := range []string{src.Stock(), src.Gen()} {
+			before[k], _ = rdb.Get(ctx, k).Result()
+		}
+		for _, u := range buyers {
+			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+		}
+		if n, _ := rdb.HGet(ctx, src.Stats(), "xout").Int(); n != 1 {
+			t.Fatalf("the source's xout is %d: the second unit was not moved by a refill", n)
+		}
+		// The source's node goes back to before the debit (the transfer had finished: no
+		// transit entry either way); the target keeps its credit and its sales.
+		for k, v := range before {
+			if err := rdb.Set(ctx, k, v, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rdb.Del(ctx, src.XOut(), src.Stats()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 8; i++ {
+			u := fmt.Sprintf("v%d", i)
+			res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+				t.Fatalf("%s reserved %s from a shard that lost the debit of a unit sold elsewhere", u, res.ReservationID)
+			}
+			if !errors.Is(err, ErrRecovering) {
+				t.Fatalf("reserve %s after the source lost its debit: %+v %v, want ErrRecovering", u, res, err)
+			}
+		}
+		if got, _ := rdb.Get(ctx, src.Stock()).Int(); got != 1 {
+			t.Fatalf("the source's stock is %d, want the 1 unit the rollback brought back, untaken", got)
 		}
 	})
 }
