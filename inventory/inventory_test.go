@@ -593,7 +593,8 @@ func TestCrashInTransitIsRecovered(t *testing.T) {
 		k := Shard(a.ID, 0, home)
 		src := Shard(a.ID, 0, (home+1)%3)
 		rdb.Set(ctx, k.Stock(), 0, 0) // 4 units left elsewhere
-		units, _, closed, err := s.mover.debit(ctx, src, k, "crash-1", 1)
+		d, err := s.mover.debit(ctx, src, k, "crash-1", 1, "")
+		units, closed := d.units, d.closed
 		if err != nil || closed || units != 1 {
 			t.Fatalf("debit = %d, %v, %v", units, closed, err)
 		}
@@ -874,7 +875,8 @@ func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 		rdb.Set(ctx, k.Stock(), 0, 0)
 		rdb.Set(ctx, src.Stock(), 1, 0)
 		// Another instance's transfer, cut short between debit and credit.
-		units, _, closed, err := s.mover.debit(ctx, src, k, "slow-1", 1)
+		d, err := s.mover.debit(ctx, src, k, "slow-1", 1, "")
+		units, closed := d.units, d.closed
 		if err != nil || closed || units != 1 {
 			t.Fatalf("debit = %d, %v, %v", units, closed, err)
 		}

@@ -95,7 +95,8 @@ func (e *entry) ipLimitArgs(r *ReserveRequest) *[2]any {
 type reserveCall struct {
 	user, uh, idf, ipKey string
 	qty                  int
-	floor                int64 // the highest number this instance handed out on the shard
+	floor                int64   // the highest number this instance handed out on the shard
+	mark                 *string // the shard's generation mark the call carries
 	args                 []any
 }
 
@@ -114,10 +115,8 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 		a[2] = len(sa.keys) + 1
 		a = append(a, &c.ipKey)
 	}
-	gen := e.gen.Load() // a *string, written as its string (no boxing per call)
-	if gen == nil {
-		gen = &noGeneration
-	}
+	gen := l.mark(home, e) // a *string, written as its string (no boxing per call)
+	c.mark = gen
 	c.floor = l.issued[home].Load()
 	a = append(a, ea.activity, &c.user, &c.uh, &c.qty, ea.perUser, ea.opens, ea.closes,
 		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen, &c.floor)
@@ -137,7 +136,7 @@ var noGeneration = ""
 func (c *reserveCall) release() {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.user, c.uh, c.idf, c.ipKey, c.qty, c.floor = "", "", "", "", 0, 0
+	c.user, c.uh, c.idf, c.ipKey, c.qty, c.floor, c.mark = "", "", "", "", 0, 0, nil
 	reserveCalls.Put(c)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // A Redis that came back rolled back (killed and started on an AOF that lacks its last
@@ -67,4 +68,134 @@ func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason
 		k.Generation = e.generation()
 	}
 	s.setRecovering(k, e, reason)
+}
+
+// A refill's debit is lost in another way: the source's node goes back to before the debit
+// (a Cluster master failed over to a replica that lagged) while the target's node keeps the
+// credit, and sells it. The source then holds the units again, and if it never sold, no
+// number is handed out twice. So the debit raises a mark in the source's generation key
+// ("<gen>" -> "<gen>#1" -> ..., inventory_transfer.lua) and returns it; the instance keeps it
+// (layout.marks) and passes it to every reservation and debit on that shard, which refuse a
+// shard holding another mark (answer 13 with the mark held). A mark of the same generation
+// with a higher count was raised since (by another instance's debit): it is taken and the
+// call sent again. A lower count, or a shard with no generation key where this instance met
+// one before (it sold or debited there), is a node that went back: the activity is fenced.
+// Invariant: no unit a debit took is taken again from its source, by a reservation or a
+// debit of an instance that saw the debit or any later call on the source; kept by the
+// debit's raise and the scripts' checks of the mark. Another instance's stale view (it never
+// called the source since the debit) is not covered: in a fleet, the durability modes are
+// what keeps a debit from being lost (every transfer script runs through Durability).
+
+// mark is the generation mark the reservation and transfer scripts are given for shard i
+// of l: the one last seen raised or met there, else the activity's generation.
+func (l *layout) mark(i int, e *entry) *string {
+	if m := l.marks[i].Load(); m != nil {
+		return m
+	}
+	if g := e.gen.Load(); g != nil {
+		return g
+	}
+	return &noGeneration
+}
+
+// seen reports whether this instance met the generation key of shard i of l: it recorded a
+// mark there or handed out a number (the script sells only on a shard holding one).
+func (l *layout) seen(i int) bool { return l.marks[i].Load() != nil || l.issued[i].Load() > 0 }
+
+// splitMark splits a generation mark into its generation and count ("<gen>" is count 0).
+func splitMark(m string) (string, int64) {
+	if i := strings.LastIndexByte(m, '#'); i >= 0 {
+		if n, err := strconv.ParseInt(m[i+1:], 10, 64); err == nil && n > 0 {
+			return m[:i], n
+		}
+	}
+	return m, 0
+}
+
+// raiseMark records that shard i of l holds mark got, unless a higher count is recorded.
+func (l *layout) raiseMark(i int, got string) {
+	_, n := splitMark(got)
+	for {
+		cur := l.marks[i].Load()
+		if cur != nil {
+			if _, c := splitMark(*cur); c >= n {
+				return
+			}
+		}
+		if l.marks[i].CompareAndSwap(cur, &got) {
+			return
+		}
+	}
+}
+
+// markMet is the decision on a script that refused shard i of l because it holds the mark
+// got instead of the one this instance gave it.
+type markMet int
+
+const (
+	markOther    markMet = iota // another generation (fenced, restored, lost): the caller's usual path
+	markRaised                  // raised since by a debit: recorded, send the call again
+	markAdopt                   // the shard has no generation yet (a reshard made it): adopt it
+	markWentBack                // the shard's node went back: the activity is fenced (ErrRecovering)
+)
+
+// meetMark decides on got, the mark a call sent with known found on shard i of l (see
+// markMet), and for markWentBack fences the activity. known is the mark the call carried,
+// not the one recorded now: a debit of this instance may have raised it since the call.
+// seen is whether, when the call was sent, this instance had met the shard's generation key
+// (l.seen).
+func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known, got string, seen bool) markMet {
+	if known == "" {
+		return markOther
+	}
+	kb, kn := splitMark(known)
+	if got == "" {
+		if !seen {
+			return markAdopt
+		}
+		s.wentBack(ctx, e, l, i, "its generation key is gone")
+		return markWentBack
+	}
+	gb, gn := splitMark(got)
+	if gb != kb {
+		return markOther
+	}
+	if gn >= kn {
+		l.raiseMark(i, got)
+		return markRaised
+	}
+	s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" to "+got)
+	return markWentBack
+}
+
+// wentBack says how shard i of l went back, or "": counter and mark are its reservation
+// counter and generation mark as a script found them (a drain), checked against the highest
+// number this instance handed out there and the mark it recorded.
+func (l *layout) wentBack(i int, e *entry, counter int64, mark string) string {
+	if n := l.issued[i].Load(); counter < n {
+		return "went back below reservation number " + strconv.FormatInt(n, 10) + " (counter " + strconv.FormatInt(counter, 10) + ")"
+	}
+	known := *l.mark(i, e)
+	if known == "" {
+		return ""
+	}
+	if mark == "" {
+		if l.seen(i) {
+			return "lost its generation key"
+		}
+		return ""
+	}
+	kb, kn := splitMark(known)
+	if gb, gn := splitMark(mark); gb == kb && gn < kn {
+		return "went back from generation mark " + known + " to " + mark
+	}
+	return ""
+}
+
+// wentBack fences the activity of e after shard i of l was found gone back (see meetMark).
+func (s *Store) wentBack(ctx context.Context, e *entry, l *layout, i int, what string) {
+	s.log.Error("a shard's node went back to an older copy (it lost a transfer or the generation it had): the activity is fenced until it is restored from MySQL",
+		"activity", e.def.ID, "epoch", l.epoch, "shard", i, "what", what,
+		"restore", "POST /admin/v1/activities/"+e.def.ID+"/restore")
+	s.fenceRolledBack(ctx, e, l, "Redis rolled back: shard "+strconv.Itoa(i)+" "+what)
 }

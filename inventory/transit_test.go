@@ -115,7 +115,8 @@ func TestSoldOutDoesNotFlapWhileATransferIsUnfinished(t *testing.T) {
 		rdb.Set(ctx, k.Stock(), 1, 0)
 		rdb.Set(ctx, src.Stock(), 1, 0)
 		// A move of src's unit to the home shard whose settler gave up after the credit.
-		units, _, closed, err := s.mover.debit(ctx, src, k, "cut-1", 1)
+		d, err := s.mover.debit(ctx, src, k, "cut-1", 1, "")
+		units, closed := d.units, d.closed
 		if err != nil || closed || units != 1 {
 			t.Fatalf("debit = %d, %v, %v", units, closed, err)
 		}
@@ -184,8 +185,8 @@ func TestSoldOutMarkLiftsWhenTransitLands(t *testing.T) {
 		src := Shard(a.ID, 0, 1-home)
 		rdb.Set(ctx, k.Stock(), 0, 0)
 		rdb.Set(ctx, src.Stock(), 1, 0)
-		if units, _, _, err := s.mover.debit(ctx, src, k, "moving-1", 1); err != nil || units != 1 {
-			t.Fatalf("debit = %d, %v", units, err)
+		if d, err := s.mover.debit(ctx, src, k, "moving-1", 1, ""); err != nil || d.units != 1 {
+			t.Fatalf("debit = %d, %v", d.units, err)
 		}
 		s.handleEvent(ctx, "soldout "+a.ID)
 		if err := s.Refresh(ctx); err != nil {
