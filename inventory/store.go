@@ -243,9 +243,9 @@ type layout struct {
 	epoch, shards int
 	keys          []ShardKeys
 	empty         []atomic.Bool
-	inbound       []atomic.Int64 // per shard: units this instance debited to refill it, not credited yet
-	args          []shardArgs    // per shard: the reservation script's keys and shard arguments, boxed
-	issued        []atomic.Int64 // per shard: the highest reservation number this instance handed out (rollback.go)
+	inbound       []atomic.Int64           // per shard: units this instance debited to refill it, not credited yet
+	args          []shardArgs              // per shard: the reservation script's keys and shard arguments, boxed
+	issued        []atomic.Int64           // per shard: the highest reservation number this instance handed out (rollback.go)
 	marks         []atomic.Pointer[string] // per shard: the generation mark this instance last saw raised or met there (rollback.go); nil: the entry's generation
 }
 
