@@ -114,11 +114,14 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
 		return fmt.Errorf("inventory: register journals: %w", err)
 	}
-	// 1. Drain: every old shard closes and hands back what it had.
+	// 1. Drain: every old shard closes and hands back what it had. What a drain found is
+	// checked against what this instance handed out and saw on the shard (rollback.go): a
+	// shard whose node went back must not have its users hash and stock carried forward.
 	drained := make([]int64, from)
+	ent, seen := s.cachedLayout(id, e, from)
 	err := s.parallel(from, func(i int) error {
 		k := Shard(id, e, i)
-		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats()})
+		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats(), k.Seq(), k.Gen()})
 		if err != nil {
 			return err
 		}
@@ -130,6 +133,13 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 			return fmt.Errorf("inventory: drain %s shard %d: never loaded (%v)", id, i, res)
 		}
 		drained[i], _ = asInt(res[1])
+		if seen != nil && len(res) >= 4 {
+			counter, _ := asInt(res[2])
+			if what := seen.wentBack(i, ent, counter, asString(res[3])); what != "" {
+				s.wentBack(ctx, ent, seen, i, what)
+				return fmt.Errorf("%w: reshard of %s: shard %d %s", ErrRecovering, id, i, what)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -219,6 +229,28 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		return err
 	}
 	return nil
+}
+
+// cachedLayout is the cached entry of id and its layout when that layout is (epoch, shards),
+// else nil.
+func (s *Store) cachedLayout(id string, epoch, shards int) (*entry, *layout) {
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	if e == nil {
+		return nil, nil
+	}
+	if l := e.layout.Load(); l.epoch == epoch && l.shards == shards {
+		return e, l
+	}
+	e.pastMu.Lock()
+	defer e.pastMu.Unlock()
+	for _, l := range e.past {
+		if l.epoch == epoch && l.shards == shards {
+			return e, l
+		}
+	}
+	return e, nil
 }
 
 // copyShard copies the users hash of one old shard (counts, sequences, last ids,
