@@ -268,8 +268,13 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			continue
 		}
 		if !e.resharding.Load() {
-			// Closed shard, same epoch, no reshard recorded: the activity is not loaded
-			// (a Create that has not finished). Waiting will not help.
+			// Closed shard, same epoch, no reshard recorded: the shard's node lost it (the
+			// recovering state, as the refresh finds it: loss simulation seed 2 answered busy
+			// until the next refresh), or the activity is not loaded (a Create that has not
+			// finished). Waiting will not help.
+			if s.checkShard(ctx, e, l, HomeShard(uh, l.shards)); e.recovering.Load() != nil {
+				return ReserveResult{}, ErrRecovering
+			}
 			return ReserveResult{}, fmt.Errorf("%w: %s has a closed shard outside a reshard", ErrBusy, r.ActivityID)
 		}
 		if time.Now().After(deadline) {

@@ -41,6 +41,11 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 		if !ok {
 			return ErrNotFound
 		}
+		if s.refusesReshard(id, m) {
+			// Redis lost part of the activity: a reshard would carry what is left into a new
+			// layout; only a restore from MySQL reopens it.
+			return fmt.Errorf("%w: reshard of %s", ErrRecovering, id)
+		}
 		if !m.loaded {
 			return fmt.Errorf("%w: %s is still loading", ErrBusy, id)
 		}
@@ -129,8 +134,25 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		if err != nil {
 			return err
 		}
-		if c == drainNeverLoaded || len(res) < 2 {
-			return fmt.Errorf("inventory: drain %s shard %d: never loaded (%v)", id, i, res)
+		if c == drainNeverLoaded {
+			// Neither stock nor drained marker on a shard of a loaded layout (Reshard checked
+			// meta's loaded): the shard's node lost it. The refresh does not look at shards
+			// while a reshard is recorded, and this run can never finish: fence the activity
+			// (loss simulation seed 2: every later run answered this, the writer waited on
+			// the reshard for good).
+			if ent == nil {
+				if _, _, err := s.lookup(ctx, id); err != nil {
+					return err
+				}
+				ent, _ = s.cachedLayout(id, e, from)
+			}
+			if ent != nil {
+				s.fenceRolledBack(ctx, ent, newLayout(id, e, from), fmt.Sprintf("shard %d of epoch %d lost its keys during a reshard", i, e))
+			}
+			return fmt.Errorf("%w: drain %s shard %d: its keys are gone", ErrRecovering, id, i)
+		}
+		if len(res) < 2 {
+			return fmt.Errorf("inventory: drain %s shard %d: unexpected answer %v", id, i, res)
 		}
 		drained[i], _ = asInt(res[1])
 		if seen != nil && len(res) >= 4 {
@@ -229,6 +251,17 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		return err
 	}
 	return nil
+}
+
+// refusesReshard reports whether the activity of meta m is recovering here or fenced in meta.
+func (s *Store) refusesReshard(id string, m meta) bool {
+	if m.gen == generationFenced || m.gen == generationRolledBack {
+		return true
+	}
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	return e != nil && e.recovering.Load() != nil
 }
 
 // cachedLayout is the cached entry of id and its layout when that layout is (epoch, shards),

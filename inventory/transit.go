@@ -252,6 +252,14 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 			}
 			continue
 		}
+		if target != "" && now == target {
+			// The target of the current layout refused as closed, and meta still names that
+			// layout with no reshard under way: a current shard is sealed before the switch
+			// and closed only by a later reshard's drain, so its node lost it (or meta went
+			// back past that reshard). Waiting would answer busy for good (loss simulation
+			// seed 2: the writer's compensation of a reservation on a drained shard).
+			return fmt.Errorf("%w: units of %s: target %s of the current layout is closed outside a reshard", ErrRecovering, id, target)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: units of %s stay in transit while %s reshards", ErrBusy, id, src.Activity)
 		}
@@ -268,9 +276,14 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 // current names a shard of the activity's current layout for the transit id, or "" while
 // a reshard is in progress (its shards are about to close).
 func (m *Mover) current(ctx context.Context, activity, id, userHash string) (string, error) {
-	vals, err := m.rdb.HMGet(ctx, Meta(activity), "epoch", "shards", "reshard").Result()
+	vals, err := m.rdb.HMGet(ctx, Meta(activity), "epoch", "shards", "reshard", "gen").Result()
 	if err != nil {
 		return "", fmt.Errorf("inventory: read meta: %w", err)
+	}
+	if g := asString(vals[3]); g == generationFenced || g == generationRolledBack {
+		// Fenced (a restore, a rollback noticed): no layout is current until the restore,
+		// which rebuilds stock from MySQL; a reshard recorded before the fence never finishes.
+		return "", fmt.Errorf("%w: units of %s stay in transit", ErrRecovering, activity)
 	}
 	e, ok1 := asInt(vals[0])
 	n, ok2 := asInt(vals[1])
