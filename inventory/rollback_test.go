@@ -193,3 +193,62 @@ func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackSeenByAnotherInstance: one instance's refill took a unit from a shard, the
+// shard's node went back past that debit and past reservations of the same instance; another
+// instance, which never called that shard, had read it in its refresh (stock, counter and
+// mark come in one read). The other instance must refuse the shard too: the rollback lost
+// writes it saw, not only writes it made.
+func TestRollbackSeenByAnotherInstance(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		a1 := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, a1, openActivity(t, 6, 1, 2)) // three units per shard
+		cat.put(a)
+		b := newStore(t, rdb, Options{Catalog: cat})
+		for _, st := range []*Store{a1, b} {
+			if err := st.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var home0 []string
+		for i := 0; len(home0) < 4; i++ {
+			if u := fmt.Sprintf("u%d", i); HomeShard(a1.UserHash(u), 2) == 0 {
+				home0 = append(home0, u)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		keys := []string{src.Stock(), src.Gen(), src.Seq(), src.Users(), src.Stats(), src.XOut(), src.Journal()}
+		snap := map[string]string{}
+		for _, key := range keys {
+			if d, err := rdb.Dump(ctx, key).Result(); err == nil {
+				snap[key] = d
+			}
+		}
+		// The fourth buyer of shard 0 needs a unit from shard 1.
+		for _, u := range home0 {
+			if res, err := a1.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+		}
+		if err := b.Refresh(ctx); err != nil { // b reads the raised mark
+			t.Fatal(err)
+		}
+		for _, key := range keys {
+			if d, ok := snap[key]; ok {
+				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 6; i++ {
+			res, err := b.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("v%d", i), Quantity: 1})
+			if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+				t.Fatalf("the other instance reserved %s on a layout whose shard went back past a debit it had read", res.ReservationID)
+			}
+		}
+	})
+}
