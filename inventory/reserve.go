@@ -356,6 +356,11 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		e.issued.Inc()
 		rid := asString(arg(1))
 		l.noteIssued(home, rid)
+		if l.handedBefore(home, rid) {
+			// The call carried a floor read before this number was handed out here: the
+			// shard went back while it was in flight (rollback.go).
+			return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
+		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case rcReplayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {

@@ -95,7 +95,7 @@ func (e *entry) ipLimitArgs(r *ReserveRequest) *[2]any {
 type reserveCall struct {
 	user, uh, idf, ipKey string
 	qty                  int
-	floor                int64   // the highest number this instance handed out on the shard
+	floor                int64   // the highest number this instance handed out or read on the shard
 	mark                 *string // the shard's generation mark the call carries
 	args                 []any
 }
@@ -117,7 +117,7 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 	}
 	gen := l.mark(home, e) // a *string, written as its string (no boxing per call)
 	c.mark = gen
-	c.floor = l.issued[home].Load()
+	c.floor = l.floorOf(home)
 	a = append(a, ea.activity, &c.user, &c.uh, &c.qty, ea.perUser, ea.opens, ea.closes,
 		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen, &c.floor)
 	if withIP {

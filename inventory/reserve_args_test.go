@@ -51,7 +51,7 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 		args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 			r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
 			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds(),
-			e.generation(), l.issued[home].Load()}
+			e.generation(), l.floorOf(home)}
 		if withIP {
 			keys = append(keys, r.IPKey)
 			args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))

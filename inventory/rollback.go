@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A Redis that came back rolled back (killed and started on an AOF that lacks its last
@@ -43,6 +44,73 @@ func (s *Store) rolledBack(ctx context.Context, e *entry, l *layout, home int, c
 		"restore", "POST /admin/v1/activities/"+id+"/restore")
 	s.fenceRolledBack(ctx, e, l, "Redis rolled back: shard "+strconv.Itoa(home)+" went back below a reservation number it handed out")
 	return fmt.Errorf("%w: shard %d of %s: its reservation counter went back (Redis rolled back)", ErrRecovering, home, id)
+}
+
+// A call in flight when its shard went back carries a floor read before the numbers the
+// rollback took back were handed out (a request parked between building its call and Redis
+// running it: a slow pool or network), so the script can hand one of them out again. Each
+// instance also keeps every number it handed out per shard (numberSet, a bit per number:
+// numbers are dense from 1); a number handed out a second time can only come from a counter
+// that went back. That reservation is failed at once (inventory_fail.lua: its record FAILED,
+// so a writer that inserts its journal entry finds it FAILED at the confirm and deletes the
+// order, and the first buyer's 202 is not confirmed with it), never answered 202, and the
+// activity is fenced. Left: a writer that confirmed the entry between the script and the
+// fail (mode none only: a durable mode's relay publishes an entry only once it is durable,
+// and this one is not).
+
+// numberSet is a set of reservation numbers, a bit each. Safe for concurrent use.
+type numberSet struct {
+	mu   sync.Mutex
+	bits []uint64
+}
+
+// add adds n and reports whether it was there already.
+func (b *numberSet) add(n int64) bool {
+	if n <= 0 {
+		return false
+	}
+	w, bit := int(n/64), uint64(1)<<(n%64)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w >= len(b.bits) {
+		b.bits = append(b.bits, make([]uint64, w+1-len(b.bits)+len(b.bits)/2)...)
+	}
+	had := b.bits[w]&bit != 0
+	b.bits[w] |= bit
+	return had
+}
+
+// handedBefore records that this instance handed out rid on shard i of l and reports whether
+// it had handed out that number before.
+func (l *layout) handedBefore(i int, rid string) bool {
+	j := strings.LastIndexByte(rid, '.')
+	n, err := strconv.ParseInt(rid[j+1:], 10, 64)
+	if err != nil {
+		return false
+	}
+	return l.handed[i].add(n)
+}
+
+// reissued fails the reservation rid that shard home of l handed out under a number this
+// instance handed out before (see above), fences the activity and returns the answer:
+// nothing taken (ErrRecovering) once the record is FAILED, else not known (ErrNotDurable).
+func (s *Store) reissued(ctx context.Context, e *entry, l *layout, home int, rid string) error {
+	ctx = context.WithoutCancel(ctx)
+	k, n, _ := ParseReservationID(rid)
+	res, err := s.run(ctx, s.fail, []string{k.Record(n), k.Stock(), k.Stats(), k.Drained(), k.XOut()})
+	failed := false
+	if err == nil && len(res) == 2 {
+		code, _ := asInt(res[0])
+		failed = code == 1 || code == 2 || code == 5 || code == 6 // failed now or before (inventory_fail.lua)
+	}
+	s.log.Error("Redis handed out a reservation number again: it came back rolled back; the activity is fenced until it is restored from MySQL",
+		"activity", e.def.ID, "reservation", rid, "failed", failed, "err", err,
+		"restore", "POST /admin/v1/activities/"+e.def.ID+"/restore")
+	s.fenceRolledBack(ctx, e, l, "Redis rolled back: reservation number of "+rid+" handed out again")
+	if failed {
+		return fmt.Errorf("%w: reservation %s: its number was handed out before (Redis rolled back); failed", ErrRecovering, rid)
+	}
+	return fmt.Errorf("%w: reservation %s: its number was handed out before (Redis rolled back)", ErrNotDurable, rid)
 }
 
 // fenceRolledBack writes the rolled-back fence (meta's generation while it is still e's, every
@@ -170,26 +238,57 @@ func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known,
 
 // wentBack says how shard i of l went back, or "": counter and mark are its reservation
 // counter and generation mark as a script found them (a drain), checked against the highest
-// number this instance handed out there and the mark it recorded.
+// number this instance handed out or read there and the mark it recorded, all of them from
+// calls answered before that script ran.
 func (l *layout) wentBack(i int, e *entry, counter int64, mark string) string {
-	if n := l.issued[i].Load(); counter < n {
-		return "went back below reservation number " + strconv.FormatInt(n, 10) + " (counter " + strconv.FormatInt(counter, 10) + ")"
+	return wentBackFrom(l.floorOf(i), *l.mark(i, e), l.seen(i), counter, mark)
+}
+
+// wentBackFrom says how a shard whose floor and recorded mark were floor and known (seen:
+// this instance had met its generation key, layout.seen) went back, found with counter and
+// mark, or "". An empty known mark (an activity of before generations) checks the counter
+// only; a mark of another generation (a fence) is not this check's business.
+func wentBackFrom(floor int64, known string, seen bool, counter int64, mark string) string {
+	if counter < floor {
+		return "went back below reservation number " + strconv.FormatInt(floor, 10) + " (counter " + strconv.FormatInt(counter, 10) + ")"
 	}
-	known := *l.mark(i, e)
 	if known == "" {
 		return ""
 	}
 	if mark == "" {
-		if l.seen(i) {
-			return "lost its generation key"
+		if seen {
+			return "lost its generation key (mark " + known + ")"
 		}
-		return ""
+		return "" // never given a generation yet (a reshard made it): adoption gives it one
 	}
 	kb, kn := splitMark(known)
 	if gb, gn := splitMark(mark); gb == kb && gn < kn {
 		return "went back from generation mark " + known + " to " + mark
 	}
 	return ""
+}
+
+// floorOf is the number shard i of l's counter may not be below: the highest this instance
+// handed out there or read there (the refresh).
+func (l *layout) floorOf(i int) int64 { return max(l.issued[i].Load(), l.floor[i].Load()) }
+
+// saw records what the refresh read on shard i of l (its counter and generation mark, not
+// gone back: wentBack said so): later calls carry them, so the reservation and transfer
+// scripts of this instance refuse the shard if its node goes back below them, whichever
+// instance made the writes it loses.
+func (l *layout) saw(i int, e *entry, counter int64, mark string) {
+	for {
+		cur := l.floor[i].Load()
+		if counter <= cur || l.floor[i].CompareAndSwap(cur, counter) {
+			break
+		}
+	}
+	if mark == "" {
+		return
+	}
+	if b, _ := splitMark(mark); b == e.generation() {
+		l.raiseMark(i, mark)
+	}
 }
 
 // wentBack fences the activity of e after shard i of l was found gone back (see meetMark).
