@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
 )
@@ -141,13 +143,24 @@ type restoreJobError struct {
 	Message string `json:"message"`
 }
 
-// restores runs the restore jobs of this instance, one goroutine per job. Its owner runs
-// Run, which on return cancels the jobs in progress and waits for them. Safe for
-// concurrent use.
+// restoreClaim is how long a runner's claim of a job holds: longer than a run may last
+// (restoreTimeout bounds it), so a live runner never loses it, and a job whose runner died
+// can be started again after it.
+const restoreClaim = restoreTimeout + time.Minute
+
+// restores runs the restore jobs of this instance, one goroutine per job. The state of an
+// activity's job is one record for the fleet in Redis (inventory.RestoreJobKey,
+// app_restorejob.lua): a POST on any instance while a job runs anywhere answers that job and
+// starts nothing, GET on any instance answers the record, and only the runner that claimed
+// the job writes its terminal state (its token fences the record: a run that outlived its
+// claim writes nothing over a newer job). Its owner runs Run, which on return cancels the
+// jobs in progress and waits for them. Safe for concurrent use.
 type restores struct {
-	run func(ctx context.Context, id string) (order.RestoreReport, error)
-	rdb redis.UniversalClient
-	log *slog.Logger
+	run   func(ctx context.Context, id string) (order.RestoreReport, error)
+	rdb   redis.UniversalClient
+	log   *slog.Logger
+	sc    *redis.Script
+	scErr error
 
 	ctx    context.Context // the jobs' parent, cancelled when Run returns
 	cancel context.CancelFunc
@@ -159,7 +172,8 @@ type restores struct {
 
 func newRestores(run func(ctx context.Context, id string) (order.RestoreReport, error), rdb redis.UniversalClient, log *slog.Logger) *restores {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &restores{run: run, rdb: rdb, log: log, ctx: ctx, cancel: cancel, jobs: map[string]*restoreJob{}}
+	sc, err := lua.Load("app_restorejob.lua")
+	return &restores{run: run, rdb: rdb, log: log, sc: sc, scErr: err, ctx: ctx, cancel: cancel, jobs: map[string]*restoreJob{}}
 }
 
 // Run waits for ctx, then cancels the jobs in progress (each leaves the activity recovering
@@ -171,31 +185,48 @@ func (r *restores) Run(ctx context.Context) error {
 	return nil
 }
 
-// start starts a restore job of id, or returns the one running here; started says which.
-func (r *restores) start(id string) (job restoreJob, started bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if j := r.jobs[id]; j != nil && j.State == restoreRunning {
-		return *j, false
+// start starts a restore job of id here, or returns the job running in the fleet; started
+// says which. An error means Redis did not answer (nothing started).
+func (r *restores) start(ctx context.Context, id string) (job restoreJob, started bool, err error) {
+	if r.scErr != nil {
+		return restoreJob{}, false, r.scErr
 	}
 	j := &restoreJob{ActivityID: id, State: restoreRunning, StartedAt: time.Now().UTC()}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return restoreJob{}, false, err
+	}
+	token := inventory.NewGeneration()
+	res, err := r.sc.Run(ctx, r.rdb, []string{inventory.RestoreJobKey(id)}, "start", token, b,
+		restoreClaim.Milliseconds(), restoreStatusTTL.Milliseconds()).Slice()
+	if err != nil {
+		return restoreJob{}, false, fmt.Errorf("app: claim the restore job of %s: %w", id, err)
+	}
+	if n, _ := res[0].(int64); n != 1 {
+		var running restoreJob
+		s, _ := res[1].(string)
+		if err := json.Unmarshal([]byte(s), &running); err != nil {
+			return restoreJob{}, false, fmt.Errorf("app: the running restore job of %s: %w", id, err)
+		}
+		return running, false, nil
+	}
+	r.mu.Lock()
 	r.jobs[id] = j
-	r.save(*j)
+	r.mu.Unlock()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		ctx, cancel := context.WithTimeout(r.ctx, restoreTimeout)
 		defer cancel()
 		rep, err := r.run(ctx, id)
-		r.finish(id, j, rep, err)
+		r.finish(id, token, j, rep, err)
 	}()
-	return *j, true
+	return *j, true, nil
 }
 
-// finish records the outcome of job j of id.
-func (r *restores) finish(id string, j *restoreJob, rep order.RestoreReport, err error) {
+// finish records the outcome of job j of id, claimed with token.
+func (r *restores) finish(id, token string, j *restoreJob, rep order.RestoreReport, err error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	now := time.Now().UTC()
 	j.FinishedAt = &now
 	if err == nil {
@@ -209,36 +240,28 @@ func (r *restores) finish(id string, j *restoreJob, rep order.RestoreReport, err
 			r.log.Error("restore refused", "activity", id, "err", err)
 		}
 	}
-	r.save(*j)
-}
-
-// save writes the job's state to Redis for the other admin instances (best effort: this
-// instance answers from memory).
-func (r *restores) save(j restoreJob) {
-	b, err := json.Marshal(j)
+	out := *j
+	r.mu.Unlock()
+	b, err := json.Marshal(out)
 	if err != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), 2*time.Second)
 	defer cancel()
-	if err := r.rdb.Set(ctx, inventory.RestoreStatusKey(j.ActivityID), b, restoreStatusTTL).Err(); err != nil {
-		r.log.Warn("saving the restore job's state failed; other instances cannot answer it", "activity", j.ActivityID, "err", err)
+	res, err := r.sc.Run(ctx, r.rdb, []string{inventory.RestoreJobKey(id)}, "finish", token, out.State, b,
+		restoreStatusTTL.Milliseconds()).Slice()
+	switch {
+	case err != nil:
+		r.log.Warn("recording the restore job's outcome failed; GET answers RUNNING until the claim ends", "activity", id,
+			"state", out.State, "err", err)
+	case len(res) > 0 && res[0] != int64(1):
+		r.log.Warn("the restore job's outcome not recorded: its claim was taken over by a newer job", "activity", id, "state", out.State)
 	}
 }
 
-// status is the last restore job of id: this instance's, else the one Redis keeps.
+// status is the activity's last restore job, as the fleet's record in Redis says.
 func (r *restores) status(ctx context.Context, id string) (restoreJob, bool, error) {
-	r.mu.Lock()
-	j := r.jobs[id]
-	var local restoreJob
-	if j != nil {
-		local = *j
-	}
-	r.mu.Unlock()
-	if j != nil {
-		return local, true, nil
-	}
-	b, err := r.rdb.Get(ctx, inventory.RestoreStatusKey(id)).Bytes()
+	s, err := r.rdb.HGet(ctx, inventory.RestoreJobKey(id), "job").Result()
 	if errors.Is(err, redis.Nil) {
 		return restoreJob{}, false, nil
 	}
@@ -246,8 +269,8 @@ func (r *restores) status(ctx context.Context, id string) (restoreJob, bool, err
 		return restoreJob{}, false, err
 	}
 	var out restoreJob
-	if err := json.Unmarshal(b, &out); err != nil {
-		return restoreJob{}, false, nil
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return restoreJob{}, false, fmt.Errorf("app: the restore job of %s: %w", id, err)
 	}
 	return out, true, nil
 }
@@ -270,8 +293,8 @@ func restoreError(err error) *apiError {
 // the activity's Redis state from MySQL (order.Reconciler.Restore) and reopens it, and
 // answers 202 at once with the job (RUNNING) and where to read it (Location): a restore waits
 // for the instances, the journals and the queue, longer than an answer may take. A job of
-// the activity running here is answered, not started again; one running elsewhere holds the
-// restore lock: 409.
+// the activity running on any instance is answered, not started again (one record for the
+// fleet, see restores).
 func (a *api) postRestore(c *gin.Context) {
 	id, e := activityID(c)
 	if e != nil {
@@ -286,7 +309,11 @@ func (a *api) postRestore(c *gin.Context) {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity in MySQL"))
 		return
 	}
-	job, started := a.restores.start(id)
+	job, started, err := a.restores.start(ctx, id)
+	if err != nil {
+		writeError(c, unavailable("starting the restore job failed: "+err.Error()).after(5*time.Second))
+		return
+	}
 	if started {
 		a.log.Info("restore job started", "activity", id)
 	}

@@ -370,7 +370,12 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		if r.IdempotencyKey == "" {
 			// The binding of this request's own attempt (attemptField): the client sent the
 			// script again after a lost reply, and this is the reservation the first run made.
+			// Its number joins the numbers handed out (the first run's answer never arrived),
+			// so a rollback that hands it out again shows.
 			l.noteIssued(home, rid)
+			if l.handedBefore(home, rid) {
+				return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
+			}
 			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 		}
 		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil

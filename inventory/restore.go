@@ -38,10 +38,6 @@ func RestoreLockKey(activity string) string { return "sk:{" + activity + "}:rest
 // restore reads it to name the reservations answered 202 that never reached MySQL.
 func IssuedKey(activity string) string { return "sk:{" + activity + "}:issued" }
 
-// RestoreStatusKey holds the state of the activity's last restore job (app's asynchronous
-// restore: JSON, kept a day) so every admin instance can answer it.
-func RestoreStatusKey(activity string) string { return "sk:{" + activity + "}:restorestatus" }
-
 // restoreLockTTL bounds how long a crashed restore keeps others out.
 const restoreLockTTL = 5 * time.Minute
 
@@ -344,3 +340,7 @@ func IdemHash(field, uh string) string {
 // LostKey is the set of the activity's reservations that were answered 202 and never
 // reached MySQL, as restores listed them (order/lost.go).
 func LostKey(activity string) string { return "sk:{" + activity + "}:lost" }
+
+// RestoreJobKey is the hash of the activity's restore job (app/restore.go, app_restorejob.lua):
+// one record for the fleet, kept a day after the job ends.
+func RestoreJobKey(activity string) string { return "sk:{" + activity + "}:restorejob" }

@@ -25,6 +25,10 @@ var (
 	ErrAlreadyConfirmed = errors.New("order: reservation is confirmed; not compensated")
 	// ErrNoRecord: the reservation record is gone (expired); nothing can be proven.
 	ErrNoRecord = errors.New("order: reservation record missing")
+	// ErrStale: the reservation is of an incarnation a restore replaced (its activity's row
+	// in MySQL names a newer one). The restore rebuilt Redis from the orders and counted its
+	// units as unsold (or sold, by its order): nothing of it is given back or undone.
+	ErrStale = errors.New("order: reservation of an incarnation a restore replaced; not compensated")
 )
 
 // Compensator fails reservations for good and returns their stock. Each step is idempotent
@@ -36,6 +40,9 @@ var (
 //     (once per reservation id; the user's seq is never lowered);
 //  4. a row in table compensations (INSERT ... ON CONFLICT DO NOTHING);
 //  5. inventory's MarkCompensated, so a redelivered message skips a finished compensation.
+//
+// Every step runs under the activity's incarnation guard (guardIncarnation): a reservation
+// of an incarnation a restore replaced is refused (ErrStale) and changes nothing.
 //
 // Safe for concurrent use.
 type Compensator struct {
@@ -95,18 +102,59 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 		return nil
 	}
 	err = c.compensateLocked(ctx, msg, "resumed")
-	if errors.Is(err, ErrNoRecord) {
+	if errors.Is(err, ErrNoRecord) || errors.Is(err, ErrStale) {
 		return nil
 	}
 	return err
 }
 
-// compensateLocked is Compensate with the (activity, user) lock held by the caller.
+// compensateLocked is Compensate with the (activity, user) lock held by the caller. It runs
+// under the activity's incarnation guard (guardIncarnation): a reservation of an older
+// incarnation than MySQL's is refused with ErrStale and changes nothing.
 func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason string) error {
+	return guardIncarnation(ctx, c.db, msg.ActivityID, inventory.Incarnation(msg.Epoch), func(db *gorm.DB) error {
+		return c.compensateGuarded(ctx, db, msg, reason)
+	})
+}
+
+// guardIncarnation runs fn (with the transaction's handle) while the activity's row in MySQL
+// is read under a shared lock, held until fn returns: fn runs only when inc is not below the
+// row's incarnation (else ErrStale), and a restore's claim of a newer incarnation
+// (Reconciler.cut) waits for fn, so what fn changed (in Redis and MySQL) happened before the
+// claim and the cut's read sees it. The lock is explicit (LOCK IN SHARE MODE), so this holds
+// at any isolation level. An activity without a row (the tests of this package) refuses
+// nothing; the embedded SQLite (one process) checks without a lock.
+func guardIncarnation(ctx context.Context, db *gorm.DB, activity string, inc int, fn func(*gorm.DB) error) error {
+	check := func(tx *gorm.DB, lock string) error {
+		var cur []int
+		if err := tx.Raw("SELECT incarnation FROM activities WHERE id = ?"+lock, activity).Scan(&cur).Error; err != nil {
+			return fmt.Errorf("order: read the incarnation of %s: %w", activity, err)
+		}
+		if len(cur) > 0 && inc < cur[0] {
+			return fmt.Errorf("%w: incarnation %d, the activity's is %d", ErrStale, inc, cur[0])
+		}
+		return nil
+	}
+	if db.Dialector.Name() == "sqlite" {
+		if err := check(db.WithContext(ctx), ""); err != nil {
+			return err
+		}
+		return fn(db.WithContext(ctx))
+	}
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := check(tx, " LOCK IN SHARE MODE"); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// compensateGuarded is compensateLocked's work, on db (the guard's transaction).
+func (c *Compensator) compensateGuarded(ctx context.Context, db *gorm.DB, msg Message, reason string) error {
 	var ids []int64
 	// The order of this reservation: same id, buyer and sequence (an order under the same id
 	// for another buyer is another reservation whose id Redis handed out again).
-	if err := c.db.WithContext(ctx).Model(&sql.Order{}).Where("reservation_id = ? AND activity_id = ? AND user_id = ? AND seq = ?",
+	if err := db.Model(&sql.Order{}).Where("reservation_id = ? AND activity_id = ? AND user_id = ? AND seq = ?",
 		msg.ReservationID, msg.ActivityID, msg.UserID, msg.Seq).Limit(1).Pluck("id", &ids).Error; err != nil {
 		return fmt.Errorf("order: compensate %s: look up order: %w", msg.ReservationID, err)
 	}
@@ -120,7 +168,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 		}
 		// The record is FAILED (a compensation cut short returned the units already): the
 		// order is the one that goes, and the compensation's remaining steps run below.
-		if err := c.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true}).
+		if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
 			Exec("DELETE FROM orders WHERE reservation_id = ?", msg.ReservationID).Error; err != nil {
 			return fmt.Errorf("order: undo the order of failed %s: %w", msg.ReservationID, err)
 		}
@@ -140,7 +188,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 	}
 	row := sql.Compensation{ReservationID: msg.ReservationID, ActivityID: msg.ActivityID, UserID: msg.UserID,
 		Quantity: int(qty), Reason: truncate(reason, 255)}
-	if err := c.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true}).
+	if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
 		Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
 	}

@@ -106,30 +106,11 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	for es := range marks {
 		inc = max(inc, inventory.Incarnation(es[0])+1)
 	}
-	// The cut: from this update on the writer refuses every message of an older incarnation
-	// (insertOrders reads the row under a shared lock, this update waits for those in
-	// progress), so the orders read below are all the older incarnations will ever have. The
-	// quiet wait above only makes the late ones few; it is not what keeps a unit from being
-	// sold twice.
-	claim := r.db.WithContext(ctx).Model(&sql.Activity{}).
-		Where("id = ? AND generation = ? AND incarnation = ?", id, row.Generation, row.Incarnation).
-		Update("incarnation", inc)
-	if claim.Error != nil {
-		return RestoreReport{}, fmt.Errorf("order: claim incarnation %d of %s: %w", inc, id, claim.Error)
-	}
-	if claim.RowsAffected != 1 {
-		return RestoreReport{}, fmt.Errorf("%w: %s", ErrRestoreRace, id)
+	orders, comps, err := r.cut(ctx, id, row, inc)
+	if err != nil {
+		return RestoreReport{}, err
 	}
 	claimed := inc
-	var orders []sql.Order
-	if err := r.db.WithContext(ctx).Where("activity_id = ?", id).Find(&orders).Error; err != nil {
-		return RestoreReport{}, fmt.Errorf("order: read orders of %s: %w", id, err)
-	}
-	var comps []string
-	if err := r.db.WithContext(ctx).Model(&sql.Compensation{}).Where("activity_id = ?", id).
-		Pluck("reservation_id", &comps).Error; err != nil {
-		return RestoreReport{}, fmt.Errorf("order: read compensations of %s: %w", id, err)
-	}
 	known := make([]string, 0, len(orders)+len(comps))
 	plan := inventory.RestorePlan{
 		Activity: inventory.Activity{ID: row.ID, CampaignID: row.CampaignID, Stock: row.Stock, PerUserLimit: row.PerUserLimit,
@@ -185,6 +166,37 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	}
 	return RestoreReport{ActivityID: id, Generation: plan.Generation, Incarnation: inc, Restored: restored,
 		Orders: len(orders), Lost: lost, LostTotal: total}, nil
+}
+
+// cut claims incarnation inc for the activity (row is what Restore read at its start) and
+// reads the orders and compensations that the older incarnations hold. From the claim on
+// the writer refuses every message of an older incarnation: insertOrders reads the
+// activity's row with an explicit shared lock (LOCK IN SHARE MODE), so this update waits for
+// the inserts in progress, whose orders the read below then sees, and an insert after it
+// reads the new incarnation and inserts nothing. The lock is explicit because an INSERT ...
+// SELECT reads its sources without locks at READ COMMITTED: the guard must not depend on
+// the server's isolation level. The quiet wait before only makes the late ones few; it is
+// not what keeps a unit from being sold twice. ErrRestoreRace when the row changed since.
+func (r *Reconciler) cut(ctx context.Context, id string, row sql.Activity, inc int) ([]sql.Order, []string, error) {
+	claim := r.db.WithContext(ctx).Model(&sql.Activity{}).
+		Where("id = ? AND generation = ? AND incarnation = ?", id, row.Generation, row.Incarnation).
+		Update("incarnation", inc)
+	if claim.Error != nil {
+		return nil, nil, fmt.Errorf("order: claim incarnation %d of %s: %w", inc, id, claim.Error)
+	}
+	if claim.RowsAffected != 1 {
+		return nil, nil, fmt.Errorf("%w: %s", ErrRestoreRace, id)
+	}
+	var orders []sql.Order
+	if err := r.db.WithContext(ctx).Where("activity_id = ?", id).Find(&orders).Error; err != nil {
+		return nil, nil, fmt.Errorf("order: read orders of %s: %w", id, err)
+	}
+	var comps []string
+	if err := r.db.WithContext(ctx).Model(&sql.Compensation{}).Where("activity_id = ?", id).
+		Pluck("reservation_id", &comps).Error; err != nil {
+		return nil, nil, fmt.Errorf("order: read compensations of %s: %w", id, err)
+	}
+	return orders, comps, nil
 }
 
 // waitJournals waits until every journal entry of the layouts Redis still holds is relayed

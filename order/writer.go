@@ -473,8 +473,13 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 			errs = append(errs, fmt.Errorf("order: %w", err))
 		}
 	}
-	var undo, missing []string
+	var undo []Message
+	var missing []string
 	var failed []Message
+	byRID := make(map[string]Message, len(msgs))
+	for _, m := range msgs {
+		byRID[m.ReservationID] = m
+	}
 	for i, res := range results {
 		m := msgs[i]
 		switch res {
@@ -485,7 +490,7 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 			// The reservation was failed for good (its units returned) before this
 			// order's confirm: the record is the arbiter, the order goes, and a
 			// compensation that was cut short is finished now.
-			undo = append(undo, m.ReservationID)
+			undo = append(undo, m)
 			failed = append(failed, m)
 		case inventory.ConfirmMissing:
 			missing = append(missing, m.ReservationID)
@@ -504,7 +509,7 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 	}
 	for _, rid := range missing {
 		if compensated[rid] {
-			undo = append(undo, rid)
+			undo = append(undo, byRID[rid])
 		} else {
 			w.log.Warn("order committed but the reservation record is gone", "reservation", rid)
 		}
@@ -540,21 +545,46 @@ func (w *Writer) compensated(ctx context.Context, rids []string) (map[string]boo
 // undoOrders deletes the orders of reservations whose record is FAILED: a compensation won
 // the race against this order's confirm, and returned the units already. A writer that dies
 // between its commit and this delete leaves the order until the message comes again: the
-// insert is then a no-op and the confirm finds FAILED once more.
-func (w *Writer) undoOrders(ctx context.Context, rids []string) error {
-	if len(rids) == 0 {
-		return nil
+// insert is then a no-op and the confirm finds FAILED once more. Each activity's deletes run
+// under its incarnation guard (guardIncarnation): once a restore claimed a newer incarnation,
+// its read counted these orders as sold and the units the compensation gave back to the old
+// layout are gone with it, so the orders stand (deleting one would lose its unit); a claim in
+// progress waits for the delete, whose absence its read then sees.
+func (w *Writer) undoOrders(ctx context.Context, msgs []Message) error {
+	type group struct {
+		activity string
+		inc      int
 	}
-	res := w.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true}).
-		Exec("DELETE FROM orders WHERE reservation_id IN ?", rids)
-	if res.Error != nil {
-		return fmt.Errorf("order: undo orders of failed reservations: %w", res.Error)
+	var order []group
+	rids := map[group][]string{}
+	for _, m := range msgs {
+		g := group{m.ActivityID, inventory.Incarnation(m.Epoch)}
+		if rids[g] == nil {
+			order = append(order, g)
+		}
+		rids[g] = append(rids[g], m.ReservationID)
 	}
-	if res.RowsAffected > 0 {
-		w.m.WriterUndone.Add(float64(res.RowsAffected))
-		w.log.Warn("removed orders of reservations failed for good meanwhile", "orders", res.RowsAffected, "reservations", rids)
+	var errs []error
+	for _, g := range order {
+		var n int64
+		err := guardIncarnation(ctx, w.db, g.activity, g.inc, func(db *gorm.DB) error {
+			res := db.Exec("DELETE FROM orders WHERE reservation_id IN ?", rids[g])
+			n = res.RowsAffected
+			return res.Error
+		})
+		switch {
+		case errors.Is(err, ErrStale):
+			w.m.WriterStale.Inc()
+			w.log.Warn("orders of reservations failed meanwhile kept: a restore replaced their incarnation and counted them as sold",
+				"reservations", rids[g], "activity", g.activity, "incarnation", g.inc)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("order: undo orders of failed reservations: %w", err))
+		case n > 0:
+			w.m.WriterUndone.Add(float64(n))
+			w.log.Warn("removed orders of reservations failed for good meanwhile", "orders", n, "reservations", rids[g])
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 type poisoned struct {
@@ -563,13 +593,13 @@ type poisoned struct {
 }
 
 // insertOrders writes rows in one statement: an order is inserted only if its reservation
-// has no compensations row (read with a shared lock, so a compensation committing at the
-// same time waits for this statement or is seen by it) and its incarnation (the epoch's,
-// inventory.Incarnation) is not below the activity's row in MySQL (read with a shared lock
-// too: a restore's claim of a new incarnation, order/restore.go, waits for this statement,
-// whose orders its read then sees, or this statement sees the claim and inserts nothing), and
-// a duplicate reservation id changes nothing. An activity without a row (none in the tests
-// of this package) refuses nothing.
+// has no compensations row and its incarnation (the epoch's, inventory.Incarnation) is not
+// below the activity's row in MySQL, read with an explicit shared lock (LOCK IN SHARE MODE,
+// so at any isolation level: at READ COMMITTED an INSERT ... SELECT takes none by itself): a
+// restore's claim of a new incarnation (Reconciler.cut, order/restore.go) waits for this
+// statement, whose orders its read then sees, or this statement sees the claim and inserts
+// nothing. A duplicate reservation id changes nothing. An activity without a row (none in
+// the tests of this package) refuses nothing.
 func insertOrders(tx *gorm.DB, rows []Message) error {
 	var b strings.Builder
 	args := make([]any, 0, 7*len(rows))
@@ -596,7 +626,9 @@ func insertOrders(tx *gorm.DB, rows []Message) error {
 		" WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r)" +
 		" AND (act.id IS NULL OR act.incarnation <= t.i)")
 	if !sqlite {
-		b.WriteString(" ON DUPLICATE KEY UPDATE orders.id = orders.id")
+		// The shared lock is explicit: at READ COMMITTED an INSERT ... SELECT reads its
+		// sources without one, and a restore's claim would not wait for this statement.
+		b.WriteString(" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE orders.id = orders.id")
 	}
 	return tx.Exec(b.String(), args...).Error
 }
@@ -758,6 +790,11 @@ func (w *Writer) deadLetter(ctx context.Context, m Message, reason string) error
 		w.log.Warn("reservation dead-lettered and compensated", "reservation", m.ReservationID, "reason", reason)
 		return nil
 	case errors.Is(err, ErrOrderExists), errors.Is(err, ErrAlreadyConfirmed):
+		return nil
+	case errors.Is(err, ErrStale):
+		w.m.WriterStale.Inc()
+		w.log.Warn("dead letter of an incarnation a restore replaced: not compensated (the restore counted its units)",
+			"reservation", m.ReservationID, "activity", m.ActivityID, "reason", reason)
 		return nil
 	case errors.Is(err, ErrNoRecord):
 		w.m.DeadLetters.WithLabelValues(reasonLabel(reason)).Inc()

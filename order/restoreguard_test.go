@@ -1,0 +1,108 @@
+//go:build integration
+
+package order
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/sql"
+)
+
+// activityRow writes the MySQL row of test activity a at incarnation 0.
+func activityRow(t *testing.T, a *testActivity, stock int64) sql.Activity {
+	t.Helper()
+	db := testsvc.MySQL(t)
+	row := sql.Activity{ID: a.id, Stock: stock, PerUserLimit: 100, OpensAt: time.Now().UTC(), Shards: a.shards, Generation: "g0"}
+	if err := db.Create(&row).Error; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Exec("DELETE FROM activities WHERE id = ?", a.id) })
+	return row
+}
+
+// TestCompensationOfAnOlderIncarnationChangesNothing: once a restore claimed a newer
+// incarnation, it rebuilt Redis from the orders and counted every reservation of the older
+// one without an order as unsold. A message of the older incarnation that reaches the
+// compensation (a row MySQL refuses, max_attempts) must give nothing back: its unit is on
+// sale already, and returning it (to the old shard, or in transit to the new layout once the
+// old shard is closed) counts it twice; lowering the buyer's count lets him buy past the
+// limit. The writer's dead-letter path acknowledges it and changes nothing in Redis or MySQL.
+func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 10)
+	ctx := context.Background()
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
+	activityRow(t, a, 10)
+	m := a.reserveFor([]string{"buyer-" + a.id}, 1)[0]
+	k, n := keysOf(m)
+	stockBefore, _ := rdb.Get(ctx, k.Stock()).Int64()
+	countBefore, _ := rdb.HGet(ctx, k.Users(), m.UserHash).Int64()
+	// The restore's claim.
+	if err := db.Model(&sql.Activity{}).Where("id = ?", a.id).Update("incarnation", 1).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.deadLetter(ctx, m, "max_attempts: test"); err != nil {
+		t.Fatalf("dead letter of an older incarnation: %v, want it acknowledged", err)
+	}
+	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "PENDING" {
+		t.Errorf("record %s, want PENDING: the compensation failed a reservation of a replaced incarnation", st)
+	}
+	if got, _ := rdb.Get(ctx, k.Stock()).Int64(); got != stockBefore {
+		t.Errorf("stock %d -> %d: the unit the restore counted unsold was given back again (sold twice)", stockBefore, got)
+	}
+	if got, _ := rdb.HGet(ctx, k.Users(), m.UserHash).Int64(); got != countBefore {
+		t.Errorf("buyer's count %d -> %d: lowered for a reservation the restore never counted", countBefore, got)
+	}
+	var comps int64
+	if err := db.Model(&sql.Compensation{}).Where("reservation_id = ?", m.ReservationID).Count(&comps).Error; err != nil {
+		t.Fatal(err)
+	}
+	if comps != 0 {
+		t.Errorf("%d compensations rows for a reservation of a replaced incarnation, want 0", comps)
+	}
+}
+
+// TestUndoDuringARestoreKeepsTheCountedOrder: a writer committed an order and died before its
+// confirm; meanwhile a compensation failed the record (its unit back to the shard). A restore
+// claims a new incarnation and reads that order: it counts its unit as sold, and the rebuild
+// closes the old shard (the unit the compensation gave back goes with it). The redelivered
+// message then finds the record FAILED and undoes its order: deleting it now loses the unit
+// (sold to nobody). Once the claim is made, the order must stand.
+func TestUndoDuringARestoreKeepsTheCountedOrder(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 10)
+	ctx := context.Background()
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
+	rec := must(NewReconciler(db, rdb, ReconcileOptions{}, testMetrics(), testLogger(t)))
+	row := activityRow(t, a, 10)
+	m := a.reserveFor([]string{"buyer-" + a.id}, 1)[0]
+	// The writer that died after its commit.
+	if err := db.Create(&sql.Order{ReservationID: m.ReservationID, ActivityID: a.id, UserID: m.UserID, Quantity: 1,
+		Seq: m.Seq, Status: "CONFIRMED"}).Error; err != nil {
+		t.Fatal(err)
+	}
+	// The compensation's first step, cut short after it.
+	if _, _, err := w.comp.sc.ledger.Fail(ctx, m.ReservationID, m.UserHash); err != nil {
+		t.Fatal(err)
+	}
+	orders, _, err := rec.cut(ctx, a.id, row, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(orders) != 1 {
+		t.Fatalf("setup: the cut read %d orders, want 1", len(orders))
+	}
+	if err := w.Handle(ctx, []Message{m}); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	if c := countOrders(t, db, a.id); c.rows != 1 {
+		t.Fatalf("%d orders after the redelivery, want 1: the restore counted the order as sold and it was deleted (a unit sold to nobody)", c.rows)
+	}
+}
