@@ -54,7 +54,7 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 			if !ok || e != m.epoch+1 {
 				return fmt.Errorf("inventory: meta of %s: bad reshard %q", id, m.reshard)
 			}
-			err := s.move(ctx, id, run{m.epoch, m.shards, to, start.UnixMilli(), s.opts.ReshardRunLimit.Milliseconds()})
+			err := s.move(ctx, id, run{m.epoch, m.shards, to, start.UnixMilli(), s.opts.ReshardRunLimit.Milliseconds(), m.gen})
 			if errors.Is(err, errRunTooOld) {
 				s.log.Info("reshard run too old: starting over", "activity", id, "epoch", m.epoch+1)
 				continue
@@ -102,6 +102,7 @@ func parseTarget(r string) (epoch, shards int, ok bool) {
 type run struct {
 	e, from, to  int
 	start, limit int64
+	gen          string // the activity's generation, which the seal gives the new shards
 }
 
 // errRunTooOld: a step of the run was refused because the run is older than its limit; the
@@ -207,7 +208,7 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 	// 4. Seal the new shards: their stock keys appear.
 	err = s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
-		res, err := s.run(ctx, s.credit, s.creditKeys(k), "seal", r.start, r.limit, from)
+		res, err := s.run(ctx, s.credit, append(s.creditKeys(k), k.Gen()), "seal", r.start, r.limit, from, r.gen)
 		if err != nil {
 			return err
 		}
