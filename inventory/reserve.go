@@ -113,6 +113,7 @@ const (
 	done     attempt = iota
 	relayout         // a shard was closed by a reshard: re-read meta and retry
 	adopted          // the home shard was given the activity's generation (adoptGeneration): run again
+	remarked         // the home shard's mark was raised by a debit since this call was built: run again
 	refilled         // units were moved to the home shard: run the reservation again
 	recheck          // nothing could be moved, but others may have refilled the home shard: run once more
 	pause            // units are being moved by this instance: wait a moment and run again
@@ -223,8 +224,16 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 		}
 		switch next {
 		case adopted:
-			if adoptions++; adoptions > 3 {
+			if adoptions++; adoptions > 1 {
 				return ReserveResult{}, fmt.Errorf("%w: %s: the home shard's generation does not hold", ErrBusy, r.ActivityID)
+			}
+			continue
+		case remarked:
+			// Each raise is a debit that took units from the shard (finite: bounded by the
+			// stock), and the recorded mark is the one read now; a shard refilling others
+			// under many instances can need a few tries. The busy deadline bounds them.
+			if time.Now().After(deadline) {
+				return ReserveResult{}, fmt.Errorf("%w: %s: the home shard's mark keeps moving", ErrBusy, r.ActivityID)
 			}
 			continue
 		case refilled:
@@ -435,7 +444,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	case rcGeneration:
 		switch s.meetMark(ctx, e, l, home, sent, asString(arg(1)), seen) {
 		case markRaised:
-			return ReserveResult{}, adopted, nil
+			return ReserveResult{}, remarked, nil
 		case markWentBack:
 			return ReserveResult{}, done, ErrRecovering
 		case markAdopt:
@@ -564,7 +573,7 @@ func (s *Store) refill(ctx context.Context, e *entry, l *layout, home int, need 
 
 // debitChecked is the refill's debit of shard j of l with the mark this instance knows for
 // it (rollback.go): the raised mark is recorded; a mark raised since by another debit is
-// taken and the debit sent once more; a shard without a generation yet adopts it first; a
+// taken and the debit sent again (a few times); a shard without a generation yet adopts it first; a
 // shard whose node went back, or of another generation, gives nothing (the first fenced
 // the activity: ErrRecovering).
 func (s *Store) debitChecked(ctx context.Context, e *entry, l *layout, j int, hk ShardKeys, id string, want int64) (debited, error) {
@@ -577,7 +586,7 @@ func (s *Store) debitChecked(ctx context.Context, e *entry, l *layout, j int, hk
 			}
 			return d, err
 		}
-		if try > 0 {
+		if try > 3 { // raised again each time: others are debiting it, let them
 			return debited{}, nil
 		}
 		switch s.meetMark(ctx, e, l, j, sent, d.mark, seen) {
