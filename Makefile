@@ -1,5 +1,6 @@
 # seckill: the README's commands.
 #   make run            start the service in embedded mode (no setup needed)
+#   make test-build     compile every -race test binary (what make test compiles), run nothing
 #   make test           start the real test servers, then run every test (-tags integration:
 #                       the server tests too) with -race, then
 #                       validate docker/ and deploy/kubernetes/ (deploy/validate, offline)
@@ -11,12 +12,14 @@
 GO        ?= go
 # -p 1: one package at a time; the packages share the real servers and 2 cores, and the
 # fault drills and Nacos push timing are steadier without a second suite competing
-# (scripts/test.sh runs config beside the Redis and MySQL packages, then app, then limiter,
-# each alone). Within a package, tests that mostly wait (the app's fault drills, the simulation's seeds, order's
+# (scripts/test.sh runs config beside the Redis and MySQL packages, which run two at a time,
+# then app, then limiter, each alone). Within a package, tests that mostly wait (the app's fault drills, the simulation's seeds, order's
 # pipeline tests) run in parallel with t.Parallel, -parallel (GOMAXPROCS) at a time.
 # -trimpath: build actions do not depend on the clone's path, so a fresh clone reuses the Go
-# build cache of an earlier one.
-TEST_FLAGS ?= -race -trimpath -count=1 -p 1 -timeout 75m
+# build cache of an earlier one. TEST_BUILD_FLAGS are the flags that decide what is compiled
+# (make test-build compiles with them).
+TEST_BUILD_FLAGS ?= -race -trimpath
+TEST_FLAGS ?= $(TEST_BUILD_FLAGS) -count=1 -p 1 -timeout 75m
 # A -race binary sleeps 1 s at exit (atexit_sleep_ms, for reports of goroutines still running)
 # by default: 1 s per test binary and per child process the tests start. A race inside a
 # test fails that test whatever this is; kept as the caller's if GORACE is set.
@@ -29,7 +32,7 @@ ERRORLINT   ?= v1.9.1
 LINTBIN     ?= $(CURDIR)/.infra/bin
 PKGS      ?= ./...
 
-.PHONY: test run services-up services-down services-status bench lint
+.PHONY: test test-build run services-up services-down services-status bench lint
 
 # deploy/validate is a module of its own (compose and Kubernetes libraries stay out of the
 # service's module): it checks docker/ and deploy/kubernetes/ offline.
@@ -39,6 +42,13 @@ PKGS      ?= ./...
 test: services-up
 	GO=$(GO) TEST_FLAGS='$(TEST_FLAGS)' scripts/test.sh
 	cd deploy/validate && $(GO) test -count=1 ./...
+
+# test-build: the compiling of make test, with every core (-p 1 applies to builds too), and no
+# server needed: -exec true links each test binary and runs true instead of it. .ci/run runs it
+# while the services start. The build cache then holds every package make test compiles.
+test-build:
+	$(GO) test -tags integration $(TEST_BUILD_FLAGS) -count=1 -exec true $(PKGS) >/dev/null
+	cd deploy/validate && $(GO) test -count=1 -exec true ./... >/dev/null
 
 run:
 	$(GO) run ./cmd/seckill

@@ -99,6 +99,9 @@ func (c *passCounter) idleLoad(t *testing.T, passes int64) (cmds int64, perSec f
 // can address it, and the refresh reads live layouts only. Stock stays exact throughout.
 func TestTwelveReshardsCostOne(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		// The backends side by side: each mostly waits (the retire age, 2 x 32 refresh passes),
+		// and what it counts is its own (its client's commands, its activity's keys).
+		t.Parallel()
 		ns := uniqueID(t)
 		pc := &passCounter{set: keyspace.Namespaced(ns, keyspace.Activities)}
 		rdb.AddHook(pc)
