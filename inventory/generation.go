@@ -182,6 +182,18 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 	s.mu.RLock()
 	e := s.acts[id]
 	s.mu.RUnlock()
+	if e != nil && ok && ctx != nil && e.recovering.Load() == nil && m.gen == e.generation() {
+		if l := e.layout.Load(); m.epoch < l.epoch && s.metaWentBack(ctx, id, l.epoch) {
+			// Meta names an epoch below one this instance used: epochs only grow (a reshard
+			// adds one, a restore jumps above them all), so meta's node went back past a
+			// reshard's switch, and the layout it names holds what the reshard drained and
+			// copied away (loss simulation seed 6: busy for good, never recovering). Fence
+			// the layout meta names, so no instance sells from it.
+			s.fenceRolledBack(ctx, e, newLayout(id, m.epoch, m.shards),
+				fmt.Sprintf("Redis rolled back: meta names epoch %d, this instance used epoch %d", m.epoch, l.epoch))
+			return true
+		}
+	}
 	if !known {
 		return e != nil && e.recovering.Load() != nil
 	}
@@ -206,6 +218,18 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 		return true
 	}
 	return false
+}
+
+// metaWentBack reads meta again and reports whether it names an epoch below epoch, one this
+// instance applied: a read of meta that started before the switch to epoch may be answered
+// after another read applied it, so only a read started after epoch was applied proves it.
+func (s *Store) metaWentBack(ctx context.Context, id string, epoch int) bool {
+	vals, err := s.rdb.HMGet(ctx, Meta(id), metaFields...).Result()
+	if err != nil {
+		return false
+	}
+	m, ok, err := parseMeta(id, vals)
+	return err == nil && ok && m.epoch < epoch
 }
 
 // setRecovering puts the activity in the recovering state (creating its cached entry from

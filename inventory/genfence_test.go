@@ -55,3 +55,26 @@ func TestReservationRefusedByTheShardsGeneration(t *testing.T) {
 		})
 	}
 }
+
+// TestSealGivesTheGeneration: a reshard's new shards hold the activity's generation from the
+// seal on, written in the script that creates their stock key. Before, a new shard took it on
+// its first reservation (adoption, a later write): a Cluster node that failed over to a replica
+// holding the seal but not the adoption kept the stock and had no generation key, and an
+// instance that had never met the shard adopted it again and sold from a copy that went back
+// (review of issue 18, item 5). Written with the stock, the key is lost only with the stock.
+func TestSealGivesTheGeneration(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 10, 1, 1))
+		if err := s.Reshard(ctx, a.ID, 3); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			k := Shard(a.ID, 1, i)
+			if g, err := rdb.Get(ctx, k.Gen()).Result(); err != nil || g != a.Generation {
+				t.Errorf("new shard %d after the seal: generation %q %v, want %q", i, g, err, a.Generation)
+			}
+		}
+	})
+}

@@ -213,17 +213,26 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	type job struct {
 		e    *entry
 		l    *layout
-		cmds []*redis.StringCmd
+		cmds []*redis.SliceCmd
 		xout []*redis.IntCmd
+		// floors and marks are the shards' floors and marks before the read: a reservation
+		// or debit answered after the pipeline was sent may have raised them past what it read.
+		floors []int64
+		marks  []*string
+		seen   []bool
 	}
 	jobs := make([]job, 0, len(entries))
 	pipe := s.rdb.Pipeline()
 	for _, e := range entries {
 		l := e.layout.Load()
 		xk := e.xoutKeys(l)
-		j := job{e: e, l: l, cmds: make([]*redis.StringCmd, l.shards), xout: make([]*redis.IntCmd, len(xk))}
+		j := job{e: e, l: l, cmds: make([]*redis.SliceCmd, l.shards), xout: make([]*redis.IntCmd, len(xk)),
+			floors: make([]int64, l.shards), marks: make([]*string, l.shards), seen: make([]bool, l.shards)}
 		for k := range l.keys {
-			j.cmds[k] = pipe.Get(ctx, l.keys[k].Stock())
+			j.floors[k], j.marks[k], j.seen[k] = l.floorOf(k), l.mark(k, e), l.seen(k)
+			// The shard's counter and generation mark come with its stock (one command, one
+			// slot): what they were is what no later read may find them below (rollback.go).
+			j.cmds[k] = pipe.MGet(ctx, l.keys[k].Stock(), l.keys[k].Seq(), l.keys[k].Gen())
 		}
 		for k, key := range xk {
 			j.xout[k] = pipe.HLen(ctx, key)
@@ -243,14 +252,33 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		for _, c := range j.xout {
 			moving += c.Val()
 		}
+		wentBack := false
 		for k, c := range j.cmds {
-			n, err := c.Int64()
-			if err != nil {
+			v := c.Val()
+			if c.Err() != nil || len(v) != 3 {
 				missing = true
-				if errors.Is(err, redis.Nil) && !j.e.resharding.Load() {
+				continue
+			}
+			if v[0] == nil {
+				missing = true
+				if !j.e.resharding.Load() {
 					s.checkShard(ctx, j.e, j.l, k)
 				}
 				continue
+			}
+			n, ok := asInt(v[0])
+			if !ok {
+				missing = true
+				continue
+			}
+			if j.e.recovering.Load() == nil && !wentBack {
+				counter, _ := asInt(v[1])
+				if what := wentBackFrom(j.floors[k], *j.marks[k], j.seen[k], counter, asString(v[2])); what != "" {
+					s.wentBack(ctx, j.e, j.l, k, what)
+					wentBack = true
+				} else {
+					j.l.saw(k, j.e, counter, asString(v[2]))
+				}
 			}
 			n = max(n, 0)
 			j.l.empty[k].Store(n == 0)

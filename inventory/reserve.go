@@ -89,11 +89,12 @@ const (
 	rcShardClosed reserveAnswer = 10
 	rcIPRate      reserveAnswer = 12
 	rcGeneration  reserveAnswer = 13
+	rcRolledBack  reserveAnswer = 14
 )
 
 // reserveAnswers are the answers inventory_reserve.lua gives.
 var reserveAnswers = []reserveAnswer{rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
-	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate, rcGeneration}
+	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate, rcGeneration, rcRolledBack}
 
 // reserveCode is answer(s.reserve, res, rcUnknown, reserveAnswers...) without building the
 // script's file name on every call.
@@ -112,6 +113,7 @@ const (
 	done     attempt = iota
 	relayout         // a shard was closed by a reshard: re-read meta and retry
 	adopted          // the home shard was given the activity's generation (adoptGeneration): run again
+	remarked         // the home shard's mark was raised by a debit since this call was built: run again
 	refilled         // units were moved to the home shard: run the reservation again
 	recheck          // nothing could be moved, but others may have refilled the home shard: run once more
 	pause            // units are being moved by this instance: wait a moment and run again
@@ -226,6 +228,14 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 				return ReserveResult{}, fmt.Errorf("%w: %s: the home shard's generation does not hold", ErrBusy, r.ActivityID)
 			}
 			continue
+		case remarked:
+			// Each raise is a debit that took units from the shard (finite: bounded by the
+			// stock), and the recorded mark is the one read now; a shard refilling others
+			// under many instances can need a few tries. The busy deadline bounds them.
+			if time.Now().After(deadline) {
+				return ReserveResult{}, fmt.Errorf("%w: %s: the home shard's mark keeps moving", ErrBusy, r.ActivityID)
+			}
+			continue
 		case refilled:
 			refills++
 			continue
@@ -267,8 +277,13 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			continue
 		}
 		if !e.resharding.Load() {
-			// Closed shard, same epoch, no reshard recorded: the activity is not loaded
-			// (a Create that has not finished). Waiting will not help.
+			// Closed shard, same epoch, no reshard recorded: the shard's node lost it (the
+			// recovering state, as the refresh finds it: loss simulation seed 2 answered busy
+			// until the next refresh), or the activity is not loaded (a Create that has not
+			// finished). Waiting will not help.
+			if s.checkShard(ctx, e, l, HomeShard(uh, l.shards)); e.recovering.Load() != nil {
+				return ReserveResult{}, ErrRecovering
+			}
 			return ReserveResult{}, fmt.Errorf("%w: %s has a closed shard outside a reshard", ErrBusy, r.ActivityID)
 		}
 		if time.Now().After(deadline) {
@@ -301,11 +316,13 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	// KEYS: stock, users, seq, journal, stats, generation [, IP bucket]; ARGV: activity,
 	// user, user hash, quantity, per-user limit, opens, closes (ms), user rate, burst, window
 	// (ms), window max, idempotency field, epoch, shard, record expiry (ms), record TTL
-	// without closing (ms), generation [, IP rate, IP burst] (see reserve_args.go).
+	// without closing (ms), generation, the highest number handed out here (rollback.go)
+	// [, IP rate, IP burst] (see reserve_args.go).
 	if g := e.generation(); g == generationFenced || g == generationRolledBack {
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}
 	withIP := r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()
+	seen := l.seen(home)
 	call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
 	res, err := s.runCall(ctx, s.reserve, call.args)
 	if err != nil && slotMoving(err) {
@@ -323,6 +340,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		s.slotRetries.Add(1)
 		res, err = s.runCall(ctx, s.reserve, call.args)
 	}
+	sent := *call.mark
 	call.release()
 	if err != nil {
 		return ReserveResult{}, done, err
@@ -348,7 +366,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		rid := asString(arg(1))
 		l.noteIssued(home, rid)
 		if l.handedBefore(home, rid) {
-			return ReserveResult{}, done, s.rolledBack(ctx, e, l, rid)
+			// The call carried a floor read before this number was handed out here: the
+			// shard went back while it was in flight (rollback.go).
+			return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
 		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case rcReplayed:
@@ -363,7 +383,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			// so a rollback that hands it out again shows.
 			l.noteIssued(home, rid)
 			if l.handedBefore(home, rid) {
-				return ReserveResult{}, done, s.rolledBack(ctx, e, l, rid)
+				return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
 			}
 			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 		}
@@ -386,7 +406,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			l.empty[home].Store(true)
 		}
 		if mayRefill && s.opts.MaxOtherShards >= 0 && l.shards > 1 {
-			moved, closed, err := s.refill(ctx, l, home, int64(r.Quantity)-here)
+			moved, closed, err := s.refill(ctx, e, l, home, int64(r.Quantity)-here)
 			if err != nil {
 				return ReserveResult{}, done, err
 			}
@@ -419,14 +439,26 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{Code: SoldOut}, done, nil
 	case rcShardClosed:
 		return ReserveResult{}, relayout, nil
+	case rcRolledBack:
+		return ReserveResult{}, done, s.rolledBack(ctx, e, l, home, num(1))
 	case rcGeneration:
-		if asString(arg(1)) == "" {
-			ok, err := s.adoptGeneration(ctx, e, l, home)
+		switch s.meetMark(ctx, e, l, home, sent, asString(arg(1)), seen) {
+		case markRaised:
+			return ReserveResult{}, remarked, nil
+		case markWentBack:
+			return ReserveResult{}, done, ErrRecovering
+		case markAdopt:
+			ok, moved, err := s.adoptGeneration(ctx, e, l, home)
 			if err != nil {
 				return ReserveResult{}, done, err
 			}
 			if ok {
 				return ReserveResult{}, adopted, nil
+			}
+			if moved {
+				// A reshard moved the epoch on since this layout was cached: the shard was
+				// closed before it was given a generation. Re-read meta, as for a closed shard.
+				return ReserveResult{}, relayout, nil
 			}
 		}
 		// Fenced by a restore, or lost: the refresh puts the activity in the recovering
@@ -442,30 +474,40 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 // adoptGeneration gives shard home of l the activity's generation when the shard has none
 // (made by a reshard, or by a release before shard generations) and meta, read now, names
 // the generation e holds and l as its current layout: SET NX, so a fence written meanwhile
-// ("restoring") stands. It reports whether the shard now holds e's generation. A Redis that
-// lost the activity has no meta (or another generation in it): nothing is adopted.
-func (s *Store) adoptGeneration(ctx context.Context, e *entry, l *layout, home int) (bool, error) {
+// ("restoring") stands. It reports whether the shard now holds e's generation (or a mark of
+// it a debit raised since: the mark is recorded), or else moved when meta names e's
+// generation at another epoch (a reshard switched the layout: the caller re-reads meta; the
+// review of issue 18 found this answered ErrRecovering). A Redis that lost the activity has
+// no meta (or another generation in it): nothing is adopted.
+func (s *Store) adoptGeneration(ctx context.Context, e *entry, l *layout, home int) (ok, moved bool, err error) {
 	gen := e.generation()
 	vals, err := s.rdb.HMGet(ctx, Meta(e.def.ID), metaFields...).Result()
 	if err != nil {
-		return false, fmt.Errorf("inventory: read meta: %w", err)
+		return false, false, fmt.Errorf("inventory: read meta: %w", err)
 	}
-	m, ok, err := parseMeta(e.def.ID, vals)
+	m, found, err := parseMeta(e.def.ID, vals)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	if !ok || gen == "" || m.gen != gen || m.epoch != l.epoch {
-		return false, nil
+	if !found || gen == "" || m.gen != gen {
+		return false, false, nil
+	}
+	if m.epoch != l.epoch {
+		return false, true, nil
 	}
 	k := l.keys[home]
 	if err := s.rdb.SetNX(ctx, k.Gen(), gen, 0).Err(); err != nil {
-		return false, fmt.Errorf("inventory: adopt generation: %w", err)
+		return false, false, fmt.Errorf("inventory: adopt generation: %w", err)
 	}
 	got, err := s.rdb.Get(ctx, k.Gen()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("inventory: read generation: %w", err)
+		return false, false, fmt.Errorf("inventory: read generation: %w", err)
 	}
-	return got == gen, nil
+	if b, _ := splitMark(got); b != gen {
+		return false, false, nil
+	}
+	l.raiseMark(home, got)
+	return true, false, nil
 }
 
 // refill moves at least need units (when they exist) from other shards of the layout to
@@ -475,7 +517,7 @@ func (s *Store) adoptGeneration(ctx context.Context, e *entry, l *layout, home i
 // request took long on a busy machine): units never wait in transit for a request that is
 // gone; a Redis error (the client's own timeouts bound each call) or a reshard that keeps
 // the target closed for settleWait leaves them in transit for Recover.
-func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (moved int64, closed bool, err error) {
+func (s *Store) refill(ctx context.Context, e *entry, l *layout, home int, need int64) (moved int64, closed bool, err error) {
 	hk := l.keys[home]
 	tries := s.opts.MaxOtherShards
 	if tries == 0 || tries > l.shards-1 {
@@ -497,15 +539,16 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 			// the home shard empty meanwhile waits for them instead of answering SOLD_OUT.
 			want := need - moved
 			l.inbound[home].Add(want)
-			units, left, shut, err := s.mover.debit(ctx, l.keys[j], hk, id, want)
+			d, err := s.debitChecked(ctx, e, l, j, hk, id, want)
+			units := d.units
 			l.inbound[home].Add(units - want)
 			if err != nil {
 				return moved, false, err
 			}
-			if shut {
+			if d.closed {
 				return moved, true, nil
 			}
-			if left <= 0 {
+			if d.left <= 0 {
 				l.empty[j].Store(true)
 			}
 			if units == 0 {
@@ -526,6 +569,45 @@ func (s *Store) refill(ctx context.Context, l *layout, home int, need int64) (mo
 		}
 	}
 	return moved, false, nil
+}
+
+// debitChecked is the refill's debit of shard j of l with the mark this instance knows for
+// it (rollback.go): the raised mark is recorded; a mark raised since by another debit is
+// taken and the debit sent again (a few times); a shard without a generation yet adopts it first; a
+// shard whose node went back, or of another generation, gives nothing (the first fenced
+// the activity: ErrRecovering).
+func (s *Store) debitChecked(ctx context.Context, e *entry, l *layout, j int, hk ShardKeys, id string, want int64) (debited, error) {
+	for try := 0; ; try++ {
+		sent, seen := *l.mark(j, e), l.seen(j)
+		d, err := s.mover.debit(ctx, l.keys[j], hk, id, want, sent)
+		if err != nil || !d.differs {
+			if err == nil && d.units > 0 && d.mark != "" {
+				l.raiseMark(j, d.mark)
+			}
+			return d, err
+		}
+		if try > 3 { // raised again each time: others are debiting it, let them
+			return debited{}, nil
+		}
+		switch s.meetMark(ctx, e, l, j, sent, d.mark, seen) {
+		case markRaised:
+		case markAdopt:
+			ok, moved, err := s.adoptGeneration(ctx, e, l, j)
+			if err != nil {
+				return debited{}, err
+			}
+			if moved {
+				return debited{closed: true}, nil
+			}
+			if !ok {
+				return debited{}, nil
+			}
+		case markWentBack:
+			return debited{}, ErrRecovering
+		default:
+			return debited{}, nil
+		}
+	}
 }
 
 func (l *layout) allEmpty() bool {

@@ -95,10 +95,12 @@ func (e *entry) ipLimitArgs(r *ReserveRequest) *[2]any {
 type reserveCall struct {
 	user, uh, idf, ipKey string
 	qty                  int
+	floor                int64   // the highest number this instance handed out or read on the shard
+	mark                 *string // the shard's generation mark the call carries
 	args                 []any
 }
 
-var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+9+19)} }}
+var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+9+20)} }}
 
 // reserveCallFor builds the reservation command of r on shard home of l. withIP adds the
 // IP bucket key and its limits.
@@ -113,12 +115,11 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 		a[2] = len(sa.keys) + 1
 		a = append(a, &c.ipKey)
 	}
-	gen := e.gen.Load() // a *string, written as its string (no boxing per call)
-	if gen == nil {
-		gen = &noGeneration
-	}
+	gen := l.mark(home, e) // a *string, written as its string (no boxing per call)
+	c.mark = gen
+	c.floor = l.floorOf(home)
 	a = append(a, ea.activity, &c.user, &c.uh, &c.qty, ea.perUser, ea.opens, ea.closes,
-		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen)
+		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen, &c.floor)
 	if withIP {
 		ip := e.ipLimitArgs(r)
 		a = append(a, ip[0], ip[1])
@@ -135,7 +136,7 @@ var noGeneration = ""
 func (c *reserveCall) release() {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.user, c.uh, c.idf, c.ipKey, c.qty = "", "", "", "", 0
+	c.user, c.uh, c.idf, c.ipKey, c.qty, c.floor, c.mark = "", "", "", "", 0, 0, nil
 	reserveCalls.Put(c)
 }
 

@@ -18,6 +18,8 @@ func deref(args []any) []any {
 			out[i] = *v
 		case *int:
 			out[i] = *v
+		case *int64:
+			out[i] = *v
 		default:
 			out[i] = a
 		}
@@ -41,14 +43,15 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 	}
 	l := e.layout.Load()
 	// The construction reserveOn used before (reserve.go at 68b34cd) through Script.Run, with
-	// the shard's generation key and the caller's generation added (issue 18).
+	// the shard's generation key, the caller's generation and the highest number it handed out
+	// on the shard added (issue 18).
 	old := func(r *ReserveRequest, uh, idf string, home int, withIP bool) []any {
 		k := l.keys[home]
 		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Gen()}
 		args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 			r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
 			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds(),
-			e.generation()}
+			e.generation(), l.floorOf(home)}
 		if withIP {
 			keys = append(keys, r.IPKey)
 			args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))

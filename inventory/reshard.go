@@ -41,6 +41,11 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 		if !ok {
 			return ErrNotFound
 		}
+		if s.refusesReshard(id, m) {
+			// Redis lost part of the activity: a reshard would carry what is left into a new
+			// layout; only a restore from MySQL reopens it.
+			return fmt.Errorf("%w: reshard of %s", ErrRecovering, id)
+		}
 		if !m.loaded {
 			return fmt.Errorf("%w: %s is still loading", ErrBusy, id)
 		}
@@ -49,7 +54,7 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 			if !ok || e != m.epoch+1 {
 				return fmt.Errorf("inventory: meta of %s: bad reshard %q", id, m.reshard)
 			}
-			err := s.move(ctx, id, run{m.epoch, m.shards, to, start.UnixMilli(), s.opts.ReshardRunLimit.Milliseconds()})
+			err := s.move(ctx, id, run{m.epoch, m.shards, to, start.UnixMilli(), s.opts.ReshardRunLimit.Milliseconds(), m.gen})
 			if errors.Is(err, errRunTooOld) {
 				s.log.Info("reshard run too old: starting over", "activity", id, "epoch", m.epoch+1)
 				continue
@@ -97,6 +102,7 @@ func parseTarget(r string) (epoch, shards int, ok bool) {
 type run struct {
 	e, from, to  int
 	start, limit int64
+	gen          string // the activity's generation, which the seal gives the new shards
 }
 
 // errRunTooOld: a step of the run was refused because the run is older than its limit; the
@@ -114,11 +120,14 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
 		return fmt.Errorf("inventory: register journals: %w", err)
 	}
-	// 1. Drain: every old shard closes and hands back what it had.
+	// 1. Drain: every old shard closes and hands back what it had. What a drain found is
+	// checked against what this instance handed out and saw on the shard (rollback.go): a
+	// shard whose node went back must not have its users hash and stock carried forward.
 	drained := make([]int64, from)
+	ent, seen := s.cachedLayout(id, e, from)
 	err := s.parallel(from, func(i int) error {
 		k := Shard(id, e, i)
-		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats()})
+		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats(), k.Seq(), k.Gen()})
 		if err != nil {
 			return err
 		}
@@ -126,10 +135,34 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		if err != nil {
 			return err
 		}
-		if c == drainNeverLoaded || len(res) < 2 {
-			return fmt.Errorf("inventory: drain %s shard %d: never loaded (%v)", id, i, res)
+		if c == drainNeverLoaded {
+			// Neither stock nor drained marker on a shard of a loaded layout (Reshard checked
+			// meta's loaded): the shard's node lost it. The refresh does not look at shards
+			// while a reshard is recorded, and this run can never finish: fence the activity
+			// (loss simulation seed 2: every later run answered this, the writer waited on
+			// the reshard for good).
+			if ent == nil {
+				if _, _, err := s.lookup(ctx, id); err != nil {
+					return err
+				}
+				ent, _ = s.cachedLayout(id, e, from)
+			}
+			if ent != nil {
+				s.fenceRolledBack(ctx, ent, newLayout(id, e, from), fmt.Sprintf("shard %d of epoch %d lost its keys during a reshard", i, e))
+			}
+			return fmt.Errorf("%w: drain %s shard %d: its keys are gone", ErrRecovering, id, i)
+		}
+		if len(res) < 2 {
+			return fmt.Errorf("inventory: drain %s shard %d: unexpected answer %v", id, i, res)
 		}
 		drained[i], _ = asInt(res[1])
+		if seen != nil && len(res) >= 4 {
+			counter, _ := asInt(res[2])
+			if what := seen.wentBack(i, ent, counter, asString(res[3])); what != "" {
+				s.wentBack(ctx, ent, seen, i, what)
+				return fmt.Errorf("%w: reshard of %s: shard %d %s", ErrRecovering, id, i, what)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -175,7 +208,7 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 	// 4. Seal the new shards: their stock keys appear.
 	err = s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
-		res, err := s.run(ctx, s.credit, s.creditKeys(k), "seal", r.start, r.limit, from)
+		res, err := s.run(ctx, s.credit, append(s.creditKeys(k), k.Gen()), "seal", r.start, r.limit, from, r.gen)
 		if err != nil {
 			return err
 		}
@@ -219,6 +252,39 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		return err
 	}
 	return nil
+}
+
+// refusesReshard reports whether the activity of meta m is recovering here or fenced in meta.
+func (s *Store) refusesReshard(id string, m meta) bool {
+	if m.gen == generationFenced || m.gen == generationRolledBack {
+		return true
+	}
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	return e != nil && e.recovering.Load() != nil
+}
+
+// cachedLayout is the cached entry of id and its layout when that layout is (epoch, shards),
+// else nil.
+func (s *Store) cachedLayout(id string, epoch, shards int) (*entry, *layout) {
+	s.mu.RLock()
+	e := s.acts[id]
+	s.mu.RUnlock()
+	if e == nil {
+		return nil, nil
+	}
+	if l := e.layout.Load(); l.epoch == epoch && l.shards == shards {
+		return e, l
+	}
+	e.pastMu.Lock()
+	defer e.pastMu.Unlock()
+	for _, l := range e.past {
+		if l.epoch == epoch && l.shards == shards {
+			return e, l
+		}
+	}
+	return e, nil
 }
 
 // copyShard copies the users hash of one old shard (counts, sequences, last ids,

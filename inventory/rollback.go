@@ -9,21 +9,54 @@ import (
 )
 
 // A Redis that came back rolled back (killed and started on an AOF that lacks its last
-// second, under appendfsync everysec) keeps the activity's generation: nothing in its keys
-// tells it from a healthy one. Its shards' reservation counters went back with it, so the
-// next reservations get numbers already handed out, and a buyer whose 202 was lost holds an id
-// that would name another buyer's order. Each instance remembers every number it handed out
-// per shard (numberSet, a bit per number: numbers are dense from 1); a number handed out a
-// second time can only come from a counter that went back. That reservation is not answered
-// as a 202 (ErrNotDurable: 503 OUTCOME_UNKNOWN with its key, which a restore then resolves)
-// and the activity is fenced like a restore does (generationRolledBack in meta and in every
-// shard of the layout): every instance refuses it until an operator restores it from MySQL.
-// Numbers handed out by another instance are not known here: a fleet notices at the first
-// number one of its instances handed out before.
+// second, under appendfsync everysec; a Cluster node failed over to a replica that lagged)
+// keeps the activity's generation: nothing in its keys tells it from a healthy one. Its
+// shards' reservation counters went back with it, so the next reservations would get numbers
+// already handed out, and a buyer whose 202 was lost holds an id that would name another
+// buyer's order. Each instance remembers the highest number it handed out per shard
+// (layout.issued) and passes it to the reservation script, which refuses (before any write)
+// on a shard whose counter is below it: in a healthy Redis the counter never goes below a
+// number it gave. So the number is never handed out again, and no journal entry can make it
+// another buyer's order (before, the second reservation was taken and only its answer was
+// withheld: its entry still became an order under the first buyer's id). The activity is then
+// fenced like a restore does (generationRolledBack in meta and in every shard of the layout):
+// every instance refuses it until an operator restores it from MySQL. Invariant: no instance
+// hands out a number it handed out before on the same shard; kept by the reserve script's
+// check of ARGV[18] against the counter it increments. Numbers handed out by another instance
+// are not known here: a fleet notices at the first reservation of an instance whose own
+// numbers the rollback took back.
 
 // generationRolledBack is the generation an instance that noticed a rollback leaves in meta
 // and in the shards' generation keys.
 const generationRolledBack = "rolledback"
+
+// rolledBack fences the activity of e after its shard home of l answered that its counter
+// is below a number this instance handed out there (see above): meta's generation (only
+// while it is still the one e holds: a restore's fence stands) and the generation key of
+// every shard of l become generationRolledBack, and this instance puts the activity in the
+// recovering state at once (the others do at their next refresh, which sees meta's
+// generation change). It returns the reservation's answer: nothing was taken, the activity
+// is recovering.
+func (s *Store) rolledBack(ctx context.Context, e *entry, l *layout, home int, counter int64) error {
+	id := e.def.ID
+	s.log.Error("Redis went back below a reservation number it handed out: it came back rolled back; the activity is fenced until it is restored from MySQL",
+		"activity", id, "epoch", l.epoch, "shard", home, "counter", counter, "handedOut", l.issued[home].Load(),
+		"restore", "POST /admin/v1/activities/"+id+"/restore")
+	s.fenceRolledBack(ctx, e, l, "Redis rolled back: shard "+strconv.Itoa(home)+" went back below a reservation number it handed out")
+	return fmt.Errorf("%w: shard %d of %s: its reservation counter went back (Redis rolled back)", ErrRecovering, home, id)
+}
+
+// A call in flight when its shard went back carries a floor read before the numbers the
+// rollback took back were handed out (a request parked between building its call and Redis
+// running it: a slow pool or network), so the script can hand one of them out again. Each
+// instance also keeps every number it handed out per shard (numberSet, a bit per number:
+// numbers are dense from 1); a number handed out a second time can only come from a counter
+// that went back. That reservation is failed at once (inventory_fail.lua: its record FAILED,
+// so a writer that inserts its journal entry finds it FAILED at the confirm and deletes the
+// order, and the first buyer's 202 is not confirmed with it), never answered 202, and the
+// activity is fenced. Left: a writer that confirmed the entry between the script and the
+// fail (mode none only: a durable mode's relay publishes an entry only once it is durable,
+// and this one is not).
 
 // numberSet is a set of reservation numbers, a bit each. Safe for concurrent use.
 type numberSet struct {
@@ -58,16 +91,33 @@ func (l *layout) handedBefore(i int, rid string) bool {
 	return l.handed[i].add(n)
 }
 
-// rolledBack fences the activity of e after its shard handed out rid's number a second time
-// (see above): meta's generation (only while it is still the one e holds: a restore's fence
-// stands) and the generation key of every shard of l become generationRolledBack, and this
-// instance puts the activity in the recovering state at once (the others do at their next
-// refresh, which sees meta's generation change). It returns the reservation's answer: not
-// known to be durable.
-func (s *Store) rolledBack(ctx context.Context, e *entry, l *layout, rid string) error {
-	id := e.def.ID
+// reissued fails the reservation rid that shard home of l handed out under a number this
+// instance handed out before (see above), fences the activity and returns the answer:
+// nothing taken (ErrRecovering) once the record is FAILED, else not known (ErrNotDurable).
+func (s *Store) reissued(ctx context.Context, e *entry, l *layout, home int, rid string) error {
+	ctx = context.WithoutCancel(ctx)
+	k, n, _ := ParseReservationID(rid)
+	res, err := s.run(ctx, s.fail, []string{k.Record(n), k.Stock(), k.Stats(), k.Drained(), k.XOut()})
+	failed := false
+	if err == nil && len(res) == 2 {
+		code, _ := asInt(res[0])
+		failed = code == 1 || code == 2 || code == 5 || code == 6 // failed now or before (inventory_fail.lua)
+	}
 	s.log.Error("Redis handed out a reservation number again: it came back rolled back; the activity is fenced until it is restored from MySQL",
-		"activity", id, "reservation", rid, "restore", "POST /admin/v1/activities/"+id+"/restore")
+		"activity", e.def.ID, "reservation", rid, "failed", failed, "err", err,
+		"restore", "POST /admin/v1/activities/"+e.def.ID+"/restore")
+	s.fenceRolledBack(ctx, e, l, "Redis rolled back: reservation number of "+rid+" handed out again")
+	if failed {
+		return fmt.Errorf("%w: reservation %s: its number was handed out before (Redis rolled back); failed", ErrRecovering, rid)
+	}
+	return fmt.Errorf("%w: reservation %s: its number was handed out before (Redis rolled back)", ErrNotDurable, rid)
+}
+
+// fenceRolledBack writes the rolled-back fence (meta's generation while it is still e's, every
+// shard of l) and puts e in the recovering state with reason.
+func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason string) {
+	id := e.def.ID
+	ctx = context.WithoutCancel(ctx) // a fence half written by a hang-up is retried only by the next rollback met
 	const fence = `if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then redis.call('HSET', KEYS[1], 'gen', ARGV[2]) return 1 end return 0`
 	err := s.rdb.Eval(ctx, fence, []string{Meta(id)}, e.generation(), generationRolledBack).Err()
 	pipe := s.rdb.Pipeline()
@@ -78,13 +128,173 @@ func (s *Store) rolledBack(ctx context.Context, e *entry, l *layout, rid string)
 		err = perr
 	}
 	if err != nil {
-		s.log.Error("fencing the rolled-back activity failed; the next reservation that gets a number again retries", "activity", id, "err", err)
+		s.log.Error("fencing the rolled-back activity failed; the next reservation that meets the rollback retries", "activity", id, "err", err)
 	}
 	k, ok := s.catalogOne(ctx, id)
 	if !ok {
 		k = e.def
 		k.Generation = e.generation()
 	}
-	s.setRecovering(k, e, "Redis rolled back: a reservation number was handed out again")
-	return fmt.Errorf("%w: reservation %s: its number was handed out before (Redis rolled back)", ErrNotDurable, rid)
+	s.setRecovering(k, e, reason)
+}
+
+// A refill's debit is lost in another way: the source's node goes back to before the debit
+// (a Cluster master failed over to a replica that lagged) while the target's node keeps the
+// credit, and sells it. The source then holds the units again, and if it never sold, no
+// number is handed out twice. So the debit raises a mark in the source's generation key
+// ("<gen>" -> "<gen>#1" -> ..., inventory_transfer.lua) and returns it; the instance keeps it
+// (layout.marks) and passes it to every reservation and debit on that shard, which refuse a
+// shard holding another mark (answer 13 with the mark held). A mark of the same generation
+// with a higher count was raised since (by another instance's debit): it is taken and the
+// call sent again. A lower count, or a shard with no generation key where this instance met
+// one before (it sold or debited there), is a node that went back: the activity is fenced.
+// Invariant: no unit a debit took is taken again from its source, by a reservation or a
+// debit of an instance that saw the debit or any later call on the source; kept by the
+// debit's raise and the scripts' checks of the mark. Another instance's stale view (it never
+// called the source since the debit) is not covered: in a fleet, the durability modes are
+// what keeps a debit from being lost (every transfer script runs through Durability).
+
+// mark is the generation mark the reservation and transfer scripts are given for shard i
+// of l: the one last seen raised or met there, else the activity's generation.
+func (l *layout) mark(i int, e *entry) *string {
+	if m := l.marks[i].Load(); m != nil {
+		return m
+	}
+	if g := e.gen.Load(); g != nil {
+		return g
+	}
+	return &noGeneration
+}
+
+// seen reports whether this instance met the generation key of shard i of l: it recorded a
+// mark there or handed out a number (the script sells only on a shard holding one).
+func (l *layout) seen(i int) bool { return l.marks[i].Load() != nil || l.issued[i].Load() > 0 }
+
+// splitMark splits a generation mark into its generation and count ("<gen>" is count 0).
+func splitMark(m string) (string, int64) {
+	if i := strings.LastIndexByte(m, '#'); i >= 0 {
+		if n, err := strconv.ParseInt(m[i+1:], 10, 64); err == nil && n > 0 {
+			return m[:i], n
+		}
+	}
+	return m, 0
+}
+
+// raiseMark records that shard i of l holds mark got, unless a higher count is recorded.
+func (l *layout) raiseMark(i int, got string) {
+	_, n := splitMark(got)
+	for {
+		cur := l.marks[i].Load()
+		if cur != nil {
+			if _, c := splitMark(*cur); c >= n {
+				return
+			}
+		}
+		if l.marks[i].CompareAndSwap(cur, &got) {
+			return
+		}
+	}
+}
+
+// markMet is the decision on a script that refused shard i of l because it holds the mark
+// got instead of the one this instance gave it.
+type markMet int
+
+const (
+	markOther    markMet = iota // another generation (fenced, restored, lost): the caller's usual path
+	markRaised                  // raised since by a debit: recorded, send the call again
+	markAdopt                   // the shard has no generation yet (a reshard made it): adopt it
+	markWentBack                // the shard's node went back: the activity is fenced (ErrRecovering)
+)
+
+// meetMark decides on got, the mark a call sent with known found on shard i of l (see
+// markMet), and for markWentBack fences the activity. known is the mark the call carried,
+// not the one recorded now: a debit of this instance may have raised it since the call.
+// seen is whether, when the call was sent, this instance had met the shard's generation key
+// (l.seen).
+func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known, got string, seen bool) markMet {
+	if known == "" {
+		return markOther
+	}
+	kb, kn := splitMark(known)
+	if got == "" {
+		if !seen {
+			return markAdopt
+		}
+		s.wentBack(ctx, e, l, i, "its generation key is gone")
+		return markWentBack
+	}
+	gb, gn := splitMark(got)
+	if gb != kb {
+		return markOther
+	}
+	if gn >= kn {
+		l.raiseMark(i, got)
+		return markRaised
+	}
+	s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" to "+got)
+	return markWentBack
+}
+
+// wentBack says how shard i of l went back, or "": counter and mark are its reservation
+// counter and generation mark as a script found them (a drain), checked against the highest
+// number this instance handed out or read there and the mark it recorded, all of them from
+// calls answered before that script ran.
+func (l *layout) wentBack(i int, e *entry, counter int64, mark string) string {
+	return wentBackFrom(l.floorOf(i), *l.mark(i, e), l.seen(i), counter, mark)
+}
+
+// wentBackFrom says how a shard whose floor and recorded mark were floor and known (seen:
+// this instance had met its generation key, layout.seen) went back, found with counter and
+// mark, or "". An empty known mark (an activity of before generations) checks the counter
+// only; a mark of another generation (a fence) is not this check's business.
+func wentBackFrom(floor int64, known string, seen bool, counter int64, mark string) string {
+	if counter < floor {
+		return "went back below reservation number " + strconv.FormatInt(floor, 10) + " (counter " + strconv.FormatInt(counter, 10) + ")"
+	}
+	if known == "" {
+		return ""
+	}
+	if mark == "" {
+		if seen {
+			return "lost its generation key (mark " + known + ")"
+		}
+		return "" // never given a generation yet (a reshard made it): adoption gives it one
+	}
+	kb, kn := splitMark(known)
+	if gb, gn := splitMark(mark); gb == kb && gn < kn {
+		return "went back from generation mark " + known + " to " + mark
+	}
+	return ""
+}
+
+// floorOf is the number shard i of l's counter may not be below: the highest this instance
+// handed out there or read there (the refresh).
+func (l *layout) floorOf(i int) int64 { return max(l.issued[i].Load(), l.floor[i].Load()) }
+
+// saw records what the refresh read on shard i of l (its counter and generation mark, not
+// gone back: wentBack said so): later calls carry them, so the reservation and transfer
+// scripts of this instance refuse the shard if its node goes back below them, whichever
+// instance made the writes it loses.
+func (l *layout) saw(i int, e *entry, counter int64, mark string) {
+	for {
+		cur := l.floor[i].Load()
+		if counter <= cur || l.floor[i].CompareAndSwap(cur, counter) {
+			break
+		}
+	}
+	if mark == "" {
+		return
+	}
+	if b, _ := splitMark(mark); b == e.generation() {
+		l.raiseMark(i, mark)
+	}
+}
+
+// wentBack fences the activity of e after shard i of l was found gone back (see meetMark).
+func (s *Store) wentBack(ctx context.Context, e *entry, l *layout, i int, what string) {
+	s.log.Error("a shard's node went back to an older copy (it lost a transfer or the generation it had): the activity is fenced until it is restored from MySQL",
+		"activity", e.def.ID, "epoch", l.epoch, "shard", i, "what", what,
+		"restore", "POST /admin/v1/activities/"+e.def.ID+"/restore")
+	s.fenceRolledBack(ctx, e, l, "Redis rolled back: shard "+strconv.Itoa(i)+" "+what)
 }

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -11,9 +12,10 @@ import (
 // second lost) keeps the activity's generation, so nothing else tells it from a healthy one;
 // its shard's reservation counter went back, and the next reservation gets a number this
 // instance already handed out (the buyer of the lost reservation holds that id). The instance
-// must not answer that reservation as a 202 (its id is another buyer's: OUTCOME_UNKNOWN), and
-// must fence the activity so no instance sells until a restore: further reservations are
-// refused (ErrRecovering) and take nothing.
+// must not take that reservation at all (its id is another buyer's, and a journal entry under
+// it would become an order that confirms the lost 202: loss simulation seeds 4, 7, 9), and
+// must fence the activity so no instance sells until a restore: that reservation and every
+// later one are refused (ErrRecovering) and take nothing.
 func TestCounterRolledBackIsNoticed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
@@ -33,12 +35,12 @@ func TestCounterRolledBackIsNoticed(t *testing.T) {
 		if err := rdb.Set(ctx, k.Seq(), 1, 0).Err(); err != nil { // the rollback: u2's and u3's numbers are free again
 			t.Fatal(err)
 		}
-		res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u4", Quantity: 1})
-		if !errors.Is(err, ErrNotDurable) {
-			t.Fatalf("a reservation given a number handed out before: %+v %v, want ErrNotDurable (OUTCOME_UNKNOWN)", res, err)
-		}
 		stock, _ := rdb.Get(ctx, k.Stock()).Int64()
 		entries, _ := rdb.XLen(ctx, k.Journal()).Result()
+		res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u4", Quantity: 1})
+		if !errors.Is(err, ErrRecovering) {
+			t.Fatalf("a reservation on a counter below a number handed out: %+v %v, want ErrRecovering, nothing taken", res, err)
+		}
 		for _, st := range []*Store{s, newStore(t, rdb, Options{Catalog: cat})} {
 			if err := st.Refresh(ctx); err != nil {
 				t.Fatal(err)
@@ -48,10 +50,205 @@ func TestCounterRolledBackIsNoticed(t *testing.T) {
 			}
 		}
 		if after, _ := rdb.Get(ctx, k.Stock()).Int64(); after != stock {
-			t.Fatalf("stock %d -> %d after the fence", stock, after)
+			t.Fatalf("stock %d -> %d after the rollback was met", stock, after)
 		}
 		if n, _ := rdb.XLen(ctx, k.Journal()).Result(); n != entries {
-			t.Fatalf("journal %d -> %d after the fence", entries, n)
+			t.Fatalf("journal %d -> %d after the rollback was met: the reused number has an entry", entries, n)
+		}
+	})
+}
+
+// TestRefillDebitRolledBackIsNoticed: a refill took a shard's units (debit) and credited them
+// to another shard, which sold them; then the source's node lost its last writes (a Cluster
+// master failed over to a replica that lagged) while the target's node kept the credit. The
+// source has its units back and had never sold, so no reservation number is handed out again
+// (loss simulation seed 12: 6 units in orders for a stock of 5). The source's generation key
+// carries a mark the debit raised, which the rollback takes back while this instance keeps
+// it: no reservation and no refill may take a unit from the source again.
+func TestRefillDebitRolledBackIsNoticed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		s := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, s, openActivity(t, 2, 1, 2)) // one unit per shard
+		cat.put(a)
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Two buyers of one home shard: the second one's unit comes from the other shard.
+		var buyers []string
+		for i := 0; len(buyers) < 2; i++ {
+			if u := fmt.Sprintf("u%d", i); HomeShard(s.UserHash(u), 2) == 0 {
+				buyers = append(buyers, u)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		before := map[string]string{}
+		for _, k := range []string{src.Stock(), src.Gen()} {
+			before[k], _ = rdb.Get(ctx, k).Result()
+		}
+		for _, u := range buyers {
+			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+		}
+		if n, _ := rdb.HGet(ctx, src.Stats(), "xout").Int(); n != 1 {
+			t.Fatalf("the source's xout is %d: the second unit was not moved by a refill", n)
+		}
+		// The source's node goes back to before the debit (the transfer had finished: no
+		// transit entry either way); the target keeps its credit and its sales.
+		for k, v := range before {
+			if err := rdb.Set(ctx, k, v, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := rdb.Del(ctx, src.XOut(), src.Stats()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 8; i++ {
+			u := fmt.Sprintf("v%d", i)
+			res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+				t.Fatalf("%s reserved %s from a shard that lost the debit of a unit sold elsewhere", u, res.ReservationID)
+			}
+			if !errors.Is(err, ErrRecovering) {
+				t.Fatalf("reserve %s after the source lost its debit: %+v %v, want ErrRecovering", u, res, err)
+			}
+		}
+		if got, _ := rdb.Get(ctx, src.Stock()).Int(); got != 1 {
+			t.Fatalf("the source's stock is %d, want the 1 unit the rollback brought back, untaken", got)
+		}
+	})
+}
+
+// TestReshardOfARolledBackShardIsNoticed: a shard's node went back (a reservation, or a
+// refill's debit, lost) and the next call on it is a reshard's drain, not a reservation: the
+// reshard would carry the rolled-back users hash and stock into a new layout whose counters
+// are fresh, where the buyer of the lost reservation buys again (loss simulation seed 10, a
+// user over the limit, seen only when the rollback was met first by a drain) or the units
+// given away are sold again. The drain reports what it found; the reshard stops and the
+// activity is fenced.
+func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
+	for _, what := range []string{"reservation", "debit"} {
+		t.Run(what, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+				ctx := ctxT(t)
+				cat := &fakeCatalog{}
+				s := newStore(t, rdb, Options{Catalog: cat})
+				a := mustCreate(t, s, openActivity(t, 4, 1, 2))
+				cat.put(a)
+				if err := s.Refresh(ctx); err != nil {
+					t.Fatal(err)
+				}
+				var home0 []string
+				for i := 0; len(home0) < 4; i++ {
+					if u := fmt.Sprintf("u%d", i); HomeShard(s.UserHash(u), 2) == 0 {
+						home0 = append(home0, u)
+					}
+				}
+				// Shard 1 goes back: after a reservation of its own, or after a debit to
+				// shard 0 (the third buyer of shard 0 needs a unit from shard 1).
+				k := Shard(a.ID, 0, 1)
+				buyers := home0[:3]
+				if what == "reservation" {
+					var u1 string
+					for i := 0; u1 == ""; i++ {
+						if u := fmt.Sprintf("w%d", i); HomeShard(s.UserHash(u), 2) == 1 {
+							u1 = u
+						}
+					}
+					buyers = []string{u1}
+				}
+				snap := map[string]string{}
+				for _, key := range []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()} {
+					if d, err := rdb.Dump(ctx, key).Result(); err == nil {
+						snap[key] = d
+					}
+				}
+				for _, u := range buyers {
+					if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+						t.Fatalf("reserve %s: %+v %v", u, res, err)
+					}
+				}
+				for _, key := range []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()} {
+					if d, ok := snap[key]; ok {
+						if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
+							t.Fatal(err)
+						}
+					} else if err := rdb.Del(ctx, key).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				err := s.Reshard(ctx, a.ID, 3)
+				if !errors.Is(err, ErrRecovering) {
+					t.Errorf("reshard of a layout with a shard gone back: %v, want ErrRecovering", err)
+				}
+				for _, u := range append(buyers, home0[3]) {
+					res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+					if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+						t.Fatalf("%s reserved %s after its shard went back and the layout was resharded", u, res.ReservationID)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestRollbackSeenByAnotherInstance: one instance's refill took a unit from a shard, the
+// shard's node went back past that debit and past reservations of the same instance; another
+// instance, which never called that shard, had read it in its refresh (stock, counter and
+// mark come in one read). The other instance must refuse the shard too: the rollback lost
+// writes it saw, not only writes it made.
+func TestRollbackSeenByAnotherInstance(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		a1 := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, a1, openActivity(t, 6, 1, 2)) // three units per shard
+		cat.put(a)
+		b := newStore(t, rdb, Options{Catalog: cat})
+		for _, st := range []*Store{a1, b} {
+			if err := st.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var home0 []string
+		for i := 0; len(home0) < 4; i++ {
+			if u := fmt.Sprintf("u%d", i); HomeShard(a1.UserHash(u), 2) == 0 {
+				home0 = append(home0, u)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		keys := []string{src.Stock(), src.Gen(), src.Seq(), src.Users(), src.Stats(), src.XOut(), src.Journal()}
+		snap := map[string]string{}
+		for _, key := range keys {
+			if d, err := rdb.Dump(ctx, key).Result(); err == nil {
+				snap[key] = d
+			}
+		}
+		// The fourth buyer of shard 0 needs a unit from shard 1.
+		for _, u := range home0 {
+			if res, err := a1.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+		}
+		if err := b.Refresh(ctx); err != nil { // b reads the raised mark
+			t.Fatal(err)
+		}
+		for _, key := range keys {
+			if d, ok := snap[key]; ok {
+				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 6; i++ {
+			res, err := b.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("v%d", i), Quantity: 1})
+			if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+				t.Fatalf("the other instance reserved %s on a layout whose shard went back past a debit it had read", res.ReservationID)
+			}
 		}
 	})
 }

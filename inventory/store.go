@@ -122,8 +122,8 @@ type Store struct {
 	m    *Metrics
 	log  *slog.Logger
 
-	reserve, create, load, drain, credit, copy, reshard, token, restore, retire *script
-	mover                                                                       *Mover
+	reserve, create, load, drain, credit, copy, reshard, token, restore, retire, fail *script
+	mover                                                                             *Mover
 
 	mu   sync.RWMutex
 	acts map[string]*entry
@@ -246,15 +246,19 @@ type layout struct {
 	epoch, shards int
 	keys          []ShardKeys
 	empty         []atomic.Bool
-	inbound       []atomic.Int64 // per shard: units this instance debited to refill it, not credited yet
-	args          []shardArgs    // per shard: the reservation script's keys and shard arguments, boxed
-	issued        []atomic.Int64 // per shard: the highest reservation number this instance handed out
-	handed        []numberSet    // per shard: every reservation number this instance handed out (rollback.go)
+	inbound       []atomic.Int64           // per shard: units this instance debited to refill it, not credited yet
+	args          []shardArgs              // per shard: the reservation script's keys and shard arguments, boxed
+	issued        []atomic.Int64           // per shard: the highest reservation number this instance handed out (rollback.go)
+	floor         []atomic.Int64           // per shard: the highest reservation counter the refresh read (rollback.go)
+	handed        []numberSet              // per shard: every reservation number this instance handed out (rollback.go)
+	marks         []atomic.Pointer[string] // per shard: the generation mark this instance last saw raised or met there (rollback.go); nil: the entry's generation
 }
 
 func newLayout(id string, epoch, shards int) *layout {
 	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards),
-		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards), handed: make([]numberSet, shards)}
+		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards),
+		marks: make([]atomic.Pointer[string], shards), floor: make([]atomic.Int64, shards),
+		handed: make([]numberSet, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
 	}
@@ -329,6 +333,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
 		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"}, {&s.retire, "retire"},
+		{&s.fail, "fail"},
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {

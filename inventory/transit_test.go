@@ -208,9 +208,9 @@ func unitInTransit(t *testing.T, s *Store, rdb redis.UniversalClient, a Activity
 	if srcStock >= 0 {
 		rdb.Set(ctx, src.Stock(), srcStock, 0)
 	}
-	units, _, closed, err := s.mover.debit(ctx, src, k, xid, 1)
-	if err != nil || closed || units != 1 {
-		t.Fatalf("debit = %d, %v, %v", units, closed, err)
+	d, err := s.mover.debit(ctx, src, k, xid, 1, "")
+	if err != nil || d.closed || d.units != 1 {
+		t.Fatalf("debit = %d, %v, %v", d.units, d.closed, err)
 	}
 	return k, src
 }

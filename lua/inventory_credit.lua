@@ -10,11 +10,14 @@
 -- credit: ARGV[4..] pairs source shard id, units. Records each source's credit once
 --         (credits[src] = units, credits._sum += units); the stock key stays absent, so the
 --         shard takes no reservations yet, and the units stay counted in transit.
--- seal:   ARGV[4] number of sources expected. Creates the stock key from credits._sum once
+-- seal:   ARGV[4] number of sources expected  ARGV[5] the activity's generation ("" none)
+--         KEYS[5] the shard's generation key. Creates the stock key from credits._sum once
 --         every source has credited (stats.xin += _sum: the units drained into this shard
 --         leave transit as they become stock) and deletes the credits (a credit after the
 --         seal is refused by the stock key); afterwards copies (inventory_copy.lua) are
---         refused.
+--         refused. The generation key is written with the stock key (SET NX: a fence written
+--         before stands), so a node keeps both or neither: an adoption (inventory/reserve.go)
+--         can no longer reopen a shard whose node went back to before it.
 -- Returns credit: 1 a source credited now | 0 every source credited before | 2 already
 --         sealed (or drained) | 4 the run is too old;
 --         seal: {1, units} sealed now | {2, units} sealed before | {0, sources seen} missing
@@ -56,6 +59,9 @@ if n < tonumber(ARGV[4]) then
 end
 sum = tonumber(sum or '0')
 redis.call('SET', KEYS[1], sum)
+if KEYS[5] and ARGV[5] and ARGV[5] ~= '' then
+  redis.call('SET', KEYS[5], ARGV[5], 'NX')
+end
 redis.call('HINCRBY', KEYS[3], 'xin', sum)
 redis.call('DEL', KEYS[2])
 return {1, sum}

@@ -19,8 +19,12 @@
 -- generations: not checked). The shard sells only when its generation key (KEYS[6], read in
 -- the same MGET as stock and seq: no extra call) holds it: a restore's fence writes
 -- "restoring" there, a Redis that lost the activity has none (inventory/keys.go Gen).
+-- ARGV[18] the highest reservation number the caller handed out on this shard (0 none): a
+-- counter (KEYS[3]) below it went back with a rollback of the shard's node, so the next
+-- number would be one already answered 202: refused {14} before anything is written
+-- (inventory/rollback.go), so no journal entry can turn that number into another buyer's order.
 -- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
--- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[18] IP rate/s, ARGV[19] IP burst: one IP
+-- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[19] IP rate/s, ARGV[20] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
 -- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a
@@ -65,6 +69,7 @@
 --   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
 --   {13, gen or ""}           GENERATION: the shard's generation is not ARGV[17] (fenced,
 --                             lost, or never given one): nothing taken
+--   {14, counter}             ROLLED_BACK: the counter is below ARGV[18]: nothing taken
 --#include lib_bucket.lua
 --#include lib_window.lua
 local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
@@ -73,6 +78,9 @@ if not sd[1] then
 end
 if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
   return {13, sd[3] or ''}
+end
+if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
+  return {14, sd[2] or '0'}
 end
 local stock = tonumber(sd[1])
 local uh = ARGV[3]
@@ -136,7 +144,7 @@ if wms > 0 and wmax > 0 then
 end
 local iprate, ipburst, ip_tokens = 0, 0, 0
 if KEYS[7] then
-  iprate, ipburst = tonumber(ARGV[18]), tonumber(ARGV[19])
+  iprate, ipburst = tonumber(ARGV[19]), tonumber(ARGV[20])
   local ip_ok, ip_retry
   ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
   if not ip_ok then

@@ -4,9 +4,16 @@
 -- source) or xin (on a target)  KEYS[4] stats
 -- ARGV[1] operation, then:
 -- debit (on the source)   ARGV[2] transfer id  ARGV[3] units wanted  ARGV[4] target "<e>:<i>"
+--   ARGV[5] the source's generation mark as the caller knows it ("" for an activity of before
+--   generations: not checked)  KEYS[5] the source's generation key
 --   Takes min(stock, max(wanted, floor(stock / 2))) units off the stock, records them in
---   transit: xout[id] = "<units>|<target>|<ms>", stats.xout += units.
---   Returns {1, units, stockAfter} | {8, 0} nothing here | {10} shard closed (reshard).
+--   transit: xout[id] = "<units>|<target>|<ms>", stats.xout += units, and raises the source's
+--   mark: "<gen>" -> "<gen>#1" -> "<gen>#2"... A node that loses the debit (goes back to an
+--   older copy) loses the raised mark with it, while the instance that debited keeps it, and
+--   the reservation script and the next debit, called with that mark, refuse the shard
+--   (inventory/rollback.go): its units were credited elsewhere and must not be sold again.
+--   Returns {1, units, stockAfter, mark} | {8, 0} nothing here | {10} shard closed (reshard)
+--   | {13, mark or ""} the source's mark is not ARGV[5] (nothing taken).
 -- credit (on the target)  ARGV[2] transfer id  ARGV[3] units  ARGV[4] source "<e>:<i>"
 --   ARGV[5] the transit entry's time (ms, as the source recorded it)  ARGV[6] keep (ms)
 --   Once per id: xin[id] = "<units>|<source>|<ms now>", stock += units, stats.xin += units.
@@ -35,6 +42,13 @@ if op == 'debit' then
   if not s or redis.call('EXISTS', KEYS[2]) == 1 then
     return {10}
   end
+  local mark = ARGV[5]
+  if mark ~= '' then
+    local g = redis.call('GET', KEYS[5])
+    if g ~= mark then
+      return {13, g or ''}
+    end
+  end
   s = tonumber(s)
   local want = tonumber(ARGV[3])
   local units = math.min(s, math.max(want, math.floor(s / 2)))
@@ -44,7 +58,12 @@ if op == 'debit' then
   local left = redis.call('DECRBY', KEYS[1], units)
   redis.call('HSET', KEYS[3], ARGV[2], units .. '|' .. ARGV[4] .. '|' .. math.floor(now_us() / 1000))
   redis.call('HINCRBY', KEYS[4], 'xout', units)
-  return {1, units, left}
+  if mark ~= '' then
+    local base, n = string.match(mark, '^(.*)#(%d+)$')
+    if base then mark = base .. '#' .. (tonumber(n) + 1) else mark = mark .. '#1' end
+    redis.call('SET', KEYS[5], mark)
+  end
+  return {1, units, left, mark}
 end
 if op == 'credit' then
   if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 1 then
