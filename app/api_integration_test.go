@@ -218,10 +218,12 @@ func TestOneRedisCallPerAdmittedRequest(t *testing.T) {
 	t.Logf("%d admitted requests in %v: %v reservation scripts, %v limiter Redis calls (%v per-IP)", n, elapsed, reserves, lims, buckets)
 	// The per-IP token is taken by the reservation script: no limiter bucket call at all.
 	// Budget leases are amortised: a lease covers many requests, and an unspent one goes back
-	// after the limiter's LeaseTTL (100 ms) and is taken again, so a slow sequential client
-	// sees about one lease per leased budget (at most 4) per 100 ms of its run, whatever the
-	// number of requests; and never one per request (bounded by n/4 however slow the run).
-	maxLeases := min(4*(float64(elapsed/(100*time.Millisecond))+2), n/4)
+	// after the limiter's LeaseTTL (100 ms) and is taken again, so a sequential client sees
+	// about one lease per leased budget (at most 4) per 100 ms of its run, whatever the number
+	// of requests. The bound is by time only: on a loaded machine whose requests take tens of
+	// milliseconds each, leases expire between requests and a fixed share of n (it was n/4)
+	// fails a correct limiter (53-102 calls seen at load 15-20).
+	maxLeases := 4 * (float64(elapsed/(100*time.Millisecond)) + 2)
 	if reserves != n || buckets != 0 || lims > maxLeases {
 		t.Fatalf("%d admitted requests in %v made %v reservation calls, %v per-IP limiter calls and %v limiter calls; want %d, 0 and at most %.0f",
 			n, elapsed, reserves, buckets, lims, n, maxLeases)
