@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -322,9 +321,8 @@ func (e *entry) generation() string {
 
 // noteIssued records that this instance handed out reservation rid on shard i of l.
 func (l *layout) noteIssued(i int, rid string) {
-	j := strings.LastIndexByte(rid, '.')
-	n, err := strconv.ParseInt(rid[j+1:], 10, 64)
-	if err != nil {
+	n, ok := l.number(i, rid)
+	if !ok {
 		return
 	}
 	for {

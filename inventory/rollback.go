@@ -83,12 +83,20 @@ func (b *numberSet) add(n int64) bool {
 // handedBefore records that this instance handed out rid on shard i of l and reports whether
 // it had handed out that number before.
 func (l *layout) handedBefore(i int, rid string) bool {
-	j := strings.LastIndexByte(rid, '.')
-	n, err := strconv.ParseInt(rid[j+1:], 10, 64)
-	if err != nil {
-		return false
+	n, ok := l.number(i, rid)
+	return ok && l.handed[i].add(n)
+}
+
+// number is rid's reservation number when rid is one of shard i of l, the only numbers the
+// shard's floor and set hold. A keyless replay after a reshard answers the binding its first
+// attempt made on the old layout; that number is another shard's, and counting it here would
+// refuse the new shard's own next number as rolled back.
+func (l *layout) number(i int, rid string) (int64, bool) {
+	k, n, ok := ParseReservationID(rid)
+	if !ok || k.Epoch != l.epoch || k.Shard != i {
+		return 0, false
 	}
-	return l.handed[i].add(n)
+	return n, true
 }
 
 // reissued fails the reservation rid that shard home of l handed out under a number this

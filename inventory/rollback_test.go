@@ -252,3 +252,30 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 		}
 	})
 }
+
+// A keyless replay after a reshard answers the binding the first attempt made on the old
+// layout: its number is the old shard's, and must neither raise the new shard's floor of
+// numbers handed out nor sit in its set (review of issue 18: the next reservation on the new
+// shard was refused as rolled back and the healthy activity fenced).
+func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
+	l := newLayout("act", 5, 4)
+	old := ReservationID("act", 4, 1, 99)
+	l.noteIssued(1, old)
+	if got := l.issued[1].Load(); got != 0 {
+		t.Fatalf("an old layout's number raised the new shard's floor to %d", got)
+	}
+	if l.handedBefore(1, old) {
+		t.Fatal("an old layout's number counted as handed out before")
+	}
+	if l.handedBefore(1, ReservationID("act", 5, 1, 99)) {
+		t.Fatal("the new shard's own number 99 counted as handed out before, after the old layout's 99")
+	}
+	own := ReservationID("act", 5, 1, 7)
+	l.noteIssued(1, own)
+	if got := l.issued[1].Load(); got != 7 {
+		t.Fatalf("the shard's own number: floor %d, want 7", got)
+	}
+	if l.handedBefore(1, own) || !l.handedBefore(1, own) {
+		t.Fatal("the shard's own number is counted once")
+	}
+}
