@@ -369,19 +369,25 @@ cpu_note() { # server-ticks-delta redis-ticks-delta requests
     printf "CPU per request: server %.0f us, Redis %.0f us", s * t / n, r * t / n }'
 }
 
-step_ratios() {
-  # tid is a global: setup runs in the main Lua state and thread:set sets a global of the thread
-  # (a "local tid" would shadow it and give both threads the same users)
-  cat >"$OUT/newuser.lua" <<'LUA'
+# newuser_script FILE PREFIX: a wrk script that POSTs with a new X-User-Id (PREFIX, the run's
+# start, the thread, a counter) on every request. tid is a global: setup runs in the main Lua
+# state and thread:set sets a global of the thread (a "local tid" would shadow it and give
+# both threads the same users).
+newuser_script() {
+  sed "s/@PREFIX@/$2/" >"$1" <<'LUA'
 local n = 0
 local run = os.time()
 local threads = 0
 setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
 request = function()
   n = n + 1
-  return wrk.format("POST", nil, {["X-User-Id"] = "b" .. run .. "-" .. tid .. "-" .. n}, nil)
+  return wrk.format("POST", nil, {["X-User-Id"] = "@PREFIX@" .. run .. "-" .. tid .. "-" .. n}, nil)
 end
 LUA
+}
+
+step_ratios() {
+  newuser_script "$OUT/newuser.lua" b
   local nu=$OUT/newuser.lua gport=$((BASE_PORT + 91)) before after m0 m1
   local g="http://127.0.0.1:$gport"
   say "ratios: ceilings (internal/ginhello), wrk -t2 -c$CONNS -d${WRK_SECONDS}s"
@@ -559,16 +565,7 @@ start_redis() { # dir port args... (appends to PIDS)
   return 1
 }
 step_durability() {
-  cat >"$OUT/dur-newuser.lua" <<'LUA'
-local n = 0
-local run = os.time()
-local threads = 0
-setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
-request = function()
-  n = n + 1
-  return wrk.format("POST", nil, {["X-User-Id"] = "d" .. run .. "-" .. tid .. "-" .. n}, nil)
-end
-LUA
+  newuser_script "$OUT/dur-newuser.lua" d
   local nu=$OUT/dur-newuser.lua gport=$((BASE_PORT + 93)) cport=$DUR_PORT
   local g="http://127.0.0.1:$gport" saved_addr=$REDIS_ADDR
   ROWS=()
