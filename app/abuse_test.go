@@ -194,7 +194,7 @@ func TestJWTCritAndSpacesRefused(t *testing.T) {
 		if len(hs) == 1 && (e != nil || user != "alice") {
 			t.Fatalf("one Authorization header: %q %v", user, e)
 		}
-		if len(hs) == 2 && (e == nil || e.status != http.StatusUnauthorized) {
+		if len(hs) == 2 && (e == nil || e.Status != http.StatusUnauthorized) {
 			t.Fatalf("two Authorization headers: user %q, error %v, want 401", user, e)
 		}
 	}

@@ -41,7 +41,7 @@ func TestDecodeReservationBody(t *testing.T) {
 		r := httptest.NewRequest("POST", "/", strings.NewReader(tt.give))
 		b, e := decodeReservationBody(r)
 		if tt.wantStatus != 0 {
-			if e == nil || e.status != tt.wantStatus {
+			if e == nil || e.Status != tt.wantStatus {
 				t.Errorf("%.40q: got %v, want status %d", tt.give, e, tt.wantStatus)
 			}
 			continue
@@ -70,8 +70,8 @@ func FuzzDecodeReservationBody(f *testing.F) {
 		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
 		b, e := decodeReservationBody(r)
 		if e != nil {
-			if e.status != 400 && e.status != 413 {
-				t.Fatalf("status %d", e.status)
+			if e.Status != 400 && e.Status != 413 {
+				t.Fatalf("status %d", e.Status)
 			}
 			return
 		}
@@ -90,8 +90,8 @@ func FuzzParseActivity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		a, e := parseActivity([]byte(body), fixedNow)
 		if e != nil {
-			if e.status != 400 {
-				t.Fatalf("status %d", e.status)
+			if e.Status != 400 {
+				t.Fatalf("status %d", e.Status)
 			}
 			return
 		}
@@ -163,7 +163,7 @@ func TestRetryAfterAlwaysOnThrottle(t *testing.T) {
 		c, _ := gin.CreateTestContext(w)
 		writeError(c, e)
 		if w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "retryAfterSeconds") {
-			t.Errorf("%d without Retry-After: %v %s", e.status, w.Header(), w.Body.String())
+			t.Errorf("%d without Retry-After: %v %s", e.Status, w.Header(), w.Body.String())
 		}
 	}
 }

@@ -43,21 +43,19 @@ const (
 	CodeInternal       = "INTERNAL"
 )
 
-// apiError is an answer of the JSON error model: {"code","message"} plus named fields. The
-// fields the hot paths use are fixed ones, written without reflection (see appendError); the
-// rare others (readyz) go in extra, and the body is then encoded by encoding/json.
+// apiError is an answer of the JSON error model: {"code","message"} plus named fields. Its
+// Rejection is the answer's status, code, message, Retry-After (> 0 for 429 and 503: the
+// Retry-After header and retryAfterSeconds) and the fields a rejection carries, so that a
+// rejection of the admission step is rendered as it is; app's own answers add the
+// idempotency key and the per-user limit. The fields the hot paths use are fixed ones,
+// written without reflection (see appendError); the rare others (readyz) go in extra, and
+// the body is then encoded by encoding/json.
 type apiError struct {
-	status     int
-	code       string
-	message    string
-	retryAfter time.Duration // > 0 for 429 and 503: Retry-After header and retryAfterSeconds
+	admission.Rejection
 
-	has            errField // which fixed fields below are in the body
-	dimension      string
+	has            errField // which fixed optional fields are in the body
 	idempotencyKey string
-	opensAt        string
 	perUserLimit   int
-	reservationID  string
 
 	extra gin.H
 }
@@ -73,10 +71,25 @@ const (
 	fReservationID
 )
 
-func (e *apiError) Error() string { return e.code + ": " + e.message }
-
 func newError(status int, code, msg string) *apiError {
-	return &apiError{status: status, code: code, message: msg}
+	return &apiError{Rejection: admission.Rejection{Status: status, Code: code, Message: msg}}
+}
+
+// rejectionError is the answer of a rejection of the admission step: the Rejection itself,
+// with the fields its code carries (a dimension, an opening, and for ALREADY_PURCHASED the
+// reservationId even when it is "").
+func rejectionError(r *admission.Rejection) apiError {
+	e := apiError{Rejection: *r}
+	if r.Dimension != "" {
+		e.has |= fDimension
+	}
+	if !r.OpensAt.IsZero() {
+		e.has |= fOpensAt
+	}
+	if r.Code == CodeAlreadyPurchased {
+		e.has |= fReservationID
+	}
+	return e
 }
 
 // with adds a field outside the fixed ones (rare answers only: the body then goes through
@@ -90,7 +103,7 @@ func (e *apiError) with(k string, v any) *apiError {
 }
 
 func (e *apiError) withDimension(d string) *apiError {
-	e.dimension, e.has = d, e.has|fDimension
+	e.Dimension, e.has = d, e.has|fDimension
 	return e
 }
 
@@ -99,8 +112,8 @@ func (e *apiError) withIdempotencyKey(k string) *apiError {
 	return e
 }
 
-func (e *apiError) withOpensAt(t string) *apiError {
-	e.opensAt, e.has = t, e.has|fOpensAt
+func (e *apiError) withOpensAt(t time.Time) *apiError {
+	e.OpensAt, e.has = t, e.has|fOpensAt
 	return e
 }
 
@@ -110,12 +123,12 @@ func (e *apiError) withPerUserLimit(n int) *apiError {
 }
 
 func (e *apiError) withReservationID(id string) *apiError {
-	e.reservationID, e.has = id, e.has|fReservationID
+	e.ReservationID, e.has = id, e.has|fReservationID
 	return e
 }
 
 func (e *apiError) after(d time.Duration) *apiError {
-	e.retryAfter = d
+	e.RetryAfter = d
 	return e
 }
 
@@ -174,14 +187,14 @@ const maxRetryAfterValue = 120
 // writeError sends e. A 429 or 503 always carries Retry-After.
 func writeError(c *gin.Context, e *apiError) {
 	s := 0
-	if e.status == http.StatusTooManyRequests || e.status == http.StatusServiceUnavailable {
-		d := e.retryAfter
+	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+		d := e.RetryAfter
 		if d <= 0 {
 			d = time.Second
 		}
 		s = retrySeconds(d)
 	}
-	setOutcome(c, e.code)
+	setOutcome(c, e.Code)
 	c.Abort()
 	h := c.Writer.Header()
 	h["Content-Type"] = jsonContentType
@@ -198,7 +211,7 @@ func writeError(c *gin.Context, e *apiError) {
 		// Only an extra field that encoding/json refuses gets here: a defect of the caller.
 		body = append(body[:0], `{"code":"INTERNAL","message":"internal error"}`...)
 	}
-	c.Writer.WriteHeader(e.status)
+	c.Writer.WriteHeader(e.Status)
 	_, _ = c.Writer.Write(body)
 	putBody(bp, body)
 }
@@ -242,20 +255,21 @@ func appendError(b []byte, e *apiError, s int) ([]byte, error) {
 	// Keys in sorted order: code, dimension, idempotencyKey, message, opensAt, perUserLimit,
 	// reservationId, retryAfterSeconds.
 	b = append(b, `{"code":`...)
-	b = appendJSONString(b, e.code)
+	b = appendJSONString(b, e.Code)
 	if e.has&fDimension != 0 {
 		b = append(b, `,"dimension":`...)
-		b = appendJSONString(b, e.dimension)
+		b = appendJSONString(b, e.Dimension)
 	}
 	if e.has&fIdempotencyKey != 0 {
 		b = append(b, `,"idempotencyKey":`...)
 		b = appendJSONString(b, e.idempotencyKey)
 	}
 	b = append(b, `,"message":`...)
-	b = appendJSONString(b, e.message)
+	b = appendJSONString(b, e.Message)
 	if e.has&fOpensAt != 0 {
-		b = append(b, `,"opensAt":`...)
-		b = appendJSONString(b, e.opensAt)
+		b = append(b, `,"opensAt":"`...)
+		b = e.OpensAt.UTC().AppendFormat(b, millisLayout) // nothing in it to escape
+		b = append(b, '"')
 	}
 	if e.has&fPerUserLimit != 0 {
 		b = append(b, `,"perUserLimit":`...)
@@ -263,7 +277,7 @@ func appendError(b []byte, e *apiError, s int) ([]byte, error) {
 	}
 	if e.has&fReservationID != 0 {
 		b = append(b, `,"reservationId":`...)
-		b = appendJSONString(b, e.reservationID)
+		b = appendJSONString(b, e.ReservationID)
 	}
 	if s > 0 {
 		b = append(b, `,"retryAfterSeconds":`...)
@@ -274,21 +288,21 @@ func appendError(b []byte, e *apiError, s int) ([]byte, error) {
 
 // errorMap is the body of e as a map, for encoding/json.
 func errorMap(e *apiError, s int) gin.H {
-	m := gin.H{"code": e.code, "message": e.message}
+	m := gin.H{"code": e.Code, "message": e.Message}
 	if e.has&fDimension != 0 {
-		m["dimension"] = e.dimension
+		m["dimension"] = e.Dimension
 	}
 	if e.has&fIdempotencyKey != 0 {
 		m["idempotencyKey"] = e.idempotencyKey
 	}
 	if e.has&fOpensAt != 0 {
-		m["opensAt"] = e.opensAt
+		m["opensAt"] = millis(e.OpensAt)
 	}
 	if e.has&fPerUserLimit != 0 {
 		m["perUserLimit"] = e.perUserLimit
 	}
 	if e.has&fReservationID != 0 {
-		m["reservationId"] = e.reservationID
+		m["reservationId"] = e.ReservationID
 	}
 	for k, v := range e.extra {
 		m[k] = v

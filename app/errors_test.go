@@ -69,7 +69,7 @@ func TestErrorBodyMatchesEncodingJSON(t *testing.T) {
 		{"dimension", func(e *apiError, s string) *apiError { return e.withDimension(s) },
 			func(s string) map[string]any { return map[string]any{"dimension": s} }},
 		{"all fixed", func(e *apiError, s string) *apiError {
-			return e.withDimension("ip").withIdempotencyKey(s).withOpensAt("2026-12-01T04:00:00.000Z").
+			return e.withDimension("ip").withIdempotencyKey(s).withOpensAt(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC)).
 				withPerUserLimit(7).withReservationID(s + "-r")
 		}, func(s string) map[string]any {
 			return map[string]any{"dimension": "ip", "idempotencyKey": s, "opensAt": "2026-12-01T04:00:00.000Z",

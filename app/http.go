@@ -213,7 +213,10 @@ func (a *api) reserveError(err error, key string) *apiError {
 		after(time.Second).withIdempotencyKey(key)
 }
 
-func millis(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+// millisLayout is the form of every time the API answers: RFC 3339 in UTC, milliseconds.
+const millisLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func millis(t time.Time) string { return t.UTC().Format(millisLayout) }
 
 func (a *api) getActivity(c *gin.Context) {
 	id, e := activityID(c)
@@ -517,21 +520,6 @@ func (a *api) admissionError(err error) *apiError {
 		return a.reserveError(f.Err, f.IdempotencyKey)
 	}
 	return a.storeError(err)
-}
-
-// rejectionError is the error-model answer of a rejection.
-func rejectionError(r *admission.Rejection) apiError {
-	e := apiError{status: r.Status, code: r.Code, message: r.Message, retryAfter: r.RetryAfter}
-	if r.Dimension != "" {
-		e.withDimension(r.Dimension)
-	}
-	if !r.OpensAt.IsZero() {
-		e.withOpensAt(millis(r.OpensAt))
-	}
-	if r.Code == CodeAlreadyPurchased {
-		e.withReservationID(r.ReservationID)
-	}
-	return e
 }
 
 // answerReplay answers 200 with a replayed reservation and its current status.

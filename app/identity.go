@@ -4,11 +4,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/keyspace"
 )
 
 // maxForwardedHops bounds the X-Forwarded-For entries read from the right: past it the
@@ -73,6 +75,9 @@ func clientIP(c *gin.Context, cfg *config.Config) netip.Addr {
 	return addr
 }
 
+var msgBadUserID = "X-User-Id must be 1 to " + strconv.Itoa(keyspace.MaxUserID) +
+	" bytes of printable UTF-8, without leading or trailing whitespace"
+
 // identity returns the user of a storefront request.
 func identity(c *gin.Context, s *Snapshot) (string, *apiError) {
 	if s.auth.mode == config.AuthJWT {
@@ -99,7 +104,7 @@ func identity(c *gin.Context, s *Snapshot) (string, *apiError) {
 		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id is required")
 	}
 	if !config.ValidUserID(u) {
-		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, "X-User-Id must be 1 to 128 bytes of printable UTF-8, without leading or trailing whitespace")
+		return "", newError(http.StatusUnauthorized, CodeUnauthenticated, msgBadUserID)
 	}
 	return u, nil
 }

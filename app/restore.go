@@ -233,8 +233,8 @@ func (r *restores) finish(id, token string, j *restoreJob, rep order.RestoreRepo
 		j.State, j.Report = restoreDone, &rep
 	} else {
 		e := restoreError(err)
-		j.State, j.Error = restoreFailed, &restoreJobError{Status: e.status, Code: e.code, Message: e.message}
-		if e.status == http.StatusServiceUnavailable {
+		j.State, j.Error = restoreFailed, &restoreJobError{Status: e.Status, Code: e.Code, Message: e.Message}
+		if e.Status == http.StatusServiceUnavailable {
 			r.log.Warn("restore failed; the activity stays recovering, retry", "activity", id, "err", err)
 		} else {
 			r.log.Error("restore refused", "activity", id, "err", err)

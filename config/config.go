@@ -440,7 +440,7 @@ func (c *Config) Validate() error {
 	}
 	for i, u := range c.Blacklist.Users {
 		if !ValidUserID(u) {
-			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to 128 bytes of printable UTF-8 (NFC, no format characters, no leading or trailing space)", u)
+			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to %d bytes of printable UTF-8 (NFC, no format characters, no leading or trailing space)", u, keyspace.MaxUserID)
 		}
 	}
 	for i, s := range c.Blacklist.IPs {
@@ -613,11 +613,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// ValidUserID reports whether u is a valid user id: 1 to 128 bytes of printable UTF-8 in
+// ValidUserID reports whether u is a valid user id: 1 to keyspace.MaxUserID (128) bytes of printable UTF-8 in
 // Unicode normal form C, without format characters (such as U+202E or U+200B, which make two
 // ids look alike) and without leading or trailing spaces.
 func ValidUserID(u string) bool {
-	if len(u) < 1 || len(u) > 128 || !utf8.ValidString(u) || strings.TrimFunc(u, unicode.IsSpace) != u {
+	if len(u) < 1 || len(u) > keyspace.MaxUserID || !utf8.ValidString(u) || strings.TrimFunc(u, unicode.IsSpace) != u {
 		return false // leading or trailing space of any kind (U+00A0, U+3000 too)
 	}
 	for _, r := range u {

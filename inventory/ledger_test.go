@@ -82,9 +82,21 @@ func TestScriptAnswersDecodeOrFail(t *testing.T) {
 			return int(c), err
 		}, 0, true},
 		{"reserve: a gap in the numbers", func() (int, error) {
-			c, err := answer(&script{name: "reserve"}, []any{int64(9)}, rcUnknown, rcReserved, rcShardClosed, rcIPRate)
+			c, err := reserveCode([]any{int64(9)})
 			return int(c), err
 		}, 0, true},
+		{"reserve: 0", func() (int, error) {
+			c, err := reserveCode([]any{int64(0)})
+			return int(c), err
+		}, 0, true},
+		{"reserve: past the last number", func() (int, error) {
+			c, err := reserveCode([]any{int64(15)})
+			return int(c), err
+		}, 0, true},
+		{"reserve: the IP answer is its number", func() (int, error) {
+			c, err := reserveCode([]any{int64(12)})
+			return int(c), err
+		}, int(IPRateLimited), false},
 		{"transfer: unknown", func() (int, error) {
 			c, err := transferAnswerOf([]any{int64(4)}, xfDone, xfBefore, xfClosed)
 			return int(c), err

@@ -101,7 +101,7 @@ func (m *Metrics) CountLimits(r LimitRecorder) {
 // IP bucket (ipInScript), before the per-user limit and the stock, so every answer from
 // ALREADY on admitted the request. Answers given before those checks (replay, not open,
 // closed, shard closed, pending) decided nothing.
-func (m *Metrics) countLimits(c reserveAnswer, res []any, r *ReserveRequest, ipInScript bool) {
+func (m *Metrics) countLimits(c Code, res []any, r *ReserveRequest, ipInScript bool) {
 	b := m.limits.Load()
 	if b == nil || len(res) == 0 {
 		return
@@ -114,13 +114,13 @@ func (m *Metrics) countLimits(c reserveAnswer, res []any, r *ReserveRequest, ipI
 		return time.Duration(n) * time.Millisecond
 	}
 	switch c {
-	case rcReserved, rcAlready, rcEmpty:
+	case Reserved, AlreadyPurchased, SoldOut:
 		b.r.ScriptAdmitted(r.UserRate.Rate > 0 || (r.WindowMax > 0 && r.Window > 0), ipInScript)
-	case rcUserRate:
+	case UserRateLimited:
 		b.r.ScriptRejected("user", "rate", retry())
-	case rcUserWindow:
+	case UserWindowLimited:
 		b.r.ScriptRejected("user", "window", retry())
-	case rcIPRate:
+	case IPRateLimited:
 		b.r.ScriptRejected("ip", "rate", retry())
 	}
 }

@@ -14,50 +14,70 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/tokenbucket"
-	"github.com/seckill/seckill/lua"
 )
 
-// ReserveRequest asks for Quantity units of an activity for a user. UserRate, Window and
-// WindowMax are the per-user limits of the current configuration (zero disables each);
-// they travel with every call so a configuration swap never rebuilds Redis state.
+// ReserveRequest asks for Quantity units of an activity for a user: what admission planned
+// (app/admission.Admit decided the activity's state from its snapshot, the quantity against
+// the per-user limit and who takes the per-IP token); Reserve executes it, and the script's
+// answer, with Redis time, is the one that counts. UserRate, Window and WindowMax are the
+// per-user limits of the current configuration (zero disables each); they travel with every
+// call so a configuration swap never rebuilds Redis state.
 type ReserveRequest struct {
 	ActivityID     string
-	UserID         string
+	UserID         string // 1..keyspace.MaxUserID bytes of UTF-8
 	IdempotencyKey string // optional, scoped to (user, activity)
-	Quantity       int    // 1..PerUserLimit
+	Quantity       int    // at least 1; the script answers AlreadyPurchased past the per-user limit
 	UserRate       tokenbucket.Limit
 	Window         time.Duration
 	WindowMax      int
-	// IPKey, when set and Store.ChecksIP, is the limiter's per-IP token bucket: the
-	// reservation script takes one token from it along with the user's, in the same round
-	// trip (IPRateLimited when empty). Ignored on Redis Cluster, where the key lives in
-	// another slot and the limiter takes the IP token itself.
+	// IPKey, when set, is the limiter's per-IP token bucket: the reservation script takes one
+	// token from it (at IPRate) along with the user's, in the same round trip
+	// (IPRateLimited when empty). The caller sets it only when Store.ChecksIP (single node):
+	// on Redis Cluster the key lives in another slot and the limiter takes the IP token.
 	IPKey  string
 	IPRate tokenbucket.Limit
 }
 
-// Code is the outcome of a reservation. The zero value Unknown is never returned with a
-// nil error.
+// Code is the outcome of a reservation: the answer number of inventory_reserve.lua itself
+// (its header lists them), so the script's answer and the Go code are one table. The zero
+// value Unknown is never returned with a nil error.
 type Code int
 
-// Reservation outcomes.
+// Reservation outcomes, numbered as the script answers them.
 const (
-	Unknown           Code = iota
-	Reserved               // a new reservation: ReservationID
-	Replayed               // the idempotency key was seen: the first ReservationID
-	AlreadyPurchased       // the per-user limit is reached: ReservationID is the last one, may be ""
-	SoldOut                // no stock for this request
-	NotOpen                // before OpensAt
-	Closed                 // at or after ClosesAt
-	UserRateLimited        // per-user token bucket: RetryAfter
-	UserWindowLimited      // per-user sliding window: RetryAfter
-	IPRateLimited          // per-IP token bucket (IPKey): RetryAfter
+	Unknown           Code = 0
+	Reserved          Code = 1  // a new reservation: ReservationID
+	Replayed          Code = 2  // the idempotency key was seen: the first ReservationID
+	AlreadyPurchased  Code = 3  // the per-user limit is reached: ReservationID is the last one, may be ""
+	NotOpen           Code = 4  // before OpensAt (Redis time)
+	Closed            Code = 5  // at or after ClosesAt (Redis time)
+	UserRateLimited   Code = 6  // per-user token bucket: RetryAfter
+	UserWindowLimited Code = 7  // per-user sliding window: RetryAfter
+	SoldOut           Code = 8  // no stock for this request (the script's EMPTY, after refills)
+	IPRateLimited     Code = 12 // per-IP token bucket (IPKey): RetryAfter
 )
 
-var codeNames = [...]string{"UNKNOWN", "RESERVED", "REPLAYED", "ALREADY_PURCHASED", "SOLD_OUT", "NOT_OPEN", "CLOSED", "USER_RATE_LIMITED", "USER_WINDOW_LIMITED", "IP_RATE_LIMITED"}
+// Answers of the script that Reserve acts on itself and never returns.
+const (
+	rcShardClosed Code = 10 // the shard was drained by a reshard: re-read the layout
+	rcGeneration  Code = 13 // the shard's generation is not the caller's (rollback.go)
+	rcRolledBack  Code = 14 // the shard's counter went back (rollback.go)
+)
+
+// codeNames is the one table of the script's answers: a number the script may give has a
+// name, any other is an unexpected answer.
+var codeNames = [...]string{
+	Reserved: "RESERVED", Replayed: "REPLAYED", AlreadyPurchased: "ALREADY_PURCHASED", NotOpen: "NOT_OPEN",
+	Closed: "CLOSED", UserRateLimited: "USER_RATE_LIMITED", UserWindowLimited: "USER_WINDOW_LIMITED",
+	SoldOut: "SOLD_OUT", rcShardClosed: "SHARD_CLOSED", IPRateLimited: "IP_RATE_LIMITED",
+	rcGeneration: "GENERATION", rcRolledBack: "ROLLED_BACK",
+}
 
 func (c Code) String() string {
-	if c >= 0 && int(c) < len(codeNames) {
+	if c == Unknown {
+		return "UNKNOWN"
+	}
+	if c > 0 && int(c) < len(codeNames) && codeNames[c] != "" {
 		return codeNames[c]
 	}
 	return "Code(" + strconv.Itoa(int(c)) + ")"
@@ -71,39 +91,17 @@ type ReserveResult struct {
 	OpensAt       time.Time     // NotOpen
 }
 
-// reserveAnswer is the result of inventory_reserve.lua, valued as the script answers it.
-// The zero value is unknown.
-type reserveAnswer int
-
-// Script answers of inventory_reserve.lua.
-const (
-	rcUnknown     reserveAnswer = 0
-	rcReserved    reserveAnswer = 1
-	rcReplayed    reserveAnswer = 2
-	rcAlready     reserveAnswer = 3
-	rcNotOpen     reserveAnswer = 4
-	rcClosed      reserveAnswer = 5
-	rcUserRate    reserveAnswer = 6
-	rcUserWindow  reserveAnswer = 7
-	rcEmpty       reserveAnswer = 8
-	rcShardClosed reserveAnswer = 10
-	rcIPRate      reserveAnswer = 12
-	rcGeneration  reserveAnswer = 13
-	rcRolledBack  reserveAnswer = 14
-)
-
-// reserveAnswers are the answers inventory_reserve.lua gives.
-var reserveAnswers = []reserveAnswer{rcUnknown, rcReserved, rcReplayed, rcAlready, rcNotOpen, rcClosed,
-	rcUserRate, rcUserWindow, rcEmpty, rcShardClosed, rcIPRate, rcGeneration, rcRolledBack}
-
-// reserveCode is answer(s.reserve, res, rcUnknown, reserveAnswers...) without building the
-// script's file name on every call.
-func reserveCode(res []any) (reserveAnswer, error) {
+// reserveCode is the Code of an answer of inventory_reserve.lua: its first element, one of
+// codeNames.
+func reserveCode(res []any) (Code, error) {
 	n, ok := asInt(res[0])
 	if !ok {
-		return 0, fmt.Errorf("inventory: reserve script: unexpected answer %v", res)
+		return Unknown, fmt.Errorf("inventory: reserve script: unexpected answer %v", res)
 	}
-	return lua.Decode("inventory_reserve.lua", n, reserveAnswers...)
+	if n <= 0 || n >= int64(len(codeNames)) || codeNames[n] == "" {
+		return Unknown, fmt.Errorf("lua: inventory_reserve.lua returned unknown code %d", n)
+	}
+	return Code(n), nil
 }
 
 // attempt is what one pass over a layout decided.
@@ -171,19 +169,20 @@ func idemField(uh, key string) string {
 	return uh + ":i:" + hex.EncodeToString(sum[:8])
 }
 
-// Reserve takes r.Quantity units for the user, or says why not. A known sold-out,
-// not-yet-open or closed activity is answered from the local cache with no Redis call;
-// otherwise one script runs on the user's home shard. A reservation never spans two
-// shards: when the home shard has fewer units than asked, units are first moved to it from
-// other shards (a journalled transfer, see Mover) and the script runs again. An error
-// means Redis failed or the activity is unknown (ErrNotFound) or busy (ErrBusy); the caller
-// fails closed.
+// Reserve takes r.Quantity units for the user, or says why not, as admission planned it (see
+// ReserveRequest): it runs one script on the user's home shard and checks again none of what
+// admission decided; the script decides the activity's state (not open, closed, sold out)
+// with Redis time, the per-user limit and the stock. A reservation never spans two shards:
+// when the home shard has fewer units than asked, units are first moved to it from other
+// shards (a journalled transfer, see Mover) and the script runs again. An error means Redis
+// failed, the activity is unknown (ErrNotFound), busy (ErrBusy) or being recovered
+// (ErrRecovering), or the request is malformed (ErrInvalid); the caller fails closed.
 func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, error) {
 	if !keyspace.ValidActivityID(r.ActivityID) {
 		return ReserveResult{}, ErrNotFound
 	}
-	if r.UserID == "" || len(r.UserID) > 512 || !utf8.ValidString(r.UserID) || len(r.IdempotencyKey) > 512 {
-		return ReserveResult{}, fmt.Errorf("%w: user id or idempotency key", ErrInvalid)
+	if r.UserID == "" || len(r.UserID) > keyspace.MaxUserID || !utf8.ValidString(r.UserID) || len(r.IdempotencyKey) > 512 || r.Quantity < 1 {
+		return ReserveResult{}, fmt.Errorf("%w: user id, idempotency key or quantity", ErrInvalid)
 	}
 	e, err := s.entryFor(ctx, r.ActivityID)
 	if err != nil {
@@ -191,19 +190,6 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	}
 	if e.recovering.Load() != nil {
 		return ReserveResult{}, ErrRecovering
-	}
-	if r.Quantity < 1 || r.Quantity > e.def.PerUserLimit {
-		return ReserveResult{}, fmt.Errorf("%w: quantity %d outside 1..%d", ErrInvalid, r.Quantity, e.def.PerUserLimit)
-	}
-	if e.soldOut.Load() {
-		return ReserveResult{Code: SoldOut}, nil
-	}
-	now := time.Now()
-	if !e.def.OpensAt.IsZero() && now.Before(e.def.OpensAt) {
-		return ReserveResult{Code: NotOpen, OpensAt: e.def.OpensAt}, nil
-	}
-	if !e.def.ClosesAt.IsZero() && !now.Before(e.def.ClosesAt) {
-		return ReserveResult{Code: Closed}, nil
 	}
 	uh := s.UserHash(r.UserID)
 	idf := ""
@@ -321,7 +307,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	if g := e.generation(); g == generationFenced || g == generationRolledBack {
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}
-	withIP := r.IPKey != "" && r.IPRate.Rate > 0 && s.ChecksIP()
+	withIP := r.IPKey != "" // admission's plan: set only where the script can take it
 	seen := l.seen(home)
 	call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
 	res, err := s.runCall(ctx, s.reserve, call.args)
@@ -358,7 +344,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	}
 	num := func(i int) int64 { n, _ := asInt(arg(i)); return n }
 	switch c {
-	case rcReserved:
+	case Reserved:
 		if num(2) <= 0 {
 			l.empty[home].Store(true)
 		}
@@ -371,7 +357,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
 		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
-	case rcReplayed:
+	case Replayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
 			return ReserveResult{}, done, err
 		}
@@ -388,19 +374,19 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 		}
 		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil
-	case rcAlready:
+	case AlreadyPurchased:
 		return ReserveResult{Code: AlreadyPurchased, ReservationID: asString(arg(1))}, done, nil
-	case rcNotOpen:
+	case NotOpen:
 		return ReserveResult{Code: NotOpen, OpensAt: fromMs(num(1))}, done, nil
-	case rcClosed:
+	case Closed:
 		return ReserveResult{Code: Closed}, done, nil
-	case rcUserRate:
+	case UserRateLimited:
 		return ReserveResult{Code: UserRateLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
-	case rcUserWindow:
+	case UserWindowLimited:
 		return ReserveResult{Code: UserWindowLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
-	case rcIPRate:
+	case IPRateLimited:
 		return ReserveResult{Code: IPRateLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
-	case rcEmpty:
+	case SoldOut:
 		here := num(1)
 		if here <= 0 {
 			l.empty[home].Store(true)

@@ -53,6 +53,14 @@ type Subscriber interface {
 	Close() error
 }
 
+// maxJournalUserID is the longest user id a message may carry: 512 bytes, what inventory
+// accepted before the bound became keyspace.MaxUserID (128) and what the orders' user_id
+// column holds (sql/001_schema.sql, VARCHAR(512)). The order side reads what is already sold:
+// an entry journalled (or a message queued) by an earlier release with a longer id took a
+// unit and was answered 202, so refusing it would dead-letter a sale; the bound of new
+// reservations is inventory's.
+const maxJournalUserID = 512
+
 // ErrBadMessage marks a message that can never become an order (malformed fields).
 var ErrBadMessage = errors.New("order: bad message")
 
@@ -65,7 +73,7 @@ func (m Message) Validate() error {
 		return fmt.Errorf("%w: reservation id %q", ErrBadMessage, m.ReservationID)
 	case keys.Activity != m.ActivityID || keys.Epoch != m.Epoch || keys.Shard != m.Shard:
 		return fmt.Errorf("%w: %s does not match activity/epoch/shard fields", ErrBadMessage, m.ReservationID)
-	case m.UserID == "" || len(m.UserID) > 512:
+	case m.UserID == "" || len(m.UserID) > maxJournalUserID:
 		return fmt.Errorf("%w: %s: user id", ErrBadMessage, m.ReservationID)
 	case !inventory.ValidUserHash(m.UserHash):
 		return fmt.Errorf("%w: %s: user hash", ErrBadMessage, m.ReservationID)

@@ -19,7 +19,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"time"
 
@@ -350,35 +349,31 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 		return Reservation{}, &Fault{Err: err, IdempotencyKey: req.IdempotencyKey}
 	}
 	r := a.r
-	switch res.Code {
-	case inventory.Replayed:
+	if res.Code == inventory.Replayed {
 		return Reservation{ID: res.ReservationID, Replayed: true}, nil
-	case inventory.AlreadyPurchased:
-		_, e := r.reject(Rejection{Status: http.StatusConflict, Code: CodeAlreadyPurchased,
-			Message: "the per-user limit is reached", ReservationID: res.ReservationID})
-		return Reservation{}, e
-	case inventory.SoldOut:
-		return Reservation{}, rejSoldOut
-	case inventory.NotOpen:
-		opens := res.OpensAt
-		if opens.IsZero() {
-			opens = r.Activity.OpensAt
-		}
-		_, e := r.reject(notOpen(opens))
-		return Reservation{}, e
-	case inventory.Closed:
-		return Reservation{}, rejClosed
-	case inventory.IPRateLimited:
-		g.lim.Remember(a.decision.Version, "", a.ipKey, res.RetryAfter)
-		_, e := r.reject(rateLimited(limiter.DimIP, res.RetryAfter))
-		return Reservation{}, e
-	case inventory.UserRateLimited, inventory.UserWindowLimited:
-		g.lim.Remember(a.decision.Version, r.UserID, "", res.RetryAfter)
-		_, e := r.reject(rateLimited(limiter.DimUser, res.RetryAfter))
-		return Reservation{}, e
 	}
-	g.log.Error("unexpected reservation result", "code", res.Code)
-	return Reservation{}, rejUnexpected
+	x, ok := scriptRejection(res.Code)
+	if !ok {
+		g.log.Error("unexpected reservation result", "code", res.Code)
+		return Reservation{}, rejUnexpected
+	}
+	// The fields the answer carries, from the script's answer.
+	x.RetryAfter = max(x.RetryAfter, res.RetryAfter)
+	x.ReservationID = res.ReservationID
+	if x.Code == CodeNotOpen {
+		x.OpensAt = res.OpensAt
+		if x.OpensAt.IsZero() {
+			x.OpensAt = r.Activity.OpensAt
+		}
+	}
+	switch x.Dimension {
+	case limiter.DimIP:
+		g.lim.Remember(a.decision.Version, "", a.ipKey, res.RetryAfter)
+	case limiter.DimUser:
+		g.lim.Remember(a.decision.Version, r.UserID, "", res.RetryAfter)
+	}
+	_, e := r.reject(x)
+	return Reservation{}, e
 }
 
 // ReadBudget takes one token of the read budget (limits.reads) of the client's IP (prefix) and,

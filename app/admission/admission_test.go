@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
@@ -39,6 +40,7 @@ func (b *countBudgets) Allow(key string, _ tokenbucket.Limit, _ time.Time) (bool
 // gateFixture is a Gate over a real Store and Limiter on miniredis (pure logic: the scripts
 // run in miniredis's Lua).
 type gateFixture struct {
+	calls redishook.Counter // the Redis commands of the fixture's client
 	gate  *Gate
 	inv   *inventory.Store
 	lim   *limiter.Limiter
@@ -51,6 +53,8 @@ func newGateFixture(t *testing.T) *gateFixture {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
+	f := &gateFixture{now: time.Now(), price: &countBudgets{n: 1, used: map[string]int{}}}
+	rdb.AddHook(&f.calls)
 	inv, err := inventory.New(rdb, inventory.Options{InstanceID: "t", UserHashKey: bytes.Repeat([]byte{7}, 32)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +63,7 @@ func newGateFixture(t *testing.T) *gateFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &gateFixture{inv: inv, lim: lim, now: time.Now(), price: &countBudgets{n: 1, used: map[string]int{}}}
+	f.inv, f.lim = inv, lim
 	f.gate = NewGate(inv, lim, f.price, nil, func() time.Time { return f.now }, nil)
 	return f
 }
@@ -290,4 +294,84 @@ func TestRejectionsAllocateNothing(t *testing.T) {
 func isRejection(err error, want string) bool {
 	rej, ok := errors.AsType[*Rejection](err)
 	return ok && rej.Code == want
+}
+
+// TestKnownStateMakesNoRedisCall: admission owns the answer of an activity its snapshot shows
+// not open, closed or sold out: no Redis command (inventory.Reserve checks none of it again:
+// the script decides, with Redis time, for the requests admitted).
+func TestKnownStateMakesNoRedisCall(t *testing.T) {
+	f := newGateFixture(t)
+	v := f.create(t, inventory.Activity{ID: "known", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute)})
+	later, closed, soldOut := v, v, v
+	later.OpensAt = f.now.Add(time.Hour)
+	closed.ClosesAt = f.now.Add(-time.Second)
+	soldOut.SoldOut = true
+	p := policy(t, generous)
+	for _, tt := range []struct {
+		view inventory.ActivityView
+		want string
+	}{{later, CodeNotOpen}, {closed, CodeClosed}, {soldOut, CodeSoldOut}} {
+		before := f.calls.Load()
+		_, err := f.gate.Admit(context.Background(), p, &Request{Activity: tt.view, UserID: "u", Quantity: 1, Addr: netip.MustParseAddr("198.51.100.7")})
+		if rej := rejection(t, err); rej.Code != tt.want {
+			t.Fatalf("got %s, want %s", rej.Code, tt.want)
+		}
+		if n := f.calls.Load() - before; n != 0 {
+			t.Fatalf("%s: %d Redis commands, want 0", tt.want, n)
+		}
+	}
+}
+
+// answerStock is a Stock whose reservation script answers res.
+type answerStock struct {
+	Stock // nil: only Reserve and ChecksIP are called
+	res   inventory.ReserveResult
+}
+
+func (s *answerStock) ChecksIP() bool { return true }
+func (s *answerStock) Reserve(context.Context, inventory.ReserveRequest) (inventory.ReserveResult, error) {
+	return s.res, nil
+}
+
+// TestScriptAnswersAsRejections: each answer of the reservation script is the rejection of
+// docs/API.md section 4 (one table, scriptRejections), with what the answer carries.
+func TestScriptAnswersAsRejections(t *testing.T) {
+	f := newGateFixture(t)
+	v := f.create(t, inventory.Activity{ID: "codes", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute)})
+	opens := f.now.Add(time.Hour).Truncate(time.Millisecond)
+	tests := []struct {
+		give inventory.ReserveResult
+		want Rejection
+	}{
+		{inventory.ReserveResult{Code: inventory.AlreadyPurchased, ReservationID: "r1"},
+			Rejection{Status: 409, Code: CodeAlreadyPurchased, Message: "the per-user limit is reached", ReservationID: "r1"}},
+		{inventory.ReserveResult{Code: inventory.AlreadyPurchased},
+			Rejection{Status: 409, Code: CodeAlreadyPurchased, Message: "the per-user limit is reached"}},
+		{inventory.ReserveResult{Code: inventory.SoldOut}, Rejection{Status: 410, Code: CodeSoldOut, Message: "sold out"}},
+		{inventory.ReserveResult{Code: inventory.Closed}, Rejection{Status: 410, Code: CodeClosed, Message: "the activity is closed"}},
+		{inventory.ReserveResult{Code: inventory.NotOpen, OpensAt: opens},
+			Rejection{Status: 425, Code: CodeNotOpen, Message: msgNotOpen, OpensAt: opens}},
+		{inventory.ReserveResult{Code: inventory.NotOpen}, // no opening in the answer: the snapshot's
+			Rejection{Status: 425, Code: CodeNotOpen, Message: msgNotOpen, OpensAt: v.OpensAt}},
+		{inventory.ReserveResult{Code: inventory.UserRateLimited, RetryAfter: 1500 * time.Millisecond},
+			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimUser, RetryAfter: 1500 * time.Millisecond}},
+		{inventory.ReserveResult{Code: inventory.UserWindowLimited, RetryAfter: time.Minute},
+			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimUser, RetryAfter: time.Minute}},
+		{inventory.ReserveResult{Code: inventory.IPRateLimited, RetryAfter: 2 * time.Second},
+			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimIP, RetryAfter: 2 * time.Second}},
+		{inventory.ReserveResult{Code: inventory.Unknown}, *rejUnexpected},
+		{inventory.ReserveResult{Code: inventory.Code(99)}, *rejUnexpected},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give.Code.String(), func(t *testing.T) {
+			st := &answerStock{res: tt.give}
+			g := NewGate(st, f.lim, f.price, nil, func() time.Time { return f.now }, nil)
+			r := &Request{Activity: v, UserID: "u", Quantity: 1}
+			adm := Admission{r: r}
+			_, err := g.Reserve(context.Background(), &adm)
+			if got := rejection(t, err); *got != tt.want {
+				t.Fatalf("got %+v\nwant %+v", *got, tt.want)
+			}
+		})
+	}
 }

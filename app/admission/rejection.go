@@ -3,6 +3,9 @@ package admission
 import (
 	"net/http"
 	"time"
+
+	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/limiter"
 )
 
 // Error codes of the rejections of this package (docs/API.md section 4, the JSON error
@@ -109,4 +112,27 @@ func notOpen(opensAt time.Time) Rejection {
 func rateLimited(dimension string, retryAfter time.Duration) Rejection {
 	return Rejection{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: msgRateLimited,
 		RetryAfter: retryAfter, Dimension: dimension}
+}
+
+// scriptRejections is the one table from a refusing answer of the reservation script
+// (inventory.Code, the script's own number) to its rejection; Reserve adds what the answer
+// carries (RetryAfter, OpensAt, ReservationID). Reserved and Replayed are no rejection.
+var scriptRejections = [...]Rejection{
+	inventory.AlreadyPurchased: {Status: http.StatusConflict, Code: CodeAlreadyPurchased,
+		Message: "the per-user limit is reached"},
+	inventory.NotOpen:           notOpen(time.Time{}),
+	inventory.Closed:            *rejClosed,
+	inventory.UserRateLimited:   rateLimited(limiter.DimUser, 0),
+	inventory.UserWindowLimited: rateLimited(limiter.DimUser, 0),
+	inventory.SoldOut:           *rejSoldOut,
+	inventory.IPRateLimited:     rateLimited(limiter.DimIP, 0),
+}
+
+// scriptRejection is the rejection of script answer c, false when c refuses nothing or is
+// not an answer of the script.
+func scriptRejection(c inventory.Code) (Rejection, bool) {
+	if c < 0 || int(c) >= len(scriptRejections) || scriptRejections[c].Code == "" {
+		return Rejection{}, false
+	}
+	return scriptRejections[c], true
 }

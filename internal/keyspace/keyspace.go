@@ -8,6 +8,12 @@ package keyspace
 // MaxShards is the largest stock shard count an activity may have.
 const MaxShards = 1024
 
+// MaxUserID is the largest user id, in bytes, the service takes: X-User-Id, a JWT subject, a
+// blacklist entry (config.ValidUserID) and a reservation (inventory.Reserve). The user id
+// goes into reservation records and journal entries; the order side accepts longer ones
+// written by earlier releases (order.Message.Validate).
+const MaxUserID = 128
+
 // ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}, the form of activity and
 // campaign ids (and channel names). An id is validated before it reaches a key.
 func ValidActivityID(id string) bool {
