@@ -88,10 +88,10 @@ func parseActivity(raw []byte, now time.Time) (inventory.Activity, *apiError) {
 	if err := dec.Decode(&b); err != nil || dec.More() {
 		return inventory.Activity{}, badRequest("malformed JSON body")
 	}
-	if !keyspace.ValidActivityID(b.ActivityID) {
+	if !keyspace.ValidName(b.ActivityID) {
 		return inventory.Activity{}, badRequest("activityId must match [A-Za-z0-9_-]{1,64}")
 	}
-	if b.CampaignID != "" && !keyspace.ValidActivityID(b.CampaignID) {
+	if b.CampaignID != "" && !keyspace.ValidName(b.CampaignID) {
 		return inventory.Activity{}, badRequest("campaignId must match [A-Za-z0-9_-]{1,64}")
 	}
 	if b.Stock < 1 || b.Stock > maxStock {

@@ -44,7 +44,7 @@ func (a *api) getActivities(c *gin.Context) {
 		limit = n
 	}
 	after := c.Query("after")
-	if after != "" && !keyspace.ValidActivityID(after) {
+	if after != "" && !keyspace.ValidName(after) {
 		writeError(c, badRequest("after must be an activity id ([A-Za-z0-9_-]{1,64})"))
 		return
 	}

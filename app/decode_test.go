@@ -95,7 +95,7 @@ func FuzzParseActivity(f *testing.F) {
 			}
 			return
 		}
-		if a.Stock < 1 || a.PerUserLimit < 1 || a.Shards < 1 || a.Shards > 1024 || !keyspace.ValidActivityID(a.ID) {
+		if a.Stock < 1 || a.PerUserLimit < 1 || a.Shards < 1 || a.Shards > 1024 || !keyspace.ValidName(a.ID) {
 			t.Fatalf("accepted invalid activity %+v", a)
 		}
 		if !a.ClosesAt.IsZero() && !a.ClosesAt.After(a.OpensAt) {

@@ -150,7 +150,7 @@ func (a *api) adminRouter() *gin.Engine {
 // activityID validates the :id path parameter.
 func activityID(c *gin.Context) (string, *apiError) {
 	id := c.Param("id")
-	if !keyspace.ValidActivityID(id) {
+	if !keyspace.ValidName(id) {
 		return "", badRequest("activity id must match [A-Za-z0-9_-]{1,64}")
 	}
 	return id, nil
@@ -451,7 +451,7 @@ func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.K
 			return nil, badRequest("Idempotency-Key must be 1 to 128 bytes")
 		}
 		channel = c.GetHeader("X-Channel")
-		if len(channel) > 64 || (channel != "" && !keyspace.ValidActivityID(channel)) {
+		if len(channel) > 64 || (channel != "" && !keyspace.ValidName(channel)) {
 			return nil, badRequest("X-Channel must match [A-Za-z0-9_-]{1,64}")
 		}
 	}

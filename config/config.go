@@ -561,7 +561,7 @@ func (v *validator) waitingRoom(path string, w WaitingRoom) {
 }
 
 func (v *validator) id(path, id string) {
-	if !keyspace.ValidActivityID(id) {
+	if !keyspace.ValidName(id) {
 		v.addf(path, "id %q does not match [A-Za-z0-9_-]{1,64}", id)
 	}
 }

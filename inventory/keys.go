@@ -19,7 +19,7 @@ import (
 
 // Redis key names of the activities and their shards. docs/DESIGN.md is the reference; the
 // instance-wide names and their namespace are package keyspace's. Activity ids are
-// validated (keyspace.ValidActivityID) before they reach a key; user ids never do (their
+// validated (keyspace.ValidName) before they reach a key; user ids never do (their
 // hash does). The order pipeline names no key here: it calls the Ledger's verbs with
 // reservation and activity ids.
 
@@ -247,7 +247,7 @@ func ParseReservationID(rid string) (ShardKeys, int64, bool) {
 	// The activity id cannot hold '.', so the dots split the fields: <activity id>.<epoch,
 	// 1-9 digits>.<shard, 1-4 digits>.<n, 1-19 digits>.
 	parts := strings.Split(rid, ".")
-	if len(parts) != 4 || !keyspace.ValidActivityID(parts[0]) || !digits(parts[1], 9) || !digits(parts[2], 4) || !digits(parts[3], 19) {
+	if len(parts) != 4 || !keyspace.ValidName(parts[0]) || !digits(parts[1], 9) || !digits(parts[2], 4) || !digits(parts[3], 19) {
 		return ShardKeys{}, 0, false
 	}
 	e, err1 := strconv.Atoi(parts[1])

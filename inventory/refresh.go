@@ -105,7 +105,7 @@ func (s *Store) subscribe(ctx context.Context) {
 
 func (s *Store) handleEvent(ctx context.Context, payload string) {
 	kind, id, ok := strings.Cut(payload, " ")
-	if !ok || !keyspace.ValidActivityID(id) {
+	if !ok || !keyspace.ValidName(id) {
 		return
 	}
 	switch kind {
@@ -157,7 +157,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 	metas := make([]*redis.SliceCmd, 0, len(ids))
 	names := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if seen[id] || !keyspace.ValidActivityID(id) {
+		if seen[id] || !keyspace.ValidName(id) {
 			continue
 		}
 		seen[id] = true

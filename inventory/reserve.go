@@ -178,7 +178,7 @@ func idemField(uh, key string) string {
 // failed, the activity is unknown (ErrNotFound), busy (ErrBusy) or being recovered
 // (ErrRecovering), or the request is malformed (ErrInvalid); the caller fails closed.
 func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, error) {
-	if !keyspace.ValidActivityID(r.ActivityID) {
+	if !keyspace.ValidName(r.ActivityID) {
 		return ReserveResult{}, ErrNotFound
 	}
 	if r.UserID == "" || len(r.UserID) > keyspace.MaxUserID || !utf8.ValidString(r.UserID) || len(r.IdempotencyKey) > 512 || r.Quantity < 1 {

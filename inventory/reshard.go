@@ -20,7 +20,7 @@ import (
 // meta.epoch/shards, publish "layout <id>". Any instance may run it or resume it; a
 // reshard already recorded with another target is finished first.
 func (s *Store) Reshard(ctx context.Context, id string, n int) error {
-	if !keyspace.ValidActivityID(id) || n < 1 || n > keyspace.MaxShards {
+	if !keyspace.ValidName(id) || n < 1 || n > keyspace.MaxShards {
 		return fmt.Errorf("%w: reshard %q to %d shards", ErrInvalid, id, n)
 	}
 	for round := 0; round < 6; round++ {

@@ -48,7 +48,7 @@ const generationFenced = "restoring"
 // generation so every instance refuses reservations (see the steps above). It returns the
 // lock token for Rebuild, ErrBusy when another restore holds the lock.
 func (s *Store) Fence(ctx context.Context, id string) (string, error) {
-	if !keyspace.ValidActivityID(id) {
+	if !keyspace.ValidName(id) {
 		return "", ErrNotFound
 	}
 	tok := NewGeneration()

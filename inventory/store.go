@@ -458,9 +458,9 @@ func fromMs(ms int64) time.Time {
 
 func validate(a Activity) error {
 	switch {
-	case !keyspace.ValidActivityID(a.ID):
+	case !keyspace.ValidName(a.ID):
 		return fmt.Errorf("%w: activity id %q", ErrInvalid, a.ID)
-	case a.CampaignID != "" && !keyspace.ValidActivityID(a.CampaignID):
+	case a.CampaignID != "" && !keyspace.ValidName(a.CampaignID):
 		return fmt.Errorf("%w: campaign id", ErrInvalid)
 	case a.Stock < 0 || a.Stock > 1e12:
 		return fmt.Errorf("%w: stock %d", ErrInvalid, a.Stock)
@@ -666,7 +666,7 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 // for negativeTTL so a flood of unknown ids costs one Redis read per id and period (a
 // "created" event forgets it at once).
 func (s *Store) Lookup(ctx context.Context, id string) (ActivityView, bool, error) {
-	if !keyspace.ValidActivityID(id) {
+	if !keyspace.ValidName(id) {
 		return ActivityView{}, false, nil
 	}
 	if v, ok := s.Activity(id); ok {

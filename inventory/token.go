@@ -21,7 +21,7 @@ func tokenKey(activityID, token string) string {
 // IssueToken makes a one-time grab token bound to (user, activity) that expires after ttl.
 // Only its hash reaches a key name.
 func (s *Store) IssueToken(ctx context.Context, activityID, userID string, ttl time.Duration) (string, time.Time, error) {
-	if !keyspace.ValidActivityID(activityID) || userID == "" || ttl <= 0 {
+	if !keyspace.ValidName(activityID) || userID == "" || ttl <= 0 {
 		return "", time.Time{}, fmt.Errorf("%w: token request", ErrInvalid)
 	}
 	var b [18]byte
@@ -40,7 +40,7 @@ func (s *Store) IssueToken(ctx context.Context, activityID, userID string, ttl t
 // window (the token lifetime, started by the user's first token) and returns the count so
 // far and how long until the window ends. The caller compares the count with its cap.
 func (s *Store) CountTokenMint(ctx context.Context, activityID, userID string, window time.Duration) (int64, time.Duration, error) {
-	if !keyspace.ValidActivityID(activityID) || userID == "" || window <= 0 {
+	if !keyspace.ValidName(activityID) || userID == "" || window <= 0 {
 		return 0, 0, fmt.Errorf("%w: token count request", ErrInvalid)
 	}
 	k := TokenCount(activityID, s.UserHash(userID))
@@ -61,7 +61,7 @@ func (s *Store) CountTokenMint(ctx context.Context, activityID, userID string, w
 // ConsumeToken uses up a grab token: true once, for the user and activity it was issued
 // to; false for a missing, expired, foreign or already used token.
 func (s *Store) ConsumeToken(ctx context.Context, activityID, userID, token string) (bool, error) {
-	if !keyspace.ValidActivityID(activityID) || userID == "" || token == "" || len(token) > 256 {
+	if !keyspace.ValidName(activityID) || userID == "" || token == "" || len(token) > 256 {
 		return false, nil
 	}
 	res, err := s.run(ctx, s.token, []string{tokenKey(activityID, token)}, s.UserHash(userID))

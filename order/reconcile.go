@@ -151,7 +151,7 @@ func (r *Reconciler) Round(ctx context.Context) {
 }
 
 func (r *Reconciler) activity(ctx context.Context, id string) error {
-	if !keyspace.ValidActivityID(id) {
+	if !keyspace.ValidName(id) {
 		return nil
 	}
 	orphans := 0

@@ -242,7 +242,7 @@ type Ticket struct {
 // Join takes the user's place in the activity's line, or returns the one the user has. alive
 // false (a blacklisted user) takes a place with no heartbeat: the inlet skips it.
 func (r *Room) Join(ctx context.Context, activityID, userID string, alive bool) (Ticket, error) {
-	if !keyspace.ValidActivityID(activityID) || userID == "" {
+	if !keyspace.ValidName(activityID) || userID == "" {
 		return Ticket{}, errors.New("waitroom: invalid join")
 	}
 	k := keysOf(activityID)

@@ -14,9 +14,10 @@ const MaxShards = 1024
 // written by earlier releases (order.Message.Validate).
 const MaxUserID = 128
 
-// ValidActivityID reports whether id matches [A-Za-z0-9_-]{1,64}, the form of activity and
-// campaign ids (and channel names). An id is validated before it reaches a key.
-func ValidActivityID(id string) bool {
+// ValidName reports whether id matches [A-Za-z0-9_-]{1,64}, the form of every name that
+// becomes part of a Redis key or a metric label: activity ids, campaign ids and channel
+// names. A name is validated before it reaches a key.
+func ValidName(id string) bool {
 	if len(id) == 0 || len(id) > 64 {
 		return false
 	}

@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-func TestValidActivityIDMatchesTheDocumentedForm(t *testing.T) {
+func TestValidNameMatchesTheDocumentedForm(t *testing.T) {
 	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	for _, id := range []string{"", "a", "flash-1001", "A_b-9", strings.Repeat("x", 64), strings.Repeat("x", 65),
 		"a.b", "a b", "a:b", "{a}", "é", "a\n", "a/b", "-", "_"} {
-		if got, want := ValidActivityID(id), re.MatchString(id); got != want {
-			t.Errorf("ValidActivityID(%q) = %v, want %v", id, got, want)
+		if got, want := ValidName(id), re.MatchString(id); got != want {
+			t.Errorf("ValidName(%q) = %v, want %v", id, got, want)
 		}
 	}
 }
