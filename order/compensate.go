@@ -80,11 +80,11 @@ func (c *Compensator) Compensate(ctx context.Context, msg Message, reason string
 	if err := msg.Validate(); err != nil {
 		return err
 	}
-	locks, err := lockUsers(ctx, c.rdb, c.sc, []Message{msg}, c.lockTTL, c.lockWait)
+	lock, err := lockUser(ctx, c.rdb, msg.ActivityID, msg.UserHash, c.lockTTL, c.lockWait)
 	if err != nil {
 		return err
 	}
-	defer locks.release(context.WithoutCancel(ctx), c.rdb, c.sc)
+	defer lock.release(context.WithoutCancel(ctx), c.rdb, c.sc)
 	return c.compensateLocked(ctx, msg, reason)
 }
 

@@ -74,7 +74,7 @@ func TestRestoreCutHoldsAtReadCommitted(t *testing.T) {
 	wdb, rdbc := readCommittedDB(t), readCommittedDB(t)
 	// One connection each, so the test knows which server thread runs the writer's insert
 	// and the restore's claim.
-	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, LockTTL: 2 * time.Minute, PoolSize: 1}, testMetrics(), testLogger(t)))
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, StatementTimeout: time.Minute, CompensationLockTTL: 2 * time.Minute, PoolSize: 1}, testMetrics(), testLogger(t)))
 	rec := must(NewReconciler(rdbc, rdb, ReconcileOptions{}, testMetrics(), testLogger(t)))
 	if sdb, err := rdbc.DB(); err == nil {
 		sdb.SetMaxOpenConns(1)

@@ -32,9 +32,12 @@ type WriterOptions struct {
 	// MaxOrdersPerSecond caps the rate orders reach MySQL (token bucket; default 5000;
 	// negative means no cap).
 	MaxOrdersPerSecond float64
-	// LockTTL is the expiry of the (activity, user) lock the writer's compensator takes
-	// (default 10 s); a batch's MySQL statements are bounded by half of it.
-	LockTTL time.Duration
+	// StatementTimeout bounds the MySQL statements of one batch (default 5 s). The writer
+	// takes no lock: MySQL's unique keys order its writes.
+	StatementTimeout time.Duration
+	// CompensationLockTTL is the expiry of the (activity, user) lock the writer's
+	// compensator takes (default 10 s).
+	CompensationLockTTL time.Duration
 	// LockWait is how long the compensator waits for a lock held elsewhere (default 2 s).
 	LockWait time.Duration
 	// MaxAttempts is the delivery count after which a message whose write panics is
@@ -146,8 +149,11 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	if opts.MaxOrdersPerSecond == 0 {
 		opts.MaxOrdersPerSecond = 5000
 	}
-	if opts.LockTTL <= 0 {
-		opts.LockTTL = 10 * time.Second
+	if opts.StatementTimeout <= 0 {
+		opts.StatementTimeout = 5 * time.Second
+	}
+	if opts.CompensationLockTTL <= 0 {
+		opts.CompensationLockTTL = 10 * time.Second
 	}
 	if opts.LockWait <= 0 {
 		opts.LockWait = 2 * time.Second
@@ -192,7 +198,7 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	if w.comp, err = NewCompensator(db, rdb, m, log); err != nil {
 		return nil, err
 	}
-	w.comp.lockTTL, w.comp.lockWait = opts.LockTTL, opts.LockWait
+	w.comp.lockTTL, w.comp.lockWait = opts.CompensationLockTTL, opts.LockWait
 	return w, nil
 }
 
@@ -434,7 +440,7 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	if w.beforeInsert != nil {
 		w.beforeInsert(batch)
 	}
-	dbctx, cancel := context.WithTimeout(ctx, w.opts.LockTTL/2)
+	dbctx, cancel := context.WithTimeout(ctx, w.opts.StatementTimeout)
 	defer cancel()
 	orderIDs, poison, err := w.insert(dbctx, batch)
 	if err != nil {

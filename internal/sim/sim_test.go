@@ -267,7 +267,7 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := order.NewWriter(db, rdb, order.WriterOptions{MaxOrdersPerSecond: -1, LockTTL: 2 * time.Second,
+	w, err := order.NewWriter(db, rdb, order.WriterOptions{MaxOrdersPerSecond: -1, StatementTimeout: time.Second, CompensationLockTTL: 2 * time.Second,
 		LockWait: 300 * time.Millisecond, PoolSize: 1, Retries: 1}, m, quietLog())
 	if err != nil {
 		t.Fatal(err)
