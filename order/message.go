@@ -83,8 +83,11 @@ func (m Message) Validate() error {
 	return nil
 }
 
-// messageFromEntry decodes a journal stream entry (fields rid aid uid uh qty seq home shard
-// epoch ts).
+// messageFromEntry decodes a journal stream entry (fields rid aid uid uh qty seq shard epoch
+// ts ik, and home). home always equals shard (a reservation never spans two shards): an
+// entry without it is read with home = shard. The reservation script still writes home,
+// because relays of the release before this one (a rolling upgrade runs both) require it
+// and would dead-letter an entry without it; it stops writing it in the next release.
 func messageFromEntry(v map[string]any) (Message, error) {
 	s := func(k string) string { x, _ := v[k].(string); return x }
 	n := func(k string) (int64, error) {
@@ -96,11 +99,15 @@ func messageFromEntry(v map[string]any) (Message, error) {
 	}
 	m := Message{ReservationID: s("rid"), ActivityID: s("aid"), UserID: s("uid"), UserHash: s("uh")}
 	m.IdemHash = inventory.IdemHash(s("ik"), m.UserHash)
+	home := "home"
+	if _, ok := v[home]; !ok {
+		home = "shard"
+	}
 	var errs []error
 	for _, f := range []struct {
 		k string
 		p *int
-	}{{"qty", &m.Quantity}, {"seq", &m.Seq}, {"home", &m.Home}, {"shard", &m.Shard}, {"epoch", &m.Epoch}} {
+	}{{"qty", &m.Quantity}, {"seq", &m.Seq}, {home, &m.Home}, {"shard", &m.Shard}, {"epoch", &m.Epoch}} {
 		x, err := n(f.k)
 		errs = append(errs, err)
 		*f.p = int(x)

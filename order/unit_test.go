@@ -34,12 +34,18 @@ func TestMessageFromEntry(t *testing.T) {
 		m[k] = v
 		return m
 	}
+	without := func(k string) map[string]any {
+		m := with(k, "")
+		delete(m, k)
+		return m
+	}
 	tests := []struct {
 		name    string
 		give    map[string]any
 		wantErr bool
 	}{
 		{name: "good", give: good},
+		{name: "without home (home = shard)", give: without("home")},
 		{name: "bad qty", give: with("qty", "x"), wantErr: true},
 		{name: "zero qty", give: with("qty", "0"), wantErr: true},
 		{name: "rid shard mismatch", give: with("shard", "2"), wantErr: true},
@@ -59,7 +65,7 @@ func TestMessageFromEntry(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrBadMessage) {
 			t.Errorf("%s: err %v does not wrap ErrBadMessage", tt.name, err)
 		}
-		if tt.name == "good" && (m.Quantity != 2 || m.Shard != 1 || m.TS != 1700000000000 || m.UserHash != uh) {
+		if err == nil && (m.Quantity != 2 || m.Shard != 1 || m.Home != 1 || m.TS != 1700000000000) {
 			t.Errorf("decoded %+v", m)
 		}
 	}
