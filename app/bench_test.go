@@ -175,8 +175,7 @@ func benchCleanup(a *App, id string, shards int) {
 			}
 			rdb.Unlink(ctx, keys...)
 		}
-		rdb.Unlink(ctx, k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(),
-			k.Holds(), k.Drained(), k.Credits())
+		rdb.Unlink(ctx, k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.Credits(), k.Gen())
 	}
 	rdb.Unlink(ctx, inventory.Meta(id))
 	ns := a.opts.Namespace

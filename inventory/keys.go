@@ -96,8 +96,7 @@ func (st *hashState) hash(userID string) string {
 }
 
 // ValidUserHash reports whether s has the form of a user hash: 32 lowercase hex digits, or
-// 16 (the FNV-1a 64 hash of releases before the keyed one, still carried by journal
-// entries written before an upgrade).
+// 16 (the unkeyed FNV-1a 64 form, which journal entries and records may still carry).
 func ValidUserHash(s string) bool {
 	if len(s) != 2*userHashBytes && len(s) != 16 {
 		return false
@@ -136,8 +135,8 @@ func LoadUserHashKey(ctx context.Context, rdb redis.UniversalClient) ([]byte, er
 }
 
 // HomeShard is the shard that keeps the user's purchase record among n shards: the first
-// 64 bits of the user hash modulo n. (A 16-digit hash of the older FNV-1a form maps as
-// before, so journal entries written before an upgrade still settle on their shard.)
+// 64 bits of the user hash modulo n (all of a 16-digit hash of the FNV-1a form, so the
+// entries that carry one settle on the shard that took them).
 func HomeShard(userHash string, n int) int {
 	if len(userHash) > 16 {
 		userHash = userHash[:16]
@@ -171,19 +170,18 @@ func (k ShardKeys) Stock() string { return k.tag + "stock" }
 // "<uh>:i:<hash>" idempotency bindings, "<uh>:r:<rid>" refund markers.
 func (k ShardKeys) Users() string { return k.tag + "users" }
 
-// Last and Idem are hashes of an older protocol (now fields of Users); no script writes
-// them. They are named so that cleanup code can still remove them.
-func (k ShardKeys) Last() string { return k.tag + "last" }
-func (k ShardKeys) Idem() string { return k.tag + "idem" }
-
 // Seq is the shard's counter of reservation numbers (the n of a reservation id).
 func (k ShardKeys) Seq() string     { return k.tag + "seq" }
 func (k ShardKeys) Journal() string { return k.tag + "journal" }
 func (k ShardKeys) Stats() string   { return k.tag + "stats" }
 func (k ShardKeys) Credits() string { return k.tag + "credits" }
 
-// Holds is a hash of an older protocol (quota holds across shards); no script writes it.
-func (k ShardKeys) Holds() string { return k.tag + "holds" }
+// unwritten are the shard's keys that no script writes, which a shard made by an earlier
+// release may still hold (last ids, idempotency bindings and holds kept outside Users,
+// compensation credits, refunds): Retire deletes them with the others.
+func (k ShardKeys) unwritten() []string {
+	return []string{k.tag + "last", k.tag + "idem", k.tag + "holds", k.tag + "compcredits", k.tag + "refunds"}
+}
 
 // XOut is the hash of units in transit from this shard (inventory_transfer.lua debit,
 // inventory_fail.lua on a drained shard): id -> "<units>|<target epoch:shard or empty>|<ms>".
@@ -196,7 +194,7 @@ func (k ShardKeys) XIn() string { return k.tag + "xin" }
 // inventory/generation.go): the reserve script sells only when it equals the caller's, so
 // a reservation that stalled past a restore's fence, or one on a shard a late write brought
 // back on a Redis that lost the activity, is refused. A restore's fence sets it to
-// "restoring"; a shard without it (made by a reshard or a release before it) is given it by
+// "restoring"; a shard without it (a reshard's, or one sealed without generations) is given it by
 // the first reservation that finds meta naming the caller's generation and layout
 // (Store.adoptGeneration).
 func (k ShardKeys) Gen() string { return k.tag + "gen" }
@@ -205,25 +203,8 @@ func (k ShardKeys) Gen() string { return k.tag + "gen" }
 // so re-running the drain returns the same amount and the shard never reopens.
 func (k ShardKeys) Drained() string { return k.tag + "drained" }
 
-// CompCredits and Refunds are keys of an older protocol (now XIn and refund markers in
-// Users); no script writes them.
-func (k ShardKeys) CompCredits() string { return k.tag + "compcredits" }
-func (k ShardKeys) Refunds() string     { return k.tag + "refunds" }
-
 // Record is the reservation record of the shard's n-th reservation.
 func (k ShardKeys) Record(n int64) string { return k.tag + "r:" + strconv.FormatInt(n, 10) }
-
-// RecordPrefix is the prefix of the shard's reservation records (scripts append n).
-func (k ShardKeys) RecordPrefix() string { return k.tag + "r:" }
-
-// Bucket was the user's token bucket key before issue 12; the bucket is now part of the
-// field "<uh>:p" of Users. Kept to name the keys an older release may leave (they expire).
-func (k ShardKeys) Bucket(userHash string) string { return k.tag + "tb:" + userHash }
-
-// Window was the user's sliding-window key before issue 12; the window counter is now part
-// of the field "<uh>:p" of Users. Kept to name the keys an older release may leave (they
-// expire).
-func (k ShardKeys) Window(userHash string) string { return k.tag + "sw:" + userHash }
 
 // Meta is the activity's metadata hash (tag {A}).
 func Meta(activity string) string { return "sk:{" + activity + "}:meta" }

@@ -261,8 +261,8 @@ func (s *Store) deleteLayout(ctx context.Context, id string, l Layout) error {
 	pipe := s.rdb.Pipeline()
 	for i := 0; i < l.Shards; i++ {
 		k := Shard(id, l.Epoch, i)
-		pipe.Del(ctx, k.Stock(), k.Users(), k.Last(), k.Idem(), k.Seq(), k.Journal(), k.Stats(), k.Credits(),
-			k.Holds(), k.XOut(), k.XIn(), k.Drained(), k.Gen(), k.CompCredits(), k.Refunds())
+		pipe.Del(ctx, append(k.unwritten(), k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Credits(),
+			k.XOut(), k.XIn(), k.Drained(), k.Gen())...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("inventory: delete layout %d of %s: %w", l.Epoch, id, err)

@@ -94,7 +94,7 @@ func newTestActivity(t testing.TB, rdb redis.UniversalClient, db *gorm.DB, shard
 			for n := int64(1); n <= top; n++ {
 				keys = append(keys, k.Record(n))
 			}
-			keys = append(keys, k.Stock(), k.Stats(), k.Journal(), k.Seq(), k.Users(), k.Refunds())
+			keys = append(keys, k.Stock(), k.Stats(), k.Journal(), k.Seq(), k.Users())
 		}
 		for len(keys) > 0 {
 			n := min(len(keys), 500)

@@ -242,7 +242,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, k := range newShards {
-			rdb.Del(context.Background(), k.Stock(), k.CompCredits())
+			rdb.Del(context.Background(), k.Stock())
 		}
 		rdb.Del(context.Background(), old.Drained())
 	})
