@@ -81,22 +81,6 @@ func TestScriptAnswersDecodeOrFail(t *testing.T) {
 			c, err := answer(copySc, []any{int64(0)}, copyUnknown, copied, copyRefused)
 			return int(c), err
 		}, 0, true},
-		{"reserve: a gap in the numbers", func() (int, error) {
-			c, err := reserveCode([]any{int64(9)})
-			return int(c), err
-		}, 0, true},
-		{"reserve: 0", func() (int, error) {
-			c, err := reserveCode([]any{int64(0)})
-			return int(c), err
-		}, 0, true},
-		{"reserve: past the last number", func() (int, error) {
-			c, err := reserveCode([]any{int64(15)})
-			return int(c), err
-		}, 0, true},
-		{"reserve: the IP answer is its number", func() (int, error) {
-			c, err := reserveCode([]any{int64(12)})
-			return int(c), err
-		}, int(IPRateLimited), false},
 		{"transfer: unknown", func() (int, error) {
 			c, err := transferAnswerOf([]any{int64(4)}, xfDone, xfBefore, xfClosed)
 			return int(c), err
@@ -129,6 +113,24 @@ func TestParseReservationIDAcceptsExactlyTheDocumentedForm(t *testing.T) {
 		}
 		if ok && ReservationID(k.Activity, k.Epoch, k.Shard, n) != rid {
 			t.Errorf("ParseReservationID(%q) = %v %d: does not round-trip", rid, k, n)
+		}
+	}
+}
+
+// TestReserveCode: a reservation's Code is the script's answer number; a number the script
+// does not give (0, a gap, past the last) is an error.
+func TestReserveCode(t *testing.T) {
+	for _, tt := range []struct {
+		give    int64
+		want    Code
+		wantErr bool
+	}{
+		{1, Reserved, false}, {8, SoldOut, false}, {10, rcShardClosed, false}, {12, IPRateLimited, false},
+		{14, rcRolledBack, false}, {0, Unknown, true}, {9, Unknown, true}, {11, Unknown, true}, {15, Unknown, true},
+	} {
+		got, err := reserveCode([]any{tt.give})
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("reserveCode(%d) = %v, %v; want %v, error %v", tt.give, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
