@@ -278,46 +278,9 @@ func TestDrillSentinelMasterKilled(t *testing.T) {
 	id := uniq(t, "sentkill")
 	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
 
-	var once sync.Once
-	var acceptedAtFailover atomic.Int64
-	failedOver := make(chan struct{})
-	var codesAtKill map[string]int
-	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 8 * time.Second}, id, 2*stock, 16, func(r *drillResult) {
-		if r.acceptedN.Load() < stock/3 {
-			return
-		}
-		once.Do(func() {
-			codesAtKill = r.snapshot()
-			old := g.master
-			old.kill()
-			go func() {
-				defer close(failedOver)
-				deadline := time.Now().Add(30 * time.Second)
-				for g.masterPort() != g.replica.port && time.Now().Before(deadline) {
-					time.Sleep(100 * time.Millisecond)
-				}
-				acceptedAtFailover.Store(r.acceptedN.Load())
-				old.start() // rejoins as the new master's replica
-			}()
-		})
+	killMasterDuringRush(t, ta, id, stock, g.master, 30*time.Second, "the sentinels' master", func() bool {
+		return g.masterPort() == g.replica.port
 	})
-	select {
-	case <-failedOver:
-	case <-time.After(40 * time.Second):
-		t.Fatal("no failover")
-	}
-	if p := g.masterPort(); p != g.replica.port {
-		t.Fatalf("the sentinels name port %d as master, want the promoted replica %d", p, g.replica.port)
-	}
-	if n := int64(len(res.accepted)); n <= acceptedAtFailover.Load() {
-		t.Errorf("no reservation accepted after the failover (%d then, %d at the end)", acceptedAtFailover.Load(), n)
-	}
-	assertOneReservationPerUser(t, res)
-	final := res.snapshot()
-	t.Logf("master SIGKILLed at %v; failover seen after %d accepted; outcome unknown answers since the kill: %d",
-		codesAtKill, acceptedAtFailover.Load(), final["503 OUTCOME_UNKNOWN"]-codesAtKill["503 OUTCOME_UNKNOWN"])
-	assertOrdersMatch(t, id, stock, 1, res)
-	waitDriftZero(t, ta, id)
 }
 
 // In mode replicas:1 a reservation whose WAIT falls short (the replica is gone) is not a
@@ -585,28 +548,38 @@ func TestDrillClusterMasterKilled(t *testing.T) {
 		t.Fatalf("the master of shard 0 (%s) is not one of the drill's nodes", master.Options().Addr)
 	}
 
+	key := inventory.Shard(id, 0, 0).Stock()
+	killMasterDuringRush(t, ta, id, stock, victim, 40*time.Second, "the master of shard 0 ("+victim.addr()+")", func() bool {
+		cc.ReloadState(context.Background())
+		m, err := cc.MasterForKey(context.Background(), key)
+		return err == nil && m.Options().Addr != victim.addr() && m.Ping(context.Background()).Err() == nil
+	})
+}
+
+// killMasterDuringRush is the kill drill of a Redis master (victim, named what in the log)
+// under a rush of 2 * stock users on activity id: once a third of the stock is accepted it
+// SIGKILLs victim, waits up to wait for failedOver to hold (polled every 100 ms), then starts
+// victim again (it rejoins as the new master's replica, as under a supervisor). The failover
+// must have come, reservations must have been accepted after it, nobody twice, and every
+// 202 must be an order (assertOrdersMatch, then zero drift).
+func killMasterDuringRush(t *testing.T, ta *testApp, id string, stock int, victim *redisProc, wait time.Duration, what string, failedOver func() bool) {
+	t.Helper()
 	var once sync.Once
 	var acceptedAtFailover atomic.Int64
-	failedOver := make(chan struct{})
+	done := make(chan struct{})
 	var codesAtKill map[string]int
 	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 8 * time.Second}, id, 2*stock, 16, func(r *drillResult) {
-		if r.acceptedN.Load() < stock/3 {
+		if r.acceptedN.Load() < int64(stock/3) {
 			return
 		}
 		once.Do(func() {
 			codesAtKill = r.snapshot()
 			victim.kill()
 			go func() {
-				defer close(failedOver)
-				key := inventory.Shard(id, 0, 0).Stock()
-				deadline := time.Now().Add(40 * time.Second)
-				for time.Now().Before(deadline) {
-					cc.ReloadState(context.Background())
-					if m, err := cc.MasterForKey(context.Background(), key); err == nil && m.Options().Addr != victim.addr() &&
-						m.Ping(context.Background()).Err() == nil {
-						break
-					}
-					time.Sleep(200 * time.Millisecond)
+				defer close(done)
+				deadline := time.Now().Add(wait)
+				for !failedOver() && time.Now().Before(deadline) {
+					time.Sleep(100 * time.Millisecond)
 				}
 				acceptedAtFailover.Store(r.acceptedN.Load())
 				victim.start() // rejoins as the new master's replica
@@ -614,20 +587,20 @@ func TestDrillClusterMasterKilled(t *testing.T) {
 		})
 	})
 	select {
-	case <-failedOver:
-	case <-time.After(60 * time.Second):
+	case <-done:
+	case <-time.After(wait + 20*time.Second):
 		t.Fatal("no failover")
 	}
-	if m, err := cc.MasterForKey(context.Background(), inventory.Shard(id, 0, 0).Stock()); err != nil || m.Options().Addr == victim.addr() {
-		t.Fatalf("shard 0's slot is still served by the killed master (%v)", err)
+	if !failedOver() {
+		t.Fatalf("%s is still the master after the kill", what)
 	}
 	if n := int64(len(res.accepted)); n <= acceptedAtFailover.Load() {
 		t.Errorf("no reservation accepted after the failover (%d then, %d at the end)", acceptedAtFailover.Load(), n)
 	}
 	assertOneReservationPerUser(t, res)
 	final := res.snapshot()
-	t.Logf("master of shard 0 (%s) SIGKILLed at %v; failover seen after %d accepted; outcome unknown answers since the kill: %d",
-		victim.addr(), codesAtKill, acceptedAtFailover.Load(), final["503 OUTCOME_UNKNOWN"]-codesAtKill["503 OUTCOME_UNKNOWN"])
+	t.Logf("%s SIGKILLed at %v; failover seen after %d accepted; outcome unknown answers since the kill: %d",
+		what, codesAtKill, acceptedAtFailover.Load(), final["503 OUTCOME_UNKNOWN"]-codesAtKill["503 OUTCOME_UNKNOWN"])
 	assertOrdersMatch(t, id, stock, 1, res)
 	waitDriftZero(t, ta, id)
 }
