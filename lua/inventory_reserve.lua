@@ -34,7 +34,8 @@
 --   "tokens|tsSec|tsUsec|winStart|winPrev|winCur"
 -- tokens/tsSec/tsUsec the user's token bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
 -- window counter (lib_window.lua); the parts of a dimension that is off are kept as they are
--- (empty if never used). One HMGET reads a user, one HSET writes it. A reshard copies the
+-- (empty if never used); while both are off <uh>:p is neither read nor written, so a limit turned
+-- off and on again resumes from its state. One HMGET reads a user, one HSET writes it. A reshard copies the
 -- whole hash, so bucket and window follow the user to the new home shard.
 -- Compatible both ways with the script before issue 12 (a rolling upgrade runs both): <uh>,
 -- <uh>:s, <uh>:l, the bindings and the INCR counter seq keep their meaning, so the 409 names
@@ -87,14 +88,29 @@ local uh = ARGV[3]
 local qs = ARGV[4]
 local qty = tonumber(qs)
 local idf = ARGV[12]
-local u
-if idf ~= '' then
-  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', uh .. ':l', idf)
-  if u[5] then
-    return {2, u[5]}
+local rate = tonumber(ARGV[8])
+local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
+local lim = rate > 0 or (wms > 0 and wmax > 0) -- a user bucket or window is on: <uh>:p is used
+-- One HMGET reads what this reservation decides on: units held, the sequence, the packed
+-- limits (only when a limit is on), the key binding (only with a key). The last id <uh>:l is
+-- read only for the LIMIT answer that names it.
+local u, packed, bound
+if lim then
+  if idf ~= '' then
+    u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', idf)
+    packed, bound = u[3], u[4]
+  else
+    u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p')
+    packed = u[3]
   end
+elseif idf ~= '' then
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', idf)
+  bound = u[3]
 else
-  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', uh .. ':l')
+  u = redis.call('HMGET', KEYS[2], uh, uh .. ':s')
+end
+if bound then
+  return {2, bound}
 end
 
 local t = redis.call('TIME')
@@ -112,14 +128,13 @@ end
 -- the user's sequence and packed state (see the header)
 local seq_s = u[2] or '0'
 local btok, bsec, busec, wst, wpr, wcu = '', '', '', '', '', ''
-if u[3] then
-  local c, d, e, f, g, h = string.match(u[3], '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+if packed then
+  local c, d, e, f, g, h = string.match(packed, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
   if c then
     btok, bsec, busec, wst, wpr, wcu = c, d, e, f, g, h
   end
 end
 
-local rate = tonumber(ARGV[8])
 if rate > 0 then
   local ts
   if bsec ~= '' then ts = tonumber(bsec) * 1000000 + tonumber(busec) end
@@ -129,7 +144,6 @@ if rate > 0 then
   end
   btok, bsec, busec = tostring(after), t[1], t[2]
 end
-local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
 if wms > 0 and wmax > 0 then
   local s0, p0 = tonumber(wst), tonumber(wpr)
   local ok, retry, s1, p1, c1 = wc_check(s0, p0, tonumber(wcu), wms, wmax, now_ms)
@@ -151,15 +165,16 @@ if KEYS[7] then
     return {12, ip_retry}
   end
 end
-local limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu
+local limits
+if lim then limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu end
 
 local held = tonumber(u[1] or '0')
 if held + qty > tonumber(ARGV[5]) then
   if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
-  if rate > 0 or (wms > 0 and wmax > 0) then -- the attempt counts against bucket and window
+  if lim then -- the attempt counts against bucket and window
     redis.call('HSET', KEYS[2], uh .. ':p', limits)
   end
-  return {3, u[4] or ''}
+  return {3, redis.call('HGET', KEYS[2], uh .. ':l') or ''}
 end
 if stock < qty then
   return {8, stock}
@@ -183,10 +198,16 @@ local left = redis.call('DECRBY', KEYS[1], qs)
 redis.call('INCR', KEYS[3])
 local count = qs
 if held > 0 then count = held + qty end
-if idf ~= '' then
-  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits, idf, rid)
+if lim then
+  if idf ~= '' then
+    redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits, idf, rid)
+  else
+    redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits)
+  end
+elseif idf ~= '' then
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, idf, rid)
 else
-  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits)
+  redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid)
 end
 redis.call('HINCRBY', KEYS[5], 'taken', qs)
 redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
