@@ -114,8 +114,9 @@ func TestDefect2CompensationResumes(t *testing.T) {
 	u := "buyer"
 	rid := s.mustReserve(u, "", 1, inventory.Reserved)
 	s.failed[rid] = true
-	// The fail script runs, then its answer is lost (call 1 fails after it ran).
-	p := &plan{failAt: 1, after: true, parked: make(chan struct{}), release: make(chan struct{})}
+	// The fail script runs, then its answer is lost (call 2, after the lock's SET, fails
+	// after it ran).
+	p := &plan{failAt: 2, after: true, parked: make(chan struct{}), release: make(chan struct{})}
 	if err := s.comp.Compensate(context.WithValue(s.ctx, planKey{}, p), s.message(rid), "test"); err == nil {
 		t.Fatal("the injected fault did not cut the compensation short")
 	}
