@@ -358,7 +358,7 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 		return Reservation{}, rejUnexpected
 	}
 	// The fields the answer carries, from the script's answer.
-	x.RetryAfter = max(x.RetryAfter, res.RetryAfter)
+	x.RetryAfter = res.RetryAfter
 	x.ReservationID = res.ReservationID
 	if x.Code == CodeNotOpen {
 		x.OpensAt = res.OpensAt
