@@ -87,10 +87,16 @@ func TestRejectionAllocationsWithinHello(t *testing.T) {
 		return reqs
 	}
 	// The count is the process's: the instance's background passes (the refresh every 250 ms,
-	// the funnel's flush) add to whichever run they fall in. The cost of a request is the
-	// lower of two runs of new users each; a request path that allocates more fails both.
+	// the funnel's flush; on a shared test Redis they read every activity other tests left)
+	// add to whichever run they fall in, hello's too (49 allocations instead of 8 seen once).
+	// The cost of a request is the lowest of five runs of new users each: a pass falls in some
+	// runs, not in all five; a request path that allocates more fails all five.
 	measure := func(h http.Handler, method, path string, want int) float64 {
-		return min(allocsPerRequest(t, h, requests(method, path), want), allocsPerRequest(t, h, requests(method, path), want))
+		n := allocsPerRequest(t, h, requests(method, path), want)
+		for range 4 {
+			n = min(n, allocsPerRequest(t, h, requests(method, path), want))
+		}
+		return n
 	}
 	gin.SetMode(gin.ReleaseMode)
 	hello := gin.New()
