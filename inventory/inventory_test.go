@@ -905,3 +905,41 @@ func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 		}
 	})
 }
+
+// While no user bucket or window is on, the script neither reads nor writes "<uh>:p" (issue
+// 19: a field fewer in the HMGET and the HSET of each reservation). A user window turned off
+// and on again within its span still resumes from its state (as before: the old script
+// rewrote the state unchanged), and a user who never had a limit gets no "<uh>:p" (the old
+// script wrote "|||||" for every user: the last check failed on bb74666's script).
+func TestLimitTurnedOffAndOnResumes(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 100, 1))
+		ctx := ctxT(t)
+		on := ReserveRequest{ActivityID: a.ID, UserID: "toggle", Quantity: 1, Window: time.Minute, WindowMax: 1}
+		off := ReserveRequest{ActivityID: a.ID, UserID: "toggle", Quantity: 1}
+		if r, err := s.Reserve(ctx, on); err != nil || r.Code != Reserved {
+			t.Fatalf("window on, first = %+v, %v", r, err)
+		}
+		before, err := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("toggle")+":p").Result()
+		if err != nil {
+			t.Fatalf("packed state after the first: %v", err)
+		}
+		if r, err := s.Reserve(ctx, off); err != nil || r.Code != Reserved {
+			t.Fatalf("limits off = %+v, %v", r, err)
+		}
+		after, err := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("toggle")+":p").Result()
+		if err != nil || after != before {
+			t.Fatalf("packed state %q after a limits-off reservation (%v), want it untouched %q", after, err, before)
+		}
+		if r, err := s.Reserve(ctx, on); err != nil || r.Code != UserWindowLimited {
+			t.Fatalf("window on again = %+v, %v; want UserWindowLimited", r, err)
+		}
+		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "never-limited", Quantity: 1}); err != nil || r.Code != Reserved {
+			t.Fatalf("a user without limits = %+v, %v", r, err)
+		}
+		if n, err := rdb.HExists(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("never-limited")+":p").Result(); err != nil || n {
+			t.Fatalf("limits off wrote <uh>:p (%v, %v)", n, err)
+		}
+	})
+}
