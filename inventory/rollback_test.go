@@ -194,6 +194,79 @@ func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
 	}
 }
 
+// TestRefillFromAShardThatLostAReservation: a shard's node went back past a reservation this
+// instance made there (its stock and counter back), and the next call on it is a refill's
+// debit for another shard, not a reservation or a drain: the debit would hand the lost
+// reservation's unit to a second buyer while the first one holds a 202 for it (loss
+// simulation seed 12 with about one user-hash key in five: 6 or 7 units in orders for a
+// stock of 5). The debit carries the floor the reservation script carries and is refused
+// below it; the activity is fenced.
+func TestRefillFromAShardThatLostAReservation(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		s := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, s, openActivity(t, 4, 1, 2)) // two units per shard
+		cat.put(a)
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var home0, home1 []string
+		for i := 0; len(home0) < 4 || len(home1) < 3; i++ {
+			u := fmt.Sprintf("u%d", i)
+			if HomeShard(s.UserHash(u), 2) == 0 {
+				home0 = append(home0, u)
+			} else {
+				home1 = append(home1, u)
+			}
+		}
+		k := Shard(a.ID, 0, 1)
+		keys := []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()}
+		snap := map[string]string{}
+		for _, key := range keys {
+			if d, err := rdb.Dump(ctx, key).Result(); err == nil {
+				snap[key] = d
+			}
+		}
+		accepted := 0
+		if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1}); err != nil || res.Code != Reserved {
+			t.Fatalf("reserve %s: %+v %v", home1[0], res, err)
+		}
+		accepted++
+		// Shard 1's node goes back to before that reservation (the 202 was answered, its
+		// journal entry may already be an order).
+		for _, key := range keys {
+			if d, ok := snap[key]; ok {
+				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Shard 0's buyers: the third needs a unit from shard 1, whose two units are one
+		// too many now.
+		fenced := false
+		for _, u := range append(home0, home1[1:]...) {
+			res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			switch {
+			case err == nil && res.Code == Reserved:
+				accepted++
+			case errors.Is(err, ErrRecovering):
+				fenced = true
+			case err != nil:
+				t.Fatalf("reserve %s: %v", u, err)
+			}
+		}
+		if accepted > 4 {
+			t.Fatalf("%d reservations accepted for a stock of 4: the refill sold the lost reservation's unit again", accepted)
+		}
+		if !fenced {
+			t.Fatalf("no reservation met ErrRecovering after shard 1 went back below a number handed out")
+		}
+	})
+}
+
 // TestRollbackSeenByAnotherInstance: one instance's refill took a unit from a shard, the
 // shard's node went back past that debit and past reservations of the same instance; another
 // instance, which never called that shard, had read it in its refresh (stock, counter and
