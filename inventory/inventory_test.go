@@ -879,7 +879,7 @@ func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 		rdb.Set(ctx, k.Stock(), 0, 0)
 		rdb.Set(ctx, src.Stock(), 1, 0)
 		// Another instance's transfer, cut short between debit and credit.
-		d, err := s.mover.debit(ctx, src, k, "slow-1", 1, "")
+		d, err := s.mover.debit(ctx, src, k, "slow-1", 1, "", 0)
 		units, closed := d.units, d.closed
 		if err != nil || closed || units != 1 {
 			t.Fatalf("debit = %d, %v, %v", units, closed, err)

@@ -560,12 +560,16 @@ func (s *Store) refill(ctx context.Context, e *entry, l *layout, home int, need 
 // debitChecked is the refill's debit of shard j of l with the mark this instance knows for
 // it (rollback.go): the raised mark is recorded; a mark raised since by another debit is
 // taken and the debit sent again (a few times); a shard without a generation yet adopts it first; a
-// shard whose node went back, or of another generation, gives nothing (the first fenced
-// the activity: ErrRecovering).
+// shard whose node went back (its mark, or its reservation counter below the floor this
+// instance keeps for it), or of another generation, gives nothing (the first fenced the
+// activity: ErrRecovering).
 func (s *Store) debitChecked(ctx context.Context, e *entry, l *layout, j int, hk ShardKeys, id string, want int64) (debited, error) {
 	for try := 0; ; try++ {
 		sent, seen := *l.mark(j, e), l.seen(j)
-		d, err := s.mover.debit(ctx, l.keys[j], hk, id, want, sent)
+		d, err := s.mover.debit(ctx, l.keys[j], hk, id, want, sent, l.floorOf(j))
+		if err == nil && d.below {
+			return debited{}, s.rolledBack(ctx, e, l, j, d.counter)
+		}
 		if err != nil || !d.differs {
 			if err == nil && d.units > 0 && d.mark != "" {
 				l.raiseMark(j, d.mark)

@@ -80,6 +80,7 @@ const (
 	xfEmpty   transferAnswer = 8  // debit: nothing here
 	xfShut    transferAnswer = 10 // debit: the source is closed (reshard)
 	xfMark    transferAnswer = 13 // debit: the source's generation mark is not the caller's
+	xfFloor   transferAnswer = 14 // debit: the source's reservation counter is below the caller's floor
 )
 
 // transferAnswerOf decodes an answer of inventory_transfer.lua: one of known, else an error.
@@ -118,18 +119,20 @@ type debited struct {
 	closed      bool   // a reshard closed the source
 	mark        string // units > 0: the source's generation mark, raised by the debit; differs: the mark it holds
 	differs     bool   // the source's mark is not the one given: nothing taken
+	below       bool   // the source's reservation counter is below the floor given: nothing taken
+	counter     int64  // below: the counter it holds
 }
 
 // debit takes up to want units (more when the source has plenty: half its stock) off src
-// into transit towards target, when src's generation mark is mark ("": not checked), and
-// raises that mark (inventory_transfer.lua).
-func (m *Mover) debit(ctx context.Context, src, target ShardKeys, id string, want int64, mark string) (debited, error) {
-	res, err := m.runKeys(ctx, []string{src.Stock(), src.Drained(), src.XOut(), src.Stats(), src.Gen()},
-		"debit", id, want, target.Loc(), mark)
+// into transit towards target, when src's generation mark is mark ("": not checked) and its
+// reservation counter is not below floor, and raises that mark (inventory_transfer.lua).
+func (m *Mover) debit(ctx context.Context, src, target ShardKeys, id string, want int64, mark string, floor int64) (debited, error) {
+	res, err := m.runKeys(ctx, []string{src.Stock(), src.Drained(), src.XOut(), src.Stats(), src.Gen(), src.Seq()},
+		"debit", id, want, target.Loc(), mark, floor)
 	if err != nil {
 		return debited{}, err
 	}
-	c, err := transferAnswerOf(res, xfDone, xfEmpty, xfShut, xfMark)
+	c, err := transferAnswerOf(res, xfDone, xfEmpty, xfShut, xfMark, xfFloor)
 	if err != nil {
 		return debited{}, err
 	}
@@ -150,6 +153,15 @@ func (m *Mover) debit(ctx context.Context, src, target ShardKeys, id string, wan
 			return debited{}, fmt.Errorf("inventory: transfer debit: unexpected answer %v", res)
 		}
 		return debited{differs: true, mark: asString(res[1])}, nil
+	case xfFloor:
+		if len(res) < 2 {
+			return debited{}, fmt.Errorf("inventory: transfer debit: unexpected answer %v", res)
+		}
+		n, ok := asInt(res[1])
+		if !ok {
+			return debited{}, fmt.Errorf("inventory: transfer debit: unexpected answer %v", res)
+		}
+		return debited{below: true, counter: n}, nil
 	}
 	return debited{}, fmt.Errorf("inventory: transfer debit: unexpected answer %v", res)
 }

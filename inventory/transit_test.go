@@ -208,7 +208,7 @@ func unitInTransit(t *testing.T, s *Store, rdb redis.UniversalClient, a Activity
 	if srcStock >= 0 {
 		rdb.Set(ctx, src.Stock(), srcStock, 0)
 	}
-	d, err := s.mover.debit(ctx, src, k, xid, 1, "")
+	d, err := s.mover.debit(ctx, src, k, xid, 1, "", 0)
 	if err != nil || d.closed || d.units != 1 {
 		t.Fatalf("debit = %d, %v, %v", d.units, d.closed, err)
 	}

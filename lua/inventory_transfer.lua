@@ -5,7 +5,11 @@
 -- ARGV[1] operation, then:
 -- debit (on the source)   ARGV[2] transfer id  ARGV[3] units wanted  ARGV[4] target "<e>:<i>"
 --   ARGV[5] the source's generation mark as the caller knows it ("" for an activity of before
---   generations: not checked)  KEYS[5] the source's generation key
+--   generations: not checked)  KEYS[5] the source's generation key  KEYS[6] the source's
+--   reservation counter  ARGV[6] the highest reservation number the caller handed out or read
+--   on the source (0 none): a counter below it went back with a rollback of the source's node,
+--   whose stock then holds units of reservations already answered 202: refused {14, counter}
+--   before anything is taken (inventory/rollback.go), as the reservation script refuses it.
 --   Takes min(stock, max(wanted, floor(stock / 2))) units off the stock, records them in
 --   transit: xout[id] = "<units>|<target>|<ms>", stats.xout += units, and raises the source's
 --   mark: "<gen>" -> "<gen>#1" -> "<gen>#2"... A node that loses the debit (goes back to an
@@ -13,7 +17,8 @@
 --   the reservation script and the next debit, called with that mark, refuse the shard
 --   (inventory/rollback.go): its units were credited elsewhere and must not be sold again.
 --   Returns {1, units, stockAfter, mark} | {8, 0} nothing here | {10} shard closed (reshard)
---   | {13, mark or ""} the source's mark is not ARGV[5] (nothing taken).
+--   | {13, mark or ""} the source's mark is not ARGV[5] (nothing taken) | {14, counter} the
+--   source's counter is below ARGV[6] (nothing taken).
 -- credit (on the target)  ARGV[2] transfer id  ARGV[3] units  ARGV[4] source "<e>:<i>"
 --   ARGV[5] the transit entry's time (ms, as the source recorded it)  ARGV[6] keep (ms)
 --   Once per id: xin[id] = "<units>|<source>|<ms now>", stock += units, stats.xin += units.
@@ -47,6 +52,12 @@ if op == 'debit' then
     local g = redis.call('GET', KEYS[5])
     if g ~= mark then
       return {13, g or ''}
+    end
+  end
+  if KEYS[6] then
+    local c = redis.call('GET', KEYS[6]) or '0'
+    if (tonumber(c) or 0) < tonumber(ARGV[6]) then
+      return {14, c}
     end
   end
   s = tonumber(s)
