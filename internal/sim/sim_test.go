@@ -11,6 +11,8 @@ package sim
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
@@ -221,6 +223,22 @@ func newSim(t *testing.T, seed int64) *sim {
 
 // newSimWith builds a simulation of one activity (stock units, per-user limit, shards)
 // and users u0..u<users-1>.
+// simHashKey is the run's user-hash key: SECKILL_SIM_HASHKEY (hex) when set, else one drawn
+// from the seed. The key decides every user's home shard, so a seed replays the same
+// schedule on any Redis only when the key does not come from the Redis (the shared
+// sk:userhashkey differs from machine to machine).
+func simHashKey(t *testing.T, seed int64) []byte {
+	if v := os.Getenv("SECKILL_SIM_HASHKEY"); v != "" {
+		k, err := hex.DecodeString(v)
+		if err != nil || len(k) < inventory.MinUserHashKey {
+			t.Fatalf("SECKILL_SIM_HASHKEY=%q: want %d+ bytes of hex", v, inventory.MinUserHashKey)
+		}
+		return k
+	}
+	k := sha256.Sum256([]byte("sim-user-hash-key-" + strconv.FormatInt(seed, 10)))
+	return k[:]
+}
+
 func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, shards, users int) *sim {
 	testsvc.Need(t, "redis", testsvc.RedisAddr)
 	h := &hook{exempt: map[string]bool{}}
@@ -259,7 +277,8 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	// the activity and the generation its Create minted. It is what lets the store notice a
 	// Redis that lost the activity's meta or a shard (inventory/generation.go).
 	cat := &simCatalog{}
-	store, err := inventory.New(rdb, inventory.Options{Namespace: ns, ReshardWorkers: 1, InstanceID: "sim", Catalog: cat}, nil, nil)
+	store, err := inventory.New(rdb, inventory.Options{Namespace: ns, ReshardWorkers: 1, InstanceID: "sim", Catalog: cat,
+		UserHashKey: simHashKey(t, seed)}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
