@@ -395,7 +395,7 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
 	l := newLayout("act", 5, 4)
 	old := ReservationID("act", 4, 1, 99)
-	l.noteIssued(1, old)
+	l.noteIssued(1, old, "")
 	if got := l.issued[1].Load(); got != 0 {
 		t.Fatalf("an old layout's number raised the new shard's floor to %d", got)
 	}
@@ -406,7 +406,7 @@ func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
 		t.Fatal("the new shard's own number 99 counted as handed out before, after the old layout's 99")
 	}
 	own := ReservationID("act", 5, 1, 7)
-	l.noteIssued(1, own)
+	l.noteIssued(1, own, "")
 	if got := l.issued[1].Load(); got != 7 {
 		t.Fatalf("the shard's own number: floor %d, want 7", got)
 	}
