@@ -109,34 +109,37 @@ type req struct {
 	user   string
 	key    string
 	qty    int
+	store  *inventory.Store // the instance it was sent to
 }
 
 type sim struct {
-	t      *testing.T
-	seed   int64
-	rng    *rand.Rand
-	ctx    context.Context
-	rdb    redis.UniversalClient
-	store  *inventory.Store
-	w      *order.Writer
-	comp   *order.Compensator
-	rec    *order.Reconciler
-	db     *gorm.DB
-	aid    string
-	stock  int64
-	limit  int
-	users  []string
-	ukeys  map[string][]string // user -> idempotency keys used
-	keys   map[string]string   // user \x00 key -> reservation id
-	failed map[string]bool     // reservation ids the simulation failed for good
-	parked []*req
-	step   int
-	trace  []string
-	ignore map[string]bool
-	seen   map[string]int
-	fp     hash.Hash64 // fingerprint of the whole trace: equal runs of a seed print equal ones
-	full   *os.File    // SECKILL_SIM_TRACE: the whole trace, for comparing two runs
-	loss   *lossState  // TestSimulationLoss only (loss_test.go)
+	t           *testing.T
+	seed        int64
+	rng         *rand.Rand
+	ctx         context.Context
+	rdb         redis.UniversalClient
+	store       *inventory.Store   // the instance of this step (one of stores)
+	stores      []*inventory.Store // the instances sharing the Redis (TestSimulationLoss/two: two)
+	newInstance func(id string) *inventory.Store
+	w           *order.Writer
+	comp        *order.Compensator
+	rec         *order.Reconciler
+	db          *gorm.DB
+	aid         string
+	stock       int64
+	limit       int
+	users       []string
+	ukeys       map[string][]string // user -> idempotency keys used
+	keys        map[string]string   // user \x00 key -> reservation id
+	failed      map[string]bool     // reservation ids the simulation failed for good
+	parked      []*req
+	step        int
+	trace       []string
+	ignore      map[string]bool
+	seen        map[string]int
+	fp          hash.Hash64 // fingerprint of the whole trace: equal runs of a seed print equal ones
+	full        *os.File    // SECKILL_SIM_TRACE: the whole trace, for comparing two runs
+	loss        *lossState  // TestSimulationLoss only (loss_test.go)
 }
 
 // lost reports whether Redis lost writes in this run (the loss action put a snapshot back).
@@ -277,11 +280,15 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	// the activity and the generation its Create minted. It is what lets the store notice a
 	// Redis that lost the activity's meta or a shard (inventory/generation.go).
 	cat := &simCatalog{}
-	store, err := inventory.New(rdb, inventory.Options{Namespace: ns, ReshardWorkers: 1, InstanceID: "sim", Catalog: cat,
-		UserHashKey: simHashKey(t, seed)}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
+	newInstance := func(id string) *inventory.Store {
+		st, err := inventory.New(rdb, inventory.Options{Namespace: ns, ReshardWorkers: 1, InstanceID: id, Catalog: cat,
+			UserHashKey: simHashKey(t, seed)}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
 	}
+	store := newInstance("sim")
 	m, err := order.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +302,7 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sim{t: t, seed: seed, rng: rng, ctx: ctx, rdb: rdb, store: store, w: w, comp: w.Compensator(), db: db,
+	s := &sim{t: t, seed: seed, rng: rng, ctx: ctx, rdb: rdb, store: store, stores: []*inventory.Store{store}, newInstance: newInstance, w: w, comp: w.Compensator(), db: db,
 		rec:   rec,
 		aid:   "sim-" + strings.ReplaceAll(run, ".", "-"),
 		stock: stock, limit: limit,
@@ -400,25 +407,39 @@ func (s *sim) reserveAs(u string, qty int, faults bool) result {
 		ctx, p = s.faulty(0)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &req{p: p, cancel: cancel, done: make(chan result, 1), user: u, key: key, qty: qty}
+	st := s.store
+	r := &req{p: p, cancel: cancel, done: make(chan result, 1), user: u, key: key, qty: qty, store: st}
 	go func() {
-		res, err := s.store.Reserve(ctx, inventory.ReserveRequest{ActivityID: s.aid, UserID: u, IdempotencyKey: key, Quantity: qty})
+		res, err := st.Reserve(ctx, inventory.ReserveRequest{ActivityID: s.aid, UserID: u, IdempotencyKey: key, Quantity: qty})
 		r.done <- result{res, err}
 	}()
 	select {
 	case <-p.parked:
-		s.logf("reserve %s qty %d key %q parked before call %d", u, qty, key, p.parkAt)
+		s.logf("reserve %s%s qty %d key %q parked before call %d", u, s.on(st), qty, key, p.parkAt)
 		s.parked = append(s.parked, r)
 		return result{}
 	case out := <-r.done:
 		cancel()
-		s.logf("reserve %s qty %d key %q fault %d/%v: %v %s %v", u, qty, key, p.failAt, p.after, out.res.Code, out.res.ReservationID, out.err)
+		s.logf("reserve %s%s qty %d key %q fault %d/%v: %v %s %v", u, s.on(st), qty, key, p.failAt, p.after, out.res.Code, out.res.ReservationID, out.err)
 		s.answered(r, out)
 		if s.loss != nil {
 			s.lossAnswered(r, out, true)
 		}
 		return out
 	}
+}
+
+// on names the instance st in a trace line when there are several ("" with one).
+func (s *sim) on(st *inventory.Store) string {
+	if len(s.stores) < 2 {
+		return ""
+	}
+	for i, x := range s.stores {
+		if x == st {
+			return fmt.Sprintf(" on i%d", i)
+		}
+	}
+	return " on i?"
 }
 
 // resume lets a parked request go on, or cancels it first (a client hang-up).
