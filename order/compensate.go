@@ -53,6 +53,8 @@ type Compensator struct {
 	sc       *scripts
 	lockTTL  time.Duration
 	lockWait time.Duration
+
+	afterCheck func() // test hook: runs in the incarnation guard, after its check, before any write
 }
 
 // NewCompensator returns a compensator; db should be the writer's small pool. An error
@@ -113,6 +115,9 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 // incarnation than MySQL's is refused with ErrStale and changes nothing.
 func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason string) error {
 	return guardIncarnation(ctx, c.db, msg.ActivityID, inventory.Incarnation(msg.Epoch), func(db *gorm.DB) error {
+		if c.afterCheck != nil {
+			c.afterCheck()
+		}
 		return c.compensateGuarded(ctx, db, msg, reason)
 	})
 }
