@@ -319,8 +319,9 @@ func (e *entry) generation() string {
 	return ""
 }
 
-// noteIssued records that this instance handed out reservation rid on shard i of l.
-func (l *layout) noteIssued(i int, rid string) {
+// noteIssued records that this instance handed out reservation rid on shard i of l to the
+// user whose hash is uh.
+func (l *layout) noteIssued(i int, rid, uh string) {
 	n, ok := l.number(i, rid)
 	if !ok {
 		return
@@ -328,6 +329,13 @@ func (l *layout) noteIssued(i int, rid string) {
 	for {
 		cur := l.issued[i].Load()
 		if n <= cur || l.issued[i].CompareAndSwap(cur, n) {
+			break
+		}
+	}
+	h := &handedOut{n: n, uh: uh}
+	for {
+		cur := l.top[i].Load()
+		if cur != nil && cur.n >= n || l.top[i].CompareAndSwap(cur, h) {
 			return
 		}
 	}

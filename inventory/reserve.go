@@ -350,7 +350,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		}
 		e.issued.Inc()
 		rid := asString(arg(1))
-		l.noteIssued(home, rid)
+		l.noteIssued(home, rid, uh)
 		if l.handedBefore(home, rid) {
 			// The call carried a floor read before this number was handed out here: the
 			// shard went back while it was in flight (rollback.go).
@@ -367,7 +367,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			// script again after a lost reply, and this is the reservation the first run made.
 			// Its number joins the numbers handed out (the first run's answer never arrived),
 			// so a rollback that hands it out again shows.
-			l.noteIssued(home, rid)
+			l.noteIssued(home, rid, uh)
 			if l.handedBefore(home, rid) {
 				return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
 			}

@@ -276,6 +276,34 @@ func wentBackFrom(floor int64, known string, seen bool, counter int64, mark stri
 	return ""
 }
 
+// The floor misses one rollback: the counter went back below this instance's numbers and
+// another instance, whose view was older, handed them out again, and further, before this
+// one called the shard. The counter is then above the floor, and this instance's lost 202s
+// carry the ids of the other instance's buyers' reservations. So each instance keeps, per
+// shard, the highest number it handed out and its buyer's user hash (layout.top), and its
+// refresh reads that number's record with the shard's stock (one HGET in the same pipeline):
+// a record of another buyer under the number is a node that went back, and the activity is
+// fenced. A record gone (expired, or a restore rebuilt the shard without records) says
+// nothing. Invariant (R2 for the fleet): a number this instance answered 202 with and another
+// instance handed out again is noticed by this instance's next refresh, while it runs; an
+// instance that stopped meanwhile notices nothing (the durability modes keep its writes).
+
+// handedOut is a reservation number this instance handed out on a shard and the user hash
+// of its buyer (the uh field of the number's record, inventory_reserve.lua).
+type handedOut struct {
+	n  int64
+	uh string
+}
+
+// otherBuyer says how shard i went back when the record of the number top (this instance's
+// highest there) is another buyer's, found with uh ("": the record is gone), or "".
+func otherBuyer(top *handedOut, uh string) string {
+	if top == nil || uh == "" || uh == top.uh {
+		return ""
+	}
+	return "its reservation number " + strconv.FormatInt(top.n, 10) + " was handed out again to another buyer"
+}
+
 // floorOf is the number shard i of l's counter may not be below: the highest this instance
 // handed out there or read there (the refresh).
 func (l *layout) floorOf(i int) int64 { return max(l.issued[i].Load(), l.floor[i].Load()) }

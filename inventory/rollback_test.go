@@ -267,6 +267,68 @@ func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 	})
 }
 
+// TestCounterRaisedAgainByAnotherInstanceIsNoticed: instance X handed out numbers 1 and 2 on a
+// shard, the shard's node went back to before them, and instance Y (whose view of the shard
+// is older) handed out 1, 2 and 3 again before X looked: X's floor (2) is below the counter
+// (3), so the floor alone sees nothing, while X's two 202s now carry the ids of Y's buyers'
+// reservations (one order for two accepted reservations). X's refresh reads the record of
+// the highest number it handed out: another buyer's record under that number is a node that
+// went back, and the activity is fenced on every instance.
+func TestCounterRaisedAgainByAnotherInstanceIsNoticed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 10, 1, 1))
+		cat.put(a)
+		y := newStore(t, rdb, Options{Catalog: cat})
+		for _, st := range []*Store{x, y} {
+			if err := st.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k := Shard(a.ID, 0, 0)
+		keys := []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()}
+		snap := map[string]string{}
+		for _, key := range keys {
+			if d, err := rdb.Dump(ctx, key).Result(); err == nil {
+				snap[key] = d
+			}
+		}
+		for _, u := range []string{"x1", "x2"} {
+			if res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("X reserve %s: %+v %v", u, res, err)
+			}
+		}
+		for _, key := range keys {
+			if d, ok := snap[key]; ok {
+				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, u := range []string{"y1", "y2", "y3"} {
+			if res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("Y reserve %s: %+v %v", u, res, err)
+			}
+		}
+		if err := x.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := y.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for name, st := range map[string]*Store{"X": x, "Y": y} {
+			res, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "late-" + name, Quantity: 1})
+			if !errors.Is(err, ErrRecovering) {
+				t.Errorf("%s reserve after the counter was handed out again past X's numbers: %+v %v, want ErrRecovering", name, res, err)
+			}
+		}
+	})
+}
+
 // TestRollbackSeenByAnotherInstance: one instance's refill took a unit from a shard, the
 // shard's node went back past that debit and past reservations of the same instance; another
 // instance, which never called that shard, had read it in its refresh (stock, counter and
@@ -333,7 +395,7 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
 	l := newLayout("act", 5, 4)
 	old := ReservationID("act", 4, 1, 99)
-	l.noteIssued(1, old)
+	l.noteIssued(1, old, "")
 	if got := l.issued[1].Load(); got != 0 {
 		t.Fatalf("an old layout's number raised the new shard's floor to %d", got)
 	}
@@ -344,7 +406,7 @@ func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
 		t.Fatal("the new shard's own number 99 counted as handed out before, after the old layout's 99")
 	}
 	own := ReservationID("act", 5, 1, 7)
-	l.noteIssued(1, own)
+	l.noteIssued(1, own, "")
 	if got := l.issued[1].Load(); got != 7 {
 		t.Fatalf("the shard's own number: floor %d, want 7", got)
 	}
