@@ -24,8 +24,9 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 		return fmt.Errorf("%w: reshard %q to %d shards", ErrInvalid, id, n)
 	}
 	for round := 0; round < 6; round++ {
-		// The run's start, read before meta: every write of the run on the new shards is
-		// refused once it is older than ReshardRunLimit (retire.go relies on it).
+		// The run's start, read before meta: its drains of the old layout and every write of
+		// the run on the new shards are refused once it is older than ReshardRunLimit
+		// (retire.go relies on it).
 		start, err := s.rdb.Time(ctx).Result()
 		if err != nil {
 			return fmt.Errorf("inventory: redis time: %w", err)
@@ -98,7 +99,8 @@ func parseTarget(r string) (epoch, shards int, ok bool) {
 }
 
 // run is one run of a recorded reshard: from (e, from shards) to (e+1, to shards), started
-// at start (Redis ms, read before meta), allowed to write on the new shards for limit ms.
+// at start (Redis ms, read before meta), allowed to drain the old shards and write on the new
+// ones for limit ms.
 type run struct {
 	e, from, to  int
 	start, limit int64
@@ -120,24 +122,33 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
 		return fmt.Errorf("inventory: register journals: %w", err)
 	}
-	// 1. Drain: every old shard closes and hands back what it had. What a drain found is
+	// 1. Drain: every old shard closes and hands back what it had (refused once the run is
+	// older than its limit: layout e may be retired since, its keys deleted). What a drain found is
 	// checked against what this instance handed out and saw on the shard (rollback.go): a
 	// shard whose node went back must not have its users hash and stock carried forward.
 	drained := make([]int64, from)
 	ent, seen := s.cachedLayout(id, e, from)
 	err := s.parallel(from, func(i int) error {
 		k := Shard(id, e, i)
-		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats(), k.Seq(), k.Gen()})
+		res, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats(), k.Seq(), k.Gen()}, r.start, r.limit)
 		if err != nil {
 			return err
 		}
-		c, err := answer(s.drain, res, drainNeverLoaded, drainedNow, drainedBefore)
+		c, err := answer(s.drain, res, drainNeverLoaded, drainedNow, drainedBefore, drainTooOld)
 		if err != nil {
 			return err
+		}
+		if c == drainTooOld {
+			// The run stalled past its limit: layout e may be retired and its keys deleted
+			// since, which the drain must not take for a loss. Start over from meta.
+			return errRunTooOld
 		}
 		if c == drainNeverLoaded {
 			// Neither stock nor drained marker on a shard of a loaded layout (Reshard checked
-			// meta's loaded): the shard's node lost it. The refresh does not look at shards
+			// meta's loaded), and the run is young enough that the layout cannot have been
+			// retired (the drain refuses a run older than its limit, and a layout is deleted
+			// only RetireAfter > ReshardRunLimit after it stopped being current, which was
+			// after the run's start): the shard's node lost it. The refresh does not look at shards
 			// while a reshard is recorded, and this run can never finish: fence the activity
 			// (loss simulation seed 2: every later run answered this, the writer waited on
 			// the reshard for good).
@@ -406,6 +417,7 @@ const (
 	drainedNow                   // {1, units}
 	drainedBefore                // {2, units}
 	drainNeverLoaded             // {0}: the shard was never loaded
+	drainTooOld                  // {4}: the run is older than its limit
 )
 
 const (

@@ -140,7 +140,7 @@ func TestReshardResumes(t *testing.T) {
 		}
 		for i := 0; i < 2; i++ {
 			k := Shard(a.ID, 0, i)
-			if _, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats(), k.Seq(), k.Gen()}); err != nil {
+			if _, err := s.run(ctx, s.drain, []string{k.Stock(), k.Drained(), k.Stats(), k.Seq(), k.Gen()}, time.Now().UnixMilli(), time.Minute.Milliseconds()); err != nil {
 				t.Fatal(err)
 			}
 		}

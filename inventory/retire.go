@@ -31,9 +31,11 @@ import (
 //     name one of its shards as the target (a transfer into a deleted shard would be credited
 //     again elsewhere);
 //   - it stopped being current at least RetireAfter ago (the stamp in meta): every reshard
-//     run that could still write to it (a run of the reshard that built it) started before it
-//     became current, so it is older than ReshardRunLimit < RetireAfter, and its credit, copy
-//     and seal are refused by the scripts (inventory_credit.lua, inventory_copy.lua).
+//     run that could still write to it (a run of the reshard that built it, or of the one
+//     that drained it) started before it stopped being current, so it is older than
+//     ReshardRunLimit < RetireAfter, and its drain, credit, copy and seal are refused by the
+//     scripts (inventory_drain.lua, inventory_credit.lua, inventory_copy.lua): a stalled run
+//     that wakes finds no deleted key it could take for a loss, nor write one again.
 // Each condition, once true, stays true (nothing makes a drained shard take a reservation or
 // a transfer again), so checking them one after another is enough. The reservation records
 // are not deleted: a reservation id names them until they expire with the activity, and a

@@ -79,8 +79,9 @@ type Options struct {
 	// ReshardWorkers is how many steps of a reshard run at once (default 16; 1 makes a
 	// reshard's Redis calls happen in a fixed order, as the simulation tests need).
 	ReshardWorkers int
-	// ReshardRunLimit bounds how long one run of a reshard may write: its steps on the new
-	// shards are refused once the run is older (the run starts over). Default 2 min.
+	// ReshardRunLimit bounds how long one run of a reshard may act: its drains of the old
+	// shards and its steps on the new ones are refused once the run is older (the run starts
+	// over from meta). Default 2 min.
 	ReshardRunLimit time.Duration
 	// RetireAfter is how long a layout stays after it stopped being current before it may
 	// be deleted (retire.go); it must exceed ReshardRunLimit (at least by a second, for the

@@ -53,6 +53,8 @@ type Compensator struct {
 	sc       *scripts
 	lockTTL  time.Duration
 	lockWait time.Duration
+
+	afterCheck func() // test hook: runs in the incarnation guard, after its check, before any write
 }
 
 // NewCompensator returns a compensator; db should be the writer's small pool. An error
@@ -113,6 +115,9 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 // incarnation than MySQL's is refused with ErrStale and changes nothing.
 func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason string) error {
 	return guardIncarnation(ctx, c.db, msg.ActivityID, inventory.Incarnation(msg.Epoch), func(db *gorm.DB) error {
+		if c.afterCheck != nil {
+			c.afterCheck()
+		}
 		return c.compensateGuarded(ctx, db, msg, reason)
 	})
 }
@@ -123,27 +128,31 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 // (Reconciler.cut) waits for fn, so what fn changed (in Redis and MySQL) happened before the
 // claim and the cut's read sees it. The lock is explicit (LOCK IN SHARE MODE), so this holds
 // at any isolation level. An activity without a row (the tests of this package) refuses
-// nothing; the embedded SQLite (one process) checks without a lock.
+// nothing.
+//
+// The embedded SQLite has no shared row lock: there the transaction's first statement is a
+// write that changes nothing (UPDATE activities SET incarnation = incarnation), which takes
+// the database's write lock before the check reads (BEGIN IMMEDIATE's effect, inside the
+// same transaction), so the check, fn and the commit are serialized with the claim, which
+// waits (busy timeout) as it does on MySQL; with a pool of one connection (the embedded app)
+// the claim also waits for the connection. fn must use the handle it is given: with one
+// connection any other would wait for this transaction for good.
 func guardIncarnation(ctx context.Context, db *gorm.DB, activity string, inc int, fn func(*gorm.DB) error) error {
-	check := func(tx *gorm.DB, lock string) error {
+	sqlite := db.Dialector.Name() == "sqlite"
+	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		lock := " LOCK IN SHARE MODE"
+		if sqlite {
+			lock = ""
+			if err := tx.Exec("UPDATE activities SET incarnation = incarnation WHERE id = ?", activity).Error; err != nil {
+				return fmt.Errorf("order: lock the incarnation of %s: %w", activity, err)
+			}
+		}
 		var cur []int
 		if err := tx.Raw("SELECT incarnation FROM activities WHERE id = ?"+lock, activity).Scan(&cur).Error; err != nil {
 			return fmt.Errorf("order: read the incarnation of %s: %w", activity, err)
 		}
 		if len(cur) > 0 && inc < cur[0] {
 			return fmt.Errorf("%w: incarnation %d, the activity's is %d", ErrStale, inc, cur[0])
-		}
-		return nil
-	}
-	if db.Dialector.Name() == "sqlite" {
-		if err := check(db.WithContext(ctx), ""); err != nil {
-			return err
-		}
-		return fn(db.WithContext(ctx))
-	}
-	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := check(tx, " LOCK IN SHARE MODE"); err != nil {
-			return err
 		}
 		return fn(tx)
 	})
