@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/testsvc"
@@ -96,5 +97,64 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 	}
 	if c, r := countOrders(t, db, a.id), compensationRows(t, db, a.id); c.rows != 0 || r != 1 {
 		t.Fatalf("orders %+v, compensation rows %d: want 0 orders and 1 compensation row (units were returned)", c, r)
+	}
+}
+
+// lostReplyHook runs a matching command and then reports an error, as a reply lost on the
+// network after Redis applied the command.
+type lostReplyHook struct {
+	match func(redis.Cmder) bool
+	armed atomic.Bool
+}
+
+func (h *lostReplyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lostReplyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil && h.match(cmd) && h.armed.CompareAndSwap(true, false) {
+			err = errors.New("injected: the reply was lost after Redis applied the command")
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+func (h *lostReplyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestCompensatedMarkAfterItsRow: the compensation's last step marks the record compensated
+// in Redis (so a redelivery skips it). When that mark is applied but its reply is lost, the
+// compensation answers an error; the compensations row must survive it or be written by the
+// next attempt. Before, the mark ran inside the MySQL transaction that writes the row: the
+// error rolled the row back, and the next attempt found the mark and did nothing, so the
+// units were back in stock with no compensations row (a late duplicate of the message after
+// the record's TTL becomes an order for a unit sold again; the protocol simulation's seed 4
+// found it on SQLite once the embedded guard became a transaction).
+func TestCompensatedMarkAfterItsRow(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 10)
+	msgs := a.reserve(1)
+	ctx := context.Background()
+	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+		args := c.Args()
+		return c.Name() == "hset" && len(args) >= 3 && args[2] == "comp"
+	}}
+	h.armed.Store(true)
+	crdb := testsvc.Redis(t)
+	crdb.(*redis.Client).AddHook(h)
+	comp := must(NewCompensator(db, crdb, testMetrics(), testLogger(t)))
+	if err := comp.Compensate(ctx, msgs[0], "test"); err == nil {
+		t.Fatal("compensate with the mark's reply lost: want an error")
+	}
+	if h.armed.Load() {
+		t.Fatal("the mark was never sent")
+	}
+	// The message comes again: the writer finds the record FAILED and finishes the
+	// compensation (Compensator.finish).
+	err := comp.finish(ctx, msgs[0])
+	t.Logf("finish: %v; statuses %v", err, a.statuses())
+	if r := compensationRows(t, db, a.id); r != 1 {
+		t.Fatalf("%d compensations rows after a compensation whose mark's reply was lost and its retry, want 1", r)
 	}
 }
