@@ -39,7 +39,8 @@ var (
 //  3. inventory's Refund lowers the buyer's count on the home shard of the current layout
 //     (once per reservation id; the user's seq is never lowered);
 //  4. a row in table compensations (INSERT ... ON CONFLICT DO NOTHING);
-//  5. inventory's MarkCompensated, so a redelivered message skips a finished compensation.
+//  5. inventory's MarkCompensated, once the row is committed, so a redelivered message
+//     skips a finished compensation.
 //
 // Every step runs under the activity's incarnation guard (guardIncarnation): a reservation
 // of an incarnation a restore replaced is refused (ErrStale) and changes nothing.
@@ -113,13 +114,26 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 // compensateLocked is Compensate with the (activity, user) lock held by the caller. It runs
 // under the activity's incarnation guard (guardIncarnation): a reservation of an older
 // incarnation than MySQL's is refused with ErrStale and changes nothing.
+//
+// The last step, the record's compensated mark, runs after the guard's transaction has
+// committed the compensations row: the mark is what lets a redelivery skip the compensation
+// (finish), so it may only exist once the row does. A mark applied in the transaction would
+// outlive a rollback of the row (its reply lost, the commit failing), and the row would never
+// be written.
 func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason string) error {
-	return guardIncarnation(ctx, c.db, msg.ActivityID, inventory.Incarnation(msg.Epoch), func(db *gorm.DB) error {
+	err := guardIncarnation(ctx, c.db, msg.ActivityID, inventory.Incarnation(msg.Epoch), func(db *gorm.DB) error {
 		if c.afterCheck != nil {
 			c.afterCheck()
 		}
 		return c.compensateGuarded(ctx, db, msg, reason)
 	})
+	if err != nil {
+		return err
+	}
+	if err := c.sc.ledger.MarkCompensated(ctx, msg.ReservationID); err != nil {
+		return fmt.Errorf("order: %w", err)
+	}
+	return nil
 }
 
 // guardIncarnation runs fn (with the transaction's handle) while the activity's row in MySQL
@@ -200,9 +214,6 @@ func (c *Compensator) compensateGuarded(ctx context.Context, db *gorm.DB, msg Me
 	if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
 		Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
 		return fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
-	}
-	if err := c.sc.ledger.MarkCompensated(ctx, msg.ReservationID); err != nil {
-		return fmt.Errorf("order: %w", err)
 	}
 	if code == inventory.FailedNow || code == inventory.FailedNowMoved {
 		c.m.Compensations.Inc()
