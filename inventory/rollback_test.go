@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -159,26 +160,13 @@ func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
 					}
 					buyers = []string{u1}
 				}
-				snap := map[string]string{}
-				for _, key := range []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()} {
-					if d, err := rdb.Dump(ctx, key).Result(); err == nil {
-						snap[key] = d
-					}
-				}
+				goBack := snapshotShard(t, rdb, k)
 				for _, u := range buyers {
 					if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
 						t.Fatalf("reserve %s: %+v %v", u, res, err)
 					}
 				}
-				for _, key := range []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()} {
-					if d, ok := snap[key]; ok {
-						if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
-							t.Fatal(err)
-						}
-					} else if err := rdb.Del(ctx, key).Err(); err != nil {
-						t.Fatal(err)
-					}
-				}
+				goBack()
 				err := s.Reshard(ctx, a.ID, 3)
 				if !errors.Is(err, ErrRecovering) {
 					t.Errorf("reshard of a layout with a shard gone back: %v, want ErrRecovering", err)
@@ -221,13 +209,7 @@ func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 			}
 		}
 		k := Shard(a.ID, 0, 1)
-		keys := []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()}
-		snap := map[string]string{}
-		for _, key := range keys {
-			if d, err := rdb.Dump(ctx, key).Result(); err == nil {
-				snap[key] = d
-			}
-		}
+		goBack := snapshotShard(t, rdb, k)
 		accepted := 0
 		if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1}); err != nil || res.Code != Reserved {
 			t.Fatalf("reserve %s: %+v %v", home1[0], res, err)
@@ -235,15 +217,7 @@ func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 		accepted++
 		// Shard 1's node goes back to before that reservation (the 202 was answered, its
 		// journal entry may already be an order).
-		for _, key := range keys {
-			if d, ok := snap[key]; ok {
-				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := rdb.Del(ctx, key).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		goBack()
 		// Shard 0's buyers: the third needs a unit from shard 1, whose two units are one
 		// too many now.
 		fenced := false
@@ -288,27 +262,13 @@ func TestCounterRaisedAgainByAnotherInstanceIsNoticed(t *testing.T) {
 			}
 		}
 		k := Shard(a.ID, 0, 0)
-		keys := []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()}
-		snap := map[string]string{}
-		for _, key := range keys {
-			if d, err := rdb.Dump(ctx, key).Result(); err == nil {
-				snap[key] = d
-			}
-		}
+		goBack := snapshotShard(t, rdb, k)
 		for _, u := range []string{"x1", "x2"} {
 			if res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
 				t.Fatalf("X reserve %s: %+v %v", u, res, err)
 			}
 		}
-		for _, key := range keys {
-			if d, ok := snap[key]; ok {
-				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := rdb.Del(ctx, key).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		goBack()
 		for _, u := range []string{"y1", "y2", "y3"} {
 			if res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
 				t.Fatalf("Y reserve %s: %+v %v", u, res, err)
@@ -354,13 +314,7 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 			}
 		}
 		src := Shard(a.ID, 0, 1)
-		keys := []string{src.Stock(), src.Gen(), src.Seq(), src.Users(), src.Stats(), src.XOut(), src.Journal()}
-		snap := map[string]string{}
-		for _, key := range keys {
-			if d, err := rdb.Dump(ctx, key).Result(); err == nil {
-				snap[key] = d
-			}
-		}
+		goBack := snapshotShard(t, rdb, src)
 		// The fourth buyer of shard 0 needs a unit from shard 1.
 		for _, u := range home0 {
 			if res, err := a1.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
@@ -370,15 +324,7 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 		if err := b.Refresh(ctx); err != nil { // b reads the raised mark
 			t.Fatal(err)
 		}
-		for _, key := range keys {
-			if d, ok := snap[key]; ok {
-				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
-					t.Fatal(err)
-				}
-			} else if err := rdb.Del(ctx, key).Err(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		goBack()
 		for i := 0; i < 6; i++ {
 			res, err := b.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("v%d", i), Quantity: 1})
 			if err == nil && (res.Code == Reserved || res.Code == Replayed) {
@@ -412,5 +358,35 @@ func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
 	}
 	if l.handedBefore(1, own) || !l.handedBefore(1, own) {
 		t.Fatal("the shard's own number is counted once")
+	}
+}
+
+// snapshotShard DUMPs the keys of shard k (stock, generation, counter, users, stats, transit
+// and journal) and returns what puts its node back to them: keys written since are deleted,
+// the others restored (a failover to a replica that lagged, an AOF without its last writes).
+func snapshotShard(t *testing.T, rdb redis.UniversalClient, k ShardKeys) (goBack func()) {
+	t.Helper()
+	ctx := context.Background()
+	keys := []string{k.Stock(), k.Gen(), k.Seq(), k.Users(), k.Stats(), k.XOut(), k.Journal()}
+	snap := map[string]string{}
+	for _, key := range keys {
+		d, err := rdb.Dump(ctx, key).Result()
+		if err == nil {
+			snap[key] = d
+		} else if !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+	}
+	return func() {
+		t.Helper()
+		for _, key := range keys {
+			if d, ok := snap[key]; ok {
+				if err := rdb.RestoreReplace(ctx, key, 0, d).Err(); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := rdb.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

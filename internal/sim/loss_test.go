@@ -356,13 +356,7 @@ func (s *sim) checkLossEnd() {
 // 100 steps each, in parallel; SECKILL_LOSS_SEED runs one seed, SECKILL_LOSS_STEPS sets the steps, and
 // SECKILL_LOSS_SOAK=1 runs seeds 1-40 of 200 steps (a soak, several minutes).
 func TestSimulationLoss(t *testing.T) {
-	seeds, steps := []int64{2, 4, 6, 10, 12, 44}, int64(100)
-	if os.Getenv("SECKILL_LOSS_SOAK") != "" {
-		seeds, steps = nil, 200
-		for i := int64(1); i <= 40; i++ {
-			seeds = append(seeds, i)
-		}
-	}
+	seeds, steps := lossSeeds(2, 4, 6, 10, 12, 44)
 	runSeeds(t, "loss simulation", "SECKILL_LOSS_SEED", "SECKILL_LOSS_STEPS", steps, seeds, func(t *testing.T, seed int64, steps int) {
 		runLoss(t, seed, steps, 1)
 	})
@@ -376,16 +370,23 @@ func TestSimulationLoss(t *testing.T) {
 // instance and handed out again by the other before the first one's refresh is the limit the
 // design leaves to the durability modes, counted. SECKILL_LOSS_SEED runs one seed.
 func TestSimulationLossTwo(t *testing.T) {
-	seeds, steps := []int64{1, 2, 3}, int64(100)
-	if os.Getenv("SECKILL_LOSS_SOAK") != "" {
-		seeds, steps = nil, 200
-		for i := int64(1); i <= 40; i++ {
-			seeds = append(seeds, i)
-		}
-	}
+	seeds, steps := lossSeeds(1, 2, 3)
 	runSeeds(t, "loss simulation, two instances", "SECKILL_LOSS_SEED", "SECKILL_LOSS_STEPS", steps, seeds, func(t *testing.T, seed int64, steps int) {
 		runLoss(t, seed, steps, 2)
 	})
+}
+
+// lossSeeds is a loss simulation's seeds and steps: the fixed seeds at 100 steps, or with
+// SECKILL_LOSS_SOAK seeds 1-40 at 200.
+func lossSeeds(fixed ...int64) ([]int64, int64) {
+	if os.Getenv("SECKILL_LOSS_SOAK") == "" {
+		return fixed, 100
+	}
+	var seeds []int64
+	for i := int64(1); i <= 40; i++ {
+		seeds = append(seeds, i)
+	}
+	return seeds, 200
 }
 
 // instance names st for the trace.
