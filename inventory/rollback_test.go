@@ -390,3 +390,64 @@ func snapshotShard(t *testing.T, rdb redis.UniversalClient, k ShardKeys) (goBack
 		}
 	}
 }
+
+// TestRaisedMarkHandedOutTwice: instance X's refill debited shard S (its mark raised from
+// "<gen>" to the next one), S's node went back to before that debit, and instance Y, whose
+// view of S is older than the debit, debited S again before X called it: Y's debit raised S to
+// the same count X recorded. A mark that names only a count matches X's record, so X's next
+// reservation on S sells the unit X's lost debit had already moved and sold elsewhere: one
+// unit over stock (review of issue 18, item 1). Each debit's mark must be its own, and X must
+// refuse S and fence the activity.
+func TestRaisedMarkHandedOutTwice(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 4, 1, 2)) // two units per shard
+		cat.put(a)
+		y := newStore(t, rdb, Options{Catalog: cat})
+		for _, st := range []*Store{x, y} {
+			if err := st.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var home0, home1 []string
+		for i := 0; len(home0) < 4 || len(home1) < 1; i++ {
+			u := fmt.Sprintf("u%d", i)
+			if HomeShard(x.UserHash(u), 2) == 0 {
+				home0 = append(home0, u)
+			} else {
+				home1 = append(home1, u)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		reserve := func(st *Store, name, u string) {
+			t.Helper()
+			if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
+			}
+		}
+		// X sells shard 0's two units, and its third buyer of shard 0 gets a unit debited from S.
+		reserve(x, "X", home0[0])
+		reserve(x, "X", home0[1])
+		goBack := snapshotShard(t, rdb, src)
+		reserve(x, "X", home0[2])
+		if n, _ := rdb.HGet(ctx, src.Stats(), "xout").Int(); n != 1 {
+			t.Fatalf("S's xout is %d: X's third buyer's unit did not come from S", n)
+		}
+		goBack() // S's node loses X's debit; shard 0 keeps the credit, sold
+		// Y never read S since its first refresh: its buyer of shard 0 finds it empty and
+		// debits S again, raising S's mark to the count X recorded.
+		reserve(y, "Y", home0[3])
+		sold := 4
+		for i, u := range home1 {
+			res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+				t.Fatalf("X reserved %s on S, which lost X's debit: %d units sold of 4", res.ReservationID, sold+i+1)
+			}
+			if !errors.Is(err, ErrRecovering) {
+				t.Fatalf("X reserve %s on S after it lost X's debit: %+v %v, want ErrRecovering", u, res, err)
+			}
+		}
+	})
+}
