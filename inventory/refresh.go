@@ -254,6 +254,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
+	var unsure []markCheck
 	for _, j := range jobs {
 		var sum, moving int64
 		missing := false
@@ -281,14 +282,17 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			}
 			if j.e.recovering.Load() == nil && !wentBack {
 				counter, _ := asInt(v[1])
-				what := wentBackFrom(j.floors[k], *j.marks[k], j.seen[k], counter, asString(v[2]))
+				what, check := wentBackFrom(j.floors[k], *j.marks[k], j.seen[k], counter, asString(v[2]))
 				if what == "" && j.recs[k] != nil && j.recs[k].Err() == nil {
 					what = otherBuyer(j.tops[k], j.recs[k].Val())
 				}
-				if what != "" {
+				switch {
+				case what != "":
 					s.wentBack(ctx, j.e, j.l, k, what)
 					wentBack = true
-				} else {
+				case check != "":
+					unsure = append(unsure, markCheck{e: j.e, l: j.l, i: k, counter: counter, known: check, found: asString(v[2])})
+				default:
 					j.l.saw(k, j.e, counter, asString(v[2]))
 				}
 			}
@@ -318,7 +322,46 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			}
 		}
 	}
+	s.checkMarks(ctx, unsure)
 	return nil
+}
+
+// markCheck is a shard whose refresh found a higher generation mark than the one recorded
+// there (known): only the shard's history tells whether it descends from known (rollback.go).
+type markCheck struct {
+	e            *entry
+	l            *layout
+	i            int
+	counter      int64
+	known, found string
+}
+
+// checkMarks reads the history of the shards in cs (one pipeline, HEXISTS each: only after
+// another instance's debit raised a mark, once per debit): a known mark in its shard's history
+// is recorded as seen with what the refresh read; one missing is a node that went back, and
+// fences the activity. A failed read records nothing (the next refresh asks again).
+func (s *Store) checkMarks(ctx context.Context, cs []markCheck) {
+	if len(cs) == 0 {
+		return
+	}
+	pipe := s.rdb.Pipeline()
+	got := make([]*redis.BoolCmd, len(cs))
+	for n, c := range cs {
+		got[n] = pipe.HExists(ctx, c.l.keys[c.i].Stats(), "m:"+c.known)
+	}
+	_, _ = pipe.Exec(ctx) // each command's own error is checked below
+	fenced := map[*entry]bool{}
+	for n, c := range cs {
+		known, err := got[n].Result()
+		switch {
+		case err != nil || fenced[c.e] || c.e.recovering.Load() != nil:
+		case known:
+			c.l.saw(c.i, c.e, c.counter, c.found)
+		default:
+			s.wentBack(ctx, c.e, c.l, c.i, lostMark(c.known, c.found))
+			fenced[c.e] = true
+		}
+	}
 }
 
 // checkShard puts e in the recovering state when shard k of its current layout l lost its

@@ -428,7 +428,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	case rcRolledBack:
 		return ReserveResult{}, done, s.rolledBack(ctx, e, l, home, num(1))
 	case rcGeneration:
-		switch s.meetMark(ctx, e, l, home, sent, asString(arg(1)), seen) {
+		switch s.meetMark(ctx, e, l, home, sent, asString(arg(1)), seen, num(2) == 1) {
 		case markRaised:
 			return ReserveResult{}, remarked, nil
 		case markWentBack:
@@ -489,7 +489,7 @@ func (s *Store) adoptGeneration(ctx context.Context, e *entry, l *layout, home i
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, false, fmt.Errorf("inventory: read generation: %w", err)
 	}
-	if b, _ := splitMark(got); b != gen {
+	if b, _, _ := splitMark(got); b != gen {
 		return false, false, nil
 	}
 	l.raiseMark(home, got)
@@ -579,7 +579,7 @@ func (s *Store) debitChecked(ctx context.Context, e *entry, l *layout, j int, hk
 		if try > 3 { // raised again each time: others are debiting it, let them
 			return debited{}, nil
 		}
-		switch s.meetMark(ctx, e, l, j, sent, d.mark, seen) {
+		switch s.meetMark(ctx, e, l, j, sent, d.mark, seen, d.inHistory) {
 		case markRaised:
 		case markAdopt:
 			ok, moved, err := s.adoptGeneration(ctx, e, l, j)

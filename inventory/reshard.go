@@ -169,7 +169,20 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		drained[i], _ = asInt(res[1])
 		if seen != nil && len(res) >= 4 {
 			counter, _ := asInt(res[2])
-			if what := seen.wentBack(i, ent, counter, asString(res[3])); what != "" {
+			found := asString(res[3])
+			what, check := seen.wentBack(i, ent, counter, found)
+			if check != "" {
+				// A higher mark than the one recorded: the drained shard takes no more writes,
+				// so its history, read now, says whether it descends from the recorded one.
+				known, err := s.markKnown(ctx, seen.keys[i], check)
+				if err != nil {
+					return fmt.Errorf("inventory: drain %s shard %d: read its mark history: %w", id, i, err)
+				}
+				if !known {
+					what = lostMark(check, found)
+				}
+			}
+			if what != "" {
 				s.wentBack(ctx, ent, seen, i, what)
 				return fmt.Errorf("%w: reshard of %s: shard %d %s", ErrRecovering, id, i, what)
 			}

@@ -150,17 +150,28 @@ func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason
 // (a Cluster master failed over to a replica that lagged) while the target's node keeps the
 // credit, and sells it. The source then holds the units again, and if it never sold, no
 // number is handed out twice. So the debit raises a mark in the source's generation key
-// ("<gen>" -> "<gen>#1" -> ..., inventory_transfer.lua) and returns it; the instance keeps it
-// (layout.marks) and passes it to every reservation and debit on that shard, which refuse a
-// shard holding another mark (answer 13 with the mark held). A mark of the same generation
-// with a higher count was raised since (by another instance's debit): it is taken and the
-// call sent again. A lower count, or a shard with no generation key where this instance met
-// one before (it sold or debited there), is a node that went back: the activity is fenced.
-// Invariant: no unit a debit took is taken again from its source, by a reservation or a
-// debit of an instance that saw the debit or any later call on the source; kept by the
-// debit's raise and the scripts' checks of the mark. Another instance's stale view (it never
-// called the source since the debit) is not covered: in a fleet, the durability modes are
-// what keeps a debit from being lost (every transfer script runs through Durability).
+// naming the debit ("<gen>" -> "<gen>#1.<transfer id>" -> "<gen>#2.<id>" ...,
+// inventory_transfer.lua), records it in the source's history (stats field "m:<mark>", in
+// the same script) and returns it; the instance keeps it (layout.marks) and passes it to
+// every reservation and debit on that shard, which refuse a shard holding another mark
+// (answer 13 with the mark held and whether the caller's is in the history). A caller's mark
+// in the history was raised since (by another instance's debit): the shard's mark is taken
+// and the call sent again. A mark not in the history, or a shard with no generation key where
+// this instance met one before (it sold or debited there), is a node that went back: the
+// activity is fenced. A count alone does not tell: after X's debit to "#1" was lost, Y (which
+// had not seen it) debits the shard to "#1" again, and X's record would match
+// (TestRaisedMarkHandedOutTwice); the transfer id, unique per debit (it carries the
+// instance's incarnation), does. Invariant: no unit a debit took is taken again from its
+// source, by a reservation or a debit of an instance that saw the debit or any later call on
+// the source; kept by the debit's raise and the scripts' checks of the mark and history.
+// Another instance's stale view (it never called the source since the debit) is not
+// covered: in a fleet, the durability modes are what keeps a debit from being lost (every
+// transfer script runs through Durability).
+//
+// Marks of the release before (a count without a debit's id, "<gen>#3") are read as before:
+// a higher count was raised since. An instance of that release reads a mark with an id as
+// another generation and answers that shard RECOVERING until it is upgraded (nothing is
+// sold twice either way).
 
 // mark is the generation mark the reservation and transfer scripts are given for shard i
 // of l: the one last seen raised or met there, else the activity's generation.
@@ -178,23 +189,32 @@ func (l *layout) mark(i int, e *entry) *string {
 // mark there or handed out a number (the script sells only on a shard holding one).
 func (l *layout) seen(i int) bool { return l.marks[i].Load() != nil || l.issued[i].Load() > 0 }
 
-// splitMark splits a generation mark into its generation and count ("<gen>" is count 0).
-func splitMark(m string) (string, int64) {
-	if i := strings.LastIndexByte(m, '#'); i >= 0 {
-		if n, err := strconv.ParseInt(m[i+1:], 10, 64); err == nil && n > 0 {
-			return m[:i], n
-		}
+// splitMark splits a generation mark into its generation, its count ("<gen>" is count 0)
+// and the id of the debit that raised it ("" for "<gen>" and for a mark of the release
+// before, "<gen>#<count>"). A generation holds no '#'.
+func splitMark(m string) (base string, n int64, id string) {
+	i := strings.IndexByte(m, '#')
+	if i < 0 {
+		return m, 0, ""
 	}
-	return m, 0
+	count := m[i+1:]
+	if j := strings.IndexByte(count, '.'); j >= 0 {
+		count, id = count[:j], count[j+1:]
+	}
+	n, err := strconv.ParseInt(count, 10, 64)
+	if err != nil || n <= 0 {
+		return m, 0, ""
+	}
+	return m[:i], n, id
 }
 
 // raiseMark records that shard i of l holds mark got, unless a higher count is recorded.
 func (l *layout) raiseMark(i int, got string) {
-	_, n := splitMark(got)
+	_, n, _ := splitMark(got)
 	for {
 		cur := l.marks[i].Load()
 		if cur != nil {
-			if _, c := splitMark(*cur); c >= n {
+			if _, c, _ := splitMark(*cur); c >= n {
 				return
 			}
 		}
@@ -219,12 +239,11 @@ const (
 // markMet), and for markWentBack fences the activity. known is the mark the call carried,
 // not the one recorded now: a debit of this instance may have raised it since the call.
 // seen is whether, when the call was sent, this instance had met the shard's generation key
-// (l.seen).
-func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known, got string, seen bool) markMet {
+// (l.seen); inHistory whether the script found known in the shard's mark history.
+func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known, got string, seen, inHistory bool) markMet {
 	if known == "" {
 		return markOther
 	}
-	kb, kn := splitMark(known)
 	if got == "" {
 		if !seen {
 			return markAdopt
@@ -232,48 +251,97 @@ func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known,
 		s.wentBack(ctx, e, l, i, "its generation key is gone")
 		return markWentBack
 	}
-	gb, gn := splitMark(got)
-	if gb != kb {
-		return markOther
-	}
-	if gn >= kn {
+	switch markAfter(known, got, inHistory) {
+	case markLater:
 		l.raiseMark(i, got)
 		return markRaised
+	case markLost:
+		s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" (found "+got+")")
+		return markWentBack
 	}
-	s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" to "+got)
-	return markWentBack
+	return markOther
+}
+
+// markOrder is how a mark found on a shard stands to the one a caller knows.
+type markOrder int
+
+const (
+	markForeign markOrder = iota // another generation (a fence, a restore): not this check's
+	markLater                    // raised since the known one, or the known one itself
+	markLost                     // the shard's node lost the known one
+	markUnsure                   // later by its count; only the history tells (the known one's id)
+)
+
+// markAfter orders got, a mark found on a shard, against known, the one a caller recorded
+// there, given whether known is in the shard's history (false when not read: then a higher
+// count with an id to check answers markUnsure). A lower count is lost; the same count of
+// another debit is lost (two debits raised the shard to it: the node lost the first); a
+// higher count is later when known names no debit (the generation itself, or a mark of the
+// release before) or is in the history.
+func markAfter(known, got string, inHistory bool) markOrder {
+	if got == known {
+		return markLater
+	}
+	kb, kn, kid := splitMark(known)
+	gb, gn, _ := splitMark(got)
+	switch {
+	case gb != kb:
+		return markForeign
+	case gn <= kn:
+		return markLost
+	case kid == "" || inHistory:
+		return markLater
+	}
+	return markUnsure
 }
 
 // wentBack says how shard i of l went back, or "": counter and mark are its reservation
 // counter and generation mark as a script found them (a drain), checked against the highest
 // number this instance handed out or read there and the mark it recorded, all of them from
-// calls answered before that script ran.
-func (l *layout) wentBack(i int, e *entry, counter int64, mark string) string {
+// calls answered before that script ran. check is whether the answer needs the recorded
+// mark's history: the mark found is higher and only the history tells whether it descends
+// from the recorded one (the caller reads it: markKnown).
+func (l *layout) wentBack(i int, e *entry, counter int64, mark string) (what string, check string) {
 	return wentBackFrom(l.floorOf(i), *l.mark(i, e), l.seen(i), counter, mark)
 }
 
 // wentBackFrom says how a shard whose floor and recorded mark were floor and known (seen:
 // this instance had met its generation key, layout.seen) went back, found with counter and
 // mark, or "". An empty known mark (an activity of before generations) checks the counter
-// only; a mark of another generation (a fence) is not this check's business.
-func wentBackFrom(floor int64, known string, seen bool, counter int64, mark string) string {
+// only; a mark of another generation (a fence) is not this check's business. check is the
+// mark whose presence in the shard's history decides ("": nothing to check): absent, the
+// shard went back (lostMark says how).
+func wentBackFrom(floor int64, known string, seen bool, counter int64, mark string) (what string, check string) {
 	if counter < floor {
-		return "went back below reservation number " + strconv.FormatInt(floor, 10) + " (counter " + strconv.FormatInt(counter, 10) + ")"
+		return "went back below reservation number " + strconv.FormatInt(floor, 10) + " (counter " + strconv.FormatInt(counter, 10) + ")", ""
 	}
 	if known == "" {
-		return ""
+		return "", ""
 	}
 	if mark == "" {
 		if seen {
-			return "lost its generation key (mark " + known + ")"
+			return "lost its generation key (mark " + known + ")", ""
 		}
-		return "" // never given a generation yet (a reshard made it): adoption gives it one
+		return "", "" // never given a generation yet (a reshard made it): adoption gives it one
 	}
-	kb, kn := splitMark(known)
-	if gb, gn := splitMark(mark); gb == kb && gn < kn {
-		return "went back from generation mark " + known + " to " + mark
+	switch markAfter(known, mark, false) {
+	case markLost:
+		return lostMark(known, mark), ""
+	case markUnsure:
+		return "", known
 	}
-	return ""
+	return "", ""
+}
+
+// lostMark says that a shard lost the mark known, found holding mark.
+func lostMark(known, mark string) string {
+	return "went back from generation mark " + known + " (found " + mark + ")"
+}
+
+// markKnown reads whether mark is in the history of the shard k (the stats field the debit
+// that raised it wrote).
+func (s *Store) markKnown(ctx context.Context, k ShardKeys, mark string) (bool, error) {
+	return s.rdb.HExists(ctx, k.Stats(), "m:"+mark).Result()
 }
 
 // The floor misses one rollback: the counter went back below this instance's numbers and
@@ -322,7 +390,7 @@ func (l *layout) saw(i int, e *entry, counter int64, mark string) {
 	if mark == "" {
 		return
 	}
-	if b, _ := splitMark(mark); b == e.generation() {
+	if b, _, _ := splitMark(mark); b == e.generation() {
 		l.raiseMark(i, mark)
 	}
 }

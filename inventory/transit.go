@@ -119,6 +119,7 @@ type debited struct {
 	closed      bool   // a reshard closed the source
 	mark        string // units > 0: the source's generation mark, raised by the debit; differs: the mark it holds
 	differs     bool   // the source's mark is not the one given: nothing taken
+	inHistory   bool   // differs: the mark given is in the source's history (raised since)
 	below       bool   // the source's reservation counter is below the floor given: nothing taken
 	counter     int64  // below: the counter it holds
 }
@@ -152,7 +153,12 @@ func (m *Mover) debit(ctx context.Context, src, target ShardKeys, id string, wan
 		if len(res) < 2 {
 			return debited{}, fmt.Errorf("inventory: transfer debit: unexpected answer %v", res)
 		}
-		return debited{differs: true, mark: asString(res[1])}, nil
+		h := false
+		if len(res) >= 3 {
+			n, _ := asInt(res[2])
+			h = n == 1
+		}
+		return debited{differs: true, mark: asString(res[1]), inHistory: h}, nil
 	case xfFloor:
 		if len(res) < 2 {
 			return debited{}, fmt.Errorf("inventory: transfer debit: unexpected answer %v", res)

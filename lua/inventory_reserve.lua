@@ -68,8 +68,10 @@
 --   {10}                      SHARD_CLOSED: stock key missing (drained by a reshard: a drained
 --                             shard never has one): refresh
 --   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
---   {13, gen or ""}           GENERATION: the shard's generation is not ARGV[17] (fenced,
---                             lost, or never given one): nothing taken
+--   {13, gen or "", 1 | 0}    GENERATION: the shard's generation is not ARGV[17] (fenced,
+--                             lost, never given one, or a mark raised by a debit): nothing
+--                             taken; 1 when ARGV[17] is in the shard's mark history (stats
+--                             field "m:<mark>", inventory_transfer.lua): raised since, not lost
 --   {14, counter}             ROLLED_BACK: the counter is below ARGV[18]: nothing taken
 --#include lib_bucket.lua
 --#include lib_window.lua
@@ -78,7 +80,7 @@ if not sd[1] then
   return {10}
 end
 if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
-  return {13, sd[3] or ''}
+  return {13, sd[3] or '', redis.call('HEXISTS', KEYS[5], 'm:' .. ARGV[17])}
 end
 if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
   return {14, sd[2] or '0'}

@@ -12,13 +12,16 @@
 --   before anything is taken (inventory/rollback.go), as the reservation script refuses it.
 --   Takes min(stock, max(wanted, floor(stock / 2))) units off the stock, records them in
 --   transit: xout[id] = "<units>|<target>|<ms>", stats.xout += units, and raises the source's
---   mark: "<gen>" -> "<gen>#1" -> "<gen>#2"... A node that loses the debit (goes back to an
---   older copy) loses the raised mark with it, while the instance that debited keeps it, and
---   the reservation script and the next debit, called with that mark, refuse the shard
---   (inventory/rollback.go): its units were credited elsewhere and must not be sold again.
+--   mark, naming the debit: "<gen>" -> "<gen>#1.<id>" -> "<gen>#2.<id2>"..., each recorded in
+--   the source's history (stats field "m:<mark>"). A node that loses the debit (goes back to
+--   an older copy) loses the raised mark and its history field with it, while the instance
+--   that debited keeps the mark, and the reservation script and the next debit, called with
+--   that mark, refuse the shard (inventory/rollback.go): its units were credited elsewhere
+--   and must not be sold again. A mark not in the history was lost, whatever the shard holds.
 --   Returns {1, units, stockAfter, mark} | {8, 0} nothing here | {10} shard closed (reshard)
---   | {13, mark or ""} the source's mark is not ARGV[5] (nothing taken) | {14, counter} the
---   source's counter is below ARGV[6] (nothing taken).
+--   | {13, mark or "", 1 | 0} the source's mark is not ARGV[5] (nothing taken), and whether
+--   ARGV[5] is in its history | {14, counter} the source's counter is below ARGV[6] (nothing
+--   taken).
 -- credit (on the target)  ARGV[2] transfer id  ARGV[3] units  ARGV[4] source "<e>:<i>"
 --   ARGV[5] the transit entry's time (ms, as the source recorded it)  ARGV[6] keep (ms)
 --   Once per id: xin[id] = "<units>|<source>|<ms now>", stock += units, stats.xin += units.
@@ -51,7 +54,7 @@ if op == 'debit' then
   if mark ~= '' then
     local g = redis.call('GET', KEYS[5])
     if g ~= mark then
-      return {13, g or ''}
+      return {13, g or '', redis.call('HEXISTS', KEYS[4], 'm:' .. mark)}
     end
   end
   if KEYS[6] then
@@ -70,9 +73,11 @@ if op == 'debit' then
   redis.call('HSET', KEYS[3], ARGV[2], units .. '|' .. ARGV[4] .. '|' .. math.floor(now_us() / 1000))
   redis.call('HINCRBY', KEYS[4], 'xout', units)
   if mark ~= '' then
-    local base, n = string.match(mark, '^(.*)#(%d+)$')
+    local base, n = string.match(mark, '^([^#]*)#(%d+)')
     if base then mark = base .. '#' .. (tonumber(n) + 1) else mark = mark .. '#1' end
+    mark = mark .. '.' .. ARGV[2]
     redis.call('SET', KEYS[5], mark)
+    redis.call('HSET', KEYS[4], 'm:' .. mark, 1)
   end
   return {1, units, left, mark}
 end
