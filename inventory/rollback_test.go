@@ -451,3 +451,43 @@ func TestRaisedMarkHandedOutTwice(t *testing.T) {
 		}
 	})
 }
+
+// TestMetaBackPastAReshardOnAFreshInstance: meta's node went back past a reshard's switch (it
+// names the old epoch again, no reshard recorded) while the old shards' nodes kept their
+// drain. An instance that applied the new epoch notices by its own record (checkLost); one
+// started after the rollback never saw it, finds its user's home shard closed for good
+// outside a reshard and must answer recovering, not busy for good (loss simulation, two
+// instances: busy from one instance while the other had noticed).
+func TestMetaBackPastAReshardOnAFreshInstance(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 10, 1, 2))
+		cat.put(a)
+		if err := x.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		before, err := rdb.HGetAll(ctx, Meta(a.ID)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Reshard(ctx, a.ID, 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Del(ctx, Meta(a.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HSet(ctx, Meta(a.ID), before).Err(); err != nil {
+			t.Fatal(err)
+		}
+		y := newStore(t, rdb, Options{Catalog: cat})
+		if err := y.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u1", Quantity: 1})
+		if !errors.Is(err, ErrRecovering) {
+			t.Fatalf("reserve on an instance started after meta went back past a reshard: %+v %v, want ErrRecovering", res, err)
+		}
+	})
+}
