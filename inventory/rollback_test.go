@@ -491,3 +491,40 @@ func TestMetaBackPastAReshardOnAFreshInstance(t *testing.T) {
 		}
 	})
 }
+
+// TestRefillFromALostShardIsNoticed: a shard's node lost the shard (its keys gone, meta and the
+// other shards kept), and the first call to meet it is another shard's refill, whose debit
+// finds it closed: outside a reshard that is a loss, and the reservation must answer
+// recovering, not busy for good (two-instance loss simulation: busy on every buyer of the
+// sold-out home shard, the lost shard never checked because it was not theirs).
+func TestRefillFromALostShardIsNoticed(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		s := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, s, openActivity(t, 4, 1, 2)) // two units per shard
+		cat.put(a)
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var home0 []string
+		for i := 0; len(home0) < 3; i++ {
+			if u := fmt.Sprintf("u%d", i); HomeShard(s.UserHash(u), 2) == 0 {
+				home0 = append(home0, u)
+			}
+		}
+		for _, u := range home0[:2] {
+			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		if err := rdb.Del(ctx, src.Stock(), src.Gen(), src.Seq(), src.Users(), src.Stats()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home0[2], Quantity: 1})
+		if !errors.Is(err, ErrRecovering) {
+			t.Fatalf("reserve whose refill met a shard its node lost: %+v %v, want ErrRecovering", res, err)
+		}
+	})
+}
