@@ -255,7 +255,7 @@ func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known,
 	case markLater:
 		l.raiseMark(i, got)
 		return markRaised
-	case markLost:
+	case markLost, markUnsure: // the script read the history: known is not in it
 		s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" (found "+got+")")
 		return markWentBack
 	}

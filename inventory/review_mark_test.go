@@ -1,0 +1,209 @@
+package inventory
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Review of 8b25fc6. TestLostMarkRaisedTwiceFences: X debited S (mark <gen>#1.<X's id>), S's
+// node went back past that debit, and Y, whose view of S is older, debited S twice (<gen>#2.
+// <Y's second id>). X's next reservation on S meets a higher count whose history lacks X's
+// mark: the script read the history (answer {13, mark, 0}), so X's debit was lost. meetMark
+// hands markAfter inHistory=false, which reads as "not read" (markUnsure) and falls through to
+// markOther: X answers ErrRecovering for its own request but fences nothing, so Y keeps
+// selling S (whose units X's lost debit already moved and sold elsewhere) until X's next
+// refresh happens to run checkMarks.
+func TestLostMarkRaisedTwiceFences(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 8, 1, 2)) // four units per shard
+		cat.put(a)
+		y := newStore(t, rdb, Options{Catalog: cat})
+		for _, st := range []*Store{x, y} {
+			if err := st.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var home0, home1 []string
+		for i := 0; len(home0) < 12 || len(home1) < 2; i++ {
+			u := fmt.Sprintf("u%d", i)
+			if HomeShard(x.UserHash(u), 2) == 0 {
+				home0 = append(home0, u)
+			} else {
+				home1 = append(home1, u)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		reserve := func(st *Store, name, u string) {
+			t.Helper()
+			if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
+			}
+		}
+		n0 := 0
+		next0 := func() string { n0++; return home0[n0-1] }
+		for i := 0; i < 4; i++ { // X sells shard 0 out
+			reserve(x, "X", next0())
+		}
+		goBack := snapshotShard(t, rdb, src)
+		reserve(x, "X", next0()) // X debits S
+		xMark, _ := rdb.Get(ctx, src.Gen()).Result()
+		if !strings.Contains(xMark, "#1.") {
+			t.Fatalf("S's mark after X's debit is %q", xMark)
+		}
+		goBack() // S loses X's debit; shard 0 keeps the credit
+		// Y sells shard 0 (the rest of X's credit, then units Y debits from S) until S's
+		// mark was raised twice by Y.
+		for {
+			m, _ := rdb.Get(ctx, src.Gen()).Result()
+			if strings.Contains(m, "#2.") {
+				break
+			}
+			if n0 == len(home0) {
+				t.Fatalf("Y never debited S twice (mark %q)", m)
+			}
+			reserve(y, "Y", next0())
+		}
+		// X meets S: its mark is not in S's history, the script says so.
+		res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1})
+		if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+			t.Fatalf("X reserved on S, which lost X's debit: %+v", res)
+		}
+		if !errors.Is(err, ErrRecovering) {
+			t.Fatalf("X reserve on S: %+v %v, want ErrRecovering", res, err)
+		}
+		if g, _ := rdb.HGet(ctx, Meta(a.ID), "gen").Result(); g != generationRolledBack {
+			t.Errorf("X met S without its own debit's mark in S's history and answered ErrRecovering, but did not fence the activity (meta gen %q)", g)
+		}
+		if res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[1], Quantity: 1}); err == nil && res.Code == Reserved {
+			t.Errorf("Y sold %s on S after X met S's loss: X did not fence", res.ReservationID)
+		}
+	})
+}
+
+// TestInFlightCallForgetsOwnDebit: a reservation of X on S carries the mark X recorded when
+// it was built (<gen>); meanwhile X's own debit raises S to <gen>#1.<X's id> and X records
+// it; S's node goes back past that debit and Y debits S twice (<gen>#2.<Y's id>). The
+// reservation's answer is {13, <gen>#2.<Y's id>, 1}: its carried mark is an ancestor, so
+// meetMark raises X's record to Y's mark over X's own <gen>#1.<X's id>, which S lost and
+// which nobody checked. X's resend matches and sells on S; X never notices its lost debit.
+// The same holds for the refresh (its snapshot of the mark predates X's debit answer) and
+// for a concurrent debit. Simulated by calling meetMark with the in-flight call's answer.
+func TestInFlightCallForgetsOwnDebit(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 8, 1, 2))
+		cat.put(a)
+		y := newStore(t, rdb, Options{Catalog: cat})
+		for _, st := range []*Store{x, y} {
+			if err := st.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var home0, home1 []string
+		for i := 0; len(home0) < 12 || len(home1) < 1; i++ {
+			u := fmt.Sprintf("u%d", i)
+			if HomeShard(x.UserHash(u), 2) == 0 {
+				home0 = append(home0, u)
+			} else {
+				home1 = append(home1, u)
+			}
+		}
+		src := Shard(a.ID, 0, 1)
+		reserve := func(st *Store, name, u string) {
+			t.Helper()
+			if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
+			}
+		}
+		x.mu.RLock()
+		e := x.acts[a.ID]
+		x.mu.RUnlock()
+		l := e.layout.Load()
+		inFlight := *l.mark(1, e) // the mark a reservation built now carries for S
+		seen := l.seen(1)
+		n0 := 0
+		next0 := func() string { n0++; return home0[n0-1] }
+		for i := 0; i < 4; i++ {
+			reserve(x, "X", next0())
+		}
+		goBack := snapshotShard(t, rdb, src)
+		reserve(x, "X", next0()) // X debits S and records the raised mark
+		if m := *l.mark(1, e); !strings.Contains(m, "#1.") {
+			t.Fatalf("X recorded %q for S after its debit", m)
+		}
+		goBack()
+		for {
+			m, _ := rdb.Get(ctx, src.Gen()).Result()
+			if strings.Contains(m, "#2.") {
+				break
+			}
+			if n0 == len(home0) {
+				t.Fatalf("Y never debited S twice (mark %q)", m)
+			}
+			reserve(y, "Y", next0())
+		}
+		got, _ := rdb.Get(ctx, src.Gen()).Result()
+		inHistory, _ := rdb.HExists(ctx, src.Stats(), "m:"+inFlight).Result()
+		// The in-flight reservation's answer reaches X now.
+		x.meetMark(ctx, e, l, 1, inFlight, got, seen, inHistory)
+		res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1})
+		if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+			t.Fatalf("X reserved %s on S, which lost X's own debit (X's record now %q)", res.ReservationID, *l.mark(1, e))
+		}
+		if !errors.Is(err, ErrRecovering) {
+			t.Fatalf("X reserve on S: %+v %v, want ErrRecovering", res, err)
+		}
+	})
+}
+
+// TestDebitRetriedAfterItRan: go-redis sends a command again when the connection broke
+// before the reply (app.go MaxRetries 1, "transfers ... idempotent by their ids"). The debit
+// is not: its second run finds the mark it raised itself ({13, <gen>#1.<id>, ...}), which
+// debitChecked takes as raised by another debit and sends the debit again under the same id:
+// a second debit, whose xout[id] overwrites the first's. The first debit's units leave the
+// stock and are never credited. With 8b25fc6 the mark names the debit, so the answer says
+// it is this call's own. Simulated by running the debit once before debitChecked.
+func TestDebitRetriedAfterItRan(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 16, 1, 2))
+		cat.put(a)
+		if err := x.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		x.mu.RLock()
+		e := x.acts[a.ID]
+		x.mu.RUnlock()
+		l := e.layout.Load()
+		src, home := l.keys[1], l.keys[0]
+		before, _ := rdb.Get(ctx, src.Stock()).Int64()
+		id := x.mover.newID("tX")
+		// First run: Redis ran it, the reply was lost.
+		if _, err := x.mover.debit(ctx, src, home, id, 1, *l.mark(1, e), l.floorOf(1)); err != nil {
+			t.Fatal(err)
+		}
+		// go-redis's resend, as debitChecked sees it.
+		if _, err := x.debitChecked(ctx, e, l, 1, home, id, 1); err != nil {
+			t.Fatal(err)
+		}
+		after, _ := rdb.Get(ctx, src.Stock()).Int64()
+		v, _ := rdb.HGet(ctx, src.XOut(), id).Result()
+		var inTransit int64
+		fmt.Sscanf(v, "%d|", &inTransit)
+		if before-after != inTransit {
+			t.Errorf("S's stock fell by %d but transit holds %d under %s (%q): %d units debited twice under one id and never credited",
+				before-after, inTransit, id, v, before-after-inTransit)
+		}
+	})
+}
