@@ -219,6 +219,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		// or debit answered after the pipeline was sent may have raised them past what it read.
 		floors []int64
 		marks  []*string
+		raw    []*string // the marks recorded (layout.marks, nil: none), for saw
 		seen   []bool
 		// tops are the highest numbers this instance handed out per shard, and recs their
 		// records' buyers as read (rollback.go, otherBuyer); nil where it handed out none.
@@ -231,10 +232,11 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		l := e.layout.Load()
 		xk := e.xoutKeys(l)
 		j := job{e: e, l: l, cmds: make([]*redis.SliceCmd, l.shards), xout: make([]*redis.IntCmd, len(xk)),
-			floors: make([]int64, l.shards), marks: make([]*string, l.shards), seen: make([]bool, l.shards),
+			floors: make([]int64, l.shards), marks: make([]*string, l.shards), raw: make([]*string, l.shards), seen: make([]bool, l.shards),
 			tops: make([]*handedOut, l.shards), recs: make([]*redis.StringCmd, l.shards)}
 		for k := range l.keys {
-			j.floors[k], j.marks[k], j.seen[k] = l.floorOf(k), l.mark(k, e), l.seen(k)
+			j.floors[k], j.raw[k], j.seen[k] = l.floorOf(k), l.marks[k].Load(), l.seen(k)
+			j.marks[k] = l.mark(k, e)
 			// The shard's counter and generation mark come with its stock (one command, one
 			// slot): what they were is what no later read may find them below (rollback.go).
 			j.cmds[k] = pipe.MGet(ctx, l.keys[k].Stock(), l.keys[k].Seq(), l.keys[k].Gen())
@@ -291,9 +293,9 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 					s.wentBack(ctx, j.e, j.l, k, what)
 					wentBack = true
 				case check != "":
-					unsure = append(unsure, markCheck{e: j.e, l: j.l, i: k, counter: counter, known: check, found: asString(v[2])})
+					unsure = append(unsure, markCheck{e: j.e, l: j.l, i: k, counter: counter, known: check, found: asString(v[2]), prev: j.raw[k]})
 				default:
-					j.l.saw(k, j.e, counter, asString(v[2]))
+					j.l.saw(k, j.e, counter, asString(v[2]), j.raw[k])
 				}
 			}
 			n = max(n, 0)
@@ -334,6 +336,7 @@ type markCheck struct {
 	i            int
 	counter      int64
 	known, found string
+	prev         *string // the record when the refresh was sent (saw)
 }
 
 // checkMarks reads the history of the shards in cs (one pipeline, HEXISTS each: only after
@@ -356,7 +359,7 @@ func (s *Store) checkMarks(ctx context.Context, cs []markCheck) {
 		switch {
 		case err != nil || fenced[c.e] || c.e.recovering.Load() != nil:
 		case known:
-			c.l.saw(c.i, c.e, c.counter, c.found)
+			c.l.saw(c.i, c.e, c.counter, c.found, c.prev)
 		default:
 			s.wentBack(ctx, c.e, c.l, c.i, lostMark(c.known, c.found))
 			fenced[c.e] = true

@@ -208,6 +208,21 @@ func splitMark(m string) (base string, n int64, id string) {
 	return m[:i], n, id
 }
 
+// raiseMarkFrom records that shard i of l holds mark got in place of prev, the record the
+// caller ordered got against (nil: none), unless the record moved since (a debit of this
+// instance raised it: that mark is checked by the next script, not overwritten) or got's count
+// is not higher.
+func (l *layout) raiseMarkFrom(i int, prev *string, got string) {
+	if prev != nil {
+		if _, c, _ := splitMark(*prev); c >= markCount(got) {
+			return
+		}
+	}
+	l.marks[i].CompareAndSwap(prev, &got)
+}
+
+func markCount(m string) int64 { _, n, _ := splitMark(m); return n }
+
 // raiseMark records that shard i of l holds mark got, unless a higher count is recorded.
 func (l *layout) raiseMark(i int, got string) {
 	_, n, _ := splitMark(got)
@@ -253,7 +268,14 @@ func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known,
 	}
 	switch markAfter(known, got, inHistory) {
 	case markLater:
-		l.raiseMark(i, got)
+		if l.marks[i].Load() != nil && *l.mark(i, e) != known {
+			// Recorded since the call was built (a debit of this instance raised it): got is
+			// ordered against known only, and may not descend from the record (the node lost
+			// that debit, another instance raised it past: TestInFlightCallForgetsOwnDebit).
+			// Send the call again with the record, whose history the script reads.
+			return markRaised
+		}
+		l.raiseMarkFrom(i, l.marks[i].Load(), got)
 		return markRaised
 	case markLost, markUnsure: // the script read the history: known is not in it
 		s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" (found "+got+")")
@@ -380,7 +402,10 @@ func (l *layout) floorOf(i int) int64 { return max(l.issued[i].Load(), l.floor[i
 // gone back: wentBack said so): later calls carry them, so the reservation and transfer
 // scripts of this instance refuse the shard if its node goes back below them, whichever
 // instance made the writes it loses.
-func (l *layout) saw(i int, e *entry, counter int64, mark string) {
+// prev is the mark recorded when the refresh was sent (nil: none): a record raised since by
+// a debit of this instance is kept (raiseMarkFrom), as the read may predate it and the node
+// may have lost it.
+func (l *layout) saw(i int, e *entry, counter int64, mark string, prev *string) {
 	for {
 		cur := l.floor[i].Load()
 		if counter <= cur || l.floor[i].CompareAndSwap(cur, counter) {
@@ -391,7 +416,7 @@ func (l *layout) saw(i int, e *entry, counter int64, mark string) {
 		return
 	}
 	if b, _, _ := splitMark(mark); b == e.generation() {
-		l.raiseMark(i, mark)
+		l.raiseMarkFrom(i, prev, mark)
 	}
 }
 
