@@ -18,6 +18,8 @@
 --   that debited keeps the mark, and the reservation script and the next debit, called with
 --   that mark, refuse the shard (inventory/rollback.go): its units were credited elsewhere
 --   and must not be sold again. A mark not in the history was lost, whatever the shard holds.
+--   A debit of an id already in transit here (a resend after a lost reply) answers that
+--   debit again without taking anything.
 --   Returns {1, units, stockAfter, mark} | {8, 0} nothing here | {10} shard closed (reshard)
 --   | {13, mark or "", 1 | 0} the source's mark is not ARGV[5] (nothing taken), and whether
 --   ARGV[5] is in its history | {14, counter} the source's counter is below ARGV[6] (nothing
@@ -49,6 +51,15 @@ if op == 'debit' then
   local s = redis.call('GET', KEYS[1])
   if not s or redis.call('EXISTS', KEYS[2]) == 1 then
     return {10}
+  end
+  local prev = redis.call('HGET', KEYS[3], ARGV[2])
+  if prev then
+    -- Debited before under this id (a client's resend of a call whose reply was lost): its
+    -- answer again, nothing taken twice; the mark only when it is still the one that debit
+    -- raised.
+    local g = redis.call('GET', KEYS[5]) or ''
+    if string.sub(g, -(string.len(ARGV[2]) + 1)) ~= '.' .. ARGV[2] then g = '' end
+    return {1, tonumber(string.match(prev, '^(%d+)')), tonumber(s), g}
   end
   local mark = ARGV[5]
   if mark ~= '' then
