@@ -532,6 +532,11 @@ func (s *Store) refill(ctx context.Context, e *entry, l *layout, home int, need 
 				return moved, false, err
 			}
 			if d.closed {
+				// Closed by a reshard, or lost by its node (R4: checkShard reads meta again;
+				// the home shard the caller checks next is not this one).
+				if s.checkShard(ctx, e, l, j); e.recovering.Load() != nil {
+					return moved, false, ErrRecovering
+				}
 				return moved, true, nil
 			}
 			if d.left <= 0 {
