@@ -105,7 +105,11 @@ type lossState struct {
 	pairs   [][2]string // (rid, user) of every Reserved answer, in order
 	rebound int         // idempotency keys answered with a second id after a loss
 	busy    int         // busy answers (reservations, writer, dead letters) after the first loss
-	stuck   bool        // the run ended early: the activity kept answering busy after a loss
+	// cut is the shard count of a reshard that failed and was not retried at once (0: none):
+	// each instance's layout follower retries it (app/layouts.go: a failed reshard is retried
+	// with backoff until it settles), so a run cut short is resumed within a few steps.
+	cut   int
+	stuck bool // the run ended early: the activity kept answering busy after a loss
 }
 
 // activityKeys lists every key of the activity (meta's tag and every shard's), by SCAN.
@@ -277,6 +281,16 @@ func (s *sim) lossAnswered(r *req, out result, fresh bool) {
 	}
 }
 
+// followReshard is a layout follower's retry of the reshard cut short (lossState.cut) on
+// this step's instance.
+func (s *sim) followReshard() {
+	err := s.store.Reshard(s.ctx, s.aid, s.loss.cut)
+	s.logf("follower on %s: reshard to %d: %v", s.instance(s.store), s.loss.cut, err)
+	if err == nil {
+		s.loss.cut = 0
+	}
+}
+
 // noteBusy counts an answer "busy" (the store waited for a reshard) after a loss.
 func (s *sim) noteBusy(err error) {
 	if s.lost() && err != nil && (errors.Is(err, inventory.ErrBusy) || strings.Contains(err.Error(), "busy, retry shortly")) {
@@ -419,7 +433,13 @@ func runLoss(t *testing.T, seed int64, steps, instances int) {
 		if len(s.stores) > 1 {
 			s.store = s.stores[s.rng.Intn(len(s.stores))]
 		}
-		switch x := s.rng.Intn(100); {
+		x := s.rng.Intn(100)
+		if s.loss.cut > 0 && x < 25 {
+			x = -1
+		}
+		switch {
+		case x < 0:
+			s.followReshard()
 		case x < 40:
 			s.reserve()
 		case x < 48:

@@ -617,6 +617,12 @@ func (s *sim) reshard() {
 		err = s.store.Reshard(s.ctx, s.aid, n)
 		s.logf("reshard to %d again: %v", n, err)
 	}
+	if s.loss != nil {
+		s.loss.cut = 0
+		if err != nil {
+			s.loss.cut = n
+		}
+	}
 }
 
 // deliver hands a few journal messages to the writer (some twice, some with a fault).
