@@ -9,14 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Review of 8b25fc6. TestLostMarkRaisedTwiceFences: X debited S (mark <gen>#1.<X's id>), S's
-// node went back past that debit, and Y, whose view of S is older, debited S twice (<gen>#2.
-// <Y's second id>). X's next reservation on S meets a higher count whose history lacks X's
-// mark: the script read the history (answer {13, mark, 0}), so X's debit was lost. meetMark
-// hands markAfter inHistory=false, which reads as "not read" (markUnsure) and falls through to
-// markOther: X answers ErrRecovering for its own request but fences nothing, so Y keeps
-// selling S (whose units X's lost debit already moved and sold elsewhere) until X's next
-// refresh happens to run checkMarks.
+// TestLostMarkRaisedTwiceFences: X debited S (mark <gen>#1.<X's id>), S's node went back past
+// that debit, and Y, whose view of S is older, debited S twice (<gen>#2.<Y's second id>). X's
+// next reservation on S meets a higher count whose history lacks X's mark ({13, mark, 0}):
+// X's debit was lost. X must fence the activity, not only refuse its own request, or Y keeps
+// selling S, whose units X's lost debit already moved and sold elsewhere.
 func TestLostMarkRaisedTwiceFences(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
@@ -90,11 +87,9 @@ func TestLostMarkRaisedTwiceFences(t *testing.T) {
 // TestInFlightCallForgetsOwnDebit: a reservation of X on S carries the mark X recorded when
 // it was built (<gen>); meanwhile X's own debit raises S to <gen>#1.<X's id> and X records
 // it; S's node goes back past that debit and Y debits S twice (<gen>#2.<Y's id>). The
-// reservation's answer is {13, <gen>#2.<Y's id>, 1}: its carried mark is an ancestor, so
-// meetMark raises X's record to Y's mark over X's own <gen>#1.<X's id>, which S lost and
-// which nobody checked. X's resend matches and sells on S; X never notices its lost debit.
-// The same holds for the refresh (its snapshot of the mark predates X's debit answer) and
-// for a concurrent debit. Simulated by calling meetMark with the in-flight call's answer.
+// reservation's answer is {13, <gen>#2.<Y's id>, 1}: its carried mark is an ancestor of Y's,
+// but X's record is not, and must not be replaced by it: X's next reservation on S must find
+// its own debit lost. The late answer is given by calling meetMark with it.
 func TestInFlightCallForgetsOwnDebit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
@@ -166,12 +161,10 @@ func TestInFlightCallForgetsOwnDebit(t *testing.T) {
 }
 
 // TestDebitRetriedAfterItRan: go-redis sends a command again when the connection broke
-// before the reply (app.go MaxRetries 1, "transfers ... idempotent by their ids"). The debit
-// is not: its second run finds the mark it raised itself ({13, <gen>#1.<id>, ...}), which
-// debitChecked takes as raised by another debit and sends the debit again under the same id:
-// a second debit, whose xout[id] overwrites the first's. The first debit's units leave the
-// stock and are never credited. With 8b25fc6 the mark names the debit, so the answer says
-// it is this call's own. Simulated by running the debit once before debitChecked.
+// before the reply (app.go MaxRetries 1). A debit sent again under the id of a debit that ran
+// must answer that debit, not take the units a second time under the same id (the second
+// transit entry overwrote the first, whose units were then never credited). The resend is
+// given by running the debit once before debitChecked.
 func TestDebitRetriedAfterItRan(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
