@@ -528,3 +528,62 @@ func TestRefillFromALostShardIsNoticed(t *testing.T) {
 		}
 	})
 }
+
+// TestFenceLostWithASecondLossIsWrittenAgain: an instance met a rollback and fenced the
+// activity (meta's generation "rolledback"); then meta's node went back again, to before the
+// fence: meta names the old generation and, say, a reshard under way. Another instance, and
+// this instance's own writer waiting for that reshard, would take it for a live activity (the
+// loss simulation: the writer's compensation answered busy for good, waiting for a reshard a
+// recovering instance will never run). The instance that holds the activity recovering for a
+// rollback writes the fence again at its next refresh.
+func TestFenceLostWithASecondLossIsWrittenAgain(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		s := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, s, openActivity(t, 10, 1, 1))
+		cat.put(a)
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range []string{"u1", "u2"} {
+			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+		}
+		before, err := rdb.HGetAll(ctx, Meta(a.ID)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := Shard(a.ID, 0, 0)
+		if err := rdb.Set(ctx, k.Seq(), 1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u3", Quantity: 1}); !errors.Is(err, ErrRecovering) {
+			t.Fatalf("reserve on a counter that went back: %v, want ErrRecovering", err)
+		}
+		if g, _ := rdb.HGet(ctx, Meta(a.ID), "gen").Result(); g != generationRolledBack {
+			t.Fatalf("meta's generation after the fence: %q", g)
+		}
+		// Meta's node goes back to before the fence.
+		if err := rdb.Del(ctx, Meta(a.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HSet(ctx, Meta(a.ID), before).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if g, _ := rdb.HGet(ctx, Meta(a.ID), "gen").Result(); g != generationRolledBack {
+			t.Fatalf("meta's generation after the fence was lost and the fencing instance refreshed: %q, want %q", g, generationRolledBack)
+		}
+		y := newStore(t, rdb, Options{Catalog: cat})
+		if err := y.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u4", Quantity: 1}); !errors.Is(err, ErrRecovering) {
+			t.Fatalf("another instance's reserve after the fence was written again: %v, want ErrRecovering", err)
+		}
+	})
+}
