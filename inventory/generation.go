@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -97,6 +98,9 @@ type recovering struct {
 	reason string
 	gen    string // the catalog's generation when the loss was seen
 	since  time.Time
+	// fenced: this instance wrote the rolled-back fence (fenceRolledBack); the refresh writes
+	// it again when meta's node loses it (refence).
+	fenced atomic.Bool
 }
 
 // NewGeneration returns a fresh generation id (16 hex digits).
@@ -198,6 +202,10 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 	}
 	if e != nil {
 		if r := e.recovering.Load(); r != nil {
+			if ok && m.loaded && m.gen == r.gen && r.fenced.Load() && ctx != nil {
+				s.refence(ctx, e, m, r)
+				return true
+			}
 			if !ok || !m.loaded || m.gen == r.gen || m.gen == generationFenced {
 				return true
 			}

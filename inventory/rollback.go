@@ -125,18 +125,9 @@ func (s *Store) reissued(ctx context.Context, e *entry, l *layout, home int, rid
 // shard of l) and puts e in the recovering state with reason.
 func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason string) {
 	id := e.def.ID
-	ctx = context.WithoutCancel(ctx) // a fence half written by a hang-up is retried only by the next rollback met
-	const fence = `if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then redis.call('HSET', KEYS[1], 'gen', ARGV[2]) return 1 end return 0`
-	err := s.rdb.Eval(ctx, fence, []string{Meta(id)}, e.generation(), generationRolledBack).Err()
-	pipe := s.rdb.Pipeline()
-	for _, k := range l.keys {
-		pipe.Set(ctx, k.Gen(), generationRolledBack, 0)
-	}
-	if _, perr := pipe.Exec(ctx); err == nil {
-		err = perr
-	}
-	if err != nil {
-		s.log.Error("fencing the rolled-back activity failed; the next reservation that meets the rollback retries", "activity", id, "err", err)
+	ctx = context.WithoutCancel(ctx) // a fence half written by a hang-up is retried by the refresh (refence)
+	if err := s.writeFence(ctx, id, e.generation(), l); err != nil {
+		s.log.Error("fencing the rolled-back activity failed; the next refresh retries it on meta", "activity", id, "err", err)
 	}
 	k, ok := s.catalogOne(ctx, id)
 	if !ok {
@@ -144,6 +135,39 @@ func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason
 		k.Generation = e.generation()
 	}
 	s.setRecovering(k, e, reason)
+	if r := e.recovering.Load(); r != nil {
+		r.fenced.Store(true)
+	}
+}
+
+// writeFence writes the rolled-back fence: meta's generation while it is still gen (a
+// restore's fence stands), and the generation key of every shard of l.
+func (s *Store) writeFence(ctx context.Context, id, gen string, l *layout) error {
+	const fence = `if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then redis.call('HSET', KEYS[1], 'gen', ARGV[2]) return 1 end return 0`
+	err := s.rdb.Eval(ctx, fence, []string{Meta(id)}, gen, generationRolledBack).Err()
+	pipe := s.rdb.Pipeline()
+	for _, k := range l.keys {
+		pipe.Set(ctx, k.Gen(), generationRolledBack, 0)
+	}
+	if _, perr := pipe.Exec(ctx); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// refence writes the rolled-back fence again after meta's node lost it: meta (read as m)
+// names r's generation again, the one this instance fenced when it met the rollback, so every
+// other instance, and this one's writer waiting for a reshard m may still record, would take
+// the activity for a live one (TestFenceLostWithASecondLossIsWrittenAgain). The layout m
+// names is fenced with it. Only while meta holds that generation: a restore moved it on.
+func (s *Store) refence(ctx context.Context, e *entry, m meta, r *recovering) {
+	id := e.def.ID
+	s.log.Error("the rolled-back fence is gone from meta (its node went back again): writing it again",
+		"activity", id, "epoch", m.epoch, "reason", r.reason,
+		"restore", "POST /admin/v1/activities/"+id+"/restore")
+	if err := s.writeFence(ctx, id, r.gen, newLayout(id, m.epoch, m.shards)); err != nil {
+		s.log.Error("writing the rolled-back fence again failed; the next refresh retries", "activity", id, "err", err)
+	}
 }
 
 // A refill's debit is lost in another way: the source's node goes back to before the debit
