@@ -108,7 +108,12 @@ type lossState struct {
 	// cut is the shard count of a reshard that failed and was not retried at once (0: none):
 	// each instance's layout follower retries it (app/layouts.go: a failed reshard is retried
 	// with backoff until it settles), so a run cut short is resumed within a few steps.
-	cut   int
+	cut int
+	// stale: no refresh ran since the last busy answer counted. Busy answers in a row with no
+	// refresh between them are one: an instance refreshes every 250 ms, a client or the
+	// queue retries later than that, so each retry it answers busy had a refresh to notice
+	// the loss first.
+	stale bool
 	stuck bool // the run ended early: the activity kept answering busy after a loss
 }
 
@@ -293,8 +298,9 @@ func (s *sim) followReshard() {
 
 // noteBusy counts an answer "busy" (the store waited for a reshard) after a loss.
 func (s *sim) noteBusy(err error) {
-	if s.lost() && err != nil && (errors.Is(err, inventory.ErrBusy) || strings.Contains(err.Error(), "busy, retry shortly")) {
+	if s.lost() && err != nil && (errors.Is(err, inventory.ErrBusy) || strings.Contains(err.Error(), "busy, retry shortly")) && !s.loss.stale {
 		s.loss.busy++
+		s.loss.stale = true
 	}
 }
 
@@ -454,6 +460,7 @@ func runLoss(t *testing.T, seed int64, steps, instances int) {
 			if err := s.store.Refresh(s.ctx); err != nil {
 				s.logf("refresh: %v", err)
 			}
+			s.loss.stale = false
 		default:
 			s.lossAction()
 		}
