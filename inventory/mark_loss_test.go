@@ -27,22 +27,9 @@ func TestLostMarkRaisedTwiceFences(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var home0, home1 []string
-		for i := 0; len(home0) < 12 || len(home1) < 2; i++ {
-			u := fmt.Sprintf("u%d", i)
-			if HomeShard(x.UserHash(u), 2) == 0 {
-				home0 = append(home0, u)
-			} else {
-				home1 = append(home1, u)
-			}
-		}
+		home0, home1 := usersByHome(x, 12, 2)
 		src := Shard(a.ID, 0, 1)
-		reserve := func(st *Store, name, u string) {
-			t.Helper()
-			if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
-			}
-		}
+		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }
 		n0 := 0
 		next0 := func() string { n0++; return home0[n0-1] }
 		for i := 0; i < 4; i++ { // X sells shard 0 out
@@ -103,22 +90,9 @@ func TestInFlightCallForgetsOwnDebit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var home0, home1 []string
-		for i := 0; len(home0) < 12 || len(home1) < 1; i++ {
-			u := fmt.Sprintf("u%d", i)
-			if HomeShard(x.UserHash(u), 2) == 0 {
-				home0 = append(home0, u)
-			} else {
-				home1 = append(home1, u)
-			}
-		}
+		home0, home1 := usersByHome(x, 12, 1)
 		src := Shard(a.ID, 0, 1)
-		reserve := func(st *Store, name, u string) {
-			t.Helper()
-			if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
-			}
-		}
+		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }
 		x.mu.RLock()
 		e := x.acts[a.ID]
 		x.mu.RUnlock()

@@ -141,12 +141,7 @@ func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
 				if err := s.Refresh(ctx); err != nil {
 					t.Fatal(err)
 				}
-				var home0 []string
-				for i := 0; len(home0) < 4; i++ {
-					if u := fmt.Sprintf("u%d", i); HomeShard(s.UserHash(u), 2) == 0 {
-						home0 = append(home0, u)
-					}
-				}
+				home0, _ := usersByHome(s, 4, 0)
 				// Shard 1 goes back: after a reservation of its own, or after a debit to
 				// shard 0 (the third buyer of shard 0 needs a unit from shard 1).
 				k := Shard(a.ID, 0, 1)
@@ -199,15 +194,7 @@ func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 		if err := s.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var home0, home1 []string
-		for i := 0; len(home0) < 4 || len(home1) < 3; i++ {
-			u := fmt.Sprintf("u%d", i)
-			if HomeShard(s.UserHash(u), 2) == 0 {
-				home0 = append(home0, u)
-			} else {
-				home1 = append(home1, u)
-			}
-		}
+		home0, home1 := usersByHome(s, 4, 3)
 		k := Shard(a.ID, 0, 1)
 		goBack := snapshotShard(t, rdb, k)
 		accepted := 0
@@ -307,12 +294,7 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var home0 []string
-		for i := 0; len(home0) < 4; i++ {
-			if u := fmt.Sprintf("u%d", i); HomeShard(a1.UserHash(u), 2) == 0 {
-				home0 = append(home0, u)
-			}
-		}
+		home0, _ := usersByHome(a1, 4, 0)
 		src := Shard(a.ID, 0, 1)
 		goBack := snapshotShard(t, rdb, src)
 		// The fourth buyer of shard 0 needs a unit from shard 1.
@@ -411,22 +393,9 @@ func TestRaisedMarkHandedOutTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var home0, home1 []string
-		for i := 0; len(home0) < 4 || len(home1) < 1; i++ {
-			u := fmt.Sprintf("u%d", i)
-			if HomeShard(x.UserHash(u), 2) == 0 {
-				home0 = append(home0, u)
-			} else {
-				home1 = append(home1, u)
-			}
-		}
+		home0, home1 := usersByHome(x, 4, 1)
 		src := Shard(a.ID, 0, 1)
-		reserve := func(st *Store, name, u string) {
-			t.Helper()
-			if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
-			}
-		}
+		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }
 		// X sells shard 0's two units, and its third buyer of shard 0 gets a unit debited from S.
 		reserve(x, "X", home0[0])
 		reserve(x, "X", home0[1])
@@ -507,12 +476,7 @@ func TestRefillFromALostShardIsNoticed(t *testing.T) {
 		if err := s.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		var home0 []string
-		for i := 0; len(home0) < 3; i++ {
-			if u := fmt.Sprintf("u%d", i); HomeShard(s.UserHash(u), 2) == 0 {
-				home0 = append(home0, u)
-			}
-		}
+		home0, _ := usersByHome(s, 3, 0)
 		for _, u := range home0[:2] {
 			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
 				t.Fatalf("reserve %s: %+v %v", u, res, err)
@@ -586,4 +550,27 @@ func TestFenceLostWithASecondLossIsWrittenAgain(t *testing.T) {
 			t.Fatalf("another instance's reserve after the fence was written again: %v, want ErrRecovering", err)
 		}
 	})
+}
+
+// usersByHome returns the users u0, u1, ... split by their home shard of two, until at least
+// n0 have shard 0 and n1 shard 1.
+func usersByHome(s *Store, n0, n1 int) (home0, home1 []string) {
+	for i := 0; len(home0) < n0 || len(home1) < n1; i++ {
+		u := fmt.Sprintf("u%d", i)
+		if HomeShard(s.UserHash(u), 2) == 0 {
+			home0 = append(home0, u)
+		} else {
+			home1 = append(home1, u)
+		}
+	}
+	return home0, home1
+}
+
+// mustReserve reserves one unit of activity for u through st (instance name), and fails the
+// test unless it is reserved.
+func mustReserve(ctx context.Context, t *testing.T, st *Store, name, activity, u string) {
+	t.Helper()
+	if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: activity, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+		t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
+	}
 }
