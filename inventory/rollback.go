@@ -292,14 +292,34 @@ func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known,
 	}
 	switch markAfter(known, got, inHistory) {
 	case markLater:
-		if l.marks[i].Load() != nil && *l.mark(i, e) != known {
-			// Recorded since the call was built (a debit of this instance raised it): got is
-			// ordered against known only, and may not descend from the record (the node lost
-			// that debit, another instance raised it past: TestInFlightCallForgetsOwnDebit).
-			// Send the call again with the record, whose history the script reads.
+		rec := l.marks[i].Load()
+		if rec == nil || *rec == known {
+			l.raiseMarkFrom(i, rec, got)
 			return markRaised
 		}
-		l.raiseMarkFrom(i, l.marks[i].Load(), got)
+		// Recorded since the call was built (a debit of this instance raised it): got was
+		// ordered against known only, and may not descend from the record (the node lost
+		// that debit, another instance raised it past: TestInFlightCallForgetsOwnDebit).
+		switch markAfter(*rec, got, false) {
+		case markLater:
+			l.raiseMarkFrom(i, rec, got)
+		case markUnsure:
+			// Higher than the record: the shard's history says whether it descends from it
+			// (one HEXISTS, only in this race; the history only grows on a healthy node).
+			known, err := s.markKnown(ctx, l.keys[i], *rec)
+			if err != nil {
+				return markRaised // sent again with the record: the script reads the history
+			}
+			if !known {
+				s.wentBack(ctx, e, l, i, lostMark(*rec, got))
+				return markWentBack
+			}
+			l.raiseMarkFrom(i, rec, got)
+		case markForeign:
+			return markOther
+		}
+		// markLost by its count: the script ran before this instance's later debit; sent
+		// again with the record.
 		return markRaised
 	case markLost, markUnsure: // the script read the history: known is not in it
 		s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" (found "+got+")")
