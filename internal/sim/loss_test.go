@@ -388,9 +388,12 @@ func TestSimulationLoss(t *testing.T) {
 // by the other, R1 and R2 in docs/DESIGN.md). Its violations are the units and the limit
 // (MySQL), a 202 from an instance after it noticed, and busy for good; an id answered by one
 // instance and handed out again by the other before the first one's refresh is the limit the
-// design leaves to the durability modes, counted. SECKILL_LOSS_SEED runs one seed.
+// design leaves to the durability modes, counted. SECKILL_LOSS_SEED runs one seed. Seed
+// 403828802: a 202 at step 47 from an instance that had answered recovering for another
+// instance's fence, once a second loss took the fence off meta (fixed: an instance that meets
+// the fence fences too, rollback.go fencedElsewhere).
 func TestSimulationLossTwo(t *testing.T) {
-	seeds, steps := lossSeeds(1, 2, 3)
+	seeds, steps := lossSeeds(1, 2, 3, 403828802)
 	runSeeds(t, "loss simulation, two instances", "SECKILL_LOSS_SEED", "SECKILL_LOSS_STEPS", steps, seeds, func(t *testing.T, seed int64, steps int) {
 		runLoss(t, seed, steps, 2)
 	})
