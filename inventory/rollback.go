@@ -130,9 +130,20 @@ func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason
 		s.log.Error("fencing the rolled-back activity failed; the next refresh retries it on meta", "activity", id, "err", err)
 	}
 	k, ok := s.catalogOne(ctx, id)
+	if !ok && strings.HasSuffix(reason, fencedElsewhere) && s.opts.Catalog != nil {
+		return // MySQL does not know it: not an activity this deployment restores (checkLost)
+	}
 	if !ok {
 		k = e.def
 		k.Generation = e.generation()
+	}
+	if k.Generation != e.generation() {
+		// MySQL names another generation than this instance's view: a restore moved the
+		// activity on (the rolled-back fence met is the old layout's). The meta write above
+		// was a no-op; the lookup applies the restored activity.
+		s.log.Info("a rolled-back fence met on a layout from before a restore: not fencing", "activity", id,
+			"generation", e.generation(), "catalog", k.Generation, "reason", reason)
+		return
 	}
 	s.setRecovering(k, e, reason)
 	if r := e.recovering.Load(); r != nil {
@@ -290,6 +301,10 @@ func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known,
 		s.wentBack(ctx, e, l, i, "its generation key is gone")
 		return markWentBack
 	}
+	if got == generationRolledBack && liveMark(known) {
+		s.wentBack(ctx, e, l, i, fencedElsewhere)
+		return markWentBack
+	}
 	switch markAfter(known, got, inHistory) {
 	case markLater:
 		rec := l.marks[i].Load()
@@ -390,6 +405,9 @@ func wentBackFrom(floor int64, known string, seen bool, counter int64, mark stri
 		}
 		return "", "" // never given a generation yet (a reshard made it): adoption gives it one
 	}
+	if mark == generationRolledBack && liveMark(known) {
+		return fencedElsewhere, ""
+	}
 	switch markAfter(known, mark, false) {
 	case markLost:
 		return lostMark(known, mark), ""
@@ -397,6 +415,20 @@ func wentBackFrom(floor int64, known string, seen bool, counter int64, mark stri
 		return "", known
 	}
 	return "", ""
+}
+
+// fencedElsewhere says that a shard holds the rolled-back fence: an instance met a rollback.
+// Every instance that meets it fences the activity too (its own recovering state, and meta's
+// fence written again: a second loss of meta's node may have taken meta's fence back while the
+// shard kept its own), so none sells again once it saw the fence (loss simulation, two
+// instances: a 202 from an instance that had answered recovering for the fence, after a
+// second loss took it off).
+const fencedElsewhere = "holds the rolled-back fence of another instance"
+
+// liveMark reports whether a mark an instance recorded is of a live generation (not a fence).
+func liveMark(m string) bool {
+	b, _, _ := splitMark(m)
+	return b != generationRolledBack && b != generationFenced
 }
 
 // lostMark says that a shard lost the mark known, found holding mark.
