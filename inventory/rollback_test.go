@@ -574,3 +574,65 @@ func mustReserve(ctx context.Context, t *testing.T, st *Store, name, activity, u
 		t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
 	}
 }
+
+// TestFenceMetOnAShardIsKept: instance X fenced the activity after a rollback (meta and the
+// shard hold "rolledback"); meta's node then went back to before the fence. Instance Y meets
+// the fence on the shard: it must hold the activity recovering itself (and write meta's fence
+// again), so that when the shard's node goes back past the fence too, Y still sells nothing
+// (loss simulation, two instances, seed 403828802: a 202 from an instance that had answered
+// recovering for the fence).
+func TestFenceMetOnAShardIsKept(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 10, 1, 1))
+		cat.put(a)
+		y := newStore(t, rdb, Options{Catalog: cat})
+		for _, st := range []*Store{x, y} {
+			if err := st.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustReserve(ctx, t, x, "X", a.ID, "u1")
+		mustReserve(ctx, t, x, "X", a.ID, "u2")
+		before, err := rdb.HGetAll(ctx, Meta(a.ID)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := Shard(a.ID, 0, 0)
+		gen, err := rdb.Get(ctx, k.Gen()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, k.Seq(), 1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u3", Quantity: 1}); !errors.Is(err, ErrRecovering) {
+			t.Fatalf("X reserve on a counter that went back: %v, want ErrRecovering", err)
+		}
+		// Meta's node goes back to before the fence; the shard keeps it.
+		if err := rdb.Del(ctx, Meta(a.ID)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.HSet(ctx, Meta(a.ID), before).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u4", Quantity: 1}); !errors.Is(err, ErrRecovering) {
+			t.Fatalf("Y reserve on the fenced shard: %v, want ErrRecovering", err)
+		}
+		if ids, _ := y.Recovering(); len(ids) != 1 || ids[0] != a.ID {
+			t.Errorf("Y met the fence but does not hold the activity recovering: %v", ids)
+		}
+		// The shard's node goes back past the fence too.
+		if err := rdb.Set(ctx, k.Gen(), gen, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, k.Seq(), 2, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u5", Quantity: 1}); !errors.Is(err, ErrRecovering) {
+			t.Fatalf("Y reserve after it met the fence and both fences were lost: %+v %v, want ErrRecovering", res, err)
+		}
+	})
+}
