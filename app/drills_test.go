@@ -321,6 +321,9 @@ type drillClient struct {
 	// finding the drill counts itself (drillResult.reused) instead of an error: a Redis rolled
 	// back without a restore hands numbers out again (TestDrillRedisRolledBackEverysec).
 	reusedIDs bool
+	// quit, when closed, ends the rush: users without a final answer stop retrying and are
+	// counted STOPPED (the caller that closed it fails the test itself).
+	quit <-chan struct{}
 }
 
 // drillRush sends one reservation per user from conns goroutines (ramped up over c.ramp) and, like a real client,
@@ -344,6 +347,16 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 		}
 		giveUp := time.Now().Add(c.patience)
 		for time.Now().Before(giveUp) {
+			if c.quit != nil {
+				select {
+				case <-c.quit:
+					res.mu.Lock()
+					res.codes["STOPPED"]++
+					res.mu.Unlock()
+					return
+				default:
+				}
+			}
 			req, _ := http.NewRequest("POST", c.base(i)+"/api/v1/activities/"+activity+"/reservations", nil)
 			req.Header.Set("X-User-Id", user)
 			req.Header.Set("Idempotency-Key", "k-"+user)
