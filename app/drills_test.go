@@ -340,12 +340,18 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 	defer client.CloseIdleConnections()
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
 	start := time.Now()
+	// The whole rush ends by rushEnd: a service that never gives a final answer would
+	// otherwise hold the suite for users/conns patiences (600 users: most of an hour).
+	rushEnd := start.Add(c.ramp + 2*c.patience + time.Minute)
 	parallel(users, conns, func(i int) {
 		user := fmt.Sprintf("drill-%s-%d", run, i)
 		if c.ramp > 0 {
 			time.Sleep(time.Until(start.Add(c.ramp * time.Duration(i) / time.Duration(users))))
 		}
 		giveUp := time.Now().Add(c.patience)
+		if giveUp.After(rushEnd) {
+			giveUp = rushEnd
+		}
 		for time.Now().Before(giveUp) {
 			if c.quit != nil {
 				select {
@@ -424,13 +430,17 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 			time.Sleep(max(wait, 20*time.Millisecond))
 		}
 		res.mu.Lock()
-		res.codes["NO_FINAL_ANSWER"]++
+		if time.Now().After(rushEnd) {
+			res.codes["RUSH_OUT_OF_TIME"]++
+		} else {
+			res.codes["NO_FINAL_ANSWER"]++
+		}
 		res.mu.Unlock()
 	})
 	t.Logf("crowd of %d users in %v: %v; %d reservations accepted", users, time.Since(start).Round(time.Millisecond), res.snapshot(), len(res.accepted))
 	for code, n := range res.snapshot() {
 		bad := strings.HasPrefix(code, "5") && code != "503 UNAVAILABLE" && code != "503 OUTCOME_UNKNOWN" && code != "503 RECOVERING" ||
-			code == "DUPLICATE_RID" && !c.reusedIDs || code == "NO_FINAL_ANSWER" || code == "NOT_JSON" ||
+			code == "DUPLICATE_RID" && !c.reusedIDs || code == "NO_FINAL_ANSWER" || code == "RUSH_OUT_OF_TIME" || code == "NOT_JSON" ||
 			strings.HasPrefix(code, "400") || strings.HasPrefix(code, "404")
 		if bad {
 			t.Errorf("the crowd saw %q x%d", code, n)
