@@ -101,7 +101,7 @@ func TestReserveWhileAnotherInstanceDebitsTheShard(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		more := usersByHomeFrom(x, 5, 1)
+		more := usersByHomeFrom(x, 5, 2)
 		mustReserve(ctx, t, x, "X", a.ID, more[0])
 		mustReserve(ctx, t, y, "Y", a.ID, more[1])
 		left0, _ := rdb.Get(ctx, Shard(a.ID, 0, 0).Stock()).Int64()

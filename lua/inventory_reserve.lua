@@ -69,9 +69,13 @@
 --                             shard never has one): refresh
 --   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
 --   {13, gen or "", 1 | 0}    GENERATION: the shard's generation is not ARGV[17] (fenced,
---                             lost, never given one, or a mark raised by a debit): nothing
---                             taken; 1 when ARGV[17] is in the shard's mark history (stats
---                             field "m:<mark>", inventory_transfer.lua): raised since, not lost
+--                             lost, never given one, or a mark raised by a debit from the
+--                             generation itself): nothing taken; 1 when ARGV[17] is in the
+--                             shard's mark history (stats field "m:<mark>",
+--                             inventory_transfer.lua). A debit mark ARGV[17] in the history
+--                             of a shard holding a later mark of the same generation is not
+--                             refused: the debits since raised it, the node lost nothing the
+--                             caller knew (an HEXISTS more, only until the caller records it)
 --   {14, counter}             ROLLED_BACK: the counter is below ARGV[18]: nothing taken
 --#include lib_bucket.lua
 --#include lib_window.lua
@@ -80,7 +84,14 @@ if not sd[1] then
   return {10}
 end
 if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
-  return {13, sd[3] or '', redis.call('HEXISTS', KEYS[5], 'm:' .. ARGV[17])}
+  -- A mark of the same generation raised since by debits (ARGV[17] in the history) is no
+  -- loss of what the caller knew: sell (the refresh records the new mark). Anything else
+  -- (a fence, another generation, a mark whose history lost ARGV[17]) is refused.
+  local known = redis.call('HEXISTS', KEYS[5], 'm:' .. ARGV[17])
+  local b = string.find(ARGV[17], '#', 1, true)
+  if known == 0 or not b or not sd[3] or string.sub(sd[3], 1, b) ~= string.sub(ARGV[17], 1, b) then
+    return {13, sd[3] or '', known}
+  end
 end
 if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
   return {14, sd[2] or '0'}
