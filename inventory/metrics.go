@@ -19,6 +19,7 @@ type Metrics struct {
 	callSeconds *prometheus.HistogramVec // seckill_redis_script_duration_seconds{script}
 	soldOut     *prometheus.CounterVec   // seckill_soldout_marks_total{activity,source}
 	recovering  *prometheus.GaugeVec     // seckill_activity_recovering{activity}
+	batchSize   prometheus.Histogram     // seckill_reserve_batch_size
 
 	limits atomic.Pointer[limitRecorderBox] // set by CountLimits; nil: not counted
 }
@@ -47,13 +48,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	var err [6]error
+	var err [7]error
 	m.remaining, err[0] = register(reg, m.remaining)
 	m.issued, err[1] = register(reg, m.issued)
 	m.calls, err[2] = register(reg, m.calls)
 	m.callSeconds, err[3] = register(reg, m.callSeconds)
 	m.soldOut, err[4] = register(reg, m.soldOut)
 	m.recovering, err[5] = register(reg, m.recovering)
+	m.batchSize, err[6] = register(reg, m.batchSize)
 	if err := errors.Join(err[:]...); err != nil {
 		return nil, fmt.Errorf("inventory: register metrics: %w", err)
 	}
@@ -82,6 +84,10 @@ func newMetrics() *Metrics {
 		recovering: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_activity_recovering", Help: "1 while this instance holds the activity in the recovering state: Redis lost its state, reservations are refused until a restore from MySQL.",
 		}, []string{"activity"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "seckill_reserve_batch_size", Help: "Reservations per reservation script call (group commit: the requests of one shard that arrived while its previous call was in flight).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}),
 	}
 	return m
 }

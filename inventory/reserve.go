@@ -308,26 +308,8 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}
 	withIP := r.IPKey != "" // admission's plan: set only where the script can take it
-	seen := l.seen(home)
-	call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
-	res, err := s.runCall(ctx, s.reserve, call.args)
-	if err != nil && slotMoving(err) {
-		// The shard's slot is migrating between Cluster nodes: the keys are moving (TRYAGAIN,
-		// or the ASK the client gave up on), or the source can no longer create the record
-		// (refused before any write: inventory_reserve.lua). Once, wait and send it again.
-		t := time.NewTimer(slotWait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			call.release()
-			return ReserveResult{}, done, ctx.Err()
-		case <-t.C:
-		}
-		s.slotRetries.Add(1)
-		res, err = s.runCall(ctx, s.reserve, call.args)
-	}
-	sent := *call.mark
-	call.release()
+	// With others of the same shard when its previous call is in flight (batch.go).
+	res, sent, seen, err := s.reserveBatched(ctx, e, l, home, r, uh, idf, withIP)
 	if err != nil {
 		return ReserveResult{}, done, err
 	}

@@ -20,7 +20,9 @@ import (
 // limit, no shard is below zero.
 func TestReshardUnderLoad(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		const stock, users = 1500, 1200
+		// Enough stock and users that the crowd is still buying when the second reshard
+		// ends (with batched reservations 1200 users had all bought before it began).
+		const stock, users = 100_000, 60_000
 		s := newStore(t, rdb, Options{})
 		other := newStore(t, rdb, Options{}) // a second instance resharding at the same time
 		a := mustCreate(t, s, openActivity(t, stock, 1, 4))

@@ -100,6 +100,10 @@ type Options struct {
 	// Catalog lists the activities MySQL knows (generation.go); nil: a loss of Redis state is
 	// not detected (tests of the inventory alone).
 	Catalog Catalog
+	// ReserveBatch bounds the reservations of one shard sent in one script call (batch.go:
+	// those that arrive while the shard's previous call is in flight). Default
+	// DefaultReserveBatch; 1 sends each alone.
+	ReserveBatch int
 	// Gone, when set, is told of each cached activity whose metadata a refresh no longer
 	// finds in Redis (the activity was deleted): the store has dropped it and its series.
 	Gone func(activity string)
@@ -124,6 +128,7 @@ type Store struct {
 	log  *slog.Logger
 
 	reserve, create, load, drain, credit, copy, reshard, token, restore, retire, fail *script
+	reserveBatch                                                                      *script
 	mover                                                                             *Mover
 
 	mu   sync.RWMutex
@@ -254,13 +259,15 @@ type layout struct {
 	handed        []numberSet                 // per shard: every reservation number this instance handed out (rollback.go)
 	top           []atomic.Pointer[handedOut] // per shard: the highest number this instance handed out and its buyer (rollback.go)
 	marks         []atomic.Pointer[string]    // per shard: the generation mark this instance last saw raised or met there (rollback.go); nil: the entry's generation
+	batchers      []batcher                   // per shard: the reservations waiting for its call in flight (batch.go)
 }
 
 func newLayout(id string, epoch, shards int) *layout {
 	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards),
 		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards),
 		marks: make([]atomic.Pointer[string], shards), floor: make([]atomic.Int64, shards),
-		handed: make([]numberSet, shards), top: make([]atomic.Pointer[handedOut], shards)}
+		handed: make([]numberSet, shards), top: make([]atomic.Pointer[handedOut], shards),
+		batchers: make([]batcher, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
 	}
@@ -297,6 +304,9 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	}
 	if opts.MaxOtherShards == 0 {
 		opts.MaxOtherShards = 3
+	}
+	if opts.ReserveBatch == 0 {
+		opts.ReserveBatch = DefaultReserveBatch
 	}
 	if opts.ReshardWorkers <= 0 {
 		opts.ReshardWorkers = 16
@@ -335,7 +345,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
 		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"}, {&s.retire, "retire"},
-		{&s.fail, "fail"},
+		{&s.fail, "fail"}, {&s.reserveBatch, "reserve_batch"},
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {

@@ -1,0 +1,258 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// holdHook holds the first single reservation script sent with a context carrying holdFirst
+// until release is closed, so the reservations sent meanwhile queue behind it (batch.go);
+// it counts the batch script's calls, and with lose set answers each batch call with an
+// error after Redis ran it (a reply lost on the way back).
+type holdHook struct {
+	single, batch, batchSrc string
+	held                    chan struct{} // closed once the first call is held
+	release                 chan struct{}
+	lose                    bool
+
+	mu      sync.Mutex
+	holding bool
+	batches int
+}
+
+type holdFirst struct{}
+
+func (h *holdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if len(cmd.Args()) < 2 {
+			return next(ctx, cmd)
+		}
+		switch fmt.Sprint(cmd.Args()[1]) {
+		case h.single:
+			h.mu.Lock()
+			first := !h.holding && ctx.Value(holdFirst{}) != nil
+			h.holding = h.holding || first
+			h.mu.Unlock()
+			if first {
+				close(h.held)
+				<-h.release
+			}
+		case h.batch, h.batchSrc: // EVALSHA, or EVAL after NOSCRIPT
+			if err := next(ctx, cmd); err != nil {
+				return err // not run (NOSCRIPT: sent again with EVAL)
+			}
+			h.mu.Lock()
+			h.batches++
+			h.mu.Unlock()
+			if h.lose {
+				cmd.SetErr(errors.New("i/o timeout (test: the reply was lost)"))
+			}
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// queued is how many reservations wait in the queue of shard 0 of activity id.
+func queued(t *testing.T, s *Store, id string) int {
+	t.Helper()
+	e, err := s.entryFor(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &e.layout.Load().batchers[0]
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
+type batchReq struct {
+	user, key string
+	qty       int
+	ctx       context.Context
+	cancel    func() // called once every request queued, before the hold is released
+	res       ReserveResult
+	err       error
+}
+
+// runHeld sends first (held in flight by h), then reqs, each once queued behind it in
+// order, releases the hold and waits for every answer.
+func runHeld(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, reqs []*batchReq) {
+	t.Helper()
+	ctx := ctxT(t)
+	var wg sync.WaitGroup
+	send := func(r *batchReq, c context.Context) {
+		defer wg.Done()
+		r.res, r.err = s.Reserve(c, ReserveRequest{ActivityID: id, UserID: r.user, IdempotencyKey: r.key, Quantity: r.qty})
+	}
+	wg.Add(1)
+	go send(first, context.WithValue(ctx, holdFirst{}, true))
+	<-h.held
+	for i, r := range reqs {
+		c := ctx
+		if r.ctx != nil {
+			c = r.ctx
+		}
+		wg.Add(1)
+		go send(r, c)
+		deadline := time.Now().Add(10 * time.Second)
+		for queued(t, s, id) < i+1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("request %d never queued behind the held call", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	left := len(reqs)
+	for _, r := range reqs {
+		if r.cancel != nil {
+			r.cancel()
+			left--
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for queued(t, s, id) != left {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queued after the cancels, want %d", queued(t, s, id), left)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(h.release)
+	wg.Wait()
+}
+
+func newHoldHook(s *Store) *holdHook {
+	return &holdHook{single: s.reserve.s.Hash(), batch: s.reserveBatch.s.Hash(), batchSrc: s.reserveBatch.src, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+// TestBatchRunsEachAsIfAlone: reservations queued behind a call in flight go as one batch,
+// and each gets the answer it would have got sent alone, in arrival order: a user's third
+// request over the limit of 2 is refused, requests with one idempotency key make one
+// reservation (the others replay it), a quantity of 2 then 1 over a limit of 2 is refused.
+// Counted from Redis: the journal holds one entry per reservation, the stock is down by
+// the units.
+func TestBatchRunsEachAsIfAlone(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 2, 1))
+		h := newHoldHook(s)
+		rdb.AddHook(h)
+		first := &batchReq{user: "first", qty: 1}
+		reqs := []*batchReq{
+			{user: "a", qty: 1}, {user: "b", key: "kb", qty: 1}, {user: "a", qty: 1},
+			{user: "b", key: "kb", qty: 1}, {user: "c", qty: 2}, {user: "a", qty: 1},
+			{user: "c", qty: 1}, {user: "b", key: "kb", qty: 1},
+		}
+		runHeld(t, s, h, a.ID, first, reqs)
+		if h.batches != 1 {
+			t.Fatalf("%d batch calls for the %d reservations queued behind the held one, want 1", h.batches, len(reqs))
+		}
+		want := []Code{Reserved, Reserved, Reserved, Replayed, Reserved, AlreadyPurchased, AlreadyPurchased, Replayed}
+		var bRid string
+		units := int64(first.qty)
+		if first.err != nil || first.res.Code != Reserved {
+			t.Fatalf("the held reservation: %+v %v", first.res, first.err)
+		}
+		for i, r := range reqs {
+			if r.err != nil || r.res.Code != want[i] {
+				t.Errorf("request %d (%s, key %q, qty %d): %+v %v, want %s", i, r.user, r.key, r.qty, r.res, r.err, want[i])
+				continue
+			}
+			if r.user == "b" {
+				if bRid == "" {
+					bRid = r.res.ReservationID
+				} else if r.res.ReservationID != bRid {
+					t.Errorf("key kb answered %s and %s", bRid, r.res.ReservationID)
+				}
+			}
+			if r.res.Code == Reserved {
+				units += int64(r.qty)
+			}
+		}
+		st := readState(t, rdb, a.ID)
+		if st.journal != 5 || st.remaining != 100-units || units != 6 {
+			t.Errorf("journal %d entries, stock %d: want 5 reservations of 6 units (stock %d)", st.journal, st.remaining, 100-6)
+		}
+	})
+}
+
+// TestBatchWaiterCancelledWhileQueued: a request whose context ends while it waits in the
+// queue leaves it and is never sent (its user holds nothing, its answer is the context's
+// error); the others of the batch are answered as usual.
+func TestBatchWaiterCancelledWhileQueued(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 1, 1))
+		h := newHoldHook(s)
+		rdb.AddHook(h)
+		cctx, cancel := context.WithCancel(ctxT(t))
+		gone := &batchReq{user: "gone", qty: 1, ctx: cctx, cancel: cancel}
+		reqs := []*batchReq{{user: "x", qty: 1}, gone, {user: "y", qty: 1}}
+		runHeld(t, s, h, a.ID, &batchReq{user: "first", qty: 1}, reqs)
+		for _, r := range []*batchReq{reqs[0], reqs[2]} {
+			if r.err != nil || r.res.Code != Reserved {
+				t.Errorf("%s: %+v %v", r.user, r.res, r.err)
+			}
+		}
+		if !errors.Is(gone.err, context.Canceled) {
+			t.Errorf("the request cancelled in the queue: %+v %v, want context.Canceled", gone.res, gone.err)
+		}
+		held, err := rdb.HGet(ctxT(t), Shard(a.ID, 0, 0).Users(), s.UserHash("gone")).Int()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		if held != 0 {
+			t.Errorf("the request cancelled in the queue was sent: its user holds %d", held)
+		}
+		if st := readState(t, rdb, a.ID); st.journal != 3 {
+			t.Errorf("journal %d entries, want 3 (first, x, y)", st.journal)
+		}
+	})
+}
+
+// TestBatchReplyLost: the batch script ran but its reply was lost: every reservation of the
+// batch gets the error (the API's OUTCOME_UNKNOWN), none is taken twice: each retried with
+// its key answers the one reservation the batch made, a keyless retry of a user at the limit
+// is refused. Counted from Redis: one journal entry per user.
+func TestBatchReplyLost(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 1, 1))
+		h := newHoldHook(s)
+		h.lose = true
+		rdb.AddHook(h)
+		reqs := []*batchReq{{user: "k1", key: "key1", qty: 1}, {user: "n1", qty: 1}, {user: "k2", key: "key2", qty: 1}}
+		runHeld(t, s, h, a.ID, &batchReq{user: "first", qty: 1}, reqs)
+		for _, r := range reqs {
+			if r.err == nil {
+				t.Errorf("%s: %+v with the batch's reply lost", r.user, r.res)
+			}
+		}
+		h.lose = false
+		for _, r := range reqs {
+			res, err := s.Reserve(ctxT(t), ReserveRequest{ActivityID: a.ID, UserID: r.user, IdempotencyKey: r.key, Quantity: 1})
+			want := Replayed
+			if r.key == "" {
+				want = AlreadyPurchased
+			}
+			if err != nil || res.Code != want {
+				t.Errorf("%s retried: %+v %v, want %s", r.user, res, err, want)
+			}
+		}
+		if st := readState(t, rdb, a.ID); st.journal != 4 || st.remaining != 96 {
+			t.Errorf("journal %d, stock %d: want 4 reservations (the held one and the batch's 3)", st.journal, st.remaining)
+		}
+	})
+}

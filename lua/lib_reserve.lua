@@ -1,0 +1,155 @@
+-- lib_reserve.lua: the body of one reservation (inventory_reserve.lua has its contract), as a
+-- function of the script's KEYS and ARGV, so a batch of reservations on one shard
+-- (inventory_reserve_batch.lua) runs each exactly as the single script would, one after the
+-- other in one call.
+--#include lib_bucket.lua
+--#include lib_window.lua
+local function reserve_one(KEYS, ARGV)
+  local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
+  if not sd[1] then
+    return {10}
+  end
+  if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
+    -- A mark of the same generation raised since by debits (ARGV[17] in the history) is no
+    -- loss of what the caller knew: sell (the refresh records the new mark). Anything else
+    -- (a fence, another generation, a mark whose history lost ARGV[17]) is refused.
+    local known = redis.call('HEXISTS', KEYS[5], 'm:' .. ARGV[17])
+    local b = string.find(ARGV[17], '#', 1, true)
+    if known == 0 or not b or not sd[3] or string.sub(sd[3], 1, b) ~= string.sub(ARGV[17], 1, b) then
+      return {13, sd[3] or '', known}
+    end
+  end
+  if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
+    return {14, sd[2] or '0'}
+  end
+  local stock = tonumber(sd[1])
+  local uh = ARGV[3]
+  local qs = ARGV[4]
+  local qty = tonumber(qs)
+  local idf = ARGV[12]
+  local rate = tonumber(ARGV[8])
+  local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
+  local lim = rate > 0 or (wms > 0 and wmax > 0) -- a user bucket or window is on: <uh>:p is used
+  -- One HMGET reads what this reservation decides on: units held, the sequence, the packed
+  -- limits (only when a limit is on), the key binding (only with a key). The last id <uh>:l is
+  -- read only for the LIMIT answer that names it.
+  local u, packed, bound
+  if lim then
+    if idf ~= '' then
+      u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', idf)
+      packed, bound = u[3], u[4]
+    else
+      u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p')
+      packed = u[3]
+    end
+  elseif idf ~= '' then
+    u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', idf)
+    bound = u[3]
+  else
+    u = redis.call('HMGET', KEYS[2], uh, uh .. ':s')
+  end
+  if bound then
+    return {2, bound}
+  end
+
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local now_ms = math.floor(now / 1000)
+  local opens = tonumber(ARGV[6])
+  local closes = tonumber(ARGV[7])
+  if opens > 0 and now_ms < opens then
+    return {4, opens}
+  end
+  if closes > 0 and now_ms >= closes then
+    return {5}
+  end
+
+  -- the user's sequence and packed state (see the header)
+  local seq_s = u[2] or '0'
+  local btok, bsec, busec, wst, wpr, wcu = '', '', '', '', '', ''
+  if packed then
+    local c, d, e, f, g, h = string.match(packed, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+    if c then
+      btok, bsec, busec, wst, wpr, wcu = c, d, e, f, g, h
+    end
+  end
+
+  if rate > 0 then
+    local ts
+    if bsec ~= '' then ts = tonumber(bsec) * 1000000 + tonumber(busec) end
+    local ok, retry, after = tb_take(tonumber(btok), ts, rate, tonumber(ARGV[9]), 1, now)
+    if not ok then
+      return {6, retry}
+    end
+    btok, bsec, busec = tostring(after), t[1], t[2]
+  end
+  if wms > 0 and wmax > 0 then
+    local s0, p0 = tonumber(wst), tonumber(wpr)
+    local ok, retry, s1, p1, c1 = wc_check(s0, p0, tonumber(wcu), wms, wmax, now_ms)
+    if not ok then
+      return {7, retry}
+    end
+    if s1 ~= s0 or p1 ~= p0 then
+      wst = tostring(s1)
+      if p1 == 0 then wpr = '0' else wpr = tostring(p1) end
+    end
+    if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
+  end
+  local iprate, ipburst, ip_tokens = 0, 0, 0
+  if KEYS[7] then
+    iprate, ipburst = tonumber(ARGV[19]), tonumber(ARGV[20])
+    local ip_ok, ip_retry
+    ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
+    if not ip_ok then
+      return {12, ip_retry}
+    end
+  end
+  local limits
+  if lim then limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu end
+
+  local held = tonumber(u[1] or '0')
+  if held + qty > tonumber(ARGV[5]) then
+    if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
+    if lim then -- the attempt counts against bucket and window
+      redis.call('HSET', KEYS[2], uh .. ':p', limits)
+    end
+    return {3, redis.call('HGET', KEYS[2], uh .. ':l') or ''}
+  end
+  if stock < qty then
+    return {8, stock}
+  end
+  if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
+
+  local seq = qs -- a new user's sequence is the quantity (no number to format)
+  if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
+  local n = tostring((tonumber(sd[2]) or 0) + 1)
+  local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
+  local rec = string.sub(KEYS[1], 1, -6) .. 'r:' .. n -- the first write: see the header
+  local ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
+  redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING',
+    'ts', ms)
+  if closes > 0 then
+    redis.call('PEXPIREAT', rec, ARGV[15])
+  else
+    redis.call('PEXPIRE', rec, ARGV[16])
+  end
+  local left = redis.call('DECRBY', KEYS[1], qs)
+  redis.call('INCR', KEYS[3])
+  local count = qs
+  if held > 0 then count = held + qty end
+  if lim then
+    if idf ~= '' then
+      redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits, idf, rid)
+    else
+      redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits)
+    end
+  elseif idf ~= '' then
+    redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, idf, rid)
+  else
+    redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid)
+  end
+  redis.call('HINCRBY', KEYS[5], 'taken', qs)
+  redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
+    'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
+  return {1, rid, left}
+end
