@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -84,6 +85,75 @@ func TestInFlightReserveAcrossOwnLostDebit(t *testing.T) {
 		}
 		if g, _ := rdb.HGet(ctx, Meta(a.ID), "gen").Result(); g != generationRolledBack {
 			t.Errorf("X met S's loss of its own debit but did not fence the activity (meta gen %q)", g)
+		}
+	})
+}
+
+// TestInFlightReserveOnShardThatLostOwnDebit: as TestInFlightReserveAcrossOwnLostDebit
+// without Y: S's node goes back past X's second debit and holds again exactly the mark the
+// in-flight call carries. The script's mark check passes (the same mark), and the shard
+// sells units the lost debit moved to shard 0. X must see on the answer that its record moved
+// while the call was in flight and that S lost it, and fence (the protocol before the
+// same-generation rule sold here too).
+func TestInFlightReserveOnShardThatLostOwnDebit(t *testing.T) {
+	forBackends(t, false, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &fakeCatalog{}
+		x := newStore(t, rdb, Options{Catalog: cat})
+		a := mustCreate(t, x, openActivity(t, 40, 1, 2)) // 20 units per shard
+		cat.put(a)
+		if err := x.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		xe, err := x.entryFor(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := xe.layout.Load()
+		src := Shard(a.ID, 0, 1)
+		refill := func() {
+			t.Helper()
+			moved, closed, err := x.refill(context.Background(), xe, xe.layout.Load(), 0, 1)
+			if err != nil || closed || moved < 1 {
+				t.Fatalf("X's refill of shard 0 from S: moved %d, closed %v, %v", moved, closed, err)
+			}
+		}
+		refill()
+		first := *l.mark(1, xe)
+		fired := false
+		rdb.AddHook(raiseHook{sha: x.reserve.s.Hash(), raise: func() {
+			if fired {
+				return
+			}
+			fired = true
+			goBack := snapshotShard(t, rdb, src)
+			refill() // X's second debit of S, recorded
+			goBack() // S's node loses it: S holds `first` again
+		}})
+		_, home1 := usersByHome(x, 0, 1)
+		res, err := x.Reserve(context.WithValue(ctx, raiseUnder{}, true), ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1})
+		if !fired {
+			t.Fatal("the hook never ran")
+		}
+		if err == nil && (res.Code == Reserved || res.Code == Replayed) {
+			t.Fatalf("X answered %s on S, which lost X's own recorded debit (record %q, carried %q)", res.ReservationID, *l.mark(1, xe), first)
+		}
+		if !errors.Is(err, ErrRecovering) && !errors.Is(err, ErrNotDurable) {
+			t.Fatalf("X reserve on S: %+v %v, want ErrRecovering or ErrNotDurable", res, err)
+		}
+		if g, _ := rdb.HGet(ctx, Meta(a.ID), "gen").Result(); g != generationRolledBack {
+			t.Errorf("X met S's loss of its own debit but did not fence the activity (meta gen %q)", g)
+		}
+		// The sale the script made is failed again: S's record of it is not a live reservation.
+		var rid string
+		for n := int64(1); n <= 2; n++ {
+			st, _ := rdb.HGet(ctx, src.Record(n), "status").Result()
+			if st != "" && st != "FAILED" {
+				rid = fmt.Sprintf("%d (%s)", n, st)
+			}
+		}
+		if rid != "" {
+			t.Errorf("S's reservation %s is live after X failed the sale", rid)
 		}
 	})
 }
