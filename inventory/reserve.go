@@ -338,6 +338,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			// shard went back while it was in flight (rollback.go).
 			return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
 		}
+		if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
+			return ReserveResult{}, done, err
+		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case Replayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
@@ -352,6 +355,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			l.noteIssued(home, rid, uh)
 			if l.handedBefore(home, rid) {
 				return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
+			}
+			if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
+				return ReserveResult{}, done, err
 			}
 			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 		}

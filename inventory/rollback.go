@@ -2,10 +2,13 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A Redis that came back rolled back (killed and started on an AOF that lacks its last
@@ -103,6 +106,55 @@ func (l *layout) number(i int, rid string) (int64, bool) {
 // instance handed out before (see above), fences the activity and returns the answer:
 // nothing taken (ErrRecovering) once the record is FAILED, else not known (ErrNotDurable).
 func (s *Store) reissued(ctx context.Context, e *entry, l *layout, home int, rid string) error {
+	return s.takeBack(ctx, e, l, rid, "Redis handed out a reservation number again: it came back rolled back; the activity is fenced until it is restored from MySQL",
+		"Redis rolled back: reservation number of "+rid+" handed out again", "its number was handed out before (Redis rolled back)")
+}
+
+// soldAcrossDebit checks a sale of shard home of l whose call carried the mark sent, when
+// this instance's record of the shard's mark moved while the call was in flight (a debit of
+// its own recorded meanwhile, or a raise it met). The script ordered the sale against sent
+// only: the shard's node may have lost the debit the record names and sold the units that
+// debit moved to another shard (TestInFlightReserveOnShardThatLostOwnDebit). One read then
+// says whether the shard holds the record (its mark, or in its history): if not, the node
+// went back; the reservation is failed again and the activity fenced, as for a number
+// handed out again. Invariant (R2 for a call in flight): a 202 is answered only when the
+// shard, after the sale, holds every debit this instance recorded for it before the answer.
+// nil when the record did not move, or moved to another generation (not this check's).
+func (s *Store) soldAcrossDebit(ctx context.Context, e *entry, l *layout, home int, sent, rid string) error {
+	rec := l.marks[home].Load()
+	if rec == nil || *rec == sent {
+		return nil
+	}
+	base, _, id := splitMark(*rec)
+	if id == "" {
+		return nil // the generation itself or a release's mark: not a debit that can be lost
+	}
+	k := l.keys[home]
+	pipe := s.rdb.Pipeline()
+	g := pipe.Get(ctx, k.Gen())
+	h := pipe.HExists(ctx, k.Stats(), "m:"+*rec)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		// The sale stands unverified: its outcome is not known to the caller (a retry with
+		// the same key replays it once the shard answers).
+		return fmt.Errorf("%w: reservation %s: checking shard %d's mark after a sale in flight across a debit: %w", ErrNotDurable, rid, home, err)
+	}
+	got := g.Val()
+	if got == *rec || h.Val() {
+		return nil
+	}
+	if gb, _, _ := splitMark(got); got != "" && got != generationRolledBack && gb != base {
+		return nil // another generation (a restore): the lookup applies it
+	}
+	s.log.Error("a shard's node went back past a debit this instance recorded while a sale was in flight: the activity is fenced until it is restored from MySQL",
+		"activity", e.def.ID, "epoch", l.epoch, "shard", home, "record", *rec, "found", got, "reservation", rid)
+	return s.takeBack(ctx, e, l, rid, "the sale may have sold units the lost debit moved: failing it",
+		"Redis rolled back: shard "+strconv.Itoa(home)+" "+lostMark(*rec, got), "sold by a shard that lost a debit of this instance (Redis rolled back)")
+}
+
+// takeBack fails the reservation rid (inventory_fail.lua), logs msg, fences the activity
+// with reason and returns the answer for rid: nothing taken (ErrRecovering) once its record
+// is FAILED, else not known (ErrNotDurable); what says why.
+func (s *Store) takeBack(ctx context.Context, e *entry, l *layout, rid, msg, reason, what string) error {
 	ctx = context.WithoutCancel(ctx)
 	k, n, _ := ParseReservationID(rid)
 	res, err := s.run(ctx, s.fail, []string{k.Record(n), k.Stock(), k.Stats(), k.Drained(), k.XOut()})
@@ -111,14 +163,13 @@ func (s *Store) reissued(ctx context.Context, e *entry, l *layout, home int, rid
 		code, _ := asInt(res[0])
 		failed = code == 1 || code == 2 || code == 5 || code == 6 // failed now or before (inventory_fail.lua)
 	}
-	s.log.Error("Redis handed out a reservation number again: it came back rolled back; the activity is fenced until it is restored from MySQL",
-		"activity", e.def.ID, "reservation", rid, "failed", failed, "err", err,
+	s.log.Error(msg, "activity", e.def.ID, "reservation", rid, "failed", failed, "err", err,
 		"restore", "POST /admin/v1/activities/"+e.def.ID+"/restore")
-	s.fenceRolledBack(ctx, e, l, "Redis rolled back: reservation number of "+rid+" handed out again")
+	s.fenceRolledBack(ctx, e, l, reason)
 	if failed {
-		return fmt.Errorf("%w: reservation %s: its number was handed out before (Redis rolled back); failed", ErrRecovering, rid)
+		return fmt.Errorf("%w: reservation %s: %s; failed", ErrRecovering, rid, what)
 	}
-	return fmt.Errorf("%w: reservation %s: its number was handed out before (Redis rolled back)", ErrNotDurable, rid)
+	return fmt.Errorf("%w: reservation %s: %s", ErrNotDurable, rid, what)
 }
 
 // fenceRolledBack writes the rolled-back fence (meta's generation while it is still e's, every
