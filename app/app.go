@@ -230,7 +230,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey,
-		Durability: opts.RedisDurability, Catalog: &adminStore{db: a.db}, Gone: a.activityGone}, invM, log.With("part", "inventory"))
+		Durability: opts.RedisDurability, Catalog: &adminStore{db: a.db}, Gone: a.activityGone, ReserveBatch: opts.ReserveBatch}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
 		if len(opts.UserHashKey) == 0 {

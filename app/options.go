@@ -73,8 +73,11 @@ type Options struct {
 	MySQLPool     int    // SECKILL_MYSQL_POOL: the order writer's connection pool
 	// WriterRate (SECKILL_WRITER_RATE) is the orders per second the writer may commit; 0 = no cap.
 	WriterRate float64
-	Demo       bool   // SECKILL_DEMO: load the demo activity at start (default in embedded mode)
-	Namespace  string // SECKILL_NAMESPACE: keeps deployments sharing one Redis apart
+	// ReserveBatch (SECKILL_RESERVE_BATCH) bounds the reservations of one stock shard sent in
+	// one Redis call (group commit); 1 sends each alone; 0: the inventory's default.
+	ReserveBatch int
+	Demo         bool   // SECKILL_DEMO: load the demo activity at start (default in embedded mode)
+	Namespace    string // SECKILL_NAMESPACE: keeps deployments sharing one Redis apart
 	// RelayClaimIdle (SECKILL_RELAY_CLAIM_IDLE) is how long a journal entry read by a relay that
 	// died stays pending before another relay claims it (zero: the relay's default, 30 s).
 	RelayClaimIdle time.Duration
@@ -217,6 +220,16 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 				err := parseInt(v, 0, &n)
 				o.WriterRate = float64(n)
 				return err
+			}},
+		{flag: "reserve-batch", env: "SECKILL_RESERVE_BATCH", def: strconv.Itoa(inventory.DefaultReserveBatch), usage: "most reservations of one stock shard sent in one Redis call: those that arrive while the shard's previous call is in flight (1 = each alone)",
+			set: func(o *Options, v string) error {
+				if err := parseInt(v, 1, &o.ReserveBatch); err != nil {
+					return err
+				}
+				if o.ReserveBatch > 256 {
+					return errors.New("want an integer in 1..256")
+				}
+				return nil
 			}},
 		{flag: "relay-claim-idle", env: "SECKILL_RELAY_CLAIM_IDLE", def: "30s", usage: "a journal entry left pending by a dead relay is claimed by another after this",
 			set: func(o *Options, v string) error {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/inventory"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -109,6 +111,11 @@ func TestParseOptions(t *testing.T) {
 		{name: "writer-rate", env: map[string]string{"SECKILL_WRITER_RATE": "0"}, check: func(o Options) bool { return o.WriterRate == 0 }},
 		{name: "writer-rate bad", env: map[string]string{"SECKILL_WRITER_RATE": "fast"}, wantErr: `SECKILL_WRITER_RATE="fast": want an integer >= 0`},
 		{name: "writer-rate flag bad", args: []string{"--writer-rate=-5"}, wantErr: `invalid value "-5" for flag -writer-rate: want an integer >= 0`},
+		{name: "reserve-batch", env: map[string]string{"SECKILL_RESERVE_BATCH": "8"}, check: func(o Options) bool { return o.ReserveBatch == 8 }},
+		{name: "reserve-batch default", check: func(o Options) bool { return o.ReserveBatch == inventory.DefaultReserveBatch }},
+		{name: "reserve-batch one", args: []string{"--reserve-batch=1"}, check: func(o Options) bool { return o.ReserveBatch == 1 }},
+		{name: "reserve-batch zero", env: map[string]string{"SECKILL_RESERVE_BATCH": "0"}, wantErr: `SECKILL_RESERVE_BATCH="0": want an integer >= 1`},
+		{name: "reserve-batch flag too big", args: []string{"--reserve-batch=300"}, wantErr: `invalid value "300" for flag -reserve-batch: want an integer in 1..256`},
 		{name: "relay-claim-idle", env: map[string]string{"SECKILL_RELAY_CLAIM_IDLE": "5s"}, check: func(o Options) bool { return o.RelayClaimIdle == 5*time.Second }},
 		{name: "relay-claim-idle bad", env: map[string]string{"SECKILL_RELAY_CLAIM_IDLE": "soon"}, wantErr: `SECKILL_RELAY_CLAIM_IDLE="soon": want a duration > 0`},
 		{name: "relay-claim-idle zero", args: []string{"--relay-claim-idle=0s"}, wantErr: `want a duration > 0`},

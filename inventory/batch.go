@@ -47,10 +47,10 @@ type batchItem struct {
 	done chan struct{} // closed when res/err are set, or when lead is
 	lead []*batchItem  // set for the item that sends the next batch (itself first)
 
-	res        []any
-	err        error
-	sent       string // the generation mark the batch carried
-	seen, slot bool   // l.seen when the batch was built; whether its call met a slot move
+	res  []any
+	err  error
+	sent string // the generation mark the batch carried
+	seen bool   // l.seen when the batch was built
 }
 
 var batchItems = sync.Pool{New: func() any { return &batchItem{done: make(chan struct{}, 1)} }}
@@ -59,6 +59,14 @@ var batchItems = sync.Pool{New: func() any { return &batchItem{done: make(chan s
 // when a call of it is in flight, and returns its own answer as runCall would, with the
 // mark the call carried and whether this instance had met the shard's generation key.
 func (s *Store) reserveBatched(ctx context.Context, e *entry, l *layout, home int, r *ReserveRequest, uh, idf string, withIP bool) (res []any, sent string, seen bool, err error) {
+	if s.opts.ReserveBatch <= 1 { // each alone, in parallel: no queue
+		call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
+		seen = l.seen(home)
+		res, err = s.runReserve(ctx, s.reserve, call.args)
+		sent = *call.mark
+		call.release()
+		return res, sent, seen, err
+	}
 	b := &l.batchers[home]
 	it := batchItems.Get().(*batchItem)
 	it.r, it.uh, it.idf, it.withIP, it.ul = r, uh, idf, withIP, e.userLimitArgs(r)
@@ -154,21 +162,7 @@ func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, home int, bat
 		sc = s.reserveBatch
 		s.batchArgs(call, batch)
 	}
-	res, err := s.runCall(ctx, sc, call.args)
-	if err != nil && slotMoving(err) {
-		// The shard's slot is migrating between Cluster nodes: the keys are moving (TRYAGAIN,
-		// or the ASK the client gave up on), or the source can no longer create the record
-		// (refused before any write: inventory_reserve.lua, the first item's record is the
-		// batch's first write). Once, wait and send it again.
-		t := time.NewTimer(slotWait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-			s.slotRetries.Add(1)
-			res, err = s.runCall(ctx, sc, call.args)
-		}
-	}
+	res, err := s.runReserve(ctx, sc, call.args)
 	sent := *call.mark
 	call.release()
 	if s.m != nil {
@@ -224,4 +218,25 @@ func (s *Store) batchArgs(call *reserveCall, batch []*batchItem) {
 		out = append(out, it.r.UserID, it.uh, it.r.Quantity, it.idf)
 	}
 	call.args = out
+}
+
+// runReserve runs a reservation command (single or batch) as runCall does and, when the
+// shard's slot is migrating between Cluster nodes (the keys are moving: TRYAGAIN, or the ASK
+// the client gave up on; or the source can no longer create the record, refused before any
+// write: inventory_reserve.lua, and a batch's first write is its first record), waits once
+// and sends it again.
+func (s *Store) runReserve(ctx context.Context, sc *script, args []any) ([]any, error) {
+	res, err := s.runCall(ctx, sc, args)
+	if err == nil || !slotMoving(err) {
+		return res, err
+	}
+	t := time.NewTimer(slotWait)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	s.slotRetries.Add(1)
+	return s.runCall(ctx, sc, args)
 }

@@ -19,7 +19,9 @@ type holdHook struct {
 	single, batch, batchSrc string
 	held                    chan struct{} // closed once the first call is held
 	release                 chan struct{}
-	lose                    bool
+	lose                    bool // the batch script runs, its reply is lost
+	failBefore              bool // the batch script fails before it reaches Redis
+	disabled                bool // off: a hook cannot be removed from a client
 
 	mu      sync.Mutex
 	holding bool
@@ -36,7 +38,10 @@ func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if len(cmd.Args()) < 2 {
+		h.mu.Lock()
+		off := h.disabled
+		h.mu.Unlock()
+		if off || len(cmd.Args()) < 2 {
 			return next(ctx, cmd)
 		}
 		switch fmt.Sprint(cmd.Args()[1]) {
@@ -50,6 +55,10 @@ func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				<-h.release
 			}
 		case h.batch, h.batchSrc: // EVALSHA, or EVAL after NOSCRIPT
+			if h.failBefore {
+				cmd.SetErr(errors.New("connection refused (test: the batch never reached Redis)"))
+				return cmd.Err()
+			}
 			if err := next(ctx, cmd); err != nil {
 				return err // not run (NOSCRIPT: sent again with EVAL)
 			}
@@ -63,6 +72,13 @@ func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
+}
+
+// off makes h pass every command through from now on.
+func (h *holdHook) off() {
+	h.mu.Lock()
+	h.disabled = true
+	h.mu.Unlock()
 }
 
 // queued is how many reservations wait in the queue of shard 0 of activity id.

@@ -281,8 +281,12 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 	// Redis that lost the activity's meta or a shard (inventory/generation.go).
 	cat := &simCatalog{}
 	newInstance := func(id string) *inventory.Store {
+		// ReserveBatch 1: each reservation its own call, as the plans here count calls per
+		// request and park one mid-call while other steps run (a parked call would hold its
+		// shard's batch queue). The group commit has its own seeded simulation
+		// (inventory's TestBatchSimulation); the fleet simulation runs with it.
 		st, err := inventory.New(rdb, inventory.Options{Namespace: ns, ReshardWorkers: 1, InstanceID: id, Catalog: cat,
-			UserHashKey: simHashKey(t, seed)}, nil, nil)
+			UserHashKey: simHashKey(t, seed), ReserveBatch: 1}, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
