@@ -90,7 +90,11 @@ func TestReserveWhileAnotherInstanceDebitsTheShard(t *testing.T) {
 			if err != nil || res.Code != Reserved {
 				t.Fatalf("X reserve %s on S with a debit of Y before each script: %+v %v (%d raises so far)", u, res, err, raises)
 			}
-			if calls > 2 {
+			if calls > 1 {
+				// The first debit of S raises it from the generation itself, which every mark
+				// of S descends from: refused, that took a second script for every call in
+				// flight or queued (a batch of 32) at each shard's first debit, and a request
+				// that had waited its second in the queue answered 503 (CI's rushes).
 				t.Fatalf("X's reservation of %s took %d reserve scripts, one per debit of Y that landed under it", u, calls)
 			}
 		}

@@ -201,7 +201,7 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	// A reshard closes shards before the new layout opens: wait for it (normally a few ms),
 	// up to busyWait.
 	deadline := time.Now().Add(busyWait)
-	refills, paused, adoptions := 0, false, 0
+	refills, paused, adoptions, remarks := 0, false, 0, 0
 	for i := 0; ; i++ {
 		l := e.layout.Load()
 		res, next, err := s.reserveOn(ctx, e, l, &r, uh, idf, refills < maxRefills)
@@ -217,8 +217,10 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 		case remarked:
 			// Each raise is a debit that took units from the shard (finite: bounded by the
 			// stock), and the recorded mark is the one read now; a shard refilling others
-			// under many instances can need a few tries. The busy deadline bounds them.
-			if time.Now().After(deadline) {
+			// under many instances can need a few tries. The busy deadline bounds them, but
+			// not the first two: a request that waited out the deadline in its shard's queue
+			// (a busy machine) sends the mark it was refused on again (CI's rushes failed so).
+			if remarks++; remarks > 2 && time.Now().After(deadline) {
 				return ReserveResult{}, fmt.Errorf("%w: %s: the home shard's mark keeps moving", ErrBusy, r.ActivityID)
 			}
 			continue

@@ -69,13 +69,14 @@
 --                             shard never has one): refresh
 --   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
 --   {13, gen or "", 1 | 0}    GENERATION: the shard's generation is not ARGV[17] (fenced,
---                             lost, never given one, or a mark raised by a debit from the
---                             generation itself): nothing taken; 1 when ARGV[17] is in the
---                             shard's mark history (stats field "m:<mark>",
---                             inventory_transfer.lua). A debit mark ARGV[17] in the history
---                             of a shard holding a later mark of the same generation is not
---                             refused: the debits since raised it, the node lost nothing the
---                             caller knew (an HEXISTS more, only until the caller records it)
+--                             lost, never given one) nor a later mark of it: nothing taken;
+--                             1 when ARGV[17] is in the shard's mark history (stats field
+--                             "m:<mark>", inventory_transfer.lua; always 1 for the generation
+--                             itself). A later mark of the same generation (raised by debits
+--                             since: the node lost nothing the caller knew) is not refused:
+--                             any mark of it for the generation itself (every debit descends
+--                             from it), one whose history holds ARGV[17] for a debit mark (an
+--                             HEXISTS more, only until the caller records the new mark)
 --   {14, counter}             ROLLED_BACK: the counter is below ARGV[18]: nothing taken
 --#include lib_reserve.lua
 return reserve_one(KEYS, ARGV)

@@ -10,12 +10,20 @@ local function reserve_one(KEYS, ARGV)
     return {10}
   end
   if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
-    -- A mark of the same generation raised since by debits (ARGV[17] in the history) is no
-    -- loss of what the caller knew: sell (the refresh records the new mark). Anything else
-    -- (a fence, another generation, a mark whose history lost ARGV[17]) is refused.
-    local known = redis.call('HEXISTS', KEYS[5], 'm:' .. ARGV[17])
-    local b = string.find(ARGV[17], '#', 1, true)
-    if known == 0 or not b or not sd[3] or string.sub(sd[3], 1, b) ~= string.sub(ARGV[17], 1, b) then
+    -- A mark of the same generation raised since by debits is no loss of what the caller
+    -- knew: sell (the refresh records the new mark). That is every mark of the generation
+    -- when ARGV[17] is the generation itself (count 0: every debit descends from it), else
+    -- one whose history holds ARGV[17]. Anything else (a fence, another generation, a mark
+    -- whose history lost ARGV[17]) is refused.
+    local k, known = ARGV[17], 1
+    local b = string.find(k, '#', 1, true)
+    if b then
+      known = redis.call('HEXISTS', KEYS[5], 'm:' .. k)
+    else
+      k = k .. '#'
+      b = #k
+    end
+    if known == 0 or not sd[3] or string.sub(sd[3], 1, b) ~= string.sub(k, 1, b) then
       return {13, sd[3] or '', known}
     end
   end
