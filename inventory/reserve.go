@@ -320,6 +320,10 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{}, done, err
 	}
 	s.m.countLimits(c, res, r, withIP) // as the IP key was passed above
+	later := laterMark(c, res)
+	if c != Reserved && c != Replayed {
+		l.recordLater(home, sent, later)
+	}
 	arg := func(i int) any {
 		if i < len(res) {
 			return res[i]
@@ -343,6 +347,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
 			return ReserveResult{}, done, err
 		}
+		l.recordLater(home, sent, later)
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case Replayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
@@ -361,8 +366,10 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
 				return ReserveResult{}, done, err
 			}
+			l.recordLater(home, sent, later)
 			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 		}
+		l.recordLater(home, sent, later)
 		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil
 	case AlreadyPurchased:
 		return ReserveResult{Code: AlreadyPurchased, ReservationID: asString(arg(1))}, done, nil

@@ -325,6 +325,35 @@ func (l *layout) raiseMark(i int, got string) {
 	}
 }
 
+// laterMark is the shard's mark an answer of code c carries when the reserve script accepted
+// it as a later one of the mark the call carried (inventory_reserve.lua: the 4th element of
+// every answer but SHARD_CLOSED and GENERATION), or "".
+func laterMark(c Code, res []any) string {
+	if c == rcGeneration || c == rcShardClosed || len(res) < 4 {
+		return ""
+	}
+	m, _ := res[3].(string)
+	return m
+}
+
+// recordLater records that shard i of l holds later, a mark the reserve script accepted as
+// descending from sent, the one the call carried, while the record is still sent (or none:
+// the call carried the entry's generation). Sold or not: a record left behind matched the
+// shard again after its node went back past the debits since, and the call sold their
+// units a second time (TestBareGenerationAnswerWithoutSaleKeepsStaleRecord). A record
+// raised while the call was in flight (a debit of this instance) stays: the next call
+// carries it, and the script reads the history.
+func (l *layout) recordLater(i int, sent, later string) {
+	if later == "" {
+		return
+	}
+	rec := l.marks[i].Load()
+	if rec != nil && *rec != sent {
+		return
+	}
+	l.raiseMarkFrom(i, rec, later)
+}
+
 // markMet is the decision on a script that refused shard i of l because it holds the mark
 // got instead of the one this instance gave it.
 type markMet int

@@ -78,5 +78,7 @@
 --                             from it), one whose history holds ARGV[17] for a debit mark (an
 --                             HEXISTS more, only until the caller records the new mark)
 --   {14, counter}             ROLLED_BACK: the counter is below ARGV[18]: nothing taken
+-- Every answer but 10 and 13 on a shard holding a later mark than ARGV[17] carries that mark as
+-- its 4th element (the ones shorter padded with 0): the caller records it, sold or not.
 --#include lib_reserve.lua
 return reserve_one(KEYS, ARGV)

@@ -4,29 +4,9 @@
 -- other in one call.
 --#include lib_bucket.lua
 --#include lib_window.lua
-local function reserve_one(KEYS, ARGV)
-  local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
-  if not sd[1] then
-    return {10}
-  end
-  if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
-    -- A mark of the same generation raised since by debits is no loss of what the caller
-    -- knew: sell (the refresh records the new mark). That is every mark of the generation
-    -- when ARGV[17] is the generation itself (count 0: every debit descends from it), else
-    -- one whose history holds ARGV[17]. Anything else (a fence, another generation, a mark
-    -- whose history lost ARGV[17]) is refused.
-    local k, known = ARGV[17], 1
-    local b = string.find(k, '#', 1, true)
-    if b then
-      known = redis.call('HEXISTS', KEYS[5], 'm:' .. k)
-    else
-      k = k .. '#'
-      b = #k
-    end
-    if known == 0 or not sd[3] or string.sub(sd[3], 1, b) ~= string.sub(k, 1, b) then
-      return {13, sd[3] or '', known}
-    end
-  end
+-- reserve_on decides the reservation on a shard whose stock, counter and mark are sd (the
+-- mark accepted: see reserve_one).
+local function reserve_on(KEYS, ARGV, sd)
   if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
     return {14, sd[2] or '0'}
   end
@@ -160,4 +140,41 @@ local function reserve_one(KEYS, ARGV)
   redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
     'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
   return {1, rid, left}
+end
+
+-- reserve_one is one reservation (inventory_reserve.lua's contract).
+local function reserve_one(KEYS, ARGV)
+  local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
+  if not sd[1] then
+    return {10}
+  end
+  local later
+  if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
+    -- A mark of the same generation raised since by debits is no loss of what the caller
+    -- knew: sell, the answer carrying the new mark for the caller to record. That is every mark of the generation
+    -- when ARGV[17] is the generation itself (count 0: every debit descends from it), else
+    -- one whose history holds ARGV[17]. Anything else (a fence, another generation, a mark
+    -- whose history lost ARGV[17]) is refused.
+    local k, known = ARGV[17], 1
+    local b = string.find(k, '#', 1, true)
+    if b then
+      known = redis.call('HEXISTS', KEYS[5], 'm:' .. k)
+    else
+      k = k .. '#'
+      b = #k
+    end
+    if known == 0 or not sd[3] or string.sub(sd[3], 1, b) ~= string.sub(k, 1, b) then
+      return {13, sd[3] or '', known}
+    end
+    later = sd[3]
+  end
+  local r = reserve_on(KEYS, ARGV, sd)
+  if later then
+    -- Every answer on a later mark carries it (4th), so the caller records it: one that sold
+    -- nothing left the caller's record behind, and a node that then went back past the
+    -- debits since matched that record and sold their units again (review of issue 18).
+    for i = #r + 1, 3 do r[i] = 0 end
+    r[4] = later
+  end
+  return r
 end

@@ -444,10 +444,14 @@ step_ratios() {
     row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
     m0=$(svc_mallocs "$adm")
     before=$(cmdstat evalsha)
+    local b0 n0 b1 n1
+    b0=$(metric_sum "$adm" seckill_reserve_batch_size_sum) n0=$(metric_sum "$adm" seckill_reserve_batch_size_count)
     s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
     wrk_run "202-$tag" "$u/api/v1/activities/$a202/reservations" "$nu"
     s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
     after=$(cmdstat evalsha)
+    b1=$(metric_sum "$adm" seckill_reserve_batch_size_sum) n1=$(metric_sum "$adm" seckill_reserve_batch_size_count)
+    echo "  reservations per reserve call (seckill_reserve_batch_size): $(per $((b1 - b0)) $((n1 - n0))) over $((n1 - n0)) calls"
     m1=$(svc_mallocs "$adm")
     row "seckill 202 admitted, roles $tag" "$RPS" one "$(per $((m1 - m0)) "$REQS")" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
       split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/reservation, %.2f EVALSHA/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n }'); $(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"), $NON2XX non-2xx"
