@@ -46,14 +46,16 @@
 -- than max events in one fixed window nor 2 * max in any span of the window's length, and is
 -- exact when the previous window's events were spread evenly.
 -- A dimension that is off (rate 0, window 0 or max 0, no idempotency key) costs no field.
--- Order: shard open? -> generation -> idempotency replay -> open/close (Redis TIME) -> user bucket and
--- window -> IP bucket -> per-user limit -> stock -> record + journal. Tokens are not taken
--- when the answer is EMPTY (the caller refills the shard and asks again).
+-- Order: shard open? -> generation -> floor -> idempotency replay -> open/close (Redis TIME) -> user
+-- bucket and window -> IP bucket -> per-user limit -> stock -> record + journal -> stock, counter
+-- and stats written. Tokens are not taken when the answer is EMPTY (the caller refills the shard
+-- and asks again).
 -- The record hash holds rid aid uid uh qty status ts (orderId and comp are added by the order
 -- pipeline). The journal entry carries the idempotency field too (ik, "" without a key), so
 -- the order keeps it and a restore from MySQL rebuilds the binding (inventory/restore.go).
--- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), HMGET, TIME, HSET record,
--- PEXPIRE(AT) record, DECRBY, INCR seq, HSET users, HINCRBY stats, XADD. Numbers are turned into strings
+-- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET, HSET record,
+-- PEXPIRE(AT) record, HSET users, XADD, then DECRBY, INCRBY seq, HINCRBY stats (the batch script
+-- makes the MGET, TIME and the last three once for all its reservations). Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
 -- the time in ms is cut from TIME's strings).
 -- Returns:
@@ -78,7 +80,7 @@
 --                             from it), one whose history holds ARGV[17] for a debit mark (an
 --                             HEXISTS more, only until the caller records the new mark)
 --   {14, counter}             ROLLED_BACK: the counter is below ARGV[18]: nothing taken
--- Every answer but 10 and 13 on a shard holding a later mark than ARGV[17] carries that mark as
--- its 4th element (the ones shorter padded with 0): the caller records it, sold or not.
+-- Every answer but 10, 13 and 14 on a shard holding a later mark than ARGV[17] carries that mark
+-- as its 4th element (the ones shorter padded with 0): the caller records it, sold or not.
 --#include lib_reserve.lua
 return reserve_one(KEYS, ARGV)

@@ -9,7 +9,9 @@
 -- user hash, quantity, idempotency field ("" none), which replace ARGV[2], ARGV[3], ARGV[4]
 -- and ARGV[12]; everything else (activity, limits, times, epoch, shard, record expiry,
 -- generation mark, floor) is the batch's.
--- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it.
+-- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it. The
+-- shard is read once before the first (MGET, the mark's HEXISTS, TIME) and its stock, counter
+-- and taken statistic written once after the last (lib_reserve.lua).
 --#include lib_reserve.lua
 local n = 1 + (#ARGV - 20) / 4
 local ip = #KEYS > 6
@@ -17,12 +19,18 @@ local k = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}
 local a = {}
 for i = 1, 20 do a[i] = ARGV[i] end
 local out = {}
+local sh, refused = shard_open(k, a) -- the same for all: the shard, its mark and floor are the batch's
 for i = 1, n do
-  if i > 1 then
-    local b = 20 + 4 * (i - 2)
-    a[2], a[3], a[4], a[12] = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+  if not sh then
+    out[i] = refused
+  else
+    if i > 1 then
+      local b = 20 + 4 * (i - 2)
+      a[2], a[3], a[4], a[12] = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+    end
+    if ip then k[7] = KEYS[6 + i] end
+    out[i] = answer_on(k, a, sh)
   end
-  if ip then k[7] = KEYS[6 + i] end
-  out[i] = reserve_one(k, a)
 end
+if sh then shard_close(k, sh) end
 return out

@@ -1,16 +1,17 @@
 -- lib_reserve.lua: the body of one reservation (inventory_reserve.lua has its contract), as a
 -- function of the script's KEYS and ARGV, so a batch of reservations on one shard
 -- (inventory_reserve_batch.lua) runs each exactly as the single script would, one after the
--- other in one call.
+-- other in one call. What the reservations of one call share is read and written once: the
+-- shard (shard_open: stock, counter, mark, floor, and Redis TIME, read before the first;
+-- shard_close: the stock, the counter and the stats' taken, written after the last). A
+-- script is atomic, so each reservation still sees the shard as the ones before it left it,
+-- and the first write of a reservation that sells is still its record (see the header).
 --#include lib_bucket.lua
 --#include lib_window.lua
--- reserve_on decides the reservation on a shard whose stock, counter and mark are sd (the
--- mark accepted: see reserve_one).
-local function reserve_on(KEYS, ARGV, sd)
-  if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
-    return {14, sd[2] or '0'}
-  end
-  local stock = tonumber(sd[1])
+-- reserve_on decides one reservation on sh, the shard as shard_open read it and the
+-- reservations before this one of the call left it.
+local function reserve_on(KEYS, ARGV, sh)
+  local stock = sh.stock
   local uh = ARGV[3]
   local qs = ARGV[4]
   local qty = tonumber(qs)
@@ -40,9 +41,7 @@ local function reserve_on(KEYS, ARGV, sd)
     return {2, bound}
   end
 
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local now_ms = math.floor(now / 1000)
+  local t, now, now_ms = sh.t, sh.now, sh.now_ms
   local opens = tonumber(ARGV[6])
   local closes = tonumber(ARGV[7])
   if opens > 0 and now_ms < opens then
@@ -110,10 +109,11 @@ local function reserve_on(KEYS, ARGV, sd)
 
   local seq = qs -- a new user's sequence is the quantity (no number to format)
   if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
-  local n = tostring((tonumber(sd[2]) or 0) + 1)
+  sh.n = sh.n + 1
+  local n = tostring(sh.n)
   local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
   local rec = string.sub(KEYS[1], 1, -6) .. 'r:' .. n -- the first write: see the header
-  local ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
+  local ms = sh.ms
   redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING',
     'ts', ms)
   if closes > 0 then
@@ -121,8 +121,8 @@ local function reserve_on(KEYS, ARGV, sd)
   else
     redis.call('PEXPIRE', rec, ARGV[16])
   end
-  local left = redis.call('DECRBY', KEYS[1], qs)
-  redis.call('INCR', KEYS[3])
+  sh.stock = stock - qty
+  sh.taken = sh.taken + qty
   local count = qs
   if held > 0 then count = held + qty end
   if lim then
@@ -136,25 +136,25 @@ local function reserve_on(KEYS, ARGV, sd)
   else
     redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid)
   end
-  redis.call('HINCRBY', KEYS[5], 'taken', qs)
   redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
     'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
-  return {1, rid, left}
+  return {1, rid, sh.stock}
 end
 
--- reserve_one is one reservation (inventory_reserve.lua's contract).
-local function reserve_one(KEYS, ARGV)
+-- shard_open reads the shard the reservations of a call share: nil and the answer of each
+-- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK).
+local function shard_open(KEYS, ARGV)
   local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
   if not sd[1] then
-    return {10}
+    return nil, {10}
   end
   local later
   if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
     -- A mark of the same generation raised since by debits is no loss of what the caller
-    -- knew: sell, the answer carrying the new mark for the caller to record. That is every mark of the generation
-    -- when ARGV[17] is the generation itself (count 0: every debit descends from it), else
-    -- one whose history holds ARGV[17]. Anything else (a fence, another generation, a mark
-    -- whose history lost ARGV[17]) is refused.
+    -- knew: sell, each answer carrying the new mark for the caller to record (answer_on).
+    -- That is every mark of the generation when ARGV[17] is the generation itself (count 0:
+    -- every debit descends from it), else one whose history holds ARGV[17]. Anything else
+    -- (a fence, another generation, a mark whose history lost ARGV[17]) is refused.
     local k, known = ARGV[17], 1
     local b = string.find(k, '#', 1, true)
     if b then
@@ -164,17 +164,51 @@ local function reserve_one(KEYS, ARGV)
       b = #k
     end
     if known == 0 or not sd[3] or string.sub(sd[3], 1, b) ~= string.sub(k, 1, b) then
-      return {13, sd[3] or '', known}
+      return nil, {13, sd[3] or '', known}
     end
     later = sd[3]
   end
-  local r = reserve_on(KEYS, ARGV, sd)
-  if later then
-    -- Every answer on a later mark carries it (4th), so the caller records it: one that sold
-    -- nothing left the caller's record behind, and a node that then went back past the
-    -- debits since matched that record and sold their units again (review of issue 18).
-    for i = #r + 1, 3 do r[i] = 0 end
-    r[4] = later
+  if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
+    return nil, {14, sd[2] or '0'}
   end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local n = tonumber(sd[2]) or 0
+  return {stock = tonumber(sd[1]), n = n, n0 = n, taken = 0, later = later, t = t, now = now,
+    now_ms = math.floor(now / 1000), ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)}
+end
+
+-- shard_close writes what the call's sales took from sh: the stock, the counter and the taken
+-- statistic, one command each.
+local function shard_close(KEYS, sh)
+  if sh.taken > 0 then
+    redis.call('DECRBY', KEYS[1], sh.taken)
+    redis.call('INCRBY', KEYS[3], sh.n - sh.n0)
+    redis.call('HINCRBY', KEYS[5], 'taken', sh.taken)
+  end
+end
+
+-- answer_on is reserve_on's answer for the caller: on a later mark than ARGV[17] it carries
+-- that mark (4th, the shorter answers padded with 0), so the caller records it, sold or
+-- not: a record left behind by an answer that sold nothing matched the shard again once its
+-- node went back past the debits since, and the next call sold their units twice (review
+-- of issue 18).
+local function answer_on(KEYS, ARGV, sh)
+  local r = reserve_on(KEYS, ARGV, sh)
+  if sh.later then
+    for i = #r + 1, 3 do r[i] = 0 end
+    r[4] = sh.later
+  end
+  return r
+end
+
+-- reserve_one is one reservation (inventory_reserve.lua's contract).
+local function reserve_one(KEYS, ARGV)
+  local sh, refused = shard_open(KEYS, ARGV)
+  if not sh then
+    return refused
+  end
+  local r = answer_on(KEYS, ARGV, sh)
+  shard_close(KEYS, sh)
   return r
 end
