@@ -322,7 +322,18 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	s.m.countLimits(c, res, r, withIP) // as the IP key was passed above
 	later := laterMark(c, res)
 	if c != Reserved && c != Replayed {
-		l.recordLater(home, sent, later)
+		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
+			return ReserveResult{}, done, err
+		}
+	}
+	// sold: a record the shard no longer holds fails the sale (soldAcrossDebit's case, met
+	// by the later mark's check).
+	sold := func(rid string) error {
+		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
+			return s.takeBack(ctx, e, l, rid, "the sale may have sold units a lost debit moved: failing it",
+				"Redis rolled back: shard "+strconv.Itoa(home)+" lost a debit this instance had met", "sold by a shard that lost a debit (Redis rolled back)")
+		}
+		return nil
 	}
 	arg := func(i int) any {
 		if i < len(res) {
@@ -347,7 +358,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
 			return ReserveResult{}, done, err
 		}
-		l.recordLater(home, sent, later)
+		if err := sold(rid); err != nil {
+			return ReserveResult{}, done, err
+		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 	case Replayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
@@ -366,10 +379,14 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
 				return ReserveResult{}, done, err
 			}
-			l.recordLater(home, sent, later)
+			if err := sold(rid); err != nil {
+				return ReserveResult{}, done, err
+			}
 			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 		}
-		l.recordLater(home, sent, later)
+		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
+			return ReserveResult{}, done, err
+		}
 		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil
 	case AlreadyPurchased:
 		return ReserveResult{Code: AlreadyPurchased, ReservationID: asString(arg(1))}, done, nil

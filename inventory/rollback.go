@@ -327,9 +327,9 @@ func (l *layout) raiseMark(i int, got string) {
 
 // laterMark is the shard's mark an answer of code c carries when the reserve script accepted
 // it as a later one of the mark the call carried (inventory_reserve.lua: the 4th element of
-// every answer but SHARD_CLOSED and GENERATION), or "".
+// every answer but SHARD_CLOSED, GENERATION and ROLLED_BACK), or "".
 func laterMark(c Code, res []any) string {
-	if c == rcGeneration || c == rcShardClosed || len(res) < 4 {
+	if c == rcGeneration || c == rcShardClosed || c == rcRolledBack || len(res) < 4 {
 		return ""
 	}
 	m, _ := res[3].(string)
@@ -337,21 +337,40 @@ func laterMark(c Code, res []any) string {
 }
 
 // recordLater records that shard i of l holds later, a mark the reserve script accepted as
-// descending from sent, the one the call carried, while the record is still sent (or none:
-// the call carried the entry's generation). Sold or not: a record left behind matched the
-// shard again after its node went back past the debits since, and the call sold their
-// units a second time (TestBareGenerationAnswerWithoutSaleKeepsStaleRecord). A record
-// raised while the call was in flight (a debit of this instance) stays: the next call
-// carries it, and the script reads the history.
-func (l *layout) recordLater(i int, sent, later string) {
+// descending from sent, the one the call carried: sold or not, a record left behind matched
+// the shard again after its node went back past the debits since, and the next call sold
+// their units a second time (TestBareGenerationAnswerWithoutSaleKeepsStaleRecord). When the
+// record moved while the call was in flight (another answer raised it, or a debit of this
+// instance), later was ordered against sent only: a higher count is taken when the shard's
+// history holds the record (one HEXISTS, only in this race), and a history without it is a
+// node that went back (fenced: ErrRecovering), as meetMark decides on a refusal
+// (TestLaterAnswerOfAnOlderCallLeavesStaleRecord). A failed read leaves the record as it
+// is: the next call carries it, and the script reads the history.
+func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sent, later string) error {
 	if later == "" {
-		return
+		return nil
 	}
 	rec := l.marks[i].Load()
-	if rec != nil && *rec != sent {
-		return
+	if rec == nil || *rec == sent {
+		l.raiseMarkFrom(i, rec, later)
+		return nil
 	}
-	l.raiseMarkFrom(i, rec, later)
+	switch markAfter(*rec, later, false) {
+	case markLater:
+		l.raiseMarkFrom(i, rec, later)
+	case markUnsure:
+		known, err := s.markKnown(ctx, l.keys[i], *rec)
+		if err != nil {
+			return nil
+		}
+		if !known {
+			s.wentBack(ctx, e, l, i, lostMark(*rec, later))
+			return ErrRecovering
+		}
+		l.raiseMarkFrom(i, rec, later)
+	}
+	// markLost, markForeign: the next call carries the record and is refused on it.
+	return nil
 }
 
 // markMet is the decision on a script that refused shard i of l because it holds the mark
