@@ -23,24 +23,9 @@ import (
 func TestInFlightReserveAcrossOwnLostDebit(t *testing.T) {
 	forBackends(t, false, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 40, 1, 2)) // 20 units per shard
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		xe, err := x.entryFor(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ye, err := y.entryFor(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 40, 1, 2), Options{}) // 20 units per shard
+		xe := mustEntry(ctx, t, x, a.ID)
+		ye := mustEntry(ctx, t, y, a.ID)
 		l := xe.layout.Load()
 		src := Shard(a.ID, 0, 1)
 		refill := func(st *Store, e *entry, name string) {
@@ -105,10 +90,7 @@ func TestInFlightReserveOnShardThatLostOwnDebit(t *testing.T) {
 		if err := x.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		xe, err := x.entryFor(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		xe := mustEntry(ctx, t, x, a.ID)
 		l := xe.layout.Load()
 		src := Shard(a.ID, 0, 1)
 		refill := func() {

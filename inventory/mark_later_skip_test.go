@@ -23,26 +23,11 @@ import (
 func TestLaterAnswerOfAnOlderCallLeavesStaleRecord(t *testing.T) {
 	forBackends(t, false, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
 		// 1: each call alone, in parallel (the same stale carried mark arises with batches:
 		// the next batch is built before the previous batch's answers are recorded).
-		x := newStore(t, rdb, Options{Catalog: cat, ReserveBatch: 1})
-		a := mustCreate(t, x, openActivity(t, 40, 1, 2)) // 20 units per shard, limit 1
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		xe, err := x.entryFor(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ye, err := y.entryFor(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 40, 1, 2), Options{ReserveBatch: 1}) // 20 units per shard, limit 1
+		xe := mustEntry(ctx, t, x, a.ID)
+		ye := mustEntry(ctx, t, y, a.ID)
 		l := xe.layout.Load()
 		src := Shard(a.ID, 0, 1)
 		_, home1 := usersByHome(x, 0, 2)

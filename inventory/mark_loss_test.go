@@ -17,16 +17,7 @@ import (
 func TestLostMarkRaisedTwiceFences(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 8, 1, 2)) // four units per shard
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 8, 1, 2), Options{}) // four units per shard
 		home0, home1 := usersByHome(x, 12, 2)
 		src := Shard(a.ID, 0, 1)
 		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }
@@ -80,16 +71,7 @@ func TestLostMarkRaisedTwiceFences(t *testing.T) {
 func TestInFlightCallForgetsOwnDebit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 8, 1, 2))
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 8, 1, 2), Options{})
 		home0, home1 := usersByHome(x, 12, 1)
 		src := Shard(a.ID, 0, 1)
 		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }

@@ -44,20 +44,8 @@ func (h raiseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 func TestReserveWhileAnotherInstanceDebitsTheShard(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 400, 1, 2))
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ye, err := y.entryFor(ctx, a.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 400, 1, 2), Options{})
+		ye := mustEntry(ctx, t, y, a.ID)
 		src := Shard(a.ID, 0, 1)
 		const maxRaises = 100
 		raises, calls := 0, 0

@@ -322,18 +322,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	s.m.countLimits(c, res, r, withIP) // as the IP key was passed above
 	later := laterMark(c, res)
 	if c != Reserved && c != Replayed {
-		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
+		if err := s.recordLater(ctx, e, l, home, sent, later, false); err != nil {
 			return ReserveResult{}, done, err
 		}
-	}
-	// sold: a record the shard no longer holds fails the sale (soldAcrossDebit's case, met
-	// by the later mark's check).
-	sold := func(rid string) error {
-		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
-			return s.takeBack(ctx, e, l, rid, "the sale may have sold units a lost debit moved: failing it",
-				"Redis rolled back: shard "+strconv.Itoa(home)+" lost a debit this instance had met", "sold by a shard that lost a debit (Redis rolled back)")
-		}
-		return nil
 	}
 	arg := func(i int) any {
 		if i < len(res) {
@@ -358,7 +349,8 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
 			return ReserveResult{}, done, err
 		}
-		if err := sold(rid); err != nil {
+		// soldAcrossDebit read that the shard's history holds the record.
+		if err := s.recordLater(ctx, e, l, home, sent, later, true); err != nil {
 			return ReserveResult{}, done, err
 		}
 		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
@@ -379,12 +371,12 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
 				return ReserveResult{}, done, err
 			}
-			if err := sold(rid); err != nil {
+			if err := s.recordLater(ctx, e, l, home, sent, later, true); err != nil {
 				return ReserveResult{}, done, err
 			}
 			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
 		}
-		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
+		if err := s.recordLater(ctx, e, l, home, sent, later, false); err != nil {
 			return ReserveResult{}, done, err
 		}
 		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil

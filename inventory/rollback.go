@@ -344,9 +344,11 @@ func laterMark(c Code, res []any) string {
 // instance), later was ordered against sent only: a higher count is taken when the shard's
 // history holds the record (one HEXISTS, only in this race), and a history without it is a
 // node that went back (fenced: ErrRecovering), as meetMark decides on a refusal
-// (TestLaterAnswerOfAnOlderCallLeavesStaleRecord). A failed read leaves the record as it
-// is: the next call carries it, and the script reads the history.
-func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sent, later string) error {
+// (TestLaterAnswerOfAnOlderCallLeavesStaleRecord). held says the caller read that the
+// history holds the record (a sale, after soldAcrossDebit): no second read, no error. A
+// failed read leaves the record as it is: the next call carries it, and the script reads
+// the history.
+func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sent, later string, held bool) error {
 	if later == "" {
 		return nil
 	}
@@ -355,7 +357,7 @@ func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sen
 		l.raiseMarkFrom(i, rec, later)
 		return nil
 	}
-	switch markAfter(*rec, later, false) {
+	switch markAfter(*rec, later, held) {
 	case markLater:
 		l.raiseMarkFrom(i, rec, later)
 	case markUnsure:

@@ -238,16 +238,7 @@ func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 func TestCounterRaisedAgainByAnotherInstanceIsNoticed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 10, 1, 1))
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
 		k := Shard(a.ID, 0, 0)
 		goBack := snapshotShard(t, rdb, k)
 		for _, u := range []string{"x1", "x2"} {
@@ -383,16 +374,7 @@ func snapshotShard(t *testing.T, rdb redis.UniversalClient, k ShardKeys) (goBack
 func TestRaisedMarkHandedOutTwice(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 4, 1, 2)) // two units per shard
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 4, 1, 2), Options{}) // two units per shard
 		home0, home1 := usersByHome(x, 4, 1)
 		src := Shard(a.ID, 0, 1)
 		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }
@@ -566,6 +548,35 @@ func usersByHome(s *Store, n0, n1 int) (home0, home1 []string) {
 	return home0, home1
 }
 
+// twoInstances creates def through instance x (options xOpts, given the catalog) beside a
+// second instance y, both reading the same catalog, and refreshes both: the start of every
+// test of one instance meeting another's writes on a shard.
+func twoInstances(ctx context.Context, t *testing.T, rdb redis.UniversalClient, def Activity, xOpts Options) (x, y *Store, a Activity) {
+	t.Helper()
+	cat := &fakeCatalog{}
+	xOpts.Catalog = cat
+	x = newStore(t, rdb, xOpts)
+	a = mustCreate(t, x, def)
+	cat.put(a)
+	y = newStore(t, rdb, Options{Catalog: cat})
+	for _, st := range []*Store{x, y} {
+		if err := st.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return x, y, a
+}
+
+// mustEntry is st's entry of activity id.
+func mustEntry(ctx context.Context, t *testing.T, st *Store, id string) *entry {
+	t.Helper()
+	e, err := st.entryFor(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // mustReserve reserves one unit of activity for u through st (instance name), and fails the
 // test unless it is reserved.
 func mustReserve(ctx context.Context, t *testing.T, st *Store, name, activity, u string) {
@@ -584,16 +595,7 @@ func mustReserve(ctx context.Context, t *testing.T, st *Store, name, activity, u
 func TestFenceMetOnAShardIsKept(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 10, 1, 1))
-		cat.put(a)
-		y := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
 		mustReserve(ctx, t, x, "X", a.ID, "u1")
 		mustReserve(ctx, t, x, "X", a.ID, "u2")
 		before, err := rdb.HGetAll(ctx, Meta(a.ID)).Result()
