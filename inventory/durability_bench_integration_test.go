@@ -5,9 +5,6 @@ package inventory
 import (
 	"context"
 	"fmt"
-	"net"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,31 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 )
-
-// benchRedis starts a private redis-server with args on a free port (and kills it at the end).
-func benchRedis(b *testing.B, args ...string) string {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := b.TempDir()
-	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	testwait.Eventually(b, 10*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil }, "redis on %d", port)
-	return addr
-}
 
 // usecPerCall reads INFO commandstats' usec_per_call of cmd (Redis's own time per call).
 func usecPerCall(ctx context.Context, rdb redis.UniversalClient, cmd string) float64 {
@@ -76,9 +51,9 @@ func BenchmarkReserveDurability(b *testing.B) {
 		{name: "replicas-1", args: []string{"--appendonly", "no"}, dur: Durability{Replicas: 1}, repl: true},
 	} {
 		b.Run(m.name, func(b *testing.B) {
-			addr := benchRedis(b, m.args...)
+			addr := testsvc.PrivateRedis(b, m.args...)
 			if m.repl {
-				benchRedis(b, "--replicaof", "127.0.0.1", strings.TrimPrefix(addr, "127.0.0.1:"))
+				testsvc.PrivateRedis(b, "--replicaof", "127.0.0.1", strings.TrimPrefix(addr, "127.0.0.1:"))
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, DisableIdentity: true})
 			b.Cleanup(func() { rdb.Close() })

@@ -5,8 +5,6 @@ package inventory
 import (
 	"fmt"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -29,24 +28,10 @@ func privateCluster(t *testing.T) (map[string]*redis.Client, *redis.ClusterClien
 	nodes := map[string]*redis.Client{}
 	var addrs []string
 	for i := 0; i < 2; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		dir := t.TempDir()
-		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--cluster-enabled", "yes", "--cluster-config-file",
-			filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "5000", "--logfile", filepath.Join(dir, "redis.log"))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		addr := "127.0.0.1:" + strconv.Itoa(port)
+		addr := testsvc.PrivateRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", "5000")
 		c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
 		t.Cleanup(func() { c.Close() })
-		testwait.Eventually(t, 10*time.Second, func() bool { return c.Ping(ctx).Err() == nil }, "redis on %d", port)
 		nodes[addr] = c
 		addrs = append(addrs, addr)
 	}

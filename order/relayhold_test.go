@@ -4,10 +4,6 @@ package order
 
 import (
 	"context"
-	"net"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,33 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
-
-// privateRedis starts a redis-server of the test's own on a free port (killed at the end):
-// these tests need a replica, which the shared servers' Redis does not have.
-func privateRedis(t *testing.T, args ...string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	testwait.Eventually(t, 20*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil }, "redis on %d", port)
-	return addr
-}
 
 // recordingPublisher keeps what was published, by reservation id.
 type recordingPublisher struct {
@@ -79,9 +52,9 @@ func (p *recordingPublisher) has(rids ...string) bool {
 // entries are published once its group is back.
 func TestRelayDurableTroubleOfOneJournalHoldsNoOther(t *testing.T) {
 	t.Parallel()
-	master := privateRedis(t)
+	master := testsvc.PrivateRedis(t)
 	port := strings.TrimPrefix(master, "127.0.0.1:")
-	privateRedis(t, "--replicaof", "127.0.0.1", port)
+	testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", port)
 	rdb := redis.NewClient(&redis.Options{Addr: master})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()

@@ -9,7 +9,9 @@
 #      the small ones), and these run two at a time (-p 2): they mostly wait too (inventory
 #      used 28 s of CPU in a 147 s run), each on its own keys. internal/sim's seeds mostly
 #      wait (the loss simulation: 5.8 s of CPU in 58 s), so its parallel seeds run 8 at a time
-#      (-parallel 8) instead of GOMAXPROCS (2): 35 s instead of 58 for the loss seeds. Config's
+#      (-parallel 8) instead of GOMAXPROCS (2): 35 s instead of 58 for the loss seeds. The
+#      fleet simulation's standalone seeds run on redis-servers of their own
+#      (testsvc.PrivateRedis): their check scans the whole server after every step. Config's
 #      timing checks (a Nacos publish reaches three instances within 1 s) kept p99 at
 #      120-370 ms with the machine loaded.
 #   2. app alone: the fault drills, the acceptance rushes and the browser test, whose

@@ -11,6 +11,8 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -86,6 +88,49 @@ func RedisCluster(t testing.TB) redis.UniversalClient {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// PrivateRedis starts a redis-server of the test's own on a free loopback port, with its own
+// directory and no persistence (args come last, so they override), waits until it answers PING
+// and kills it when the test ends. It returns the address. A test uses it when it needs a server
+// configured otherwise than the shared one (a replica, appendonly, cluster-enabled), or when it
+// scans the whole keyspace after every step: the shared server holds every other test's keys.
+func PrivateRedis(t testing.TB, args ...string) string {
+	t.Helper()
+	needIntegration(t, "a private redis-server")
+	if testing.Short() {
+		t.Skip("-short: redis-server not started")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	cmd := exec.Command("redis-server", append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--dir", dir, "--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return addr
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			t.Fatalf("redis-server on %d does not answer PING after 20s: %v; its log:\n%s", port, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // MySQL returns a GORM handle on the test MariaDB database.
