@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 )
@@ -241,5 +243,66 @@ func TestNacosLoginAtStart(t *testing.T) {
 	}
 	if err := CheckNacosLogin(ctx, "127.0.0.1:1", testsvc.NacosUsername, "whatever", ""); err != nil {
 		t.Fatalf("unreachable server: %v, want nil", err)
+	}
+}
+
+// nacosProxies puts a fault proxy before each of the Nacos ports at addr (HTTP and gRPC at
+// HTTP+1000, the pair the SDK derives from one address) and returns the proxies' HTTP address.
+func nacosProxies(t *testing.T, addr string) (string, *faultproxy.Proxy) {
+	t.Helper()
+	host, port, err := testsvc.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p+1000 > 65535 {
+			continue
+		}
+		httpP, err := faultproxy.New("127.0.0.1:"+strconv.Itoa(p), addr)
+		if err != nil {
+			continue
+		}
+		grpcP, err := faultproxy.New("127.0.0.1:"+strconv.Itoa(p+1000), host+":"+strconv.FormatUint(port+1000, 10))
+		if err != nil {
+			httpP.Close()
+			continue
+		}
+		t.Cleanup(func() { grpcP.Close(); httpP.Close() })
+		return httpP.Addr(), grpcP
+	}
+	t.Fatal("no free pair of ports p, p+1000 on 127.0.0.1")
+	return "", nil
+}
+
+// The SDK's connection to Nacos drops and comes back (a restarted server, a proxy's idle cut):
+// the source keeps following edits over the new connection. Under -race this is also the check
+// of the SDK's reconnect, which replaced its current connection while its event goroutine read
+// it (third_party/nacos-sdk-go/SECKILL_PATCH.md): the race detector fails the test then.
+func TestNacosEditsFollowedAcrossDroppedConnections(t *testing.T) {
+	addr := testsvc.Nacos(t)
+	via, grpc := nacosProxies(t, addr)
+	id := uniqueDataID(t)
+	ns := fmt.Sprintf("seckill-test-%d", time.Now().UnixNano())
+	pub := func(content string) { api(addr).Publish(t, ns, id, DefaultGroup, content) }
+	pub("limits: {user: {rate: 1, burst: 1}}\n")
+	r := startNacosPair(t, authed(&NacosSource{Addr: via, DataID: id, Namespace: ns}))
+	waitReady(t, r, 10*time.Second)
+	for rate := 2; rate <= 4; rate++ {
+		if err := grpc.Disable(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if err := grpc.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		pub(fmt.Sprintf("limits: {user: {rate: %d, burst: 1}}\n", rate))
+		testwait.Eventually(t, 30*time.Second, func() bool { return r.Current().userRate == float64(rate) },
+			"edit to rate %d applied after the connection dropped", rate)
 	}
 }

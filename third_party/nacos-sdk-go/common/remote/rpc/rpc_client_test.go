@@ -1,0 +1,7 @@
+package rpc
+
+import "testing"
+
+func TestHealthCheck(t *testing.T) {
+
+}
