@@ -294,13 +294,13 @@ func TestNacosEditsFollowedAcrossDroppedConnections(t *testing.T) {
 	r := startNacosPair(t, authed(&NacosSource{Addr: via, DataID: id, Namespace: ns}))
 	waitReady(t, r, 10*time.Second)
 	for rate := 2; rate <= 4; rate++ {
-		if err := grpc.Disable(); err != nil {
+		testwait.Eventually(t, 30*time.Second, func() bool { return grpc.Conns() > 0 }, "the SDK connected over gRPC")
+		if err := grpc.Disable(); err != nil { // closes the SDK's connections
 			t.Fatal(err)
 		}
 		time.Sleep(500 * time.Millisecond)
-		if err := grpc.Enable(); err != nil {
-			t.Fatal(err)
-		}
+		// Enable fails only if an outgoing connection took the port meanwhile: try again.
+		testwait.Eventually(t, 10*time.Second, func() bool { return grpc.Enable() == nil }, "the gRPC proxy listening again")
 		pub(fmt.Sprintf("limits: {user: {rate: %d, burst: 1}}\n", rate))
 		testwait.Eventually(t, 30*time.Second, func() bool { return r.Current().userRate == float64(rate) },
 			"edit to rate %d applied after the connection dropped", rate)

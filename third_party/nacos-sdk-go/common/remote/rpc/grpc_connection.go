@@ -43,7 +43,6 @@ func NewGrpcConnection(serverInfo ServerInfo, connectionId string, conn *grpc.Cl
 		Connection: &Connection{
 			serverInfo:   serverInfo,
 			connectionId: connectionId,
-			abandon:      false,
 			conn:         conn,
 		},
 		client:         client,
