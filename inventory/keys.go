@@ -29,7 +29,7 @@ const MinUserHashKey = 32
 // UserHashKeyName is the Redis key holding the deployment's user-hash key (64 hex digits)
 // when none is configured. It is not namespaced: every instance sharing the Redis must
 // hash a user the same way, or the instances would disagree on the user's records.
-const UserHashKeyName = "sk:userhashkey"
+const UserHashKeyName = keyspace.Prefix + "userhashkey"
 
 // Hasher maps user ids to the user hashes that keys and hash fields carry instead of the
 // raw id: HMAC-SHA256 under a per-deployment secret key, truncated to 128 bits and written
@@ -159,7 +159,7 @@ type ShardKeys struct {
 // Shard returns the key names of shard i of epoch e of the activity.
 func Shard(activity string, epoch, shard int) ShardKeys {
 	return ShardKeys{Activity: activity, Epoch: epoch, Shard: shard,
-		tag: "sk:{" + activity + ":" + strconv.Itoa(epoch) + ":" + strconv.Itoa(shard) + "}:"}
+		tag: keyspace.Prefix + "{" + activity + ":" + strconv.Itoa(epoch) + ":" + strconv.Itoa(shard) + "}:"}
 }
 
 // Stock is the shard's unit count; missing means closed (drained, or not sealed yet).
@@ -207,14 +207,16 @@ func (k ShardKeys) Drained() string { return k.tag + "drained" }
 func (k ShardKeys) Record(n int64) string { return k.tag + "r:" + strconv.FormatInt(n, 10) }
 
 // Meta is the activity's metadata hash (tag {A}).
-func Meta(activity string) string { return "sk:{" + activity + "}:meta" }
+func Meta(activity string) string { return keyspace.Prefix + "{" + activity + "}:meta" }
 
 // Token is a one-time grab token of the activity.
-func Token(activity, tokenHash string) string { return "sk:{" + activity + "}:tok:" + tokenHash }
+func Token(activity, tokenHash string) string {
+	return keyspace.Prefix + "{" + activity + "}:tok:" + tokenHash
+}
 
 // TokenCount counts the grab tokens a user minted for the activity within one token lifetime.
 func TokenCount(activity, userHash string) string {
-	return "sk:{" + activity + "}:tokn:" + userHash
+	return keyspace.Prefix + "{" + activity + "}:tokn:" + userHash
 }
 
 // ReservationID is the id of the n-th reservation of shard i of epoch e.
@@ -255,12 +257,14 @@ func digits(s string, most int) bool {
 
 // Funnel is the activity's sale funnel hash (tag {A}), kept by the api instances (app's
 // funnel): counts by outcome, latency buckets and accepted reservations by second.
-func Funnel(activity string) string { return "sk:{" + activity + "}:funnel" }
+func Funnel(activity string) string { return keyspace.Prefix + "{" + activity + "}:funnel" }
 
 // FunnelTimes is the sorted set of the activity's first and last accepted reservation
 // (members "first" and "last", scores unix ms, kept with ZADD LT and GT).
-func FunnelTimes(activity string) string { return "sk:{" + activity + "}:ftimes" }
+func FunnelTimes(activity string) string { return keyspace.Prefix + "{" + activity + "}:ftimes" }
 
 // FunnelUsers is the HyperLogLog of the distinct users of one stage of the activity's funnel
 // ("tried", "bought").
-func FunnelUsers(activity, stage string) string { return "sk:{" + activity + "}:hll:" + stage }
+func FunnelUsers(activity, stage string) string {
+	return keyspace.Prefix + "{" + activity + "}:hll:" + stage
+}

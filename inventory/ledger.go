@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 
@@ -296,7 +297,7 @@ func (l *Ledger) MarkCompensated(ctx context.Context, rid string) error {
 
 // ParseJournal returns the shard whose journal stream is named stream.
 func ParseJournal(stream string) (ShardKeys, bool) {
-	inner, ok := strings.CutPrefix(stream, "sk:{")
+	inner, ok := strings.CutPrefix(stream, keyspace.Prefix+"{")
 	if !ok {
 		return ShardKeys{}, false
 	}
