@@ -206,17 +206,23 @@ func (k ShardKeys) Drained() string { return k.tag + "drained" }
 // Record is the reservation record of the shard's n-th reservation.
 func (k ShardKeys) Record(n int64) string { return k.tag + "r:" + strconv.FormatInt(n, 10) }
 
+// activityKey is the activity-wide key named name: "sk:{<activity>}:<name>", in the activity's
+// hash tag (the node of its meta).
+func activityKey(activity, name string) string {
+	return keyspace.Prefix + "{" + activity + "}:" + name
+}
+
 // Meta is the activity's metadata hash (tag {A}).
-func Meta(activity string) string { return keyspace.Prefix + "{" + activity + "}:meta" }
+func Meta(activity string) string { return activityKey(activity, "meta") }
 
 // Token is a one-time grab token of the activity.
 func Token(activity, tokenHash string) string {
-	return keyspace.Prefix + "{" + activity + "}:tok:" + tokenHash
+	return activityKey(activity, "tok:") + tokenHash
 }
 
 // TokenCount counts the grab tokens a user minted for the activity within one token lifetime.
 func TokenCount(activity, userHash string) string {
-	return keyspace.Prefix + "{" + activity + "}:tokn:" + userHash
+	return activityKey(activity, "tokn:") + userHash
 }
 
 // ReservationID is the id of the n-th reservation of shard i of epoch e.
@@ -257,14 +263,14 @@ func digits(s string, most int) bool {
 
 // Funnel is the activity's sale funnel hash (tag {A}), kept by the api instances (app's
 // funnel): counts by outcome, latency buckets and accepted reservations by second.
-func Funnel(activity string) string { return keyspace.Prefix + "{" + activity + "}:funnel" }
+func Funnel(activity string) string { return activityKey(activity, "funnel") }
 
 // FunnelTimes is the sorted set of the activity's first and last accepted reservation
 // (members "first" and "last", scores unix ms, kept with ZADD LT and GT).
-func FunnelTimes(activity string) string { return keyspace.Prefix + "{" + activity + "}:ftimes" }
+func FunnelTimes(activity string) string { return activityKey(activity, "ftimes") }
 
 // FunnelUsers is the HyperLogLog of the distinct users of one stage of the activity's funnel
 // ("tried", "bought").
 func FunnelUsers(activity, stage string) string {
-	return keyspace.Prefix + "{" + activity + "}:hll:" + stage
+	return activityKey(activity, "hll:") + stage
 }

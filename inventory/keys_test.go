@@ -231,3 +231,25 @@ func TestSignIsKeyedAndApartFromUserHashes(t *testing.T) {
 		t.Error("a signature equals a user hash")
 	}
 }
+
+// The activity-wide key names are what a running deployment holds in Redis: a change of one
+// strands the keys written before it (an upgrade would find no meta and no restore job).
+func TestActivityKeyNames(t *testing.T) {
+	for _, tt := range []struct{ got, want string }{
+		{Meta("a1"), "sk:{a1}:meta"},
+		{Token("a1", "th"), "sk:{a1}:tok:th"},
+		{TokenCount("a1", "uh"), "sk:{a1}:tokn:uh"},
+		{Funnel("a1"), "sk:{a1}:funnel"},
+		{FunnelTimes("a1"), "sk:{a1}:ftimes"},
+		{FunnelUsers("a1", "tried"), "sk:{a1}:hll:tried"},
+		{RestoreLockKey("a1"), "sk:{a1}:restoring"},
+		{IssuedKey("a1"), "sk:{a1}:issued"},
+		{LostKey("a1"), "sk:{a1}:lost"},
+		{RestoreJobKey("a1"), "sk:{a1}:restorejob"},
+		{UserHashKeyName, "sk:userhashkey"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("key %q, want %q", tt.got, tt.want)
+		}
+	}
+}

@@ -31,12 +31,12 @@ import (
 //     script, and the caller records the new generation in MySQL, which reopens the activity.
 
 // RestoreLockKey is the lock of a restore of the activity.
-func RestoreLockKey(activity string) string { return keyspace.Prefix + "{" + activity + "}:restoring" }
+func RestoreLockKey(activity string) string { return activityKey(activity, "restoring") }
 
 // IssuedKey is the hash where instances report the highest reservation number they handed
 // out per shard while the activity is recovering: "<epoch>:<shard>:<instance>" -> n. A
 // restore reads it to name the reservations answered 202 that never reached MySQL.
-func IssuedKey(activity string) string { return keyspace.Prefix + "{" + activity + "}:issued" }
+func IssuedKey(activity string) string { return activityKey(activity, "issued") }
 
 // restoreLockTTL bounds how long a crashed restore keeps others out.
 const restoreLockTTL = 5 * time.Minute
@@ -339,8 +339,8 @@ func IdemHash(field, uh string) string {
 
 // LostKey is the set of the activity's reservations that were answered 202 and never
 // reached MySQL, as restores listed them (order/lost.go).
-func LostKey(activity string) string { return keyspace.Prefix + "{" + activity + "}:lost" }
+func LostKey(activity string) string { return activityKey(activity, "lost") }
 
 // RestoreJobKey is the hash of the activity's restore job (app/restore.go, app_restorejob.lua):
 // one record for the fleet, kept a day after the job ends.
-func RestoreJobKey(activity string) string { return keyspace.Prefix + "{" + activity + "}:restorejob" }
+func RestoreJobKey(activity string) string { return activityKey(activity, "restorejob") }
