@@ -19,7 +19,7 @@ func TestMetricsPreCreated(t *testing.T) {
 		n    int
 		want int
 	}{
-		{"dead letters", testutil.CollectAndCount(m.DeadLetters), len(deadLetterCauses)},
+		{"dead letters", testutil.CollectAndCount(m.DeadLetters), len(deadCauses)},
 		{"writer retries", testutil.CollectAndCount(m.WriterRetries), len(writerRetryCauses)},
 		{"relay errors", testutil.CollectAndCount(m.RelayErrors), len(relayErrorOps)},
 		{"repairs", testutil.CollectAndCount(m.Repairs), len(repairKinds)},
@@ -31,9 +31,18 @@ func TestMetricsPreCreated(t *testing.T) {
 	if got := testutil.ToFloat64(m.DeadLetters.WithLabelValues("seq_conflict")); got != 0 {
 		t.Errorf("dead letters %v before any event", got)
 	}
-	for _, give := range []string{"seq_conflict", "insert: duplicate", "max_attempts 5", "something else"} {
-		if got := reasonLabel(give); !slices.Contains(deadLetterCauses, got) {
-			t.Errorf("reasonLabel(%q) = %q, outside the closed set", give, got)
+	// The reason a compensation records: the cause, then the detail after a colon.
+	for _, c := range []struct {
+		cause  deadCause
+		detail string
+		want   string
+	}{
+		{causeSeqConflict, "", "seq_conflict"},
+		{causeInsert, "Error 1406: Data too long", "insert: Error 1406: Data too long"},
+		{causeMaxAttempts, "panic: x", "max_attempts: panic: x"},
+	} {
+		if got := c.cause.reason(c.detail); got != c.want {
+			t.Errorf("%s.reason(%q) = %q, want %q", c.cause, c.detail, got, c.want)
 		}
 	}
 	for _, give := range []error{ErrLockBusy, &mysql.MySQLError{Number: 1213}, &PanicError{}, errors.New("x")} {

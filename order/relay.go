@@ -352,7 +352,7 @@ func (r *Relay) decode(stream string, entries []redis.XMessage) ([]Message, []in
 			// A malformed entry can never become an order: acknowledge it with the units it
 			// claims (if any) so it does not block the stream, and leave it to
 			// reconciliation to report.
-			r.m.DeadLetters.WithLabelValues("bad_journal_entry").Inc()
+			r.m.DeadLetters.WithLabelValues(string(causeBadJournalEntry)).Inc()
 			r.log.Error("malformed journal entry", "stream", stream, "id", e.ID, "err", err)
 			acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
 			continue

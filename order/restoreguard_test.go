@@ -46,7 +46,7 @@ func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
 	if err := db.Model(&sql.Activity{}).Where("id = ?", a.id).Update("incarnation", 1).Error; err != nil {
 		t.Fatal(err)
 	}
-	if err := w.deadLetter(ctx, m, "max_attempts: test"); err != nil {
+	if err := w.deadLetter(ctx, m, causeMaxAttempts, "test"); err != nil {
 		t.Fatalf("dead letter of an older incarnation: %v, want it acknowledged", err)
 	}
 	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "PENDING" {
