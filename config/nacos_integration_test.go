@@ -101,9 +101,12 @@ func TestNacosMissingContentFailsClosedOnServer(t *testing.T) {
 // data id; 50 edits are published through the Open API and the time until each instance
 // applied each edit is measured.
 func TestNacosPropagationThreeInstances(t *testing.T) {
-	// In parallel with TestNacosRestart (a private server's boots on the same cores): the
-	// p99 bound is 1 s; on two cores loaded by other suites it measured under 300 ms.
-	t.Parallel()
+	// Not in parallel with TestNacosRestart: a private server's boot (a JVM's class loading
+	// and compiling on both cores) beside this measurement stalled the shared server's push
+	// past 1 s, the same edit late on all three instances (a fresh machine's .ci/run,
+	// 2026-12-04: edit 3 of 50 at 1.05-1.13 s, p99 1.13 s, where p50 was 152 ms and p90
+	// 353 ms). The bound stays the contract's 1 s (p99). This runs in the package's
+	// sequential part, before TestNacosRestart launches its server.
 	addr := testsvc.Nacos(t)
 	id := uniqueDataID(t)
 	doc := func(i int) string { return fmt.Sprintf("limits: {user: {rate: %d, burst: %d}}\n", i, i) }

@@ -18,9 +18,9 @@ import (
 // reconnect, which -race would pin on this test (startChild still fails the test on any race
 // that touches our code).
 func TestNacosRestart(t *testing.T) {
-	// The first boot runs in the background while the package's sequential tests run; the
-	// rest in parallel with TestNacosPropagationThreeInstances: this one is mostly two boots
-	// of a private server, that one mostly pauses between edits.
+	// The first boot runs in the background while the package's later sequential tests run;
+	// t.Parallel lets them finish before the rest. TestNacosPropagationThreeInstances, whose
+	// 1 s bound a boot beside it broke, runs before this launch: its file sorts first.
 	srv, ready := testsvc.LaunchNacos(t, t.TempDir())
 	t.Parallel()
 	ready()
