@@ -7,7 +7,10 @@
 #   1. config (mostly waiting for private Nacos servers to boot and restart, about 45 s)
 #      and internal/sim run beside the other Redis and MySQL packages (inventory, order and
 #      the small ones), and these run two at a time (-p 2): they mostly wait too (inventory
-#      used 28 s of CPU in a 147 s run), each on its own keys. internal/sim's seeds mostly
+#      used 28 s of CPU in a 147 s run), each on its own keys, and their parallel tests three
+#      at a time (-parallel 3): inventory's TestTwelveReshardsCostOne runs its three backends
+#      side by side (each about 32 s, mostly waiting for layouts to retire), where two at a
+#      time took 64 s of inventory's 102. internal/sim's seeds mostly
 #      wait (the loss simulation: 5.8 s of CPU in 58 s), so its parallel seeds run 8 at a time
 #      (-parallel 8) instead of GOMAXPROCS (2): 35 s instead of 58 for the loss seeds. The
 #      fleet simulation's standalone seeds run on redis-servers of their own
@@ -53,7 +56,7 @@ $GO test -tags integration "${flags[@]}" "$@" ./config/ >"$log" 2>&1 &
 cfg=$!
 $GO test -tags integration "${flags[@]}" -parallel 8 "$@" ./internal/sim/ >"$simlog" 2>&1 &
 sim=$!
-$GO test -tags integration "${flags[@]}" -p 2 "$@" "${rest[@]}" || status=1
+$GO test -tags integration "${flags[@]}" -p 2 -parallel 3 "$@" "${rest[@]}" || status=1
 wait "$sim" || status=1
 wait "$cfg" || status=1
 cat "$simlog" "$log"
