@@ -22,8 +22,11 @@ func TestThreeInstancesSellExactlyTheStock(t *testing.T) {
 		ctx, cancel := context.WithCancel(ctxT(t))
 		var run sync.WaitGroup
 		stores := make([]*Store, 3)
+		// A namespace of their own: a refresh pass reads every activity of its namespace
+		// (see TestRunLearnsAcrossInstances), and these refresh every 20 ms.
+		ns := uniqueID(t)
 		for i := range stores {
-			stores[i] = newStore(t, rdb, Options{RefreshEvery: 20 * time.Millisecond})
+			stores[i] = newStore(t, rdb, Options{Namespace: ns, RefreshEvery: 20 * time.Millisecond})
 			run.Add(1)
 			go func() { defer run.Done(); _ = stores[i].Run(ctx) }()
 		}
