@@ -55,7 +55,7 @@ test: services-up
 #                        time, without -race; on a cold cache the console test waited 50 s).
 # .ci/run runs test-build-race while the services start, and test-build-commands at nice 19
 # beside the suite, on the CPU the tests leave idle (cmd/seckill, the first package that
-# needs it, runs last in phase 1).
+# needs it, runs last in phase 1, and compiles itself what that build has not reached).
 test-build: test-build-race test-build-commands
 
 test-build-race:

@@ -102,22 +102,22 @@ func classify(err error) errClass {
 // proxies answer them). Only the codes classifyMySQL names are listed.
 const (
 	// The row's own data: poison.
-	erBadNullError          = 1048 // ER_BAD_NULL_ERROR
-	erDupEntry              = 1062 // ER_DUP_ENTRY (a unique key other than the idempotent one)
-	erWarnNullToNotNull     = 1263 // ER_WARN_NULL_TO_NOTNULL
-	erWarnDataOutOfRange    = 1264 // ER_WARN_DATA_OUT_OF_RANGE
-	warnDataTruncated       = 1265 // WARN_DATA_TRUNCATED
-	erTruncatedWrongValue   = 1292 // ER_TRUNCATED_WRONG_VALUE
-	erInvalidCharString     = 1300 // ER_INVALID_CHARACTER_STRING
-	erTruncatedValueField   = 1366 // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (incorrect string value)
-	erIllegalValueForType   = 1367 // ER_ILLEGAL_VALUE_FOR_TYPE
-	erDataTooLong           = 1406 // ER_DATA_TOO_LONG
-	erWrongValueForType     = 1411 // ER_WRONG_VALUE_FOR_TYPE
-	erRowIsReferenced       = 1451 // ER_ROW_IS_REFERENCED_2 (foreign key)
-	erNoReferencedRow       = 1452 // ER_NO_REFERENCED_ROW_2 (foreign key)
-	erDataOutOfRange        = 1690 // ER_DATA_OUT_OF_RANGE
-	erCheckConstraintFailed = 3819 // MySQL ER_CHECK_CONSTRAINT_VIOLATED
-	erConstraintFailed      = 4025 // MariaDB ER_CONSTRAINT_FAILED (CHECK)
+	erBadNullError            = 1048 // ER_BAD_NULL_ERROR
+	erDupEntry                = 1062 // ER_DUP_ENTRY (a unique key other than the idempotent one)
+	erWarnNullToNotNull       = 1263 // ER_WARN_NULL_TO_NOTNULL
+	erWarnDataOutOfRange      = 1264 // ER_WARN_DATA_OUT_OF_RANGE
+	warnDataTruncated         = 1265 // WARN_DATA_TRUNCATED
+	erTruncatedWrongValue     = 1292 // ER_TRUNCATED_WRONG_VALUE
+	erInvalidCharString       = 1300 // ER_INVALID_CHARACTER_STRING
+	erTruncatedValueField     = 1366 // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (incorrect string value)
+	erIllegalValueForType     = 1367 // ER_ILLEGAL_VALUE_FOR_TYPE
+	erDataTooLong             = 1406 // ER_DATA_TOO_LONG
+	erWrongValueForType       = 1411 // ER_WRONG_VALUE_FOR_TYPE
+	erRowIsReferenced         = 1451 // ER_ROW_IS_REFERENCED_2 (foreign key)
+	erNoReferencedRow         = 1452 // ER_NO_REFERENCED_ROW_2 (foreign key)
+	erDataOutOfRange          = 1690 // ER_DATA_OUT_OF_RANGE
+	erCheckConstraintViolated = 3819 // MySQL ER_CHECK_CONSTRAINT_VIOLATED
+	erConstraintFailed        = 4025 // MariaDB ER_CONSTRAINT_FAILED (CHECK)
 
 	// The connection: refused, dropped, or the server going away.
 	erConCount             = 1040 // ER_CON_COUNT_ERROR (too many connections)
@@ -191,7 +191,7 @@ func classifyMySQL(code uint16) errClass {
 	case erBadNullError, erDupEntry, erWarnNullToNotNull, erWarnDataOutOfRange, warnDataTruncated,
 		erTruncatedWrongValue, erInvalidCharString, erTruncatedValueField, erIllegalValueForType,
 		erDataTooLong, erWrongValueForType, erRowIsReferenced, erNoReferencedRow, erDataOutOfRange,
-		erCheckConstraintFailed, erConstraintFailed:
+		erCheckConstraintViolated, erConstraintFailed:
 		return classPoison
 	case erConCount, erBadHost, erHandshake, erDBAccessDenied, erAccessDenied, erServerShutdown,
 		erNormalShutdown, erShutdownComplete, erForcingClose, erIPSock, erAbortingConnection,
