@@ -63,8 +63,8 @@ func (callback PushConsumerCallback) UniqueID() string {
 
 type pushConsumer struct {
 	*defaultConsumer
-	queueFlowControlTimes        int
-	queueMaxSpanFlowControlTimes int
+	queueFlowControlTimes        atomic.Int64 // seckill patch: every queue's pull goroutine counts here
+	queueMaxSpanFlowControlTimes atomic.Int64
 	consumeFunc                  utils.Set
 	submitToConsume              func(*processQueue, *primitive.MessageQueue)
 	subscribedTopic              sync.Map
@@ -702,52 +702,49 @@ func (pc *pushConsumer) pullMessage(request *PullRequest) {
 
 		cachedMessageSizeInMiB := int(pq.cachedMsgSize.Load() / Mb)
 		if pq.cachedMsgCount.Load() > pc.option.PullThresholdForQueue.Load() {
-			if pc.queueFlowControlTimes%1000 == 0 {
+			if times := pc.queueFlowControlTimes.Add(1) - 1; times%1000 == 0 {
 				rlog.Warning("the cached message count exceeds the threshold, so do flow control", map[string]interface{}{
 					"PullThresholdForQueue": pc.option.PullThresholdForQueue.Load(),
 					"minOffset":             pq.Min(),
 					"maxOffset":             pq.Max(),
 					"count":                 pq.cachedMsgCount,
 					"size(MiB)":             cachedMessageSizeInMiB,
-					"flowControlTimes":      pc.queueFlowControlTimes,
+					"flowControlTimes":      times,
 					rlog.LogKeyPullRequest:  request.String(),
 				})
 			}
-			pc.queueFlowControlTimes++
 			sleepTime = _PullDelayTimeWhenFlowControl
 			goto NEXT
 		}
 
 		if cachedMessageSizeInMiB > int(pc.option.PullThresholdSizeForQueue.Load()) {
-			if pc.queueFlowControlTimes%1000 == 0 {
+			if times := pc.queueFlowControlTimes.Add(1) - 1; times%1000 == 0 {
 				rlog.Warning("the cached message size exceeds the threshold, so do flow control", map[string]interface{}{
 					"PullThresholdSizeForQueue": pc.option.PullThresholdSizeForQueue.Load(),
 					"minOffset":                 pq.Min(),
 					"maxOffset":                 pq.Max(),
 					"count":                     pq.cachedMsgCount,
 					"size(MiB)":                 cachedMessageSizeInMiB,
-					"flowControlTimes":          pc.queueFlowControlTimes,
+					"flowControlTimes":          times,
 					rlog.LogKeyPullRequest:      request.String(),
 				})
 			}
-			pc.queueFlowControlTimes++
 			sleepTime = _PullDelayTimeWhenFlowControl
 			goto NEXT
 		}
 
 		if !pc.consumeOrderly {
 			if pq.getMaxSpan() > pc.option.ConsumeConcurrentlyMaxSpan {
-				if pc.queueMaxSpanFlowControlTimes%1000 == 0 {
+				if times := pc.queueMaxSpanFlowControlTimes.Add(1) - 1; times%1000 == 0 {
 					rlog.Warning("the queue's messages span too long, so do flow control", map[string]interface{}{
 						"ConsumeConcurrentlyMaxSpan": pc.option.ConsumeConcurrentlyMaxSpan,
 						"minOffset":                  pq.Min(),
 						"maxOffset":                  pq.Max(),
 						"maxSpan":                    pq.getMaxSpan(),
-						"flowControlTimes":           pc.queueFlowControlTimes,
+						"flowControlTimes":           pc.queueFlowControlTimes.Load(),
 						rlog.LogKeyPullRequest:       request.String(),
 					})
 				}
-				pc.queueMaxSpanFlowControlTimes++
 				sleepTime = _PullDelayTimeWhenFlowControl
 				goto NEXT
 			}
