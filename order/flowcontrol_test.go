@@ -4,6 +4,7 @@ package order
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,12 +13,13 @@ import (
 	"github.com/seckill/seckill/internal/testwait"
 )
 
-// TestRocketMQFlowControlOnSeveralQueues: a handler slower than the broker fills the
-// consumer's cache past its per-queue threshold (1,024 messages) on every queue at once, and
-// each queue's pull goroutine then loops in the client's flow control. Those loops counted in
-// one shared field without synchronization (a data race under -race, seen in make test's
-// order tests on a fresh machine; patched in third_party/rocketmq-client-go). Every message
-// still arrives once the handler catches up.
+// TestRocketMQFlowControlOnSeveralQueues: a handler held back fills the consumer's cache on
+// every queue at once, and each queue's pull goroutine then loops in the client's flow
+// control. With pulls of 64 a queue's cache stops at 1,024 messages in the max-span branch
+// (a span of 1,023 over ConsumeConcurrentlyMaxSpan's 1,000; the count threshold, 1,024, is
+// not passed). Those loops counted in shared fields without synchronization (a data race
+// under -race, seen in make test's order tests on a fresh machine; patched in
+// third_party/rocketmq-client-go). Every message still arrives, once, after the release.
 func TestRocketMQFlowControlOnSeveralQueues(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
@@ -35,14 +37,20 @@ func TestRocketMQFlowControlOnSeveralQueues(t *testing.T) {
 		}
 	}
 	release := make(chan struct{})
-	var got atomic.Int64
-	if err := q.Subscribe(func(ctx context.Context, ms []Message) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return ctx.Err()
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // runs before q.Close: no handler stays blocked
+	var mu sync.Mutex
+	got := map[string]int{}
+	var total atomic.Int64
+	if err := q.Subscribe(func(_ context.Context, ms []Message) error {
+		<-release
+		mu.Lock()
+		for _, m := range ms {
+			got[m.ReservationID]++
 		}
-		got.Add(int64(len(ms)))
+		mu.Unlock()
+		total.Add(int64(len(ms)))
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -50,6 +58,13 @@ func TestRocketMQFlowControlOnSeveralQueues(t *testing.T) {
 	// The pulls fill each queue's cache past 1,024 within a few pull rounds; the flow-control
 	// loops then run every 50 ms on all four queues.
 	time.Sleep(3 * time.Second)
-	close(release)
-	testwait.Eventually(t, 60*time.Second, func() bool { return got.Load() >= n }, "every message handled")
+	open()
+	testwait.Eventually(t, 60*time.Second, func() bool { return total.Load() >= n }, "every message handled")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, m := range msgs {
+		if got[m.ReservationID] != 1 {
+			t.Fatalf("reservation %s handled %d times, want once", m.ReservationID, got[m.ReservationID])
+		}
+	}
 }

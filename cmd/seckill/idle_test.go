@@ -119,10 +119,12 @@ func TestIdleEmbeddedProcessAfterALoadRun(t *testing.T) {
 }
 
 // buildCommands builds seckill and seckill-load as a user's go build does (no -race: the
-// figures are a user's) and returns their paths. The build runs at the lowest CPU priority
-// (nice 19; the binaries are the same): on a cold build cache it compiles the whole
-// dependency tree while the other packages of phase 1 run, among them config's propagation
-// measurement with its 1 s bound.
+// figures are a user's) and returns their paths. The build runs at nice 19 (the binaries are
+// the same): on a cold build cache it compiles the whole dependency tree while the other
+// packages of phase 1 run, and so yields to their test processes in this session, config's
+// propagation measurement with its 1 s bound among them (with autogroup scheduling, nice
+// ranks processes within a session; the servers, in sessions of their own, are not
+// preferred by it).
 func buildCommands(t *testing.T) (seckill, seckillLoad string) {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
