@@ -123,7 +123,12 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	if a.durabilityOK, err = newDurabilityGauge(a.reg, opts.RedisDurability.String()); err != nil {
 		return err
 	}
-	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals),
+	// One ledger for the pipeline's parts.
+	ledger, err := inventory.NewLedger(a.rdb)
+	if err != nil {
+		return err
+	}
+	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{Ledger: ledger, InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals),
 		Durability: opts.RedisDurability, FsyncHorizon: a.fsyncHorizon}, om, log.With("part", "relay")); err != nil {
 		return err
 	}
@@ -131,10 +136,10 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	if writerRate == 0 {
 		writerRate = -1 // no cap
 	}
-	if a.writer, err = order.NewWriter(a.db, a.rdb, order.WriterOptions{MaxOrdersPerSecond: writerRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer")); err != nil {
+	if a.writer, err = order.NewWriter(a.db, a.rdb, order.WriterOptions{Ledger: ledger, MaxOrdersPerSecond: writerRate, PoolSize: opts.MySQLPool}, om, log.With("part", "writer")); err != nil {
 		return err
 	}
-	a.rec, err = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Repair: true, ActivitiesKey: keyspace.Namespaced(opts.Namespace, keyspace.Activities)}, om, log.With("part", "reconciler"))
+	a.rec, err = order.NewReconciler(a.db, a.rdb, order.ReconcileOptions{Ledger: ledger, Repair: true, ActivitiesKey: keyspace.Namespaced(opts.Namespace, keyspace.Activities)}, om, log.With("part", "reconciler"))
 	return err
 }
 
@@ -457,7 +462,7 @@ func (a *App) openDB() error {
 
 func (a *App) openQueue() error {
 	if a.opts.RocketMQNamesrv == "" {
-		a.queue = order.NewMemQueue(4096)
+		a.queue = order.NewMemQueue(4096, a.log.With("part", "queue"))
 		a.embedded = append(a.embedded, "rocketmq")
 		return nil
 	}

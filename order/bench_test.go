@@ -69,7 +69,7 @@ func TestThroughputReport(t *testing.T) {
 		t.Logf("%-28s %5d orders in %6.2fs = %7.0f orders/s; writer statements/order %.3f; server Questions/order %.3f (includes the test's polling)",
 			name, n, el.Seconds(), n/el.Seconds(), float64(stmts.Load())/n, float64(q1-q0)/n)
 	}
-	q := NewMemQueue(8192)
+	q := NewMemQueue(8192, nil)
 	pipeline("relay+memqueue+writer", q, q)
 	q.Close()
 

@@ -66,7 +66,7 @@ func TestRelayRedisCallsPerEntry(t *testing.T) {
 	a := newTestActivity(t, rdb, nil, 4, 2048)
 	a.reserve(2048)
 	rr, calls := countingRedis(t)
-	q := NewMemQueue(4096)
+	q := NewMemQueue(4096, nil)
 	t.Cleanup(func() { q.Close() })
 	var got atomic.Int64
 	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {
@@ -91,7 +91,7 @@ func TestIdleRelayBacksOff(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	a := newTestActivity(t, rdb, nil, 4, 64)
 	rr, calls := countingRedis(t)
-	q := NewMemQueue(64)
+	q := NewMemQueue(64, nil)
 	t.Cleanup(func() { q.Close() })
 	var got atomic.Int64
 	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {

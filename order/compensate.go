@@ -58,18 +58,29 @@ type Compensator struct {
 	afterCheck func() // test hook: runs in the incarnation guard, after its check, before any write
 }
 
-// NewCompensator returns a compensator; db should be the writer's small pool. An error
-// means an embedded script did not load.
+// The (activity, user) lock of a compensation: its expiry and how long a compensator waits
+// for it while another holds it (WriterOptions.CompensationLockTTL and LockWait).
+const (
+	defaultCompensationLockTTL = 10 * time.Second
+	defaultLockWait            = 2 * time.Second
+)
+
+// NewCompensator returns a compensator with the default lock expiry and wait; db should be
+// the writer's small pool. An error means an embedded script did not load.
 func NewCompensator(db *gorm.DB, rdb redis.UniversalClient, m *Metrics, log *slog.Logger) (*Compensator, error) {
-	if log == nil {
-		log = slog.Default()
-	}
-	sc, err := loadScripts(rdb)
+	sc, err := loadScripts(rdb, nil)
 	if err != nil {
 		return nil, err
 	}
+	return newCompensator(db, rdb, sc, defaultCompensationLockTTL, defaultLockWait, m, log), nil
+}
+
+func newCompensator(db *gorm.DB, rdb redis.UniversalClient, sc *scripts, lockTTL, lockWait time.Duration, m *Metrics, log *slog.Logger) *Compensator {
+	if log == nil {
+		log = slog.Default()
+	}
 	return &Compensator{db: db, rdb: rdb, m: m, sc: sc, log: log.With("component", "compensator"),
-		lockTTL: 10 * time.Second, lockWait: 3 * time.Second}, nil
+		lockTTL: lockTTL, lockWait: lockWait}
 }
 
 // Compensate fails the reservation of msg for good, under the (activity, user) lock, so two

@@ -97,7 +97,7 @@ func TestRelayKilledMidStream(t *testing.T) {
 	a.reserve(2000)
 	log := testLogger(t)
 	m := testMetrics()
-	q := NewMemQueue(4096)
+	q := NewMemQueue(4096, nil)
 	t.Cleanup(func() { q.Close() })
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
 	if err := q.Subscribe(w.Handle); err != nil {
@@ -215,7 +215,7 @@ func TestMySQLUnavailable(t *testing.T) {
 	dsn := strings.Replace(testsvc.MySQLDSN, "127.0.0.1:3306", proxy.Addr(), 1) + "&timeout=1s&readTimeout=3s&writeTimeout=3s"
 	w := must(NewWriter(openDB(t, dsn), rdb, WriterOptions{BatchSize: 50, MaxOrdersPerSecond: 500, PoolSize: 3}, m, log))
 	peak := poolWatch(t, w)
-	q := NewMemQueue(4096)
+	q := NewMemQueue(4096, nil)
 	t.Cleanup(func() { q.Close() })
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)

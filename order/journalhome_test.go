@@ -22,7 +22,7 @@ func TestEntryWithoutHomeBecomesAnOrder(t *testing.T) {
 	a.reserve(20)
 	log := testLogger(t)
 	m := testMetrics()
-	q := NewMemQueue(64)
+	q := NewMemQueue(64, nil)
 	t.Cleanup(func() { q.Close() })
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, PoolSize: 2}, m, log))
 	if err := q.Subscribe(w.Handle); err != nil {

@@ -37,7 +37,7 @@ func TestRelayOneBrokenJournalLogsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rdb.Del(context.Background(), journals, good, broken) })
-	q := NewMemQueue(1)
+	q := NewMemQueue(1, nil)
 	t.Cleanup(func() { q.Close() })
 	m := testMetrics()
 	r := must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,

@@ -83,7 +83,7 @@ func TestRelayWithRedisDownLogsOnce(t *testing.T) {
 	redis.SetLogger(NewRedisLogger(log))
 	t.Cleanup(func() { redis.SetLogger(NewRedisLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))) })
 	m := testMetrics()
-	q := NewMemQueue(1)
+	q := NewMemQueue(1, nil)
 	t.Cleanup(func() { q.Close() })
 	r := must(NewRelay(deadRedis(t), q, RelayOptions{InstanceID: uniq("r"), Poll: 10 * time.Millisecond,
 		Discover: 10 * time.Millisecond, JournalsKey: uniq("test:journals")}, m, log))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -28,6 +30,7 @@ type MemQueue struct {
 	mu        sync.Mutex
 	started   bool
 	retry     time.Duration
+	log       *slog.Logger
 }
 
 var (
@@ -36,12 +39,16 @@ var (
 )
 
 // NewMemQueue returns a queue holding up to capacity messages; Publish blocks while it is
-// full.
-func NewMemQueue(capacity int) *MemQueue {
+// full. log (nil: slog's default) gets a handler's panics.
+func NewMemQueue(capacity int, log *slog.Logger) *MemQueue {
 	if capacity <= 0 {
 		capacity = 1
 	}
-	return &MemQueue{ch: make(chan Message, capacity), closed: make(chan struct{}), retry: 200 * time.Millisecond}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &MemQueue{ch: make(chan Message, capacity), closed: make(chan struct{}), retry: 200 * time.Millisecond,
+		log: log.With("component", "queue")}
 }
 
 // Publish queues the messages in order. It returns ctx's error or ErrClosed when it could
@@ -112,7 +119,7 @@ func (q *MemQueue) deliver(ctx context.Context, handler func(ctx context.Context
 		for i := range batch {
 			batch[i].Attempt++
 		}
-		if err := safeHandle(ctx, handler, batch); err != nil {
+		if err := safeHandle(ctx, handler, batch, q.log); err != nil {
 			retry = batch
 			select {
 			case <-time.After(q.retry):
@@ -123,10 +130,14 @@ func (q *MemQueue) deliver(ctx context.Context, handler func(ctx context.Context
 	}
 }
 
-// safeHandle calls handler and turns a panic into an error, so a batch is never stuck.
-func safeHandle(ctx context.Context, handler func(ctx context.Context, msgs []Message) error, msgs []Message) (err error) {
+// safeHandle calls handler and turns a panic into an error, logged with its stack, so a
+// batch is never stuck: the queue delivers it again. It is the queue's one recovery; the
+// writer's own (safeWrite) tells a panicking message from its batch.
+func safeHandle(ctx context.Context, handler func(ctx context.Context, msgs []Message) error, msgs []Message, log *slog.Logger) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			log.Error("message handler panicked; the batch will be delivered again", "panic", fmtAny(r),
+				"messages", len(msgs), "stack", string(debug.Stack()))
 			err = &PanicError{Value: r}
 		}
 	}()

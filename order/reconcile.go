@@ -40,6 +40,9 @@ type Report struct {
 
 // ReconcileOptions configure a Reconciler. Zero values take the defaults named.
 type ReconcileOptions struct {
+	// Ledger is the process's inventory.Ledger on the same Redis, shared by the pipeline's
+	// parts (nil builds one).
+	Ledger *inventory.Ledger
 	// Every is the period of Run (default 30 s).
 	Every time.Duration
 	// OrphanAfter is the age after which a PENDING reservation is examined (default 5 min).
@@ -78,7 +81,7 @@ func NewReconciler(db *gorm.DB, rdb redis.UniversalClient, opts ReconcileOptions
 		log = slog.Default()
 	}
 	r := &Reconciler{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "reconciler")}
-	sc, err := loadScripts(rdb)
+	sc, err := loadScripts(rdb, opts.Ledger)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func TestReconcileDetectsDeletedOrder(t *testing.T) {
 	msgs := a.reserveFor([]string{"u1-" + a.id, "u2-" + a.id, "u3-" + a.id}, 2)
 	m := testMetrics()
 	log := testLogger(t)
-	q := NewMemQueue(16)
+	q := NewMemQueue(16, nil)
 	t.Cleanup(func() { q.Close() })
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
 	if err := q.Subscribe(w.Handle); err != nil {

@@ -21,6 +21,9 @@ const RelayGroup = "relay"
 
 // RelayOptions configure a Relay. Zero values take the defaults named.
 type RelayOptions struct {
+	// Ledger is the process's inventory.Ledger on the same Redis, shared by the pipeline's
+	// parts (nil builds one).
+	Ledger *inventory.Ledger
 	// InstanceID names this relay as a stream consumer (required to be unique per live
 	// relay; default "relay-<unix nanos>").
 	InstanceID string
@@ -101,7 +104,7 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 	if log == nil {
 		log = slog.Default()
 	}
-	sc, err := loadScripts(rdb)
+	sc, err := loadScripts(rdb, opts.Ledger)
 	log = log.With("component", "relay", "instance", opts.InstanceID)
 	if err != nil {
 		return nil, err

@@ -245,7 +245,7 @@ func (r *RocketMQ) Subscribe(handler func(ctx context.Context, msgs []Message) e
 		if len(msgs) == 0 {
 			return consumer.ConsumeSuccess, nil
 		}
-		if err := safeHandle(ctx, handler, msgs); err != nil {
+		if err := safeHandle(ctx, handler, msgs, r.log); err != nil {
 			// The error is deliberately not returned: the client acks on ConsumeSuccess
 			// only, and logs a returned error on its own.
 			return consumer.ConsumeRetryLater, nil

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
 )
@@ -50,6 +51,9 @@ type WriterOptions struct {
 	// UnhealthyAfter is how many writes in a row must fail, with none succeeding, before
 	// Healthy reports the writer unhealthy (default 3).
 	UnhealthyAfter int
+	// Ledger is the process's inventory.Ledger on the same Redis, shared by the pipeline's
+	// parts and the writer's compensator (nil builds one).
+	Ledger *inventory.Ledger
 }
 
 // Writer turns queued reservations into MySQL orders and confirms them in Redis. Its Handle
@@ -125,11 +129,7 @@ func (w *Writer) backoff() time.Duration {
 	w.mu.Lock()
 	n := w.failures
 	w.mu.Unlock()
-	d := 50 * time.Millisecond
-	for i := 1; i < n && d < w.opts.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, w.opts.MaxBackoff)
+	return backoff.Nth(50*time.Millisecond, w.opts.MaxBackoff, n)
 }
 
 // NewWriter returns a writer. It sets db's pool to opts.PoolSize connections, so db must
@@ -146,10 +146,10 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 		opts.StatementTimeout = 5 * time.Second
 	}
 	if opts.CompensationLockTTL <= 0 {
-		opts.CompensationLockTTL = 10 * time.Second
+		opts.CompensationLockTTL = defaultCompensationLockTTL
 	}
 	if opts.LockWait <= 0 {
-		opts.LockWait = 2 * time.Second
+		opts.LockWait = defaultLockWait
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 16
@@ -171,7 +171,7 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	}
 	w := &Writer{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "writer")}
 	w.rl = NewRepeatLog(w.log, 0)
-	sc, err := loadScripts(rdb)
+	sc, err := loadScripts(rdb, opts.Ledger)
 	if err != nil {
 		return nil, err
 	}
@@ -188,10 +188,7 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 		lim = rate.Inf
 	}
 	w.lim = rate.NewLimiter(lim, max(opts.BatchSize, int(math.Ceil(opts.MaxOrdersPerSecond/10))))
-	if w.comp, err = NewCompensator(db, rdb, m, log); err != nil {
-		return nil, err
-	}
-	w.comp.lockTTL, w.comp.lockWait = opts.CompensationLockTTL, opts.LockWait
+	w.comp = newCompensator(db, rdb, sc, opts.CompensationLockTTL, opts.LockWait, m, log)
 	return w, nil
 }
 
@@ -201,15 +198,9 @@ func (w *Writer) Compensator() *Compensator { return w.comp }
 // Handle writes the batch: it returns nil once every message is an order committed in MySQL
 // and confirmed in Redis, or failed for good and compensated, or dropped as malformed. Any
 // other outcome returns an error and the queue delivers the batch again (re-handling is
-// idempotent). A panic is recovered and returned as a *PanicError.
-func (w *Writer) Handle(ctx context.Context, msgs []Message) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			w.m.WriterRetries.WithLabelValues("panic").Inc()
-			w.log.Error("writer panicked; batch will be redelivered", "panic", r)
-			err = &PanicError{Value: r}
-		}
-	}()
+// idempotent). A write that panics is recovered per batch (safeWrite), so one message can be
+// told from its batch; a panic anywhere else is the queue's (safeHandle).
+func (w *Writer) Handle(ctx context.Context, msgs []Message) error {
 	seen := make(map[string]bool, len(msgs))
 	good := make([]Message, 0, len(msgs))
 	for _, m := range msgs {

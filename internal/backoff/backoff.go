@@ -21,3 +21,14 @@ func (d *Doubling) Next() time.Duration {
 
 // Reset makes the next Next return Min again.
 func (d *Doubling) Reset() { d.last = 0 }
+
+// Nth is the n-th pause of a Doubling from lo to hi (n from 1; below 1 counts as 1): lo
+// doubled n-1 times, capped at hi. For a pause that follows a count kept elsewhere (the
+// writer's failures in a row, shared by its batches).
+func Nth(lo, hi time.Duration, n int) time.Duration {
+	d := lo
+	for i := 1; i < n && d < hi; i++ {
+		d *= 2
+	}
+	return min(d, hi)
+}

@@ -34,3 +34,20 @@ func TestDoubling(t *testing.T) {
 		})
 	}
 }
+
+// TestNthIsDoublingsSequence: the n-th pause of Nth is the n-th of a Doubling with the same
+// bounds, for bounds of every order, a cap below the start and counts below 1 included.
+func TestNthIsDoublingsSequence(t *testing.T) {
+	const ms = time.Millisecond
+	for _, b := range []struct{ lo, hi time.Duration }{{50 * ms, 5 * time.Second}, {100 * ms, 30 * ms}, {ms, ms}, {3 * ms, 1000 * ms}} {
+		d := Doubling{Min: b.lo, Max: b.hi}
+		if got := Nth(b.lo, b.hi, 0); got != min(b.lo, b.hi) {
+			t.Errorf("Nth(%v, %v, 0) = %v, want the first pause %v", b.lo, b.hi, got, min(b.lo, b.hi))
+		}
+		for n := 1; n <= 20; n++ {
+			if want, got := d.Next(), Nth(b.lo, b.hi, n); got != want {
+				t.Errorf("Nth(%v, %v, %d) = %v, want %v", b.lo, b.hi, n, got, want)
+			}
+		}
+	}
+}
