@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Group commit (issue 20): the reservations of one layout shard that arrive while a call of
+// Group commit: the reservations of one layout shard that arrive while a call of
 // that shard is in flight wait for it, and go together, in arrival order, as one call of
 // inventory_reserve_batch.lua, which runs each exactly as inventory_reserve.lua would, one
 // after the other. Each reservation gets its own answer and its caller decides on it as on

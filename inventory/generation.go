@@ -190,8 +190,8 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 			// Meta names an epoch below one this instance used: epochs only grow (a reshard
 			// adds one, a restore jumps above them all), so meta's node went back past a
 			// reshard's switch, and the layout it names holds what the reshard drained and
-			// copied away (loss simulation seed 6: busy for good, never recovering). Fence
-			// the layout meta names, so no instance sells from it.
+			// copied away (left alone, the activity is busy for good, never recovering).
+			// Fence the layout meta names, so no instance sells from it.
 			s.fenceRolledBack(ctx, e, newLayout(id, m.epoch, m.shards),
 				fmt.Sprintf("Redis rolled back: meta names epoch %d, this instance used epoch %d", m.epoch, l.epoch))
 			return true

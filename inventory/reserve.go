@@ -219,7 +219,8 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			// stock), and the recorded mark is the one read now; a shard refilling others
 			// under many instances can need a few tries. The busy deadline bounds them, but
 			// not the first two: a request that waited out the deadline in its shard's queue
-			// (a busy machine) sends the mark it was refused on again (CI's rushes failed so).
+			// (a busy machine) still sends the mark it was refused on again, or it would
+			// answer busy without having tried the shard's current mark.
 			if remarks++; remarks > 2 && time.Now().After(deadline) {
 				return ReserveResult{}, fmt.Errorf("%w: %s: the home shard's mark keeps moving", ErrBusy, r.ActivityID)
 			}
@@ -266,9 +267,8 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 		}
 		if !e.resharding.Load() {
 			// Closed shard, same epoch, no reshard recorded: the shard's node lost it (the
-			// recovering state, as the refresh finds it: loss simulation seed 2 answered busy
-			// until the next refresh), or the activity is not loaded (a Create that has not
-			// finished). Waiting will not help.
+			// recovering state, fenced now as the refresh would), or the activity is not
+			// loaded (a Create that has not finished). Waiting will not help.
 			if s.checkShard(ctx, e, l, HomeShard(uh, l.shards)); e.recovering.Load() != nil {
 				return ReserveResult{}, ErrRecovering
 			}
@@ -468,8 +468,8 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 // the generation e holds and l as its current layout: SET NX, so a fence written meanwhile
 // ("restoring") stands. It reports whether the shard now holds e's generation (or a mark of
 // it a debit raised since: the mark is recorded), or else moved when meta names e's
-// generation at another epoch (a reshard switched the layout: the caller re-reads meta; the
-// review of issue 18 found this answered ErrRecovering). A Redis that lost the activity has
+// generation at another epoch (a reshard switched the layout: the caller re-reads meta, and
+// the activity is not fenced). A Redis that lost the activity has
 // no meta (or another generation in it): nothing is adopted.
 func (s *Store) adoptGeneration(ctx context.Context, e *entry, l *layout, home int) (ok, moved bool, err error) {
 	gen := e.generation()

@@ -149,9 +149,8 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 			// retired (the drain refuses a run older than its limit, and a layout is deleted
 			// only RetireAfter > ReshardRunLimit after it stopped being current, which was
 			// after the run's start): the shard's node lost it. The refresh does not look at shards
-			// while a reshard is recorded, and this run can never finish: fence the activity
-			// (loss simulation seed 2: every later run answered this, the writer waited on
-			// the reshard for good).
+			// while a reshard is recorded, and this run can never finish: fence the activity,
+			// or every later run answers this and the writer waits on the reshard for good.
 			if ent == nil {
 				if _, _, err := s.lookup(ctx, id); err != nil {
 					return err

@@ -274,8 +274,8 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 			// The target of the current layout refused as closed, and meta still names that
 			// layout with no reshard under way: a current shard is sealed before the switch
 			// and closed only by a later reshard's drain, so its node lost it (or meta went
-			// back past that reshard). Waiting would answer busy for good (loss simulation
-			// seed 2: the writer's compensation of a reservation on a drained shard).
+			// back past that reshard). Waiting would answer busy for good (a compensation of
+			// a reservation on a drained shard would wait on it for ever).
 			return fmt.Errorf("%w: units of %s: target %s of the current layout is closed outside a reshard", ErrRecovering, id, target)
 		}
 		if time.Now().After(deadline) {

@@ -2,7 +2,7 @@
 -- never spans two shards: when this shard has too few units the caller moves units here
 -- (inventory_transfer.lua) and runs this script again.
 -- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats: every key declared
--- exists once the shard sold (a slot migration serves a script whose keys all exist: issue 19).
+-- exists once the shard sold (a slot migration serves a script whose keys all exist).
 -- The one key the script writes that cannot be declared is the new record "sk:{A:e:h}:r:<n>"
 -- (same hash tag; n comes from seq): it is written before anything else, so a node that cannot
 -- take it (its slot migrating away) refuses the script with nothing written, and the caller
@@ -37,7 +37,8 @@
 -- (empty if never used); while both are off <uh>:p is neither read nor written (a limit turned
 -- off and on again resumes from the state it left). One HMGET reads a user, one HSET writes it. A reshard copies the
 -- whole hash, so bucket and window follow the user to the new home shard.
--- Compatible both ways with the script before issue 12 (a rolling upgrade runs both): <uh>,
+-- Compatible both ways with the release-1 script (inventory/testdata/inventory_reserve_pre12.lua; a
+-- rolling upgrade runs both): <uh>,
 -- <uh>:s, <uh>:l, the bindings and the INCR counter seq keep their meaning, so the 409 names
 -- the latest reservation whichever version took it; the older script ignores <uh>:p and keeps
 -- its own bucket and window keys, so during the upgrade each version limits on its own.

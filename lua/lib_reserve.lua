@@ -190,9 +190,8 @@ end
 
 -- answer_on is reserve_on's answer for the caller: on a later mark than ARGV[17] it carries
 -- that mark (4th, the shorter answers padded with 0), so the caller records it, sold or
--- not: a record left behind by an answer that sold nothing matched the shard again once its
--- node went back past the debits since, and the next call sold their units twice (review
--- of issue 18).
+-- not: a record left behind by an answer that sold nothing would match the shard again once
+-- its node went back past the debits since, and the next call would sell their units twice.
 local function answer_on(KEYS, ARGV, sh)
   local r = reserve_on(KEYS, ARGV, sh)
   if sh.later then

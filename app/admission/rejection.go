@@ -22,7 +22,7 @@ const (
 	CodeDisabled         = "DISABLED"
 	CodeUnavailable      = "UNAVAILABLE"
 	// CodeRecovering: Redis lost the activity's state; reservations are refused until an
-	// operator restores it from MySQL (issue 18).
+	// operator restores it from MySQL (docs/API.md, "Redis lost data").
 	CodeRecovering = "RECOVERING"
 )
 
