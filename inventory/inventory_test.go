@@ -734,6 +734,14 @@ func TestQuantityAboveShardStock(t *testing.T) {
 	if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "e", Quantity: 0}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("quantity 0: err = %v", err)
 	}
+	// The idempotency key's bound is the header's (keyspace.MaxIdempotencyKey).
+	long := strings.Repeat("k", keyspace.MaxIdempotencyKey+1)
+	if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "e", Quantity: 1, IdempotencyKey: long}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("idempotency key of %d bytes: err = %v, want ErrInvalid", len(long), err)
+	}
+	if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "e", Quantity: 1, IdempotencyKey: long[1:]}); err != nil || r.Code != SoldOut {
+		t.Fatalf("idempotency key of %d bytes: %+v, %v; want SoldOut", len(long)-1, r, err)
+	}
 }
 
 // The per-IP token travels in the reservation's own round trip on a single node: the bucket

@@ -25,7 +25,7 @@ import (
 type ReserveRequest struct {
 	ActivityID     string
 	UserID         string // 1..keyspace.MaxUserID bytes of UTF-8
-	IdempotencyKey string // optional, scoped to (user, activity)
+	IdempotencyKey string // optional, scoped to (user, activity); at most keyspace.MaxIdempotencyKey bytes
 	Quantity       int    // at least 1; the script answers AlreadyPurchased past the per-user limit
 	UserRate       tokenbucket.Limit
 	Window         time.Duration
@@ -181,7 +181,7 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	if !keyspace.ValidName(r.ActivityID) {
 		return ReserveResult{}, ErrNotFound
 	}
-	if r.UserID == "" || len(r.UserID) > keyspace.MaxUserID || !utf8.ValidString(r.UserID) || len(r.IdempotencyKey) > 512 || r.Quantity < 1 {
+	if r.UserID == "" || len(r.UserID) > keyspace.MaxUserID || !utf8.ValidString(r.UserID) || len(r.IdempotencyKey) > keyspace.MaxIdempotencyKey || r.Quantity < 1 {
 		return ReserveResult{}, fmt.Errorf("%w: user id, idempotency key or quantity", ErrInvalid)
 	}
 	e, err := s.entryFor(ctx, r.ActivityID)
@@ -299,6 +299,26 @@ func recordExpiry(closes time.Time, after time.Duration) int64 {
 	return closes.Add(max(after, time.Hour)).UnixMilli()
 }
 
+// accept takes the sale of number rid on the home shard, made by this call or, for a keyless
+// request, by the first run of its attempt (rollback.go): the number joins the numbers
+// handed out here; a number handed out here before means the shard went back while the call
+// was in flight (reissued); a sale across a debit the shard's history lacks fences
+// (soldAcrossDebit), and the later mark the answer carries is recorded on the history that
+// check read.
+func (s *Store) accept(ctx context.Context, e *entry, l *layout, home int, rid, uh, sent, later string) (ReserveResult, attempt, error) {
+	l.noteIssued(home, rid, uh)
+	if l.handedBefore(home, rid) {
+		return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
+	}
+	if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
+		return ReserveResult{}, done, err
+	}
+	if err := s.recordLater(ctx, e, l, home, sent, later, true); err != nil {
+		return ReserveResult{}, done, err
+	}
+	return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
+}
+
 func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRequest, uh, idf string, mayRefill bool) (ReserveResult, attempt, error) {
 	home := HomeShard(uh, l.shards)
 	// KEYS: stock, users, seq, journal, stats, generation [, IP bucket]; ARGV: activity,
@@ -339,21 +359,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			l.empty[home].Store(true)
 		}
 		e.issued.Inc()
-		rid := asString(arg(1))
-		l.noteIssued(home, rid, uh)
-		if l.handedBefore(home, rid) {
-			// The call carried a floor read before this number was handed out here: the
-			// shard went back while it was in flight (rollback.go).
-			return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
-		}
-		if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
-			return ReserveResult{}, done, err
-		}
-		// soldAcrossDebit read that the shard's history holds the record.
-		if err := s.recordLater(ctx, e, l, home, sent, later, true); err != nil {
-			return ReserveResult{}, done, err
-		}
-		return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
+		return s.accept(ctx, e, l, home, asString(arg(1)), uh, sent, later)
 	case Replayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
 			return ReserveResult{}, done, err
@@ -364,17 +370,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			// script again after a lost reply, and this is the reservation the first run made.
 			// Its number joins the numbers handed out (the first run's answer never arrived),
 			// so a rollback that hands it out again shows.
-			l.noteIssued(home, rid, uh)
-			if l.handedBefore(home, rid) {
-				return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
-			}
-			if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
-				return ReserveResult{}, done, err
-			}
-			if err := s.recordLater(ctx, e, l, home, sent, later, true); err != nil {
-				return ReserveResult{}, done, err
-			}
-			return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
+			return s.accept(ctx, e, l, home, rid, uh, sent, later)
 		}
 		if err := s.recordLater(ctx, e, l, home, sent, later, false); err != nil {
 			return ReserveResult{}, done, err

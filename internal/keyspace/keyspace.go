@@ -14,6 +14,11 @@ const MaxShards = 1024
 // written by earlier releases (order.Message.Validate).
 const MaxUserID = 128
 
+// MaxIdempotencyKey is the largest idempotency key, in bytes, the service takes: the
+// Idempotency-Key header and a reservation (inventory.Reserve); a key the server generates
+// is shorter.
+const MaxIdempotencyKey = 128
+
 // ValidName reports whether id matches [A-Za-z0-9_-]{1,64}, the form of every name that
 // becomes part of a Redis key or a metric label: activity ids, campaign ids and channel
 // names. A name is validated before it reaches a key.
