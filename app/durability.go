@@ -15,9 +15,10 @@ import (
 	"github.com/seckill/seckill/inventory"
 )
 
-// durabilityCheckEvery is how often a running instance reads again what the Redis masters
-// provide (a failover or a CONFIG SET may change it).
-const durabilityCheckEvery = 10 * time.Second
+// defaultDurabilityCheckEvery is how often a running instance reads again what the Redis
+// masters provide (a failover or a CONFIG SET may change it), unless
+// Options.durabilityCheckEvery says otherwise.
+const defaultDurabilityCheckEvery = 10 * time.Second
 
 // redisAuth sets the password, user and TLS settings of the Redis client (and of the
 // sentinels'). An error is a CA file that does not read.
@@ -83,13 +84,17 @@ func (a *App) checkDurability(ctx context.Context) error {
 	return nil
 }
 
-// runDurabilityCheck reads again, every durabilityCheckEvery, what the masters provide,
-// and says so once per change: one ERROR line when the mode stops being provided (a
-// master turned appendonly off, a failover onto a master without a replica), one INFO line
-// when it is provided again; the gauge redis_durability_provided follows.
+// runDurabilityCheck reads again, every Options.durabilityCheckEvery (default 10 s), what
+// the masters provide, and says so once per change: one ERROR line when the mode stops being
+// provided (a master turned appendonly off, a failover onto a master without a replica), one
+// INFO line when it is provided again; the gauge redis_durability_provided follows.
 func (a *App) runDurabilityCheck(ctx context.Context) error {
 	d := a.opts.RedisDurability
-	t := time.NewTicker(durabilityCheckEvery)
+	every := a.opts.durabilityCheckEvery
+	if every <= 0 {
+		every = defaultDurabilityCheckEvery
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	last := true
 	for {
