@@ -92,3 +92,53 @@ func (l *lockedLog) count(s string) int {
 	}
 	return n
 }
+
+// The relay's fsync horizon follows the periodic durability check: a master started with
+// appendfsync always needs none (an order reaches MySQL at once); once CONFIG SET makes it
+// everysec, the relay holds each journal entry until it is inventory.EverysecHorizon old by
+// Redis's clock (an entry younger may not be on disk yet); back on always, it holds none.
+func TestRelayHorizonFollowsAppendfsync(t *testing.T) {
+	t.Parallel()
+	rp := startRedisProc(t, false, "--appendonly", "yes", "--appendfsync", "always")
+	opts := realOptions(t)
+	opts.RedisAddr = rp.addr()
+	opts.RedisDurability = inventory.Durability{AOF: true}
+	opts.durabilityCheckEvery = 50 * time.Millisecond
+	ta := startApp(t, opts, testConfig)
+	id := uniq(t, "horizon")
+	ta.createActivity(t, id, 10, 1, 1, time.Now().Add(-time.Second))
+	rdb := rp.client()
+	// orderAfter reserves for user and says how long its order took to reach MySQL.
+	orderAfter := func(user string) time.Duration {
+		t.Helper()
+		t0 := time.Now()
+		a := ta.reserve(t, id, user, "k-"+user)
+		if a.status != 202 {
+			t.Fatalf("reserve %s: %d %v", user, a.status, a.body)
+		}
+		rid := a.body["reservationId"].(string)
+		testwait.Eventually(t, 20*time.Second, func() bool { _, ok := ordersOf(t, id)[rid]; return ok },
+			"the order of %s", rid)
+		return time.Since(t0)
+	}
+	setFsync := func(v string) {
+		t.Helper()
+		if err := rdb.ConfigSet(context.Background(), "appendfsync", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * opts.durabilityCheckEvery) // the check has seen it
+	}
+	// The writer and the relay's idle poll take well under a second; the horizon 3 s.
+	fast := inventory.EverysecHorizon - time.Second
+	if d := orderAfter("u1"); d >= fast {
+		t.Errorf("appendfsync always: the order took %v, want under %v (no horizon)", d, fast)
+	}
+	setFsync("everysec")
+	if d := orderAfter("u2"); d < inventory.EverysecHorizon-10*time.Millisecond {
+		t.Errorf("after CONFIG SET appendfsync everysec: the order took %v, want the relay to hold its entry %v", d, inventory.EverysecHorizon)
+	}
+	setFsync("always")
+	if d := orderAfter("u3"); d >= fast {
+		t.Errorf("back on appendfsync always: the order took %v, want under %v", d, fast)
+	}
+}
