@@ -121,23 +121,24 @@ func TestRelayHorizonFollowsAppendfsync(t *testing.T) {
 			"the order of %s", rid)
 		return time.Since(t0)
 	}
-	setFsync := func(v string) {
+	setFsync := func(v string, horizon time.Duration) {
 		t.Helper()
 		if err := rdb.ConfigSet(context.Background(), "appendfsync", v).Err(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * opts.durabilityCheckEvery) // the check has seen it
+		testwait.Eventually(t, 5*time.Second, func() bool { return ta.relayHorizon() == horizon },
+			"the check has seen appendfsync %s: horizon %v", v, horizon)
 	}
 	// The writer and the relay's idle poll take well under a second; the horizon 3 s.
 	fast := inventory.EverysecHorizon - time.Second
 	if d := orderAfter("u1"); d >= fast {
 		t.Errorf("appendfsync always: the order took %v, want under %v (no horizon)", d, fast)
 	}
-	setFsync("everysec")
+	setFsync("everysec", inventory.EverysecHorizon)
 	if d := orderAfter("u2"); d < inventory.EverysecHorizon-10*time.Millisecond {
 		t.Errorf("after CONFIG SET appendfsync everysec: the order took %v, want the relay to hold its entry %v", d, inventory.EverysecHorizon)
 	}
-	setFsync("always")
+	setFsync("always", 0)
 	if d := orderAfter("u3"); d >= fast {
 		t.Errorf("back on appendfsync always: the order took %v, want under %v", d, fast)
 	}
