@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -74,10 +75,11 @@ type App struct {
 	embedded []string
 	tmpDirs  []string
 
-	// fsyncHorizon is how old a journal entry must be before the relay publishes it (mode
-	// aof with appendfsync everysec; see checkDurability); durabilityOK is the gauge of
-	// runDurabilityCheck.
-	fsyncHorizon time.Duration
+	// fsyncHorizon is how old a journal entry must be before the relay publishes it, in
+	// nanoseconds (mode aof while a master runs appendfsync everysec): set by checkDurability
+	// at start and by runDurabilityCheck after each check, read by the relay once per batch
+	// (relayHorizon). durabilityOK is the gauge of runDurabilityCheck.
+	fsyncHorizon atomic.Int64
 	durabilityOK prometheus.Gauge
 }
 
@@ -129,7 +131,7 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 		return err
 	}
 	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{Ledger: ledger, InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals),
-		Durability: opts.RedisDurability, FsyncHorizon: a.fsyncHorizon}, om, log.With("part", "relay")); err != nil {
+		Durability: opts.RedisDurability, FsyncHorizon: a.relayHorizon}, om, log.With("part", "relay")); err != nil {
 		return err
 	}
 	writerRate := opts.WriterRate

@@ -68,6 +68,12 @@ func startApp(t testing.TB, opts Options, yaml string) *testApp {
 // with or without a configuration.
 func startAppUnready(t testing.TB, opts Options, yaml string) *testApp {
 	t.Helper()
+	return startAppLogged(t, opts, yaml, discardLog())
+}
+
+// startAppLogged is startAppUnready with the instance logging to log.
+func startAppLogged(t testing.TB, opts Options, yaml string, log *slog.Logger) *testApp {
+	t.Helper()
 	dir := t.TempDir()
 	if opts.ConfigFile == "" {
 		opts.ConfigFile = filepath.Join(dir, "seckill.yaml")
@@ -104,7 +110,7 @@ func startAppUnready(t testing.TB, opts Options, yaml string) *testApp {
 		opts.AdminToken = testAdminToken
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := New(ctx, opts, discardLog())
+	a, err := New(ctx, opts, log)
 	if err != nil {
 		cancel()
 		t.Fatalf("new app: %v", err)

@@ -15,9 +15,10 @@ import (
 	"github.com/seckill/seckill/inventory"
 )
 
-// durabilityCheckEvery is how often a running instance reads again what the Redis masters
-// provide (a failover or a CONFIG SET may change it).
-const durabilityCheckEvery = 10 * time.Second
+// defaultDurabilityCheckEvery is how often a running instance reads again what the Redis
+// masters provide (a failover or a CONFIG SET may change it), unless
+// Options.durabilityCheckEvery says otherwise.
+const defaultDurabilityCheckEvery = 10 * time.Second
 
 // redisAuth sets the password, user and TLS settings of the Redis client (and of the
 // sentinels'). An error is a CA file that does not read.
@@ -51,16 +52,16 @@ func (o Options) redisAuth(uo *redis.UniversalOptions) error {
 
 // checkDurability reads what the Redis masters provide for the durability mode at start:
 // a master that does not provide it is a start-up error saying what to set. A Redis not
-// reachable at start is checked by runDurabilityCheck as soon as it answers. It also fixes
-// the relay's fsync horizon (inventory.FsyncHorizon).
+// reachable at start is checked by runDurabilityCheck as soon as it answers. It also sets
+// the relay's first fsync horizon (inventory.FsyncHorizon; runDurabilityCheck keeps it
+// current).
 func (a *App) checkDurability(ctx context.Context) error {
 	d := a.opts.RedisDurability
 	if a.mini != nil || (!d.AOF && d.Replicas == 0) {
 		return nil
 	}
-	a.fsyncHorizon = inventory.FsyncHorizon(d, nil)
 	if d.AOF {
-		a.fsyncHorizon = inventory.EverysecHorizon // until a check says every master fsyncs always
+		a.fsyncHorizon.Store(int64(inventory.EverysecHorizon)) // until a check says every master fsyncs always
 	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -72,30 +73,61 @@ func (a *App) checkDurability(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w; or start with SECKILL_REDIS_DURABILITY=none (--redis-durability none) to run without it (a crash or failover of Redis then loses answered reservations)", err)
 	}
-	a.fsyncHorizon = inventory.FsyncHorizon(d, ms)
+	h := inventory.FsyncHorizon(d, ms)
+	a.fsyncHorizon.Store(int64(h))
 	for _, m := range ms {
 		if d.AOF && m.Fsync == "everysec" {
 			a.log.Warn("redis runs appendfsync everysec: a crash of its machine may lose the last ~2 s of answered reservations (appendfsync always keeps them; the relay publishes an entry only once it is older than the fsync horizon)",
-				"master", m.Addr, "horizon", a.fsyncHorizon)
+				"master", m.Addr, "horizon", h)
 		}
 	}
-	a.log.Info("redis durability checked", "mode", d.String(), "masters", len(ms), "relayHorizon", a.fsyncHorizon)
+	a.log.Info("redis durability checked", "mode", d.String(), "masters", len(ms), "relayHorizon", h)
 	return nil
 }
 
-// runDurabilityCheck reads again, every durabilityCheckEvery, what the masters provide,
-// and says so once per change: one ERROR line when the mode stops being provided (a
-// master turned appendonly off, a failover onto a master without a replica), one INFO line
-// when it is provided again; the gauge redis_durability_provided follows.
+// relayHorizon is the relay's fsync horizon now (order.RelayOptions.FsyncHorizon): safe for
+// concurrent use, one atomic load.
+func (a *App) relayHorizon() time.Duration { return time.Duration(a.fsyncHorizon.Load()) }
+
+// followHorizon sets the relay's fsync horizon to what the last check read of the masters,
+// ms, and logs a change: one WARN line when a master starts fsyncing everysec (CONFIG SET,
+// a failover onto a master configured so), one INFO line when every master fsyncs always
+// again. Called by the durability check's goroutine only.
+func (a *App) followHorizon(d inventory.Durability, ms []inventory.MasterDurability) {
+	h := inventory.FsyncHorizon(d, ms)
+	old := time.Duration(a.fsyncHorizon.Swap(int64(h)))
+	switch {
+	case h > old:
+		a.log.Warn("a redis master no longer fsyncs every write (appendfsync everysec): the relay now publishes a journal entry only once it is older than the fsync horizon",
+			"mode", d.String(), "horizon", h)
+	case h < old:
+		a.log.Info("every redis master fsyncs every write again (appendfsync always): the relay publishes journal entries without waiting",
+			"mode", d.String(), "horizon", h)
+	}
+}
+
+// runDurabilityCheck reads again, every Options.durabilityCheckEvery (default 10 s), what
+// the masters provide, and says so once per change: one ERROR line when the mode stops being
+// provided (a master turned appendonly off, a failover onto a master without a replica), one
+// INFO line when it is provided again; the gauge redis_durability_provided and the relay's
+// fsync horizon (followHorizon) follow. A master turned from appendfsync always to everysec
+// is seen at the next check: until then the relay may publish entries not yet on its disk.
 func (a *App) runDurabilityCheck(ctx context.Context) error {
 	d := a.opts.RedisDurability
-	t := time.NewTicker(durabilityCheckEvery)
+	every := a.opts.durabilityCheckEvery
+	if every <= 0 {
+		every = defaultDurabilityCheckEvery
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	last := true
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, err := inventory.CheckDurability(cctx, a.rdb, d)
+		ms, err := inventory.CheckDurability(cctx, a.rdb, d)
 		cancel()
+		if err == nil || inventory.IsNotProvided(err) {
+			a.followHorizon(d, ms) // every master was read
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil

@@ -267,8 +267,8 @@ func TestDrillRedisKilledAOFAlways(t *testing.T) {
 	opts.RedisAddr = rp.addr()
 	opts.RedisDurability = inventory.Durability{AOF: true}
 	ta := startApp(t, opts, testConfig)
-	if ta.fsyncHorizon != 0 {
-		t.Errorf("relay fsync horizon %v with appendfsync always, want 0", ta.fsyncHorizon)
+	if ta.relayHorizon() != 0 {
+		t.Errorf("relay fsync horizon %v with appendfsync always, want 0", ta.relayHorizon())
 	}
 	id := uniq(t, "aofkill")
 	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
@@ -401,8 +401,8 @@ func TestDrillRedisRolledBackEverysec(t *testing.T) {
 	opts.RedisAddr = rp.addr()
 	opts.RedisDurability = inventory.Durability{AOF: true}
 	ta := startApp(t, opts, testConfig)
-	if ta.fsyncHorizon != inventory.EverysecHorizon {
-		t.Fatalf("relay fsync horizon %v with appendfsync everysec, want %v", ta.fsyncHorizon, inventory.EverysecHorizon)
+	if ta.relayHorizon() != inventory.EverysecHorizon {
+		t.Fatalf("relay fsync horizon %v with appendfsync everysec, want %v", ta.relayHorizon(), inventory.EverysecHorizon)
 	}
 	id := uniq(t, "aofroll")
 	ta.createActivity(t, id, stock, 1, shards, time.Now().Add(-time.Second))

@@ -96,6 +96,11 @@ type Options struct {
 	LogLevel slog.Level
 	// AccessLog (SECKILL_ACCESS_LOG) logs one line per HTTP request on both listeners.
 	AccessLog bool
+
+	// durabilityCheckEvery is how often a running instance reads again what the Redis
+	// masters provide for RedisDurability (runDurabilityCheck); zero: every 10 s. No flag:
+	// tests shorten it.
+	durabilityCheckEvery time.Duration
 }
 
 // minProductionAdminToken is the shortest admin token accepted outside embedded mode, in bytes.

@@ -48,10 +48,13 @@ type RelayOptions struct {
 	// Durability is the deployment's mode: with Replicas > 0 an entry is published only
 	// once that many replicas have it (WAIT after claiming it on the stream's connection).
 	Durability inventory.Durability
-	// FsyncHorizon, when > 0 (mode aof on a master with appendfsync everysec), is how old an
-	// entry must be, by the time in its stream id against Redis TIME, before it is
-	// published: an entry younger may still be rolled back by a crash.
-	FsyncHorizon time.Duration
+	// FsyncHorizon, when set, says how old an entry must be, by the time in its stream id
+	// against Redis TIME, before it is published: > 0 in mode aof while a master runs
+	// appendfsync everysec, where an entry younger may still be rolled back by a crash. It
+	// is called once per batch, from the relay's goroutine, so it follows a change of the
+	// masters' fsync policy (the app's periodic durability check); it must be cheap (an
+	// atomic load). Nil: no horizon.
+	FsyncHorizon func() time.Duration
 }
 
 // Relay moves journal entries to the queue: it reads each stream of sk:journals with the
@@ -392,9 +395,10 @@ func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) erro
 // With Durability.Replicas it claims the entries again for this relay (XCLAIM, a write on
 // the stream's master) followed by WAIT on the same connection: WAIT then covers the writes
 // that made the entries; too few replicas is an error (the caller holds the batch). With
-// FsyncHorizon, wait is how long until the newest entry is older than the horizon by Redis's
-// clock (0: durable now). The entries stay pending for this relay meanwhile (another relay
-// claims them after ClaimIdle if this one dies). It returns the entries the stream's master
+// FsyncHorizon (read once per call: a held batch meets the horizon of its next turn), wait is
+// how long until the newest entry is older than the horizon by Redis's clock (0: durable now).
+// The entries stay pending for this relay meanwhile (another relay claims them after
+// ClaimIdle if this one dies). It returns the entries the stream's master
 // still has: one read from a master that then failed over may be gone (its reservation's
 // WAIT fell short, it was answered OUTCOME_UNKNOWN and the new master never had it), and
 // must not become an order.
@@ -424,7 +428,7 @@ func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMes
 			return entries, 0, nil
 		}
 	}
-	if h := r.opts.FsyncHorizon; h > 0 {
+	if h := r.fsyncHorizon(); h > 0 {
 		now, err := r.rdb.Time(ctx).Result()
 		if err != nil {
 			return entries, 0, fmt.Errorf("redis TIME: %w", err)
@@ -451,6 +455,14 @@ func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMes
 		entries = keepClaimed(entries, have)
 	}
 	return entries, 0, nil
+}
+
+// fsyncHorizon is RelayOptions.FsyncHorizon's answer now (0 without one).
+func (r *Relay) fsyncHorizon() time.Duration {
+	if r.opts.FsyncHorizon == nil {
+		return 0
+	}
+	return r.opts.FsyncHorizon()
 }
 
 // keepClaimed returns the entries whose id is in ids, in order.
