@@ -129,13 +129,15 @@ func TestRelayHorizonFollowsAppendfsync(t *testing.T) {
 		testwait.Eventually(t, 5*time.Second, func() bool { return ta.relayHorizon() == horizon },
 			"the check has seen appendfsync %s: horizon %v", v, horizon)
 	}
-	// The writer and the relay's idle poll take well under a second; the horizon 3 s.
-	fast := inventory.EverysecHorizon - time.Second
+	// The writer and the relay's idle poll take well under a second (237 ms measured); an
+	// entry held for the horizon reaches MySQL no sooner than the horizon after it was made,
+	// which is the line between the two (wide, for a loaded machine).
+	fast := inventory.EverysecHorizon - 10*time.Millisecond
 	if d := orderAfter("u1"); d >= fast {
 		t.Errorf("appendfsync always: the order took %v, want under %v (no horizon)", d, fast)
 	}
 	setFsync("everysec", inventory.EverysecHorizon)
-	if d := orderAfter("u2"); d < inventory.EverysecHorizon-10*time.Millisecond {
+	if d := orderAfter("u2"); d < fast {
 		t.Errorf("after CONFIG SET appendfsync everysec: the order took %v, want the relay to hold its entry %v", d, inventory.EverysecHorizon)
 	}
 	setFsync("always", 0)
