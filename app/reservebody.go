@@ -63,10 +63,10 @@ func readBody(r io.Reader, buf []byte) ([]byte, error) {
 // parseReservationBody decodes raw as the encoding/json decoder it replaces did
 // (refDecodeReservationJSON in reservebody_test.go, the reference of FuzzReservationBody):
 // a body of white space (Unicode's, as bytes.TrimSpace) or a top-level null is no body; else
-// an object with at most the keys quantity and token, each once and spelled exactly once
-// its escapes are decoded ("quantit\u0079" is quantity); quantity a JSON integer within int
-// or null, token a string or null; nothing but JSON white space after the object, or a
-// first byte after it of ']' or '}' (encoding/json's Decoder.More stops there). The
+// an object with at most the keys quantity and token, each once and spelled exactly, compared
+// after their escapes are decoded ("quantit\u0079" is quantity); quantity a JSON integer
+// within int or null, token a string or null; nothing but JSON white space after the object,
+// or a first byte after it of ']' or '}' (encoding/json's Decoder.More stops there). The
 // reference's message precedence is kept: a wrong key met before any syntax error, then any
 // syntax or type error, then trailing data, then the quantity's and the token's bounds.
 func parseReservationBody(raw []byte) (reservationBody, *apiError) {
