@@ -6,8 +6,9 @@
 #                                        # (default: all of them, in that order)
 #
 # "ratios" is the table of docs/BENCHMARKS.md section 0: the ceiling routes of internal/ginhello
-# (hello, one EVALSHA, the two-call design) and the service's 410, 429 and 202 paths (roles api,
-# then all roles in one process), one wrk run each, in one go, with the ratios, the Redis time
+# (hello, hello with a JSON body decoded, one EVALSHA, the two-call design) and the service's
+# 410, 429 and 202 paths (roles api, then all roles in one process), each without a body and
+# with the JSON body clients send, one wrk run each, in one go, with the ratios, the Redis time
 # per reservation and the heap allocations per request.
 #
 # Every step prints the load average next to its figures (the machine is shared) and writes
