@@ -50,18 +50,15 @@ func TestDecodeReservationBody(t *testing.T) {
 			t.Errorf("%.40q: unexpected %v", tt.give, e)
 			continue
 		}
-		got := 0
-		if b.Quantity != nil {
-			got = *b.Quantity
-		}
-		if got != tt.wantQty {
-			t.Errorf("%.40q: quantity %d, want %d", tt.give, got, tt.wantQty)
+		if b.Quantity != tt.wantQty {
+			t.Errorf("%.40q: quantity %d, want %d", tt.give, b.Quantity, tt.wantQty)
 		}
 	}
 }
 
 // FuzzDecodeReservationBody: any body gets an answer (accepted, 400 or 413), never a panic,
-// and an accepted body always has a positive quantity or none.
+// and an accepted body always has a positive quantity or none (0). FuzzReservationBody
+// checks the answers against the encoding/json decoder this one replaced.
 func FuzzDecodeReservationBody(f *testing.F) {
 	for _, s := range []string{"", `{"quantity":1}`, `{"token":"abc"}`, `{`, `{"quantity":-5}`, `null`} {
 		f.Add(s)
@@ -75,8 +72,8 @@ func FuzzDecodeReservationBody(f *testing.F) {
 			}
 			return
 		}
-		if b.Quantity != nil && *b.Quantity < 1 {
-			t.Fatalf("accepted quantity %d", *b.Quantity)
+		if b.Quantity < 0 {
+			t.Fatalf("accepted quantity %d", b.Quantity)
 		}
 		if len(body) > maxBodyBytes {
 			t.Fatalf("accepted a body of %d bytes", len(body))

@@ -1,15 +1,10 @@
 package app
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -298,83 +293,6 @@ func (a *api) postToken(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"token": tok, "expiresAt": millis(exp)})
 }
 
-// reservationBody is the optional body of POST .../reservations.
-type reservationBody struct {
-	Quantity *int   `json:"quantity"`
-	Token    string `json:"token"`
-}
-
-// decodeReservationBody reads at most 4 KiB of strict JSON; an empty body means quantity 1.
-func decodeReservationBody(r *http.Request) (reservationBody, *apiError) {
-	// Most requests carry no body: answer them before anything escapes to the heap.
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return reservationBody{}, nil
-	}
-	return decodeReservationJSON(r)
-}
-
-func decodeReservationJSON(r *http.Request) (reservationBody, *apiError) {
-	var b reservationBody
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
-	if err != nil {
-		return b, badRequest("cannot read body")
-	}
-	if len(raw) > maxBodyBytes {
-		return b, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB")
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return b, nil
-	}
-	if err := exactKeys(raw, "quantity", "token"); err != nil {
-		return b, badRequest("malformed JSON body: " + err.Error())
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&b); err != nil {
-		return b, badRequest("malformed JSON body")
-	}
-	if dec.More() {
-		return b, badRequest("malformed JSON body: trailing data")
-	}
-	if b.Quantity != nil && *b.Quantity < 1 {
-		return b, badRequest("quantity must be at least 1")
-	}
-	if len(b.Token) > 256 {
-		return b, badRequest("token too long")
-	}
-	return b, nil
-}
-
-// exactKeys checks the keys of a JSON object as a strict decoder does: each at most once and
-// spelled exactly as one of names (encoding/json alone would take the last of two and fold
-// case). Anything but an object is left to the decoder.
-func exactKeys(raw []byte, names ...string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	seen := make(map[string]bool, len(names))
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		k, _ := t.(string)
-		if !slices.Contains(names, k) {
-			return fmt.Errorf("unknown key %q", k)
-		}
-		if seen[k] {
-			return fmt.Errorf("key %q given twice", k)
-		}
-		seen[k] = true
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil
-		}
-	}
-	return nil
-}
-
 // postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
 // sections 3 and 4), every refusal answered by answerError.
 func (a *api) postReservation(c *gin.Context) {
@@ -470,8 +388,8 @@ func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.K
 		}
 	}
 	qty := 1
-	if body.Quantity != nil {
-		qty = *body.Quantity
+	if body.Quantity != 0 {
+		qty = body.Quantity
 	}
 	if kind == admission.ForReservation && qty > v.PerUserLimit {
 		return nil, badRequest("quantity must be between 1 and the per-user limit").withPerUserLimit(v.PerUserLimit)

@@ -6,8 +6,9 @@
 #                                        # (default: all of them, in that order)
 #
 # "ratios" is the table of docs/BENCHMARKS.md section 0: the ceiling routes of internal/ginhello
-# (hello, one EVALSHA, the two-call design) and the service's 410, 429 and 202 paths (roles api,
-# then all roles in one process), one wrk run each, in one go, with the ratios, the Redis time
+# (hello, hello with a JSON body decoded, one EVALSHA, the two-call design) and the service's
+# 410, 429 and 202 paths (roles api, then all roles in one process), each without a body and
+# with the JSON body clients send, one wrk run each, in one go, with the ratios, the Redis time
 # per reservation and the heap allocations per request.
 #
 # Every step prints the load average next to its figures (the machine is shared) and writes
@@ -331,7 +332,9 @@ step_gotest() {
 
 # ---- ratios: ceilings and the service's paths in one run (docs/BENCHMARKS.md section 0) ----
 # Every row is one wrk -t2 -c$CONNS -d${WRK_SECONDS}s run. POST rows send a new X-User-Id on every
-# request (newuser.lua). Heap allocations per request are server-side: the delta of
+# request (newuser.lua); the "JSON body" rows send what clients send, Content-Type:
+# application/json and {"quantity":1} (newuser-body.lua), and their rejections are measured
+# against ginhello's /hello-body, which reads and decodes the same body with encoding/json. Heap allocations per request are server-side: the delta of
 # runtime.MemStats.Mallocs (ginhello /debug/mallocs, the service's go_memstats_mallocs_total) over
 # the run divided by its requests, background work of the process included. The Redis time per
 # reservation is the delta of INFO commandstats cmdstat_evalsha usec over the 202 run divided by
@@ -386,8 +389,26 @@ end
 LUA
 }
 
+# newuser_body_script FILE PREFIX: the same with what clients send, Content-Type:
+# application/json and the body {"quantity":1} (wrk.format adds its Content-Length).
+newuser_body_script() {
+  sed "s/@PREFIX@/$2/" >"$1" <<'LUA'
+local n = 0
+local run = os.time()
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
+request = function()
+  n = n + 1
+  return wrk.format("POST", nil, {["X-User-Id"] = "@PREFIX@" .. run .. "-" .. tid .. "-" .. n,
+    ["Content-Type"] = "application/json"}, '{"quantity":1}')
+end
+LUA
+}
+
 step_ratios() {
   newuser_script "$OUT/newuser.lua" b
+  newuser_body_script "$OUT/newuser-body.lua" j
+  local nb=$OUT/newuser-body.lua
   local nu=$OUT/newuser.lua gport=$((BASE_PORT + 91)) before after m0 m1
   local g="http://127.0.0.1:$gport"
   say "ratios: ceilings (internal/ginhello), wrk -t2 -c$CONNS -d${WRK_SECONDS}s"
@@ -402,6 +423,12 @@ step_ratios() {
   s1=$(ticks "$gpid") r1=$(ticks "$rpid")
   m1=$(curl -fs "$g/debug/mallocs")
   row "Gin hello-world" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS")"
+  m0=$(curl -fs "$g/debug/mallocs")
+  s0=$(ticks "$gpid") r0=$(ticks "$rpid")
+  wrk_run hello-body "$g/hello-body" "$nb"
+  s1=$(ticks "$gpid") r1=$(ticks "$rpid")
+  m1=$(curl -fs "$g/debug/mallocs")
+  row "Gin hello-world, POST with the JSON body decoded" "$RPS" hellobody "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx"
   before=$(cmdstat evalsha)
   s0=$(ticks "$gpid") r0=$(ticks "$rpid")
   wrk_run one-evalsha "$g/one" "$nu"
@@ -442,6 +469,19 @@ step_ratios() {
     s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
     m1=$(svc_mallocs "$adm")
     row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
+    # the same two rejections as clients send them: Content-Type: application/json, a body
+    m0=$(svc_mallocs "$adm")
+    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
+    wrk_run "410-body-$tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nb"
+    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
+    m1=$(svc_mallocs "$adm")
+    row "seckill 410 sold out, JSON body, roles $tag" "$RPS" hellobody "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
+    m0=$(svc_mallocs "$adm")
+    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
+    wrk_run "429-body-$tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nb"
+    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
+    m1=$(svc_mallocs "$adm")
+    row "seckill 429 activity budget, JSON body, roles $tag" "$RPS" hellobody "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
     m0=$(svc_mallocs "$adm")
     before=$(cmdstat evalsha)
     local b0 n0 b1 n1
@@ -455,6 +495,15 @@ step_ratios() {
     m1=$(svc_mallocs "$adm")
     row "seckill 202 admitted, roles $tag" "$RPS" one "$(per $((m1 - m0)) "$REQS")" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
       split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/reservation, %.2f EVALSHA/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n }'); $(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"), $NON2XX non-2xx"
+    m0=$(svc_mallocs "$adm")
+    before=$(cmdstat evalsha)
+    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
+    wrk_run "202-body-$tag" "$u/api/v1/activities/$a202/reservations" "$nb"
+    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
+    after=$(cmdstat evalsha)
+    m1=$(svc_mallocs "$adm")
+    row "seckill 202 admitted, JSON body, roles $tag" "$RPS" one "$(per $((m1 - m0)) "$REQS")" "$(awk -v b="$before" -v a="$after" -v n="$((REQS - NON2XX))" 'BEGIN {
+      split(b, x, " "); split(a, y, " "); if (n > 0) printf "%.1f us/reservation, %.2f EVALSHA/reservation", (y[2] - x[2]) / n, (y[1] - x[1]) / n }'); $(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"), $NON2XX non-2xx"
     echo "  limiter degrade events in this instance: $(grep -c 'degraded to local limiting' "$OUT/seckill-q$tag-0.log" || true)"
     cleanup
   done
@@ -464,11 +513,14 @@ step_ratios() {
   printf '%s\n' "${ROWS[@]}" | awk -F'|' '
     { label[NR] = $1; rps[NR] = $2; ref[NR] = $3; alloc[NR] = $4; extra[NR] = $5; load[NR] = $6
       if ($1 == "Gin hello-world") hello = $2
+      if ($3 == "hellobody" && body == "") body = $2
       if ($1 ~ /one EVALSHA/) one = $2 }
     END {
       printf "| route | req/s | ratio | heap allocs/req | notes | load avg |\n|---|---|---|---|---|---|\n"
       for (i = 1; i <= NR; i++) {
-        r = (ref[i] == "hello") ? (hello > 0 ? sprintf("%.2f of hello", rps[i] / hello) : "-") : (one > 0 ? sprintf("%.2f of one EVALSHA", rps[i] / one) : "-")
+        if (ref[i] == "hello") r = hello > 0 ? sprintf("%.2f of hello", rps[i] / hello) : "-"
+        else if (ref[i] == "hellobody") r = body > 0 ? sprintf("%.2f of hello with the body", rps[i] / body) : "-"
+        else r = one > 0 ? sprintf("%.2f of one EVALSHA", rps[i] / one) : "-"
         printf "| %s | %.0f | %s | %s | %s | %s |\n", label[i], rps[i], r, alloc[i] == "" ? "" : alloc[i], extra[i], load[i]
       }
     }' | tee "$OUT/ratios.md"

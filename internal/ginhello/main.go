@@ -4,6 +4,9 @@
 //
 //   - GET /hello: Gin in release mode answering a small JSON body, nothing else (no middleware,
 //     no logging): the ceiling of the rejections (410, 429), which need no Redis call.
+//   - POST /hello-body: the same answer after reading the request's body and decoding it with
+//     encoding/json into the reservation's struct (quantity, token): the ceiling of a 410 or
+//     429 answered to what clients send, a POST with Content-Type: application/json and a body.
 //   - POST /one: one EVALSHA of min_reserve.lua (DECRBY a stock key, XADD a journal entry of
 //     the service's size): the one-round-trip ceiling of an admitted reservation (202).
 //   - POST /two: the usual two-call design: a Redis token bucket for the user
@@ -22,6 +25,7 @@ package main
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -64,6 +68,17 @@ func run() error {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.GET("/hello", func(c *gin.Context) {
+		c.JSON(http.StatusOK, gin.H{"message": "hello"})
+	})
+	r.POST("/hello-body", func(c *gin.Context) {
+		var b struct {
+			Quantity *int   `json:"quantity"`
+			Token    string `json:"token"`
+		}
+		if err := json.NewDecoder(c.Request.Body).Decode(&b); err != nil {
+			c.JSON(http.StatusBadRequest, gin.H{"code": "BAD_REQUEST", "message": "malformed JSON body"})
+			return
+		}
 		c.JSON(http.StatusOK, gin.H{"message": "hello"})
 	})
 	r.GET("/debug/mallocs", func(c *gin.Context) {
