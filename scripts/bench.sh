@@ -13,7 +13,8 @@
 #
 # Every step prints the load average next to its figures (the machine is shared) and writes
 # its raw output under $BENCH_OUT (default /tmp/seckill-bench-<time>). Runs are bounded in
-# time and requests. Needs wrk and redis-benchmark (Debian packages wrk, redis-tools).
+# time and requests. Needs wrk and redis-benchmark (Debian packages wrk, redis-tools; installed
+# when missing and run as root).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +35,15 @@ USERS=${USERS:-10000}
 STOCK=${STOCK:-1000}
 BASE_PORT=${BASE_PORT:-18100}
 ADMIN_TOKEN=bench-admin-token-0123456789abcdef0123 # at least 32 bytes outside embedded mode
+
+# The load generator and redis-benchmark, from Debian, installed when missing (as root).
+for need in wrk:wrk redis-benchmark:redis-tools; do
+  if ! command -v "${need%%:*}" >/dev/null 2>&1; then
+    [ "$(id -u)" = 0 ] || { echo "bench.sh: ${need%%:*} is missing: apt-get install ${need##*:}" >&2; exit 2; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need##*:}" >/dev/null ||
+      { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need##*:}" >/dev/null; }
+  fi
+done
 
 PIDS=()
 cleanup() {
