@@ -65,8 +65,8 @@ func readBody(r io.Reader, buf []byte) ([]byte, error) {
 // a body of white space (Unicode's, as bytes.TrimSpace) or a top-level null is no body; else
 // an object with at most the keys quantity and token, each once and spelled exactly, compared
 // after their escapes are decoded ("quantit\u0079" is quantity); quantity a JSON integer
-// within int or null, token a string or null; nothing but JSON white space after the object,
-// or a first byte after it of ']' or '}' (encoding/json's Decoder.More stops there). The
+// within int or null, token a string or null; nothing but JSON white space after the value
+// (TestReservationBodyTrailingData). The
 // reference's message precedence is kept: a wrong key met before any syntax error, then any
 // syntax or type error, then trailing data, then the quantity's and the token's bounds.
 func parseReservationBody(raw []byte) (reservationBody, *apiError) {
@@ -88,7 +88,7 @@ func parseReservationBody(raw []byte) (reservationBody, *apiError) {
 		return reservationBody{}, badRequest("malformed JSON body")
 	}
 	p.ws()
-	if c := p.peek(); p.i < len(p.s) && c != ']' && c != '}' {
+	if p.i < len(p.s) {
 		return reservationBody{}, badRequest("malformed JSON body: trailing data")
 	}
 	if given && b.Quantity < 1 {

@@ -42,7 +42,8 @@ func refDecodeReservationJSON(r *http.Request) (refReservationBody, *apiError) {
 	if err := dec.Decode(&b); err != nil {
 		return b, badRequest("malformed JSON body")
 	}
-	if dec.More() {
+	// Decoder.More is no check of the rest: it stops at ']' or '}'.
+	if len(bytes.Trim(raw[dec.InputOffset():], " \t\r\n")) > 0 {
 		return b, badRequest("malformed JSON body: trailing data")
 	}
 	if b.Quantity != nil && *b.Quantity < 1 {
@@ -253,6 +254,23 @@ func BenchmarkDecodeReservationBody(b *testing.B) {
 					}
 				})
 			})
+		}
+	}
+}
+
+// TestReservationBodyTrailingData: anything but JSON white space after the body's value is
+// malformed (docs/API.md: 400 for malformed JSON), a closing bracket or brace included
+// (encoding/json's Decoder.More stops at those: a check by More alone takes
+// `{"quantity":1}]x` for quantity 1).
+func TestReservationBodyTrailingData(t *testing.T) {
+	for _, body := range []string{`{"quantity":1}]x`, `{"quantity":1}}`, `{"quantity":1}]`, `{"quantity":1} x`, `{}{}`, `null]`, `null}`} {
+		if _, e := decodeBoth(t, body); e == nil || e.Status != http.StatusBadRequest || e.Message != "malformed JSON body: trailing data" {
+			t.Errorf("%q: %v, want 400 trailing data", body, e)
+		}
+	}
+	for _, body := range []string{"{\"quantity\":1} \r\n\t", "null \n"} {
+		if _, e := decodeBoth(t, body); e != nil {
+			t.Errorf("%q: %v, want no error", body, e)
 		}
 	}
 }
