@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -295,6 +296,8 @@ func (a *api) postToken(c *gin.Context) {
 
 // postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
 // sections 3 and 4), every refusal answered by answerError.
+var msgBadIdempotencyKey = "Idempotency-Key must be 1 to " + strconv.Itoa(keyspace.MaxIdempotencyKey) + " bytes"
+
 func (a *api) postReservation(c *gin.Context) {
 	snap := snapshot(c)
 	r, e := a.storefrontRequest(c, snap, admission.ForReservation)
@@ -365,11 +368,11 @@ func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.K
 			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB")
 		}
 		idem = c.GetHeader("Idempotency-Key")
-		if _, present := c.Request.Header["Idempotency-Key"]; present && (len(idem) < 1 || len(idem) > 128) {
-			return nil, badRequest("Idempotency-Key must be 1 to 128 bytes")
+		if _, present := c.Request.Header["Idempotency-Key"]; present && (len(idem) < 1 || len(idem) > keyspace.MaxIdempotencyKey) {
+			return nil, badRequest(msgBadIdempotencyKey)
 		}
 		channel = c.GetHeader("X-Channel")
-		if len(channel) > 64 || (channel != "" && !keyspace.ValidName(channel)) {
+		if channel != "" && !keyspace.ValidName(channel) {
 			return nil, badRequest("X-Channel must match [A-Za-z0-9_-]{1,64}")
 		}
 	}

@@ -60,6 +60,9 @@ func readBody(r io.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
+// maxTokenBytes bounds a body's token; the grab tokens the service mints are shorter.
+const maxTokenBytes = 256
+
 // parseReservationBody decodes raw as the encoding/json decoder it replaces did
 // (refDecodeReservationJSON in reservebody_test.go, the reference of FuzzReservationBody):
 // a body of white space (Unicode's, as bytes.TrimSpace) or a top-level null is no body; else
@@ -94,7 +97,7 @@ func parseReservationBody(raw []byte) (reservationBody, *apiError) {
 	if given && b.Quantity < 1 {
 		return reservationBody{}, badRequest("quantity must be at least 1")
 	}
-	if len(b.Token) > 256 {
+	if len(b.Token) > maxTokenBytes {
 		return reservationBody{}, badRequest("token too long")
 	}
 	return b, nil
