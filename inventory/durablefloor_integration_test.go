@@ -1,0 +1,93 @@
+//go:build integration
+
+package inventory
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/internal/testwait"
+)
+
+// replicaOnline waits until the master at addr has one replica online.
+func replicaOnline(t *testing.T, addr string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	testwait.Eventually(t, 30*time.Second, func() bool {
+		info, _ := c.Info(context.Background(), "replication").Result()
+		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
+	}, "a replica online at %s", addr)
+}
+
+// TestUnacknowledgedCounterRaisesNoFloor: in mode replicas:1 a reservation whose WAIT fell
+// short (answered OUTCOME_UNKNOWN) still took its number on the master; a failover may
+// rightly lose it. The refresh read that number before the failover, and a floor raised over
+// it made the new master look gone back: the activity was fenced, and every reservation
+// answered RECOVERING until an operator restored it (TestDrillSentinelMasterKilled, now and
+// then). Invariant: in mode replicas:N a counter raises the floor only once N replicas hold
+// it, so the reservations after a failover resume.
+func TestUnacknowledgedCounterRaisesNoFloor(t *testing.T) {
+	t.Parallel()
+	master := testsvc.PrivateRedis(t)
+	replica := testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", strings.TrimPrefix(master, "127.0.0.1:"))
+	replicaOnline(t, master)
+	// The store's client dials whichever node is the master now (what Sentinel's client does).
+	var at atomic.Value
+	at.Store(master)
+	rdb := redis.NewClient(&redis.Options{Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, at.Load().(string))
+	}, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := ctxT(t)
+	s := newStore(t, rdb, Options{Durability: Durability{Replicas: 1, Timeout: 300 * time.Millisecond}})
+	a := mustCreate(t, s, openActivity(t, 10, 1, 1))
+	reserve := func(u string) (ReserveResult, error) {
+		return s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+	}
+	if r, err := reserve("u1"); err != nil || r.Code != Reserved {
+		t.Fatalf("u1: %+v %v", r, err)
+	}
+	// The replica stops following; u2's reservation runs on the master alone.
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	t.Cleanup(func() { rc.Close() })
+	if err := rc.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := reserve("u2"); !errors.Is(err, ErrNotDurable) {
+		t.Fatalf("u2 without a replica: %+v %v, want ErrNotDurable", r, err)
+	}
+	if err := s.Refresh(ctx); err != nil { // reads the master's counter, u2's number in it
+		t.Fatal(err)
+	}
+	// The failover: the former replica (without u2's reservation) is the master, with a
+	// replica of its own; the old master is gone.
+	replicaOf := testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", strings.TrimPrefix(replica, "127.0.0.1:"))
+	_ = replicaOf
+	replicaOnline(t, replica)
+	at.Store(replica)
+	mc := redis.NewClient(&redis.Options{Addr: master})
+	t.Cleanup(func() { mc.Close() })
+	_ = mc.ShutdownNoSave(ctx).Err() // its connections drop; the store dials the new master
+	var r ReserveResult
+	var err error
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		r, err = reserve("u3")
+		return err == nil || errors.Is(err, ErrRecovering)
+	}, "u3 answered on the new master (last %v)", testwait.Lazy(func() string { return err.Error() }))
+	if err != nil || r.Code != Reserved {
+		t.Fatalf("u3 on the new master: %+v %v, want Reserved (the lost number was never acknowledged)", r, err)
+	}
+	if v, ok := s.Activity(a.ID); !ok || v.Recovering {
+		t.Fatalf("activity %+v (known %v) after the failover, want it live", v, ok)
+	}
+}
