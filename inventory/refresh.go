@@ -257,6 +257,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		return err
 	}
 	var unsure []markCheck
+	var saws []sawRead
 	for _, j := range jobs {
 		var sum, moving int64
 		missing := false
@@ -295,7 +296,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 				case check != "":
 					unsure = append(unsure, markCheck{e: j.e, l: j.l, i: k, counter: counter, known: check, found: asString(v[2]), prev: j.raw[k]})
 				default:
-					j.l.saw(k, j.e, counter, asString(v[2]), j.raw[k])
+					saws = append(saws, sawRead{l: j.l, i: k, e: j.e, counter: counter, mark: asString(v[2]), prev: j.raw[k]})
 				}
 			}
 			n = max(n, 0)
@@ -324,8 +325,59 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			}
 		}
 	}
-	s.checkMarks(ctx, unsure)
+	s.saw(ctx, append(saws, s.checkMarks(ctx, unsure)...))
 	return nil
+}
+
+// sawRead is what a refresh read on shard i of l, for layout.saw.
+type sawRead struct {
+	l       *layout
+	i       int
+	e       *entry
+	counter int64
+	mark    string
+	prev    *string
+}
+
+// saw records what the refresh read (layout.saw). In mode replicas:N a counter raises the
+// floor only once N replicas hold it: a reservation whose WAIT fell short (answered
+// OUTCOME_UNKNOWN) took its number on the master alone, a failover may rightly lose it, and
+// a floor raised over it would fence the activity on the new master as gone back
+// (TestUnacknowledgedCounterRaisesNoFloor). One write and WAIT per master, after the reads,
+// covers everything read there (replication is in order); a master that does not
+// acknowledge in time leaves its shards' floors as they were (marks are recorded: a debit
+// that raised one was acknowledged itself).
+func (s *Store) saw(ctx context.Context, rs []sawRead) {
+	if d := s.opts.Durability; d.Replicas > 0 {
+		byNode := map[string][]int{} // a master's address ("" on a single node) -> reads that raise a floor
+		cc, cluster := s.rdb.(*redis.ClusterClient)
+		for n, r := range rs {
+			if r.counter <= r.l.floorOf(r.i) {
+				continue
+			}
+			node := ""
+			if cluster {
+				m, err := cc.MasterForKey(ctx, r.l.keys[r.i].Stats())
+				if err != nil {
+					rs[n].counter = 0
+					continue
+				}
+				node = m.Options().Addr
+			}
+			byNode[node] = append(byNode[node], n)
+		}
+		for _, ns := range byNode {
+			stats := rs[ns[0]].l.keys[rs[ns[0]].i].Stats()
+			if err := d.Acked(ctx, s.rdb, stats, func(p redis.Pipeliner) { p.HIncrBy(ctx, stats, "durableReads", 1) }); err != nil {
+				for _, n := range ns {
+					rs[n].counter = 0
+				}
+			}
+		}
+	}
+	for _, r := range rs {
+		r.l.saw(r.i, r.e, r.counter, r.mark, r.prev)
+	}
 }
 
 // markCheck is a shard whose refresh found a higher generation mark than the one recorded
@@ -341,11 +393,12 @@ type markCheck struct {
 
 // checkMarks reads the history of the shards in cs (one pipeline, HEXISTS each: only after
 // another instance's debit raised a mark, once per debit): a known mark in its shard's history
-// is recorded as seen with what the refresh read; one missing is a node that went back, and
-// fences the activity. A failed read records nothing (the next refresh asks again).
-func (s *Store) checkMarks(ctx context.Context, cs []markCheck) {
+// is returned to be recorded as seen with what the refresh read (saw); one missing is a node
+// that went back, and fences the activity. A failed read records nothing (the next refresh
+// asks again).
+func (s *Store) checkMarks(ctx context.Context, cs []markCheck) []sawRead {
 	if len(cs) == 0 {
-		return
+		return nil
 	}
 	pipe := s.rdb.Pipeline()
 	got := make([]*redis.BoolCmd, len(cs))
@@ -354,17 +407,19 @@ func (s *Store) checkMarks(ctx context.Context, cs []markCheck) {
 	}
 	_, _ = pipe.Exec(ctx) // each command's own error is checked below
 	fenced := map[*entry]bool{}
+	var saws []sawRead
 	for n, c := range cs {
 		known, err := got[n].Result()
 		switch {
 		case err != nil || fenced[c.e] || c.e.recovering.Load() != nil:
 		case known:
-			c.l.saw(c.i, c.e, c.counter, c.found, c.prev)
+			saws = append(saws, sawRead{l: c.l, i: c.i, e: c.e, counter: c.counter, mark: c.found, prev: c.prev})
 		default:
 			s.wentBack(ctx, c.e, c.l, c.i, lostMark(c.known, c.found))
 			fenced[c.e] = true
 		}
 	}
+	return saws
 }
 
 // checkShard puts e in the recovering state when shard k of its current layout l lost its
