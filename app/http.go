@@ -294,10 +294,10 @@ func (a *api) postToken(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"token": tok, "expiresAt": millis(exp)})
 }
 
-// postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
-// sections 3 and 4), every refusal answered by answerError.
 var msgBadIdempotencyKey = "Idempotency-Key must be 1 to " + strconv.Itoa(keyspace.MaxIdempotencyKey) + " bytes"
 
+// postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
+// sections 3 and 4), every refusal answered by answerError.
 func (a *api) postReservation(c *gin.Context) {
 	snap := snapshot(c)
 	r, e := a.storefrontRequest(c, snap, admission.ForReservation)

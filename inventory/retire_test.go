@@ -87,7 +87,7 @@ func (c *passCounter) idleLoad(t *testing.T, passes int64) (cmds int64, perSec f
 // TestTwelveReshardsCostOne is issue 19's defect 4: every shard-count edit left its drained
 // layout behind (its keys, and the refresh of every instance reading every layout ever made
 // four times a second). Twelve reshards of one activity must leave its key count and the idle
-// load of an instance within 10 % of one reshard's: a drained layout is deleted once nothing
+// load of an instance within 10 % (keys) and 20 % (commands) of one reshard's: a drained layout is deleted once nothing
 // can address it, and the refresh reads live layouts only. Stock stays exact throughout.
 func TestTwelveReshardsCostOne(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
@@ -137,8 +137,12 @@ func TestTwelveReshardsCostOne(t *testing.T) {
 		if d := keys12 - keys1; d*10 > keys1 || -d*10 > keys1 {
 			t.Errorf("twelve reshards leave %d keys, one %d: more than 10 %% apart", keys12, keys1)
 		}
-		if d := load12 - load1; d*10 > load1 || -d*10 > load1 {
-			t.Errorf("idle load after twelve reshards %d commands per 32 refresh passes, after one %d: more than 10 %% apart", load12, load1)
+		// The defect multiplies the refresh's reads by the layouts kept (twelve); the
+		// instance's timers that are not the refresh's (retire, every 2 s) add more per pass
+		// when a loaded machine stretches the passes (2,084 against 2,312, 11 %, at a load
+		// average of 14): 20 %.
+		if d := load12 - load1; d*5 > load1 || -d*5 > load1 {
+			t.Errorf("idle load after twelve reshards %d commands per 32 refresh passes, after one %d: more than 20 %% apart", load12, load1)
 		}
 	})
 }

@@ -41,7 +41,7 @@ type Metrics struct {
 
 // Label values of the closed sets, created at 0 by NewMetrics.
 var (
-	relayErrorOps     = []string{"discover", "claim", "read", "publish", "ack"}
+	relayErrorOps     = []string{"discover", "claim", "read", "durable", "publish", "ack"}
 	writerRetryCauses = []string{"lock", "mysql", "redis", "panic", "other"}
 	repairKinds       = []string{"confirm"}
 )

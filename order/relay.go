@@ -215,6 +215,10 @@ type heldBatch struct {
 	acks      []inventory.JournalEntry // when published
 	until     time.Time                // not before
 	retry     backoff.Doubling         // the pause after each failure in a row
+	// horizon is the highest fsync horizon in force since just before the entries were read:
+	// a horizon that drops to 0 later (the check now sees appendfsync always, as on a Redis
+	// restarted on an AOF that lost them) does not make them durable.
+	horizon time.Duration
 }
 
 // Pauses before a retry start at these and double up to Options.MaxBackoff.
@@ -223,9 +227,10 @@ const (
 	publishRetryMin = 100 * time.Millisecond // a publish the Publisher did not confirm
 )
 
-// newHeld is a batch of entries read from a stream, not yet durable.
-func (r *Relay) newHeld(entries []redis.XMessage) *heldBatch {
-	return &heldBatch{entries: entries, retry: backoff.Doubling{Min: heldRetryMin, Max: r.opts.MaxBackoff}}
+// newHeld is a batch of entries read from a stream, not yet durable; horizon is the fsync
+// horizon read before the read.
+func (r *Relay) newHeld(entries []redis.XMessage, horizon time.Duration) *heldBatch {
+	return &heldBatch{entries: entries, retry: backoff.Doubling{Min: heldRetryMin, Max: r.opts.MaxBackoff}, horizon: horizon}
 }
 
 // hold keeps h for the stream's next turn, after a failure (h.retry's next pause) or, with
@@ -253,6 +258,7 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		}
 		moved += n
 	}
+	horizon := r.fsyncHorizon() // before the reads: the entries meet at least this one
 	if claim {
 		msgs, _, err := r.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: RelayGroup,
 			MinIdle: r.opts.ClaimIdle, Start: "0-0", Count: int64(r.opts.Batch), Consumer: r.opts.InstanceID}).Result()
@@ -264,7 +270,7 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		if len(msgs) > 0 {
 			r.m.RelayClaimed.Add(float64(len(msgs)))
 			r.log.Info("claimed pending journal entries", "stream", stream, "entries", len(msgs))
-			n, err := r.advance(ctx, stream, r.newHeld(msgs))
+			n, err := r.advance(ctx, stream, r.newHeld(msgs, horizon))
 			if err != nil || r.held[stream] != nil {
 				return moved + n, err
 			}
@@ -282,7 +288,7 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		return moved, fmt.Errorf("xreadgroup: %w", err)
 	}
 	for _, s := range res {
-		n, err := r.advance(ctx, stream, r.newHeld(s.Messages))
+		n, err := r.advance(ctx, stream, r.newHeld(s.Messages, horizon))
 		moved += n
 		if err != nil {
 			return moved, err
@@ -306,7 +312,8 @@ func (r *Relay) checkNoGroup(stream string, err error) {
 func (r *Relay) advance(ctx context.Context, stream string, h *heldBatch) (int, error) {
 	delete(r.held, stream)
 	if !h.published {
-		entries, wait, err := r.durable(ctx, stream, h.entries)
+		h.horizon = max(h.horizon, r.fsyncHorizon())
+		entries, wait, err := r.durable(ctx, stream, h.entries, h.horizon)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
@@ -395,14 +402,14 @@ func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) erro
 // With Durability.Replicas it claims the entries again for this relay (XCLAIM, a write on
 // the stream's master) followed by WAIT on the same connection: WAIT then covers the writes
 // that made the entries; too few replicas is an error (the caller holds the batch). With
-// FsyncHorizon (read once per call: a held batch meets the horizon of its next turn), wait is
-// how long until the newest entry is older than the horizon by Redis's clock (0: durable now).
+// a horizon (the batch's: the highest since its entries were read), wait is how long until
+// the newest entry is older than the horizon by Redis's clock (0: durable now).
 // The entries stay pending for this relay meanwhile (another relay claims them after
 // ClaimIdle if this one dies). It returns the entries the stream's master
 // still has: one read from a master that then failed over may be gone (its reservation's
 // WAIT fell short, it was answered OUTCOME_UNKNOWN and the new master never had it), and
 // must not become an order.
-func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMessage) (_ []redis.XMessage, wait time.Duration, _ error) {
+func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMessage, horizon time.Duration) (_ []redis.XMessage, wait time.Duration, _ error) {
 	if len(entries) == 0 {
 		return entries, 0, nil
 	}
@@ -428,7 +435,7 @@ func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMes
 			return entries, 0, nil
 		}
 	}
-	if h := r.fsyncHorizon(); h > 0 {
+	if h := horizon; h > 0 {
 		now, err := r.rdb.Time(ctx).Result()
 		if err != nil {
 			return entries, 0, fmt.Errorf("redis TIME: %w", err)

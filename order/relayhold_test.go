@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,4 +99,57 @@ func TestRelayDurableTroubleOfOneJournalHoldsNoOther(t *testing.T) {
 		"the other activity's reservation %s published while the first journal is in trouble", bMsgs[0].ReservationID)
 	testwait.Eventually(t, 30*time.Second, func() bool { return pub.has(aMsgs[0].ReservationID) },
 		"the troubled journal's reservation %s published once its group is back", aMsgs[0].ReservationID)
+}
+
+// TestHeldBatchKeepsItsHorizon: a batch read while the fsync horizon was ahead (a master on
+// appendfsync everysec) is published only once the stream is seen to still hold it, even when
+// the horizon has dropped to 0 by its next turn (Redis restarted on an AOF that lost the
+// entries, on a configuration file saying always). Invariant: no entry read before a
+// rollback is published after it.
+func TestHeldBatchKeepsItsHorizon(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	ctx := context.Background()
+	a := newTestActivity(t, rdb, nil, 1, 10)
+	journal := inventory.Shard(a.id, 0, 0).Journal()
+	var horizon atomic.Int64
+	horizon.Store(int64(inventory.EverysecHorizon))
+	pub := &recordingPublisher{}
+	relay := must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals, Discover: 50 * time.Millisecond,
+		FsyncHorizon: func() time.Duration { return time.Duration(horizon.Load()) }}, testMetrics(), testLogger(t)))
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(rctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("relay: %v", err)
+		}
+	})
+	msgs := a.reserve(5)
+	pending := func() int64 {
+		p, err := rdb.XPending(ctx, journal, RelayGroup).Result()
+		if err != nil {
+			return -1
+		}
+		return p.Count
+	}
+	testwait.Eventually(t, 10*time.Second, func() bool { return pending() == 5 }, "the relay holds the 5 entries it read")
+	// The rollback: the stream loses the entries, and the check now sees appendfsync always.
+	ids, err := rdb.XRange(ctx, journal, "-", "+").Result()
+	if err != nil || len(ids) != 5 {
+		t.Fatalf("journal: %d entries, %v", len(ids), err)
+	}
+	for _, e := range ids {
+		if err := rdb.XDel(ctx, journal, e.ID).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	horizon.Store(0)
+	testwait.Eventually(t, 10*time.Second, func() bool { return pending() == 0 }, "the held batch taken up again")
+	for _, m := range msgs {
+		if pub.has(m.ReservationID) {
+			t.Errorf("%s published after the stream lost it", m.ReservationID)
+		}
+	}
 }

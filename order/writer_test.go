@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/inventory"
 )
 
 func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
@@ -198,5 +199,90 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	}
 	if lines != 2 {
 		t.Fatalf("%d panic lines logged, want 2", lines)
+	}
+}
+
+func TestDataErrorIsDeadLettered(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 10)
+	msgs := a.reserve(1)
+	// A seq beyond the INT column is a permanent data error (strict mode): the writer
+	// isolates the row, dead-letters it and compensates the reservation; the good one in
+	// the same batch still becomes an order.
+	good := a.reserve(1)
+	bad := msgs[0]
+	bad.Seq = 1 << 40
+	m := testMetrics()
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
+	if err := w.Handle(context.Background(), []Message{bad, good[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(t, m.WriterErrors.WithLabelValues("poison")); got != 1 {
+		t.Fatalf("order_writer_errors_total{class=poison} = %v, want 1", got)
+	}
+	if err := w.Healthy(); err != nil {
+		t.Fatalf("a poison row made the writer unhealthy: %v", err)
+	}
+	if st := a.statuses(); st["FAILED"] != 1 || st["CONFIRMED"] != 1 {
+		t.Fatalf("statuses %v", st)
+	}
+	if c := countOrders(t, db, a.id); c.rows != 1 {
+		t.Fatalf("orders %+v", c)
+	}
+}
+
+// A reservation sold by a shard that a reshard has since drained: compensation credits its
+// units to the user's home shard of the current layout (sellable again), exactly once, and
+// never recreates the drained shard's stock.
+func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 10)
+	msgs := a.reserveFor([]string{"moved-" + a.id}, 2)
+	ctx := context.Background()
+	old, n := keysOf(msgs[0])
+	// What a reshard 1 -> 2 leaves behind: the old shard drained (stock key gone, marker set),
+	// its 8 remaining units on the new layout, meta on epoch 1.
+	remaining, _ := rdb.Get(ctx, old.Stock()).Int64()
+	newShards := []inventory.ShardKeys{inventory.Shard(a.id, 1, 0), inventory.Shard(a.id, 1, 1)}
+	pipe := rdb.TxPipeline()
+	pipe.Del(ctx, old.Stock())
+	pipe.Set(ctx, old.Drained(), remaining, 0)
+	pipe.Set(ctx, newShards[0].Stock(), remaining/2, 0)
+	pipe.Set(ctx, newShards[1].Stock(), remaining-remaining/2, 0)
+	pipe.HSet(ctx, inventory.Meta(a.id), "epoch", 1, "shards", 2, "layouts", "0:1,1:2")
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, k := range newShards {
+			rdb.Del(context.Background(), k.Stock())
+		}
+		rdb.Del(context.Background(), old.Drained())
+	})
+	home := newShards[inventory.HomeShard(msgs[0].UserHash, 2)]
+	before, _ := rdb.Get(ctx, home.Stock()).Int64()
+	c := must(NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t)))
+	for i := 0; i < 3; i++ {
+		if err := c.Compensate(ctx, msgs[0], "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, _ := rdb.Get(ctx, home.Stock()).Int64()
+	if after-before != 2 {
+		t.Fatalf("home shard of the current layout went from %d to %d, want +2", before, after)
+	}
+	if n, _ := rdb.Exists(ctx, old.Stock()).Result(); n != 0 {
+		t.Fatal("compensation recreated the drained shard's stock")
+	}
+	if st, _ := rdb.HGet(ctx, old.Record(n), "status").Result(); st != "FAILED" {
+		t.Fatalf("status %q", st)
+	}
+	stats, _ := rdb.HGetAll(ctx, old.Stats()).Result()
+	if stats["failed"] != "2" || stats["compensated"] != "2" {
+		t.Fatalf("stats %v", stats)
 	}
 }
