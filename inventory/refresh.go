@@ -339,45 +339,83 @@ type sawRead struct {
 	prev    *string
 }
 
-// saw records what the refresh read (layout.saw). In mode replicas:N a counter raises the
-// floor only once N replicas hold it: a reservation whose WAIT fell short (answered
+// saw records what the refresh read (layout.saw). In mode replicas:N a read is recorded
+// only once N replicas hold it: a reservation whose WAIT fell short (answered
 // OUTCOME_UNKNOWN) took its number on the master alone, a failover may rightly lose it, and
 // a floor raised over it would fence the activity on the new master as gone back
-// (TestUnacknowledgedCounterRaisesNoFloor). One write and WAIT per master, after the reads,
-// covers everything read there (replication is in order); a master that does not
-// acknowledge in time leaves its shards' floors as they were (marks are recorded: a debit
-// that raised one was acknowledged itself).
+// (TestUnacknowledgedCounterRaisesNoFloor); the same holds for a generation mark a debit
+// raised whose WAIT fell short, on a single node. See durableReads.
 func (s *Store) saw(ctx context.Context, rs []sawRead) {
 	if d := s.opts.Durability; d.Replicas > 0 {
-		byNode := map[string][]int{} // a master's address ("" on a single node) -> reads that raise a floor
-		cc, cluster := s.rdb.(*redis.ClusterClient)
-		for n, r := range rs {
-			if r.counter <= r.l.floorOf(r.i) {
-				continue
-			}
-			node := ""
-			if cluster {
-				m, err := cc.MasterForKey(ctx, r.l.keys[r.i].Stats())
-				if err != nil {
-					rs[n].counter = 0
-					continue
-				}
-				node = m.Options().Addr
-			}
-			byNode[node] = append(byNode[node], n)
-		}
-		for _, ns := range byNode {
-			stats := rs[ns[0]].l.keys[rs[ns[0]].i].Stats()
-			if err := d.Acked(ctx, s.rdb, stats, func(p redis.Pipeliner) { p.HIncrBy(ctx, stats, "durableReads", 1) }); err != nil {
-				for _, n := range ns {
-					rs[n].counter = 0
-				}
-			}
-		}
+		s.durableReads(ctx, d, rs)
 	}
 	for _, r := range rs {
 		r.l.saw(r.i, r.e, r.counter, r.mark, r.prev)
 	}
+}
+
+// durableReads keeps of rs what N replicas hold. Per master, in parallel, one pipeline on
+// one connection reads the shards' counters and marks again, writes once and WAITs: the
+// WAIT covers everything read before the write there (replication is in order), and the
+// reads again are those of the master the WAIT asks, should the client have moved to
+// another since the refresh (a failover): a counter counts as the lower of the two reads, a
+// mark only if both read it. A read that raises neither a floor nor (on a single node) a
+// mark needs none of this. A master that does not acknowledge in time leaves its shards as
+// they were. On a Cluster a raised mark is recorded without the WAIT: a credit made from
+// the debit that raised it may live on another master and survive the debit's loss, and the
+// mark is what fences the shard then (R2).
+func (s *Store) durableReads(ctx context.Context, d Durability, rs []sawRead) {
+	cc, cluster := s.rdb.(*redis.ClusterClient)
+	byNode := map[string][]int{} // a master's address ("" on a single node) -> reads to confirm
+	for n, r := range rs {
+		raisesMark := !cluster && r.mark != "" && (r.prev == nil || *r.prev != r.mark)
+		if r.counter <= r.l.floorOf(r.i) && !raisesMark {
+			continue
+		}
+		node := ""
+		if cluster {
+			m, err := cc.MasterForKey(ctx, r.l.keys[r.i].Stats())
+			if err != nil {
+				rs[n].counter = 0
+				continue
+			}
+			node = m.Options().Addr
+		}
+		byNode[node] = append(byNode[node], n)
+	}
+	var wg sync.WaitGroup
+	for _, ns := range byNode {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stats := rs[ns[0]].l.keys[rs[ns[0]].i].Stats()
+			seqs := make([]*redis.StringCmd, len(ns))
+			gens := make([]*redis.StringCmd, len(ns))
+			err := d.Acked(ctx, s.rdb, stats, func(p redis.Pipeliner) {
+				for k, n := range ns {
+					keys := rs[n].l.keys[rs[n].i]
+					seqs[k] = p.Get(ctx, keys.Seq())
+					gens[k] = p.Get(ctx, keys.Gen())
+				}
+				p.HIncrBy(ctx, stats, "durableReads", 1)
+			})
+			for k, n := range ns {
+				if err != nil {
+					rs[n].counter = 0
+					if !cluster {
+						rs[n].mark = ""
+					}
+					continue
+				}
+				again, _ := seqs[k].Int64() // a missing counter is 0
+				rs[n].counter = min(rs[n].counter, again)
+				if !cluster && gens[k].Val() != rs[n].mark {
+					rs[n].mark = ""
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // markCheck is a shard whose refresh found a higher generation mark than the one recorded
