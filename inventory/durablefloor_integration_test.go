@@ -49,13 +49,24 @@ func TestUnacknowledgedCounterRaisesNoFloor(t *testing.T) {
 	}, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := ctxT(t)
-	s := newStore(t, rdb, Options{Durability: Durability{Replicas: 1, Timeout: 300 * time.Millisecond}})
+	s := newStore(t, rdb, Options{Durability: Durability{Replicas: 1, Timeout: time.Second}})
 	a := mustCreate(t, s, openActivity(t, 10, 1, 1))
 	reserve := func(u string) (ReserveResult, error) {
 		return s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
 	}
 	if r, err := reserve("u1"); err != nil || r.Code != Reserved {
 		t.Fatalf("u1: %+v %v", r, err)
+	}
+	// What the replica holds the refresh does record: the counter another instance raised
+	// (u1's number, taken here as if there) is the shard's floor.
+	if err := rdb.Incr(ctx, Shard(a.ID, 0, 0).Seq()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f := mustEntry(ctx, t, s, a.ID).layout.Load().floorOf(0); f != 2 {
+		t.Fatalf("floor %d after a refresh that read counter 2 on a node with its replica, want 2", f)
 	}
 	// The replica stops following; u2's reservation runs on the master alone.
 	rc := redis.NewClient(&redis.Options{Addr: replica})
