@@ -277,6 +277,7 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 			moved += n
 		}
 	}
+	horizon = max(horizon, r.fsyncHorizon()) // the claimed batch above may have taken long
 	res, err := r.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: RelayGroup, Consumer: r.opts.InstanceID,
 		Streams: []string{stream, ">"}, Count: int64(r.opts.Batch), Block: -1}).Result()
 	if errors.Is(err, redis.Nil) {

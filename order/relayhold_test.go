@@ -112,8 +112,11 @@ func TestHeldBatchKeepsItsHorizon(t *testing.T) {
 	ctx := context.Background()
 	a := newTestActivity(t, rdb, nil, 1, 10)
 	journal := inventory.Shard(a.id, 0, 0).Journal()
+	// A horizon long enough that the batch is still held when the stream loses its entries
+	// on a slow machine (checked below), short enough that its next turn comes soon.
+	const held = 8 * time.Second
 	var horizon atomic.Int64
-	horizon.Store(int64(inventory.EverysecHorizon))
+	horizon.Store(int64(held))
 	pub := &recordingPublisher{}
 	relay := must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals, Discover: 50 * time.Millisecond,
 		FsyncHorizon: func() time.Duration { return time.Duration(horizon.Load()) }}, testMetrics(), testLogger(t)))
@@ -146,7 +149,12 @@ func TestHeldBatchKeepsItsHorizon(t *testing.T) {
 		}
 	}
 	horizon.Store(0)
-	testwait.Eventually(t, 10*time.Second, func() bool { return pending() == 0 }, "the held batch taken up again")
+	for _, m := range msgs {
+		if pub.has(m.ReservationID) {
+			t.Fatalf("%s published before the stream lost it: the machine took longer than the %v horizon", m.ReservationID, held)
+		}
+	}
+	testwait.Eventually(t, held+10*time.Second, func() bool { return pending() == 0 }, "the held batch taken up again")
 	for _, m := range msgs {
 		if pub.has(m.ReservationID) {
 			t.Errorf("%s published after the stream lost it", m.ReservationID)
