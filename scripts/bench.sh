@@ -415,6 +415,19 @@ end
 LUA
 }
 
+# reject_row NAME LABEL URL WRK_SCRIPT REF: one wrk run of a rejection path of the service
+# (its admin listener $adm, its pid last in PIDS, Redis's pid $rpid), with the service's heap
+# allocations and CPU per request, and the row against the ceiling REF.
+reject_row() {
+  local m0 m1 s0 s1 r0 r1
+  m0=$(svc_mallocs "$adm")
+  s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
+  wrk_run "$1" "$3" "$4"
+  s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
+  m1=$(svc_mallocs "$adm")
+  row "$2" "$RPS" "$5" "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
+}
+
 step_ratios() {
   newuser_script "$OUT/newuser.lua" b
   newuser_body_script "$OUT/newuser-body.lua" j
@@ -467,31 +480,11 @@ step_ratios() {
       sleep 0.05
     done
     sleep 0.5
-    m0=$(svc_mallocs "$adm")
-    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
-    wrk_run "410-$tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nu"
-    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
-    m1=$(svc_mallocs "$adm")
-    row "seckill 410 sold out, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
-    m0=$(svc_mallocs "$adm")
-    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
-    wrk_run "429-$tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nu"
-    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
-    m1=$(svc_mallocs "$adm")
-    row "seckill 429 activity budget, roles $tag" "$RPS" hello "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
+    reject_row "410-$tag" "seckill 410 sold out, roles $tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nu" hello
+    reject_row "429-$tag" "seckill 429 activity budget, roles $tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nu" hello
     # the same two rejections as clients send them: Content-Type: application/json, a body
-    m0=$(svc_mallocs "$adm")
-    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
-    wrk_run "410-body-$tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nb"
-    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
-    m1=$(svc_mallocs "$adm")
-    row "seckill 410 sold out, JSON body, roles $tag" "$RPS" hellobody "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
-    m0=$(svc_mallocs "$adm")
-    s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
-    wrk_run "429-body-$tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nb"
-    s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
-    m1=$(svc_mallocs "$adm")
-    row "seckill 429 activity budget, JSON body, roles $tag" "$RPS" hellobody "$(per $((m1 - m0)) "$REQS")" "$(cpu_note $((s1 - s0)) $((r1 - r0)) "$REQS"); $NON2XX non-2xx of $REQS"
+    reject_row "410-body-$tag" "seckill 410 sold out, JSON body, roles $tag" "$u/api/v1/activities/$a410-$tag/reservations" "$nb" hellobody
+    reject_row "429-body-$tag" "seckill 429 activity budget, JSON body, roles $tag" "$u/api/v1/activities/$a429-$tag/reservations" "$nb" hellobody
     m0=$(svc_mallocs "$adm")
     before=$(cmdstat evalsha)
     local b0 n0 b1 n1
