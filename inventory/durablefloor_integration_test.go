@@ -71,7 +71,7 @@ func TestUnacknowledgedCounterRaisesNoFloor(t *testing.T) {
 	// The replica stops following; u2's reservation runs on the master alone.
 	rc := redis.NewClient(&redis.Options{Addr: replica})
 	t.Cleanup(func() { rc.Close() })
-	if err := rc.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+	if err := rc.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := reserve("u2"); !errors.Is(err, ErrNotDurable) {
