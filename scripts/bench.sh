@@ -382,35 +382,25 @@ cpu_note() { # server-ticks-delta redis-ticks-delta requests
     printf "CPU per request: server %.0f us, Redis %.0f us", s * t / n, r * t / n }'
 }
 
-# newuser_script FILE PREFIX: a wrk script that POSTs with a new X-User-Id (PREFIX, the run's
-# start, the thread, a counter) on every request. tid is a global: setup runs in the main Lua
-# state and thread:set sets a global of the thread (a "local tid" would shadow it and give
-# both threads the same users).
+# newuser_script FILE PREFIX [json]: a wrk script that POSTs with a new X-User-Id (PREFIX, the
+# run's start, the thread, a counter) on every request; with json, as clients send it:
+# Content-Type: application/json and the body {"quantity":1} (wrk.format adds its
+# Content-Length). tid is a global: setup runs in the main Lua state and thread:set sets a
+# global of the thread (a "local tid" would shadow it and give both threads the same users).
 newuser_script() {
-  sed "s/@PREFIX@/$2/" >"$1" <<'LUA'
+  local headers='' body=nil
+  if [ "${3:-}" = json ]; then
+    headers=', ["Content-Type"] = "application/json"'
+    body="'{\"quantity\":1}'"
+  fi
+  sed -e "s|@PREFIX@|$2|" -e "s|@HEADERS@|$headers|" -e "s|@BODY@|$body|" >"$1" <<'LUA'
 local n = 0
 local run = os.time()
 local threads = 0
 setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
 request = function()
   n = n + 1
-  return wrk.format("POST", nil, {["X-User-Id"] = "@PREFIX@" .. run .. "-" .. tid .. "-" .. n}, nil)
-end
-LUA
-}
-
-# newuser_body_script FILE PREFIX: the same with what clients send, Content-Type:
-# application/json and the body {"quantity":1} (wrk.format adds its Content-Length).
-newuser_body_script() {
-  sed "s/@PREFIX@/$2/" >"$1" <<'LUA'
-local n = 0
-local run = os.time()
-local threads = 0
-setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
-request = function()
-  n = n + 1
-  return wrk.format("POST", nil, {["X-User-Id"] = "@PREFIX@" .. run .. "-" .. tid .. "-" .. n,
-    ["Content-Type"] = "application/json"}, '{"quantity":1}')
+  return wrk.format("POST", nil, {["X-User-Id"] = "@PREFIX@" .. run .. "-" .. tid .. "-" .. n@HEADERS@}, @BODY@)
 end
 LUA
 }
@@ -430,7 +420,7 @@ reject_row() {
 
 step_ratios() {
   newuser_script "$OUT/newuser.lua" b
-  newuser_body_script "$OUT/newuser-body.lua" j
+  newuser_script "$OUT/newuser-body.lua" j json
   local nb=$OUT/newuser-body.lua
   local nu=$OUT/newuser.lua gport=$((BASE_PORT + 91)) before after m0 m1
   local g="http://127.0.0.1:$gport"
