@@ -32,7 +32,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -288,12 +287,11 @@ func tail(path string, n int) string {
 type drillResult struct {
 	mu           sync.Mutex
 	codes        map[string]int
-	accepted     map[string]string   // reservation id -> user, from every 202 and replayed 200
-	reused       map[string][]string // reservation id -> the other users it was accepted for (DUPLICATE_RID)
-	noRetryAfter int                 // 429 and 503 answers without Retry-After or retryAfterSeconds
-	unavailable  []time.Duration     // latency of each 503 UNAVAILABLE
-	acceptedN    atomic.Int64        // distinct accepted reservations so far
-	doneN        atomic.Int64        // users with a final answer
+	accepted     map[string]string // reservation id -> user, from every 202 and replayed 200
+	noRetryAfter int               // 429 and 503 answers without Retry-After or retryAfterSeconds
+	unavailable  []time.Duration   // latency of each 503 UNAVAILABLE
+	acceptedN    atomic.Int64      // distinct accepted reservations so far
+	doneN        atomic.Int64      // users with a final answer
 }
 
 func (r *drillResult) snapshot() map[string]int {
@@ -317,10 +315,6 @@ type drillClient struct {
 	// ramp spreads the users' first requests evenly over this time (zero: all at once), so
 	// a fault injected mid-rush meets users still arriving.
 	ramp time.Duration
-	// reusedIDs, when set, makes a reservation id accepted for two users (DUPLICATE_RID) a
-	// finding the drill counts itself (drillResult.reused) instead of an error: a Redis rolled
-	// back without a restore hands numbers out again (TestDrillRedisRolledBackEverysec).
-	reusedIDs bool
 	// quit, when closed, ends the rush: users without a final answer stop retrying and are
 	// counted STOPPED (the caller that closed it fails the test itself).
 	quit <-chan struct{}
@@ -335,7 +329,7 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 	if c.patience == 0 {
 		c.patience = 90 * time.Second
 	}
-	res := &drillResult{codes: map[string]int{}, accepted: map[string]string{}, reused: map[string][]string{}}
+	res := &drillResult{codes: map[string]int{}, accepted: map[string]string{}}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}, Timeout: 15 * time.Second}
 	defer client.CloseIdleConnections()
 	run := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000)
@@ -410,9 +404,8 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 				if prev, seen := res.accepted[body.ReservationID]; !seen {
 					res.accepted[body.ReservationID] = user
 					res.acceptedN.Add(1)
-				} else if prev != user && !slices.Contains(res.reused[body.ReservationID], user) {
+				} else if prev != user {
 					res.codes["DUPLICATE_RID"]++
-					res.reused[body.ReservationID] = append(res.reused[body.ReservationID], user)
 				}
 			}
 			res.mu.Unlock()
@@ -440,7 +433,7 @@ func drillRush(t *testing.T, c drillClient, activity string, users, conns int, d
 	t.Logf("crowd of %d users in %v: %v; %d reservations accepted", users, time.Since(start).Round(time.Millisecond), res.snapshot(), len(res.accepted))
 	for code, n := range res.snapshot() {
 		bad := strings.HasPrefix(code, "5") && code != "503 UNAVAILABLE" && code != "503 OUTCOME_UNKNOWN" && code != "503 RECOVERING" ||
-			code == "DUPLICATE_RID" && !c.reusedIDs || code == "NO_FINAL_ANSWER" || code == "RUSH_OUT_OF_TIME" || code == "NOT_JSON" ||
+			code == "DUPLICATE_RID" || code == "NO_FINAL_ANSWER" || code == "RUSH_OUT_OF_TIME" || code == "NOT_JSON" ||
 			strings.HasPrefix(code, "400") || strings.HasPrefix(code, "404")
 		if bad {
 			t.Errorf("the crowd saw %q x%d", code, n)

@@ -196,7 +196,7 @@ func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, home int, bat
 func (s *Store) batchArgs(call *reserveCall, batch []*batchItem) {
 	a := call.args
 	a[1] = s.reserveBatch.hash
-	const shardKeys, common = 6, 20
+	const shardKeys, common = 6, 22
 	keysEnd := 3 + shardKeys
 	if batch[0].withIP {
 		keysEnd++

@@ -88,6 +88,9 @@ func uniqueID(t testing.TB) string {
 	return name + "-" + hex.EncodeToString(b[:])
 }
 
+// testIssuer is the issuer part of the reservation ids the tests make themselves.
+const testIssuer = "00000000000000aa"
+
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newStore(t testing.TB, rdb redis.UniversalClient, opts Options) *Store {

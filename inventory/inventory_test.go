@@ -830,7 +830,7 @@ func TestUserStateBeforeIssue12(t *testing.T) {
 		ctx := ctxT(t)
 		k := Shard(a.ID, 0, 0)
 		uh := s.UserHash("old")
-		oldRid := ReservationID(a.ID, 0, 0, 77)
+		oldRid := ReservationNumber(a.ID, 0, 0, 77) // the id of a release before issuers
 		if err := rdb.HSet(ctx, k.Users(), uh, 2, uh+":s", 5, uh+":l", oldRid).Err(); err != nil {
 			t.Fatal(err)
 		}

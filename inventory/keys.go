@@ -225,17 +225,42 @@ func TokenCount(activity, userHash string) string {
 	return activityKey(activity, "tokn:") + userHash
 }
 
-// ReservationID is the id of the n-th reservation of shard i of epoch e.
-func ReservationID(activity string, epoch, shard int, n int64) string {
+// ReservationID is the id of the n-th reservation of shard i of epoch e, made by script call
+// number call of the process incarnation issuer (16 lowercase hex digits drawn at the
+// process's start: Store.issuer): <activity>.<epoch>.<shard>.<n>.<issuer>-<call>. The number
+// alone can come out of the script twice, from a Redis that went back (a rollback, a failover
+// that lost writes): to another instance whose floor is older, before the fleet fences the
+// activity, or to a call of this one that was in flight (rollback.go). No two calls have the
+// same issuer and call number, and a call hands each number out once: so an id is never
+// handed out twice, whatever Redis forgot.
+func ReservationID(activity string, epoch, shard int, n int64, issuer string, call int64) string {
+	return ReservationNumber(activity, epoch, shard, n) + "." + issuer + "-" + strconv.FormatInt(call, 10)
+}
+
+// ReservationNumber is the shard's n-th reservation number, <activity>.<epoch>.<shard>.<n>:
+// a reservation id without its issuer. A release before issuers handed it out as the id
+// (ParseReservationID still reads it); the lost listing names reservations by it (the id of
+// a 202 is its number, a dot and the issuer), since MySQL cannot tell which call handed out
+// a number whose journal entry Redis lost.
+func ReservationNumber(activity string, epoch, shard int, n int64) string {
 	return activity + "." + strconv.Itoa(epoch) + "." + strconv.Itoa(shard) + "." + strconv.FormatInt(n, 10)
 }
 
+// issuerLen is the length of a process incarnation, the issuer part's first half: 16
+// lowercase hex digits, the 64 random bits a process draws at start.
+const issuerLen = 16
+
 // ParseReservationID splits a reservation id into the shard keys and record number. It
-// rejects anything that is not exactly the form ReservationID makes.
+// rejects anything that is not exactly the form ReservationID makes, or ReservationNumber
+// (the id of a release before issuers).
 func ParseReservationID(rid string) (ShardKeys, int64, bool) {
 	// The activity id cannot hold '.', so the dots split the fields: <activity id>.<epoch,
-	// 1-9 digits>.<shard, 1-4 digits>.<n, 1-19 digits>.
+	// 1-9 digits>.<shard, 1-4 digits>.<n, 1-19 digits>[.<issuer, 16 lowercase hex
+	// digits>-<call, 1-19 digits>], each number in canonical form.
 	parts := strings.Split(rid, ".")
+	if len(parts) == 5 && validIssuer(parts[4]) {
+		parts = parts[:4]
+	}
 	if len(parts) != 4 || !keyspace.ValidName(parts[0]) || !digits(parts[1], 9) || !digits(parts[2], 4) || !digits(parts[3], 19) {
 		return ShardKeys{}, 0, false
 	}
@@ -248,9 +273,29 @@ func ParseReservationID(rid string) (ShardKeys, int64, bool) {
 	return Shard(parts[0], e, s), n, true
 }
 
-// digits reports whether s is 1 to most ASCII digits.
+// validIssuer reports whether s is an id's issuer part: issuerLen lowercase hex digits, '-'
+// and a call number.
+func validIssuer(s string) bool {
+	if len(s) < issuerLen+2 || s[issuerLen] != '-' || !digits(s[issuerLen+1:], 19) {
+		return false
+	}
+	for i := 0; i < issuerLen; i++ {
+		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// maxReservationIDLen is the longest reservation id: a 64-byte activity id, the epoch, shard
+// and number at their widest, the issuer. The orders' and compensations' reservation_id
+// columns hold it (sql/003_issuer.sql).
+const maxReservationIDLen = 64 + 1 + 9 + 1 + 4 + 1 + 19 + 1 + issuerLen + 1 + 19
+
+// digits reports whether s is 1 to most ASCII digits in canonical form (no leading zero but
+// in "0" itself), so every number has one spelling and an id names one record.
 func digits(s string, most int) bool {
-	if len(s) == 0 || len(s) > most {
+	if len(s) == 0 || len(s) > most || len(s) > 1 && s[0] == '0' {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

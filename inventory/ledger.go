@@ -63,7 +63,7 @@ const (
 	AlreadyConfirmed               // it was CONFIRMED already
 	ConfirmConflict                // the record is FAILED; nothing changed
 	ConfirmMissing                 // no record (expired or never written)
-	ConfirmOther                   // the record is another buyer's under the same id; nothing changed
+	ConfirmOther                   // the record is another buyer's, or another id's under the same number; nothing changed
 )
 
 // FailResult is the outcome of inventory_fail.lua. The zero value is Unknown.
@@ -104,8 +104,9 @@ func FailResultOf(code int64) (FailResult, error) {
 type Confirmation struct {
 	ReservationID string
 	OrderID       int64
-	// UserHash is the order's buyer: a record of another buyer under the same id is not
-	// confirmed (ConfirmOther). "" skips the check.
+	// UserHash is the order's buyer: a record of another buyer under the same number is not
+	// confirmed (ConfirmOther), nor one of another id (the same number handed out again by a
+	// Redis that went back, under another issuer). "" skips the buyer check.
 	UserHash string
 }
 
@@ -147,6 +148,9 @@ func (l *Ledger) Confirm(ctx context.Context, cs []Confirmation) ([]ConfirmResul
 		g.call.Keys = append(g.call.Keys, k.Stats())
 		for _, j := range g.idx {
 			g.call.Args = append(g.call.Args, cs[j].UserHash)
+		}
+		for _, j := range g.idx {
+			g.call.Args = append(g.call.Args, cs[j].ReservationID)
 		}
 		calls[i] = g.call
 	}
@@ -595,8 +599,8 @@ func (p *PendingScan) shard(ctx context.Context, k ShardKeys, nowMs int64, age t
 				tss, _ := v[1].(string)
 				ts, _ := strconv.ParseInt(tss, 10, 64)
 				rid, _ := v[2].(string)
-				if rid == "" {
-					rid = ReservationID(k.Activity, k.Epoch, k.Shard, n)
+				if rid == "" { // a record of a release before the field: its id was the number
+					rid = ReservationNumber(k.Activity, k.Epoch, k.Shard, n)
 				}
 				if nowMs-tsMillis(ts) >= age.Milliseconds() {
 					out = append(out, Pending{ReservationID: rid, TS: ts})

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -95,26 +96,69 @@ func TestScriptAnswersDecodeOrFail(t *testing.T) {
 }
 
 // TestParseReservationIDAcceptsExactlyTheDocumentedForm: the parser takes what docs/DESIGN.md
-// documents (the regex below) and nothing else, and gives back what ReservationID made.
+// documents (the regex below: an id, or a number of a release before issuers) and nothing
+// else, and gives back what ReservationID (or ReservationNumber) made.
 func TestParseReservationIDAcceptsExactlyTheDocumentedForm(t *testing.T) {
-	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.[0-9]{1,9}\.[0-9]{1,4}\.[0-9]{1,19}$`)
+	re := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,18})(\.[0-9a-f]{16}-(0|[1-9][0-9]{0,18}))?$`)
 	long := strings.Repeat("a", 64)
+	const inc = "0123456789abcdef"
 	for _, rid := range []string{"a.0.0.1", "flash-1001.12.3.9001", long + ".1.2.3", long + "a.1.2.3",
 		"a.0.0", "a.0.0.1.2", ".0.0.1", "a..0.1", "a.0.0.", "a.1234567890.0.1", "a.0.12345.1",
 		"a.0.0.12345678901234567890", "a.0.0.9223372036854775807", "a.0.0.9999999999999999999",
-		"a b.0.0.1", "a.0.x.1", "a.-1.0.1", "a.0.0.1\n", "é.0.0.1"} {
+		"a b.0.0.1", "a.0.x.1", "a.-1.0.1", "a.0.0.1\n", "é.0.0.1", "a.01.0.1", "a.0.00.1", "a.10.20.30",
+		"a.0.0.1." + inc + "-1", "a.0.0.1." + inc + "-0", long + ".999999999.9999.9223372036854775807." + inc + "-9223372036854775807",
+		"a.0.0.1." + inc, "a.0.0.1." + inc + "-", "a.0.0.1." + inc + "-01", "a.0.0.1." + inc + "-1x", "a.0.0.1." + inc + "-12345678901234567890",
+		"a.0.0.1.0123456789ABCDEF-1", "a.0.0.1.0123456789abcde-1", "a.0.0.1." + inc + "0-1", "a.0.0.1.", "a.0.0." + inc + "-1",
+		"a.0.0.1." + inc + "-1.1", "a.0.0.1.012345678gabcdef-1", "a.0.0.01." + inc + "-1", "a.0.0.9999999999999999999." + inc + "-1"} {
 		k, n, ok := ParseReservationID(rid)
 		want := re.MatchString(rid)
-		if rid == "a.0.0.9999999999999999999" {
+		if strings.HasPrefix(rid, "a.0.0.9999999999999999999") {
 			want = false // matches the form, but n overflows int64
 		}
 		if ok != want {
 			t.Errorf("ParseReservationID(%q) ok = %v, want %v", rid, ok, want)
 		}
-		if ok && ReservationID(k.Activity, k.Epoch, k.Shard, n) != rid {
-			t.Errorf("ParseReservationID(%q) = %v %d: does not round-trip", rid, k, n)
+		if !ok {
+			continue
+		}
+		again := ReservationNumber(k.Activity, k.Epoch, k.Shard, n)
+		if len(rid) > len(again) {
+			inc, call, _ := strings.Cut(rid[len(again)+1:], "-")
+			c, _ := strconv.ParseInt(call, 10, 64)
+			again = ReservationID(k.Activity, k.Epoch, k.Shard, n, inc, c)
+		}
+		if again != rid {
+			t.Errorf("ParseReservationID(%q) = %v %d: does not round-trip (%q)", rid, k, n, again)
+		}
+		if len(rid) > maxReservationIDLen {
+			t.Errorf("ParseReservationID(%q): %d bytes, longer than the column's %d", rid, len(rid), maxReservationIDLen)
 		}
 	}
+}
+
+// FuzzParseReservationID: whatever the parser accepts is its number, or its number with an
+// issuer part, never longer than the orders' column (sql/003_issuer.sql), and canonical: the
+// number is what ReservationNumber makes of the parts.
+func FuzzParseReservationID(f *testing.F) {
+	for _, s := range []string{"a.0.0.1", "a.0.0.1.0123456789abcdef-3", "a.0.0.1.", "a.1.2.3.4", "..."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, rid string) {
+		k, n, ok := ParseReservationID(rid)
+		if !ok {
+			return
+		}
+		if n < 0 || k.Epoch < 0 || k.Shard < 0 {
+			t.Fatalf("ParseReservationID(%q) = %v %d: negative part", rid, k, n)
+		}
+		num := ReservationNumber(k.Activity, k.Epoch, k.Shard, n)
+		if rid != num && (!strings.HasPrefix(rid, num+".") || !validIssuer(rid[len(num)+1:])) {
+			t.Fatalf("ParseReservationID(%q) = %v %d: not an id the parts make", rid, k, n)
+		}
+		if len(rid) > maxReservationIDLen {
+			t.Fatalf("ParseReservationID(%q): %d bytes, longer than the column's %d", rid, len(rid), maxReservationIDLen)
+		}
+	})
 }
 
 // TestReserveCode: a reservation's Code is the script's answer number; a number the script

@@ -324,8 +324,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	// KEYS: stock, users, seq, journal, stats, generation [, IP bucket]; ARGV: activity,
 	// user, user hash, quantity, per-user limit, opens, closes (ms), user rate, burst, window
 	// (ms), window max, idempotency field, epoch, shard, record expiry (ms), record TTL
-	// without closing (ms), generation, the highest number handed out here (rollback.go)
-	// [, IP rate, IP burst] (see reserve_args.go).
+	// without closing (ms), generation, the highest number handed out here (rollback.go),
+	// the issuer and the call's number (keys.go ReservationID) [, IP rate, IP burst] (see
+	// reserve_args.go).
 	if g := e.generation(); g == generationFenced || g == generationRolledBack {
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}

@@ -96,11 +96,12 @@ type reserveCall struct {
 	user, uh, idf, ipKey string
 	qty                  int
 	floor                int64   // the highest number this instance handed out or read on the shard
+	call                 int64   // this call's number in the process (keys.go ReservationID)
 	mark                 *string // the shard's generation mark the call carries
 	args                 []any
 }
 
-var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+9+20)} }}
+var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+7+22)} }}
 
 // reserveCallFor builds the reservation command of r on shard home of l. withIP adds the
 // IP bucket key and its limits.
@@ -118,8 +119,9 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 	gen := l.mark(home, e) // a *string, written as its string (no boxing per call)
 	c.mark = gen
 	c.floor = l.floorOf(home)
+	c.call = s.calls.Add(1)
 	a = append(a, ea.activity, &c.user, &c.uh, &c.qty, ea.perUser, ea.opens, ea.closes,
-		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen, &c.floor)
+		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen, &c.floor, s.issuer, &c.call)
 	if withIP {
 		ip := e.ipLimitArgs(r)
 		a = append(a, ip[0], ip[1])
@@ -136,7 +138,7 @@ var noGeneration = ""
 func (c *reserveCall) release() {
 	clear(c.args)
 	c.args = c.args[:0]
-	c.user, c.uh, c.idf, c.ipKey, c.qty, c.floor, c.mark = "", "", "", "", 0, 0, nil
+	c.user, c.uh, c.idf, c.ipKey, c.qty, c.floor, c.call, c.mark = "", "", "", "", 0, 0, 0, nil
 	reserveCalls.Put(c)
 }
 

@@ -44,14 +44,15 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 	l := e.layout.Load()
 	// The construction reserveOn used before (reserve.go at 68b34cd) through Script.Run, with
 	// the shard's generation key, the caller's generation and the highest number it handed out
-	// on the shard added (issue 18).
-	old := func(r *ReserveRequest, uh, idf string, home int, withIP bool) []any {
+	// on the shard added (issue 18), then the issuer and the call's number (the id's last
+	// part, keys.go ReservationID).
+	old := func(r *ReserveRequest, uh, idf string, home int, withIP bool, call int64) []any {
 		k := l.keys[home]
 		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Gen()}
 		args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 			r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
 			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds(),
-			e.generation(), l.floorOf(home)}
+			e.generation(), l.floorOf(home), s.issuer, call}
 		if withIP {
 			keys = append(keys, r.IPKey)
 			args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))
@@ -84,9 +85,12 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 			}
 			for home := range l.shards {
 				c := s.reserveCallFor(e, l, home, &r, uh, idf, withIP)
-				got := deref(c.args)
+				got, call := deref(c.args), c.call
 				c.release()
-				if want := old(&r, uh, idf, home, withIP); !reflect.DeepEqual(got, want) {
+				if call != s.calls.Load() {
+					t.Fatalf("call number %d, the Store's last %d", call, s.calls.Load())
+				}
+				if want := old(&r, uh, idf, home, withIP, call); !reflect.DeepEqual(got, want) {
 					t.Fatalf("%+v ip %v shard %d:\n got %#v\nwant %#v", r, withIP, home, got, want)
 				}
 			}

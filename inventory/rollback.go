@@ -27,7 +27,8 @@ import (
 // hands out a number it handed out before on the same shard; kept by the reserve script's
 // check of ARGV[18] against the counter it increments. Numbers handed out by another instance
 // are not known here: a fleet notices at the first reservation of an instance whose own
-// numbers the rollback took back.
+// numbers the rollback took back, or at its refresh (top). A number handed out again before
+// that is another id (the id's issuer part, keys.go ReservationID): no id is handed out twice.
 
 // generationRolledBack is the generation an instance that noticed a rollback leaves in meta
 // and in the shards' generation keys.

@@ -231,8 +231,9 @@ func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 // TestCounterRaisedAgainByAnotherInstanceIsNoticed: instance X handed out numbers 1 and 2 on a
 // shard, the shard's node went back to before them, and instance Y (whose view of the shard
 // is older) handed out 1, 2 and 3 again before X looked: X's floor (2) is below the counter
-// (3), so the floor alone sees nothing, while X's two 202s now carry the ids of Y's buyers'
-// reservations (one order for two accepted reservations). X's refresh reads the record of
+// (3), so the floor alone sees nothing. The ids differ (their issuer part): X's two 202s do
+// not name Y's buyers' reservations, as they did while an id was its number (one order for
+// two accepted reservations). X's refresh reads the record of
 // the highest number it handed out: another buyer's record under that number is a node that
 // went back, and the activity is fenced on every instance.
 func TestCounterRaisedAgainByAnotherInstanceIsNoticed(t *testing.T) {
@@ -241,16 +242,34 @@ func TestCounterRaisedAgainByAnotherInstanceIsNoticed(t *testing.T) {
 		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
 		k := Shard(a.ID, 0, 0)
 		goBack := snapshotShard(t, rdb, k)
+		byNumber := map[int64]string{} // X's ids by reservation number
 		for _, u := range []string{"x1", "x2"} {
-			if res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+			res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if err != nil || res.Code != Reserved {
 				t.Fatalf("X reserve %s: %+v %v", u, res, err)
 			}
+			_, n, _ := ParseReservationID(res.ReservationID)
+			byNumber[n] = res.ReservationID
 		}
 		goBack()
+		again := 0
 		for _, u := range []string{"y1", "y2", "y3"} {
-			if res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+			res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if err != nil || res.Code != Reserved {
 				t.Fatalf("Y reserve %s: %+v %v", u, res, err)
 			}
+			// Y's floor is older than the rollback: the node hands X's numbers out again,
+			// but never X's ids (keys.go ReservationID).
+			_, n, _ := ParseReservationID(res.ReservationID)
+			if xid, ok := byNumber[n]; ok {
+				again++
+				if xid == res.ReservationID {
+					t.Errorf("reservation id %s handed out to x and again to %s after the rollback", xid, u)
+				}
+			}
+		}
+		if again != 2 {
+			t.Fatalf("Y got %d of X's 2 numbers again: the rollback did not happen as the test means it", again)
 		}
 		if err := x.Refresh(ctx); err != nil {
 			t.Fatal(err)
@@ -313,7 +332,7 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 // shard was refused as rolled back and the healthy activity fenced).
 func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
 	l := newLayout("act", 5, 4)
-	old := ReservationID("act", 4, 1, 99)
+	old := ReservationID("act", 4, 1, 99, testIssuer, 1)
 	l.noteIssued(1, old, "")
 	if got := l.issued[1].Load(); got != 0 {
 		t.Fatalf("an old layout's number raised the new shard's floor to %d", got)
@@ -321,10 +340,10 @@ func TestAnotherLayoutsNumberIsNotThisShards(t *testing.T) {
 	if l.handedBefore(1, old) {
 		t.Fatal("an old layout's number counted as handed out before")
 	}
-	if l.handedBefore(1, ReservationID("act", 5, 1, 99)) {
+	if l.handedBefore(1, ReservationID("act", 5, 1, 99, testIssuer, 2)) {
 		t.Fatal("the new shard's own number 99 counted as handed out before, after the old layout's 99")
 	}
-	own := ReservationID("act", 5, 1, 7)
+	own := ReservationID("act", 5, 1, 7, testIssuer, 3)
 	l.noteIssued(1, own, "")
 	if got := l.issued[1].Load(); got != 7 {
 		t.Fatalf("the shard's own number: floor %d, want 7", got)

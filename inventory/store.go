@@ -130,6 +130,11 @@ type Store struct {
 	reserve, create, load, drain, credit, copy, reshard, token, restore, retire, fail *script
 	reserveBatch                                                                      *script
 	mover                                                                             *Mover
+	// issuer and calls make the last part of every reservation id this Store hands out:
+	// its mover's incarnation (drawn at start) and '-', boxed once, and the number of the
+	// script call (keys.go ReservationID).
+	issuer any
+	calls  atomic.Int64
 
 	mu   sync.RWMutex
 	acts map[string]*entry
@@ -364,6 +369,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	mv.calls = m.calls.WithLabelValues("inventory_transfer")
 	mv.secs = m.callSeconds.WithLabelValues("inventory_transfer")
 	s.mover = mv
+	s.issuer = mv.inc + "-"
 	return s, nil
 }
 

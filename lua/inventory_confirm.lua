@@ -2,25 +2,27 @@
 -- KEYS[1..n] reservation record hashes, KEYS[n+1] the stats hash (all on one shard, one hash tag)
 -- ARGV[1..n] order ids (MySQL orders.id), ARGV[i] for KEYS[i]
 -- ARGV[n+1..2n] optional: the user hash of the order's buyer, ARGV[n+i] for KEYS[i] ("" or
--- absent: not checked). A record of another buyer under the same id (an id Redis handed out
--- again after it lost its counter) is not the order's reservation and is not changed.
+-- absent: not checked). ARGV[2n+1..3n] optional: the order's reservation id, ARGV[2n+i] for
+-- KEYS[i] ("" or absent: not checked). A record of another buyer, or of another id under the
+-- same number (a number Redis handed out again after it lost its counter: the ids differ by
+-- their issuer, inventory/keys.go), is not the order's reservation and is not changed.
 -- For each record, on PENDING -> CONFIRMED: sets status and orderId; stats.confirmed grows by
 -- the records' qty (one HINCRBY for the call).
 -- Code per record: 1 confirmed now, 2 already confirmed, 3 record is FAILED (not changed),
 --                  4 record missing (expired or never written), 5 the record is another
---                  buyer's (not changed).
+--                  buyer's or another id's (not changed).
 -- Returns the code itself when n = 1 (the single-record form), else the list of codes in
 -- KEYS order.
 local n = #KEYS - 1
 local codes = {}
 local add = 0
 for i = 1, n do
-  local rec = redis.call('HMGET', KEYS[i], 'status', 'qty', 'uh')
+  local rec = redis.call('HMGET', KEYS[i], 'status', 'qty', 'uh', 'rid')
   local st = rec[1]
-  local uh = ARGV[n + i]
+  local uh, rid = ARGV[n + i], ARGV[2 * n + i]
   if not st then
     codes[i] = 4
-  elseif uh and uh ~= '' and rec[3] and rec[3] ~= uh then
+  elseif uh and uh ~= '' and rec[3] and rec[3] ~= uh or rid and rid ~= '' and rec[4] and rec[4] ~= rid then
     codes[i] = 5
   elseif st == 'CONFIRMED' then
     codes[i] = 2

@@ -23,8 +23,13 @@
 -- counter (KEYS[3]) below it went back with a rollback of the shard's node, so the next
 -- number would be one already answered 202: refused {14} before anything is written
 -- (inventory/rollback.go), so no journal entry can turn that number into another buyer's order.
+-- ARGV[19] the issuer: the calling process's incarnation (16 hex digits drawn at its start)
+-- and '-'; ARGV[20] the number of this call in that process. The reservation id is
+-- <activity>.<epoch>.<shard>.<n>.<issuer><call>: a number a rolled-back node hands out again
+-- (to another instance whose floor is older, or to a call in flight) is then another id, so
+-- an id is never handed out twice, whatever Redis forgot (inventory/keys.go ReservationID).
 -- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
--- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[19] IP rate/s, ARGV[20] IP burst: one IP
+-- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[21] IP rate/s, ARGV[22] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
 -- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a

@@ -84,7 +84,7 @@ local function reserve_on(KEYS, ARGV, sh)
   end
   local iprate, ipburst, ip_tokens = 0, 0, 0
   if KEYS[7] then
-    iprate, ipburst = tonumber(ARGV[19]), tonumber(ARGV[20])
+    iprate, ipburst = tonumber(ARGV[21]), tonumber(ARGV[22])
     local ip_ok, ip_retry
     ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
     if not ip_ok then
@@ -111,7 +111,7 @@ local function reserve_on(KEYS, ARGV, sh)
   if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
   sh.n = sh.n + 1
   local n = tostring(sh.n)
-  local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n
+  local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n .. '.' .. ARGV[19] .. ARGV[20]
   local rec = string.sub(KEYS[1], 1, -6) .. 'r:' .. n -- the first write: see the header
   local ms = sh.ms
   redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING',

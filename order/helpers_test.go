@@ -150,7 +150,7 @@ func (a *testActivity) reserveFor(users []string, qty int) []Message {
 			a.users[u] += qty
 			seq := a.users[u]
 			a.mu.Unlock()
-			m := Message{ReservationID: inventory.ReservationID(a.id, 0, homes[i], nrec), ActivityID: a.id,
+			m := Message{ReservationID: inventory.ReservationID(a.id, 0, homes[i], nrec, testIssuer, nrec), ActivityID: a.id,
 				UserID: u, UserHash: testHasher.UserHash(u), Quantity: qty, Seq: seq, Home: homes[i],
 				Shard: homes[i], Epoch: 0, TS: now}
 			out = append(out, m)
@@ -251,6 +251,9 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // testHasher makes the user hashes of these tests. The order pipeline never hashes a user
 // id: it uses the hash the journal entry carries.
+// testIssuer is the issuer part of the reservation ids the tests journal themselves.
+const testIssuer = "00000000000000aa"
+
 var testHasher = mustHasher(bytes.Repeat([]byte{7}, inventory.MinUserHashKey))
 
 func mustHasher(key []byte) *inventory.Hasher {

@@ -19,7 +19,12 @@ import (
 // what Redis still holds (the layouts' seq keys) and from the instances' own memory
 // (inventory.IssuedKey: each instance reports the highest number it answered per shard while
 // the activity is recovering). A reservation whose script ran but whose answer was lost with
-// Redis (answered 503 OUTCOME_UNKNOWN) is listed too: its buyer may have it.
+// Redis (answered 503 OUTCOME_UNKNOWN) is listed too: its buyer may have it. A number is all
+// MySQL can name: the process and call that handed it out (the id's issuer part,
+// inventory.ReservationID) were in the lost entry only, so the listing gives reservation
+// numbers, and a buyer's id is its number, a dot and the issuer. A number a rolled-back node
+// handed out again to another buyer before the fence, whose order MySQL holds, is not listed:
+// the first buyer lost theirs unseen here (GET of the first id answers 404).
 
 // maxLostListed bounds the ids a reconciliation report lists (the count is always whole).
 const maxLostListed = 1000
@@ -30,8 +35,8 @@ type LostReport struct {
 	Reservations []string `json:"reservations"`
 }
 
-// lostReservations returns, sorted, the ids of the reservations of activity id numbered up
-// to marks per (epoch, shard) that are not in known (the orders' and compensations' ids).
+// lostReservations returns, sorted, the reservation numbers of activity id up to marks per
+// (epoch, shard) that no id in known (the orders' and compensations' ids) has.
 func lostReservations(id string, marks map[[2]int]int64, known []string) []string {
 	have := map[[2]int]map[int64]bool{}
 	for _, rid := range known {
@@ -59,7 +64,7 @@ func lostReservations(id string, marks map[[2]int]int64, known []string) []strin
 	for _, es := range keys {
 		for n := int64(1); n <= marks[es]; n++ {
 			if !have[es][n] {
-				out = append(out, inventory.ReservationID(id, es[0], es[1], n))
+				out = append(out, inventory.ReservationNumber(id, es[0], es[1], n))
 			}
 		}
 	}
@@ -112,7 +117,7 @@ func (r *Reconciler) lostReport(ctx context.Context, id string) (*LostReport, er
 	return rep, nil
 }
 
-// lessRID orders reservation ids by epoch, shard and number.
+// lessRID orders reservation ids and numbers by epoch, shard and number.
 func lessRID(a, b string) bool {
 	ka, na, oka := inventory.ParseReservationID(a)
 	kb, nb, okb := inventory.ParseReservationID(b)

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/inventory"
 )
 
 func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
@@ -126,5 +128,26 @@ func TestClassify(t *testing.T) {
 		if got := classify(tt.give); got != tt.want {
 			t.Errorf("classify(%v) = %q, want %q", tt.give, got, tt.want)
 		}
+	}
+}
+
+// TestLostReservationsAreTheNumbersWithoutAnId: the lost listing names every number up to the
+// highest one per shard that no known id has, whatever its issuer (or none: an id of a release
+// before issuers is its number), in epoch, shard and number order; another activity's ids
+// and malformed ones are ignored.
+func TestLostReservationsAreTheNumbersWithoutAnId(t *testing.T) {
+	const a = "act"
+	marks := map[[2]int]int64{{0, 1}: 3, {1000000, 0}: 1}
+	known := []string{
+		inventory.ReservationID(a, 0, 1, 1, testIssuer, 9),
+		inventory.ReservationNumber(a, 0, 1, 3), // a release before issuers
+		inventory.ReservationID(a, 0, 0, 4, "00000000000000bb", 1),
+		inventory.ReservationID("other", 0, 0, 2, testIssuer, 1),
+		"act.0.0.2.not-an-issuer",
+	}
+	got := lostReservations(a, marks, known)
+	want := []string{"act.0.0.1", "act.0.0.2", "act.0.0.3", "act.0.1.2", "act.1000000.0.1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("lost %v, want %v", got, want)
 	}
 }

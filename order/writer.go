@@ -360,9 +360,9 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 		case inventory.ConfirmMissing:
 			missing = append(missing, m.ReservationID)
 		case inventory.ConfirmOther:
-			// The id was handed out again (Redis forgot its counter): the record is the other
-			// reservation's, which its own message settles; this order stands.
-			w.log.Warn("order committed; its reservation id now names another buyer's record, left alone",
+			// The number was handed out again (Redis forgot its counter): the record is the
+			// other reservation's, which its own message settles; this order stands.
+			w.log.Warn("order committed; its reservation number now holds another reservation's record, left alone",
 				"reservation", m.ReservationID)
 		}
 	}

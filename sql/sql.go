@@ -47,7 +47,7 @@ type Activity struct {
 // Order is a row of table orders: one confirmed order.
 type Order struct {
 	ID            int64  `gorm:"primaryKey;autoIncrement"`
-	ReservationID string `gorm:"size:96;not null;uniqueIndex:uk_orders_reservation"`
+	ReservationID string `gorm:"size:160;not null;uniqueIndex:uk_orders_reservation"`
 	ActivityID    string `gorm:"size:64;not null;uniqueIndex:uk_orders_user_seq,priority:1;index:idx_orders_activity"`
 	UserID        string `gorm:"size:512;not null;uniqueIndex:uk_orders_user_seq,priority:2"`
 	Quantity      int    `gorm:"not null"`
@@ -62,7 +62,7 @@ type Order struct {
 // Compensation is a row of table compensations: a reservation that failed for good.
 type Compensation struct {
 	ID            int64  `gorm:"primaryKey;autoIncrement"`
-	ReservationID string `gorm:"size:96;not null;uniqueIndex:uk_compensations_reservation"`
+	ReservationID string `gorm:"size:160;not null;uniqueIndex:uk_compensations_reservation"`
 	ActivityID    string `gorm:"size:64;not null;index:idx_compensations_activity"`
 	UserID        string `gorm:"size:512;not null"`
 	Quantity      int    `gorm:"not null"`
