@@ -41,6 +41,9 @@ const (
 	// run after the request gave up): retry with the idempotencyKey of the answer.
 	CodeOutcomeUnknown = "OUTCOME_UNKNOWN"
 	CodeInternal       = "INTERNAL"
+	// CodeRefused is the code of a FAILED reservation whose order MySQL refused: Redis sold a
+	// unit the activity's stock or the buyer's limit did not have where the orders live.
+	CodeRefused = "REFUSED"
 )
 
 // apiError is an answer of the JSON error model: {"code","message"} plus named fields. Its

@@ -458,6 +458,9 @@ func (a *api) answerReplay(c *gin.Context, id, rid string) {
 	if r.OrderID != "" {
 		body["orderId"] = r.OrderID
 	}
+	if r.Why == inventory.WhyRefused {
+		body["code"] = CodeRefused
+	}
 	setOutcome(c, outcomeReplayed)
 	c.JSON(http.StatusOK, body)
 }
@@ -490,6 +493,9 @@ func (a *api) getReservation(c *gin.Context) {
 	body := gin.H{"reservationId": r.ID, "activityId": r.ActivityID, "status": r.Status, "orderId": nil}
 	if r.OrderID != "" {
 		body["orderId"] = r.OrderID
+	}
+	if r.Why == inventory.WhyRefused {
+		body["code"] = CodeRefused
 	}
 	setOutcome(c, r.Status)
 	c.JSON(http.StatusOK, body)

@@ -667,6 +667,7 @@ type Reservation struct {
 	Quantity   int
 	Status     string // PENDING, CONFIRMED or FAILED
 	OrderID    string
+	Why        string // of a FAILED record: WhyRefused when MySQL refused its order, else ""
 }
 
 // Reservation reads a reservation record. A malformed id is ErrNotFound without a Redis
@@ -676,7 +677,7 @@ func (s *Store) Reservation(ctx context.Context, rid string) (Reservation, error
 	if !ok {
 		return Reservation{}, ErrNotFound
 	}
-	v, err := s.rdb.HMGet(ctx, k.Record(n), "rid", "aid", "uid", "qty", "status", "orderId").Result()
+	v, err := s.rdb.HMGet(ctx, k.Record(n), "rid", "aid", "uid", "qty", "status", "orderId", "why").Result()
 	if err != nil {
 		return Reservation{}, fmt.Errorf("inventory: read reservation: %w", err)
 	}
@@ -685,5 +686,5 @@ func (s *Store) Reservation(ctx context.Context, rid string) (Reservation, error
 	}
 	q, _ := strconv.Atoi(asString(v[3]))
 	return Reservation{ID: rid, ActivityID: asString(v[1]), UserID: asString(v[2]), Quantity: q,
-		Status: asString(v[4]), OrderID: asString(v[5])}, nil
+		Status: asString(v[4]), OrderID: asString(v[5]), Why: asString(v[6])}, nil
 }

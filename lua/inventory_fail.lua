@@ -1,7 +1,10 @@
 -- inventory_fail.lua: fail a reservation for good and give its stock back to its shard.
 -- KEYS[1] reservation record hash, KEYS[2] shard stock, KEYS[3] stats hash,
 -- KEYS[4] the shard's drained marker, KEYS[5] the shard's xout hash (all the same shard)
--- ARGV: none (the quantity comes from the record)
+-- ARGV[1] optional: "refused": MySQL refused the reservation's order (order/insert.go: no unit
+-- left of the activity's stock, or the buyer at the limit, where the orders live). Redis
+-- counted that unit twice, so nothing is given back (a credit would put a phantom unit on
+-- sale): PENDING -> FAILED with why = REFUSED, stats.failed += qty, and code 1.
 -- On PENDING -> FAILED: status FAILED, stats.failed += qty, stats.compensated += qty, and
 -- INCRBY stock by qty (never SET) unless a reshard drained the shard: then the units go in
 -- transit under the reservation id (xout[rid] = "<qty>||<ms>", no target yet, stats.xout +=
@@ -23,6 +26,11 @@ if st == 'FAILED' then
 end
 if st == 'CONFIRMED' then
   return {3, q}
+end
+if ARGV[1] == 'refused' then
+  redis.call('HSET', KEYS[1], 'status', 'FAILED', 'why', 'REFUSED')
+  redis.call('HINCRBY', KEYS[3], 'failed', q)
+  return {1, q}
 end
 redis.call('HSET', KEYS[1], 'status', 'FAILED')
 redis.call('HINCRBY', KEYS[3], 'failed', q)

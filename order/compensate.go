@@ -84,8 +84,8 @@ func newCompensator(db *gorm.DB, rdb redis.UniversalClient, sc *scripts, lockTTL
 }
 
 // Compensate fails the reservation of msg for good, under the (activity, user) lock, so two
-// compensators of one user never interleave. The writer takes no lock: it never inserts an
-// order over a compensations row, and the reservation record decides between its confirm and
+// compensators of one user never interleave. The writer takes no Redis lock: it never inserts
+// an order over a compensations row, and the reservation record decides between its confirm and
 // inventory's Fail (docs/DESIGN.md), so an order and a compensation never both stand. It returns nil when
 // the reservation is FAILED with every step done (now or before), ErrOrderExists when an
 // order exists (the record is then confirmed), ErrAlreadyConfirmed, ErrNoRecord, or a
@@ -148,14 +148,15 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 }
 
 // guardIncarnation runs fn (with the transaction's handle) while the activity's row in MySQL
-// is read under a shared lock, held until fn returns: fn runs only when inc is not below the
-// row's incarnation (else ErrStale), and a restore's claim of a newer incarnation
-// (Reconciler.cut) waits for fn, so what fn changed (in Redis and MySQL) happened before the
-// claim and the cut's read sees it. The lock is explicit (LOCK IN SHARE MODE), so this holds
-// at any isolation level. An activity without a row (the tests of this package) refuses
-// nothing.
+// is held under an exclusive lock (FOR UPDATE), until fn returns: fn runs only when inc is
+// not below the row's incarnation (else ErrStale), and a restore's claim of a newer
+// incarnation (Reconciler.cut) waits for fn, so what fn changed (in Redis and MySQL) happened
+// before the claim and the cut's read sees it. The lock is the one the writer's insert takes
+// (insert.go): an order fn deletes lowers activities.sold in the same transaction, and no
+// insert counts the activity's orders meanwhile. The lock is explicit, so this holds at any
+// isolation level. An activity without a row refuses nothing.
 //
-// The embedded SQLite has no shared row lock: there the transaction's first statement is a
+// The embedded SQLite has no row lock: there the transaction's first statement is a
 // write that changes nothing (UPDATE activities SET incarnation = incarnation), which takes
 // the database's write lock before the check reads (BEGIN IMMEDIATE's effect, inside the
 // same transaction), so the check, fn and the commit are serialized with the claim, which
@@ -165,7 +166,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 func guardIncarnation(ctx context.Context, db *gorm.DB, activity string, inc int, fn func(*gorm.DB) error) error {
 	sqlite := db.Dialector.Name() == "sqlite"
 	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		lock := " LOCK IN SHARE MODE"
+		lock := " FOR UPDATE"
 		if sqlite {
 			lock = ""
 			if err := tx.Exec("UPDATE activities SET incarnation = incarnation WHERE id = ?", activity).Error; err != nil {
@@ -202,8 +203,8 @@ func (c *Compensator) compensateGuarded(ctx context.Context, db *gorm.DB, msg Me
 		}
 		// The record is FAILED (a compensation cut short returned the units already): the
 		// order is the one that goes, and the compensation's remaining steps run below.
-		if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
-			Exec("DELETE FROM orders WHERE reservation_id = ?", msg.ReservationID).Error; err != nil {
+		if _, err := deleteOrders(db.Session(&gorm.Session{SkipDefaultTransaction: true}), msg.ActivityID,
+			[]string{msg.ReservationID}); err != nil {
 			return fmt.Errorf("order: undo the order of failed %s: %w", msg.ReservationID, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
@@ -14,10 +15,11 @@ import (
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-// TestExpiredRecordCompensatedOrderIsUndone: the compensator looks up the order (none), a
-// writer's insert commits right then and the writer dies before its confirm; the compensator
-// fails the record, refunds and writes its compensations row. The record expires before the
-// redelivery. The redelivered message must not leave an order beside the compensation.
+// TestExpiredRecordCompensatedOrderIsUndone: the compensator looks up the order (none), and a
+// writer's insert starts right then. The insert waits for the compensator's transaction (both
+// hold the activity's row lock: insert.go, guardIncarnation), so it sees the compensations row
+// and writes no order. The record expires before a redelivery, which must not leave an order
+// beside the compensation either.
 func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	db := mysqlDB(t)
@@ -27,12 +29,20 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	cdb := writerDB(t, testsvc.MySQLDSN)
+	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	var fired atomic.Bool
-	// After the compensator's order lookup, the (dying) writer's insert commits.
-	if err := cdb.Callback().Query().After("gorm:query").Register("test:writer-commits", func(tx *gorm.DB) {
+	inserted := make(chan error, 1)
+	// After the compensator's order lookup, a writer's insert of the same reservation starts.
+	if err := cdb.Callback().Query().After("gorm:query").Register("test:writer-inserts", func(tx *gorm.DB) {
 		if fired.CompareAndSwap(false, true) {
-			if err := insertOrders(wdb.Session(&gorm.Session{SkipDefaultTransaction: true}), []Message{x}); err != nil {
-				t.Errorf("writer insert: %v", err)
+			go func() {
+				_, err := w.insert(ctx, []Message{x})
+				inserted <- err
+			}()
+			select {
+			case err := <-inserted:
+				t.Errorf("the writer's insert ended (%v) while the compensator held the activity's row", err)
+			case <-time.After(300 * time.Millisecond):
 			}
 		}
 	}); err != nil {
@@ -41,12 +51,24 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 	if err := must(NewCompensator(cdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, x, "test"); err != nil {
 		t.Fatalf("compensate: %v", err)
 	}
-	t.Logf("after compensation: orders %+v, compensation rows %d, statuses %v", countOrders(t, db, a.id), compensationRows(t, db, a.id), a.statuses())
+	if !fired.Load() {
+		t.Fatal("the compensator made no query: the hook never ran")
+	}
+	select {
+	case err := <-inserted:
+		if err != nil {
+			t.Fatalf("writer insert: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer's insert still waits 10 s after the compensation")
+	}
+	if c := countOrders(t, db, a.id); c.rows != 0 {
+		t.Fatalf("orders %+v beside %d compensation rows: the insert did not wait for the compensation", c, compensationRows(t, db, a.id))
+	}
 	k, n := keysOf(x)
 	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil { // record TTL ran out before the redelivery
 		t.Fatal(err)
 	}
-	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	if err := w.Handle(ctx, msgs); err != nil {
 		t.Fatalf("redelivery: %v", err)
 	}

@@ -55,7 +55,7 @@ func TestCompensationGuardOnSQLiteHoldsAgainstARestoresClaim(t *testing.T) {
 			ctx := context.Background()
 			a := newTestActivity(t, rdb, nil, 1, 10)
 			row := sql.Activity{ID: a.id, Stock: 10, PerUserLimit: 100, OpensAt: time.Now().UTC(), Shards: a.shards, Generation: "g0"}
-			if err := db.Create(&row).Error; err != nil {
+			if err := db.Save(&row).Error; err != nil {
 				t.Fatal(err)
 			}
 			comp := must(NewCompensator(db, rdb, testMetrics(), testLogger(t)))

@@ -84,6 +84,13 @@ func newTestActivity(t testing.TB, rdb redis.UniversalClient, db *gorm.DB, shard
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if db != nil {
+		// MySQL's row: the writer's guard (insert.go) counts the orders against it.
+		row := sql.Activity{ID: a.id, Stock: stock, PerUserLimit: 100, OpensAt: time.Now().UTC(), Shards: shards, Generation: "g0"}
+		if err := db.Create(&row).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Cleanup(func() {
 		ctx := context.Background()
 		var keys []string
@@ -104,6 +111,7 @@ func newTestActivity(t testing.TB, rdb redis.UniversalClient, db *gorm.DB, shard
 		if db != nil {
 			db.Exec("DELETE FROM orders WHERE activity_id = ?", a.id)
 			db.Exec("DELETE FROM compensations WHERE activity_id = ?", a.id)
+			db.Exec("DELETE FROM activities WHERE id = ?", a.id)
 		}
 	})
 	return a

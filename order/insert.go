@@ -3,10 +3,12 @@ package order
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
@@ -19,177 +21,369 @@ type poisoned struct {
 	detail string
 }
 
-// insertOrders writes rows in one statement: an order is inserted only if its reservation
-// has no compensations row and its incarnation (the epoch's, inventory.Incarnation) is not
-// below the activity's row in MySQL, read with an explicit shared lock (LOCK IN SHARE MODE,
-// so at any isolation level: at READ COMMITTED an INSERT ... SELECT takes none by itself): a
-// restore's claim of a new incarnation (Reconciler.cut, order/restore.go) waits for this
-// statement, whose orders its read then sees, or this statement sees the claim and inserts
-// nothing. A duplicate reservation id changes nothing. An activity without a row (none in
-// the tests of this package) refuses nothing.
-func insertOrders(tx *gorm.DB, rows []Message) error {
-	var b strings.Builder
-	args := make([]any, 0, 7*len(rows))
-	// SQLite (the embedded mode) has no ON DUPLICATE KEY: INSERT OR IGNORE skips the same
-	// duplicates there.
-	sqlite := tx.Dialector.Name() == "sqlite"
-	if sqlite {
-		b.WriteString("INSERT OR IGNORE")
-	} else {
-		b.WriteString("INSERT")
-	}
-	b.WriteString(" INTO orders (reservation_id, activity_id, user_id, quantity, seq, status, idem_hash) " +
-		"SELECT t.r, t.a, t.u, t.q, t.s, 'CONFIRMED', t.k FROM (")
-	for i, m := range rows {
-		if i == 0 {
-			b.WriteString("SELECT ? AS r, ? AS a, ? AS u, ? AS q, ? AS s, ? AS k, ? AS i")
-		} else {
-			b.WriteString(" UNION ALL SELECT ?, ?, ?, ?, ?, ?, ?")
-		}
-		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq, m.IdemHash,
-			inventory.Incarnation(m.Epoch))
-	}
-	b.WriteString(") t LEFT JOIN activities act ON act.id = t.a" +
-		" WHERE NOT EXISTS (SELECT 1 FROM compensations c WHERE c.reservation_id = t.r)" +
-		" AND (act.id IS NULL OR act.incarnation <= t.i)")
-	if !sqlite {
-		// The shared lock is explicit: at READ COMMITTED an INSERT ... SELECT reads its
-		// sources without one, and a restore's claim would not wait for this statement.
-		b.WriteString(" LOCK IN SHARE MODE ON DUPLICATE KEY UPDATE orders.id = orders.id")
-	}
-	return tx.Exec(b.String(), args...).Error
+// refusal is a message whose order MySQL refused: the activity's stock or the buyer's limit
+// was reached where the orders live, so Redis sold a unit it did not have (it lost or
+// duplicated state). fresh is false for a redelivery of a reservation refused before, whose
+// Redis steps (Writer.refuse) are run again.
+type refusal struct {
+	msg    Message
+	reason string // refusedStock, refusedLimit or refusedActivity
+	fresh  bool
 }
 
-// insert writes the orders (insertOrders) and reads back which reservations have an order.
-// A reservation absent after a successful insert was compensated (it has a compensations
-// row: skipped) or collided with another reservation's (activity, user, seq): it is poison.
-// When the batch insert fails with a poison error, the batch is written row by row to
-// isolate the bad rows; any other error returns at once, nothing dead-lettered.
-func (w *Writer) insert(ctx context.Context, batch []Message) (map[string]int64, []poisoned, error) {
+// Refusal reasons (the metric's reason label; the compensations row's reason is
+// refusedPrefix + reason).
+const (
+	refusedStock    = "stock"    // the activity's orders hold its whole stock
+	refusedLimit    = "limit"    // the buyer's orders hold the per-user limit
+	refusedActivity = "activity" // MySQL has no row for the activity
+	refusedPrefix   = "refused: "
+)
+
+// guarded is an activity's row as the writer's transaction holds it (under its exclusive
+// lock) and the units the batch adds to it.
+type guarded struct {
+	ID           string
+	Stock        int64
+	PerUserLimit int64
+	Sold         int64
+	Incarnation  int
+	Generation   string
+	add          int64
+}
+
+// held is what a buyer's orders hold in an activity: units and sequences.
+type held struct {
+	units int64
+	seqs  map[int]bool
+}
+
+// written is what the writer's transaction decided for a batch.
+type written struct {
+	ids     map[string]int64 // reservation -> its order's id
+	poison  []poisoned
+	refused []refusal
+	gens    map[string]string // activity -> its generation in MySQL (for the fence)
+}
+
+// insert writes the batch's orders in one transaction that keeps, per activity, the units of
+// its orders <= its stock and each buyer's units <= the per-user limit (docs/DESIGN.md,
+// "MySQL has the last word"):
+//
+//  1. lock the batch's activity rows (SELECT ... FOR UPDATE, in id order; on SQLite a write
+//     that changes nothing takes the database's write lock first): every transaction that
+//     adds or deletes an activity's orders holds this lock (this one, undoOrders and the
+//     compensator through guardIncarnation), so the reads below see every order committed
+//     before, at any isolation level (InnoDB takes a REPEATABLE READ snapshot at the first
+//     plain read, after the lock);
+//  2. read the batch's reservations that have an order or a compensations row, and what the
+//     batch's buyers hold;
+//  3. walk the batch in journal order: an order that exists is kept (a redelivery), a
+//     compensated reservation skipped, one of an older incarnation than MySQL's dropped
+//     (stale), a (buyer, seq) taken by another reservation poisoned, and a reservation that
+//     would take the activity past its stock or the buyer past the limit refused; the others
+//     fit, and count;
+//  4. insert the orders that fit, a compensations row "refused: <reason>" per refusal, and
+//     move activities.sold by the units inserted; read the orders' ids back.
+//
+// A plain INSERT: under the lock nothing else inserts these activities' orders, so a
+// duplicate key means the row's data cannot be stored; the rows are then inserted one by one
+// to find the poison.
+func (w *Writer) insert(ctx context.Context, batch []Message) (written, error) {
+	var out written
+	err := w.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var err error
+		out, err = w.insertTx(tx, batch)
+		return err
+	})
+	if err != nil {
+		return written{}, fmt.Errorf("order: insert: %w", err)
+	}
+	return out, nil
+}
+
+func (w *Writer) insertTx(tx *gorm.DB, batch []Message) (written, error) {
+	out := written{ids: make(map[string]int64, len(batch)), gens: map[string]string{}}
+	acts, err := lockActivities(tx, batch)
+	if err != nil {
+		return out, err
+	}
+	for id, a := range acts {
+		out.gens[id] = a.Generation
+	}
 	rids := make([]string, len(batch))
 	for i, m := range batch {
 		rids[i] = m.ReservationID
 	}
-	tx := w.db.WithContext(ctx).Session(&gorm.Session{SkipDefaultTransaction: true})
-	var poison []poisoned
-	if err := insertOrders(tx, batch); err != nil {
-		if isTransient(err) {
-			return nil, nil, fmt.Errorf("order: insert: %w", err)
+	byRID, holds, err := readOrders(tx, batch, rids)
+	if err != nil {
+		return out, err
+	}
+	var comps []sql.Compensation
+	if err := tx.Select("reservation_id", "reason").Where("reservation_id IN ?", rids).Find(&comps).Error; err != nil {
+		return out, fmt.Errorf("read compensations: %w", err)
+	}
+	compensated := make(map[string]string, len(comps))
+	for _, c := range comps {
+		compensated[c.ReservationID] = c.Reason
+	}
+	var fit []Message
+	var skipped []string
+	for _, m := range batch {
+		if f, ok := byRID[m.ReservationID]; ok {
+			if f.sameReservation(m) {
+				out.ids[m.ReservationID] = f.ID
+			} else {
+				// An order under this id for another buyer or sequence: Redis handed the id
+				// out again after it forgot its counter. This reservation cannot have an order
+				// under its id: it fails for good (its units go back).
+				out.poison = append(out.poison, poisoned{m, causeRIDConflict, "the id names another buyer's order"})
+			}
+			continue
 		}
-		w.log.Warn("batch insert failed on its data; writing row by row", "orders", len(batch), "err", err)
-		for i := range batch {
-			if err := insertOrders(tx, batch[i:i+1]); err != nil {
-				if isTransient(err) {
-					return nil, nil, fmt.Errorf("order: insert: %w", err)
-				}
-				poison = append(poison, poisoned{batch[i], causeInsert, err.Error()})
+		a := acts[m.ActivityID]
+		inc := inventory.Incarnation(m.Epoch)
+		if reason, ok := compensated[m.ReservationID]; ok {
+			if r, was := strings.CutPrefix(reason, refusedPrefix); was && (a == nil || inc >= a.Incarnation) {
+				out.refused = append(out.refused, refusal{msg: m, reason: r})
+			} else {
+				skipped = append(skipped, m.ReservationID)
+			}
+			continue
+		}
+		if a != nil && inc < a.Incarnation {
+			w.dropStale(m, a.Incarnation)
+			continue
+		}
+		h := holds[heldKey(m.ActivityID, m.UserID)]
+		if h == nil {
+			h = &held{seqs: map[int]bool{}}
+			holds[heldKey(m.ActivityID, m.UserID)] = h
+		}
+		q := int64(m.Quantity)
+		switch {
+		case h.seqs[m.Seq]:
+			// Another reservation of this buyer has this sequence: Redis handed it out again.
+			out.poison = append(out.poison, poisoned{m, causeSeqConflict, ""})
+		case a == nil:
+			out.refused = append(out.refused, refusal{msg: m, reason: refusedActivity, fresh: true})
+		case a.Sold+a.add+q > a.Stock:
+			out.refused = append(out.refused, refusal{msg: m, reason: refusedStock, fresh: true})
+		case h.units+q > a.PerUserLimit:
+			out.refused = append(out.refused, refusal{msg: m, reason: refusedLimit, fresh: true})
+		default:
+			fit = append(fit, m)
+			a.add += q
+			h.units += q
+			h.seqs[m.Seq] = true
+		}
+	}
+	if len(skipped) > 0 {
+		w.log.Info("skipped reservations compensated before their order", "reservations", skipped)
+	}
+	if err := insertFitting(tx, fit, acts, &out); err != nil {
+		return out, err
+	}
+	if err := recordRefusals(tx, out.refused); err != nil {
+		return out, err
+	}
+	for _, id := range slices.Sorted(maps.Keys(acts)) {
+		if a := acts[id]; a.add != 0 {
+			if err := tx.Exec("UPDATE activities SET sold = sold + ? WHERE id = ?", a.add, id).Error; err != nil {
+				return out, fmt.Errorf("count the units sold of %s: %w", id, err)
 			}
 		}
 	}
-	var found []orderKey
-	if err := tx.Model(&sql.Order{}).Select("id", "reservation_id", "activity_id", "user_id", "seq").
-		Where("reservation_id IN ?", rids).Find(&found).Error; err != nil {
-		return nil, nil, fmt.Errorf("order: read back: %w", err)
-	}
-	byRID := make(map[string]orderKey, len(found))
-	for _, f := range found {
-		byRID[f.ReservationID] = f
-	}
-	ids := make(map[string]int64, len(found))
-	bad := make(map[string]bool, len(poison))
-	for _, p := range poison {
-		bad[p.msg.ReservationID] = true
-	}
-	for _, m := range batch {
-		f, ok := byRID[m.ReservationID]
-		if !ok || bad[m.ReservationID] {
-			continue
-		}
-		if !f.sameReservation(m) {
-			// An order under this id for another buyer or sequence: Redis handed the id out
-			// again after it forgot its counter. Not a duplicate: this reservation cannot have
-			// an order under its id, it fails for good (its units go back).
-			poison = append(poison, poisoned{m, causeRIDConflict, "the id names another buyer's order"})
-			bad[m.ReservationID] = true
-			continue
-		}
-		ids[m.ReservationID] = f.ID
-	}
-	stale, err := w.stale(tx, batch, ids, bad)
-	if err != nil {
-		return nil, nil, err
-	}
-	var missing []string
-	for _, m := range batch {
-		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !stale[m.ReservationID] {
-			missing = append(missing, m.ReservationID)
-		}
-	}
-	if len(missing) == 0 {
-		return ids, poison, nil
-	}
-	var compensated []string
-	if err := tx.Model(&sql.Compensation{}).Where("reservation_id IN ?", missing).
-		Pluck("reservation_id", &compensated).Error; err != nil {
-		return nil, nil, fmt.Errorf("order: read compensations: %w", err)
-	}
-	skip := make(map[string]bool, len(compensated))
-	for _, r := range compensated {
-		skip[r] = true
-	}
-	if len(compensated) > 0 {
-		w.log.Info("skipped reservations compensated before their order", "reservations", compensated)
-	}
-	for _, m := range batch {
-		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !skip[m.ReservationID] && !stale[m.ReservationID] {
-			poison = append(poison, poisoned{m, causeSeqConflict, ""})
-		}
-	}
-	return ids, poison, nil
+	return out, nil
 }
 
-// stale finds the messages of the batch without an order (not in ids nor bad) whose
-// incarnation is below their activity's in MySQL: reservations of a Redis state a restore
-// replaced. The restore rebuilt Redis from the orders MySQL held and counted their units as
-// unsold, so they never become orders (that would sell a unit twice) and are not
-// compensated either (their shards are closed): they are dropped, counted and logged, and
-// the restore's list of lost reservations names them (order/lost.go).
-func (w *Writer) stale(tx *gorm.DB, batch []Message, ids map[string]int64, bad map[string]bool) (map[string]bool, error) {
-	var acts []string
+// lockActivities locks and reads the rows of the batch's activities (step 1 of insert).
+func lockActivities(tx *gorm.DB, batch []Message) (map[string]*guarded, error) {
+	var ids []string
 	for _, m := range batch {
-		if _, ok := ids[m.ReservationID]; !ok && !bad[m.ReservationID] && !slices.Contains(acts, m.ActivityID) {
-			acts = append(acts, m.ActivityID)
+		if !slices.Contains(ids, m.ActivityID) {
+			ids = append(ids, m.ActivityID)
 		}
 	}
-	if len(acts) == 0 {
-		return nil, nil
+	slices.Sort(ids)
+	lock := " FOR UPDATE"
+	if tx.Dialector.Name() == "sqlite" {
+		lock = ""
+		if err := tx.Exec("UPDATE activities SET sold = sold WHERE id IN ?", ids).Error; err != nil {
+			return nil, fmt.Errorf("lock activities: %w", err)
+		}
 	}
-	var rows []struct {
-		ID          string
-		Incarnation int
+	var rows []*guarded
+	if err := tx.Raw("SELECT id, stock, per_user_limit, sold, incarnation, generation FROM activities WHERE id IN ? ORDER BY id"+lock,
+		ids).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("lock activities: %w", err)
 	}
-	if err := tx.Model(&sql.Activity{}).Select("id", "incarnation").Where("id IN ?", acts).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("order: read incarnations: %w", err)
-	}
-	cur := make(map[string]int, len(rows))
+	out := make(map[string]*guarded, len(rows))
 	for _, r := range rows {
-		cur[r.ID] = r.Incarnation
-	}
-	var out map[string]bool
-	for _, m := range batch {
-		inc, known := cur[m.ActivityID]
-		if _, ok := ids[m.ReservationID]; ok || bad[m.ReservationID] || !known || inventory.Incarnation(m.Epoch) >= inc {
-			continue
-		}
-		if out == nil {
-			out = map[string]bool{}
-		}
-		out[m.ReservationID] = true
-		w.m.WriterStale.Inc()
-		w.log.Warn("dropped a reservation of an incarnation a restore replaced: no order (the restore counted its unit unsold)",
-			"reservation", m.ReservationID, "activity", m.ActivityID, "incarnation", inventory.Incarnation(m.Epoch), "current", inc)
+		out[r.ID] = r
 	}
 	return out, nil
+}
+
+func heldKey(activity, user string) string { return activity + "\x00" + user }
+
+// readOrders reads, in one statement, the orders under the batch's reservation ids and every
+// order of the batch's buyers in their activities: the orders by reservation id, and what
+// each buyer holds (units and sequences).
+func readOrders(tx *gorm.DB, batch []Message, rids []string) (map[string]orderKey, map[string]*held, error) {
+	users := map[string][]string{}
+	var acts []string
+	for _, m := range batch {
+		if users[m.ActivityID] == nil {
+			acts = append(acts, m.ActivityID)
+		}
+		if !slices.Contains(users[m.ActivityID], m.UserID) {
+			users[m.ActivityID] = append(users[m.ActivityID], m.UserID)
+		}
+	}
+	where := "reservation_id IN ?"
+	args := []any{rids}
+	for _, a := range acts {
+		where += " OR (activity_id = ? AND user_id IN ?)"
+		args = append(args, a, users[a])
+	}
+	var rows []struct {
+		ID            int64
+		ReservationID string
+		ActivityID    string
+		UserID        string
+		Seq           int
+		Quantity      int64
+	}
+	if err := tx.Model(&sql.Order{}).Select("id", "reservation_id", "activity_id", "user_id", "seq", "quantity").
+		Where(where, args...).Find(&rows).Error; err != nil {
+		return nil, nil, fmt.Errorf("read orders: %w", err)
+	}
+	byRID := make(map[string]orderKey, len(rids))
+	holds := map[string]*held{}
+	for _, r := range rows {
+		if slices.Contains(rids, r.ReservationID) {
+			byRID[r.ReservationID] = orderKey{ID: r.ID, ReservationID: r.ReservationID, ActivityID: r.ActivityID, UserID: r.UserID, Seq: r.Seq}
+		}
+		if !slices.Contains(users[r.ActivityID], r.UserID) {
+			continue
+		}
+		k := heldKey(r.ActivityID, r.UserID)
+		h := holds[k]
+		if h == nil {
+			h = &held{seqs: map[int]bool{}}
+			holds[k] = h
+		}
+		h.units += r.Quantity
+		h.seqs[r.Seq] = true
+	}
+	return byRID, holds, nil
+}
+
+// insertFitting inserts the orders that fit and reads their ids back into out.ids. When the
+// insert fails on its data, the rows go one by one: those that fail are poison and their units
+// are taken off their activity's count.
+func insertFitting(tx *gorm.DB, fit []Message, acts map[string]*guarded, out *written) error {
+	if len(fit) == 0 {
+		return nil
+	}
+	if err := insertOrders(tx, fit); err != nil {
+		if isTransient(err) {
+			return err
+		}
+		var ok []Message
+		for _, m := range fit {
+			if err := insertOrders(tx, []Message{m}); err != nil {
+				if isTransient(err) {
+					return err
+				}
+				out.poison = append(out.poison, poisoned{m, causeInsert, err.Error()})
+				acts[m.ActivityID].add -= int64(m.Quantity)
+				continue
+			}
+			ok = append(ok, m)
+		}
+		fit = ok
+	}
+	if len(fit) == 0 {
+		return nil
+	}
+	rids := make([]string, len(fit))
+	for i, m := range fit {
+		rids[i] = m.ReservationID
+	}
+	var got []orderKey
+	if err := tx.Model(&sql.Order{}).Select("id", "reservation_id").Where("reservation_id IN ?", rids).Find(&got).Error; err != nil {
+		return fmt.Errorf("read back: %w", err)
+	}
+	for _, g := range got {
+		out.ids[g.ReservationID] = g.ID
+	}
+	return nil
+}
+
+// insertOrders inserts rows in one statement.
+func insertOrders(tx *gorm.DB, rows []Message) error {
+	var b strings.Builder
+	args := make([]any, 0, 6*len(rows))
+	b.WriteString("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq, status, idem_hash) VALUES ")
+	for i, m := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, 'CONFIRMED', ?)")
+		args = append(args, m.ReservationID, m.ActivityID, m.UserID, m.Quantity, m.Seq, m.IdemHash)
+	}
+	return tx.Exec(b.String(), args...).Error
+}
+
+// recordRefusals writes a compensations row per fresh refusal (a redelivery finds it and
+// refuses again without counting).
+func recordRefusals(tx *gorm.DB, rs []refusal) error {
+	var rows []sql.Compensation
+	for _, r := range rs {
+		if r.fresh {
+			rows = append(rows, sql.Compensation{ReservationID: r.msg.ReservationID, ActivityID: r.msg.ActivityID,
+				UserID: r.msg.UserID, Quantity: r.msg.Quantity, Reason: refusedPrefix + r.reason})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+		return fmt.Errorf("record refusals: %w", err)
+	}
+	return nil
+}
+
+// deleteOrders deletes the orders of rids, all of activity, and takes their units off the
+// activity's sold count, in tx (which holds the activity's row lock: guardIncarnation). It
+// returns how many orders went.
+func deleteOrders(tx *gorm.DB, activity string, rids []string) (int64, error) {
+	var units int64
+	if err := tx.Model(&sql.Order{}).Where("reservation_id IN ?", rids).
+		Select("COALESCE(SUM(quantity), 0)").Scan(&units).Error; err != nil {
+		return 0, err
+	}
+	res := tx.Exec("DELETE FROM orders WHERE reservation_id IN ?", rids)
+	if res.Error != nil || res.RowsAffected == 0 {
+		return 0, res.Error
+	}
+	if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", units, activity).Error; err != nil {
+		return 0, err
+	}
+	return res.RowsAffected, nil
+}
+
+// dropStale drops a message of an incarnation below its activity's in MySQL: a reservation
+// of a Redis state a restore replaced. The restore rebuilt Redis from the orders MySQL held
+// and counted its unit as unsold, so it never becomes an order (that would sell a unit twice)
+// and is not compensated either (its shards are closed): it is counted and logged, and the
+// restore's list of lost reservations names it (order/lost.go).
+func (w *Writer) dropStale(m Message, current int) {
+	w.m.WriterStale.Inc()
+	w.log.Warn("dropped a reservation of an incarnation a restore replaced: no order (the restore counted its unit unsold)",
+		"reservation", m.ReservationID, "activity", m.ActivityID, "incarnation", inventory.Incarnation(m.Epoch), "current", current)
 }
 
 // orderKey is what identifies an order beyond its reservation id.

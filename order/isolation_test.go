@@ -87,7 +87,7 @@ func TestRestoreCutHoldsAtReadCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := sql.Activity{ID: a.id, Stock: 10, PerUserLimit: 100, OpensAt: time.Now().UTC(), Shards: 1, Generation: "g0"}
-	if err := db.Create(&row).Error; err != nil {
+	if err := db.Save(&row).Error; err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Exec("DELETE FROM activities WHERE id = ?", a.id) })

@@ -1,7 +1,7 @@
 // Package order moves reservations from the stock shards' journals to MySQL orders: a relay
 // hands journal entries to a queue (RocketMQ, or an in-process queue in the embedded mode),
-// a writer turns queued messages into orders under a per-(activity, user) Redis lock and
-// confirms them in Redis, a compensator returns the stock of reservations that failed for
+// a writer turns queued messages into orders in MySQL, which refuses any beyond the activity's
+// stock or a buyer's limit (insert.go), and confirms them in Redis, a compensator returns the stock of reservations that failed for
 // good, and a reconciler compares Redis, the journal and MySQL.
 //
 // Delivery is at least once end to end; the writer is idempotent by reservation id and by

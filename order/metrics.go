@@ -37,6 +37,9 @@ type Metrics struct {
 	// activity (the sale funnel's last steps).
 	OrdersWritten         *prometheus.CounterVec // activity: orders committed and confirmed
 	ActivityCompensations *prometheus.CounterVec // activity: reservations failed for good, stock returned
+	// Refused counts the orders MySQL refused although Redis had answered 202 (insert.go):
+	// every one is a broken promise and proves Redis lost or duplicated state.
+	Refused *prometheus.CounterVec // activity, reason: stock, limit, activity
 }
 
 // Label values of the closed sets, created at 0 by NewMetrics.
@@ -96,6 +99,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Orders committed to MySQL and confirmed in Redis, by activity."}, []string{"activity"}),
 		ActivityCompensations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_activity_compensations_total",
 			Help: "Reservations failed for good whose stock went back to Redis, by activity."}, []string{"activity"}),
+		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_orders_refused_total",
+			Help: "Reservations answered 202 whose order MySQL refused (reason stock: the activity's stock was sold; limit: the buyer held the per-user limit; activity: MySQL has no such activity): Redis lost or duplicated state, and the activity is fenced for a restore."},
+			[]string{"activity", "reason"}),
 	}
 	for _, c := range errClasses {
 		m.WriterErrors.WithLabelValues(string(c))
@@ -114,7 +120,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
 		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.WriterStale, m.DeadLetters, m.Compensations, m.Drift,
-		m.Orphans, m.Repairs, m.ReconcileFails, m.OrdersWritten, m.ActivityCompensations, m.Lost} {
+		m.Orphans, m.Repairs, m.ReconcileFails, m.OrdersWritten, m.ActivityCompensations, m.Lost, m.Refused} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("order: register metrics: %w", err)
 		}
@@ -129,11 +135,12 @@ func (m *Metrics) Forget(activity string) {
 	}
 	m.OrdersWritten.DeleteLabelValues(activity)
 	m.ActivityCompensations.DeleteLabelValues(activity)
+	m.Refused.DeletePartialMatch(prometheus.Labels{"activity": activity})
 }
 
 // WriterCollectors are the series only the writer sets: a process that does not run the
 // writer unregisters them.
 func (m *Metrics) WriterCollectors() []prometheus.Collector {
 	return []prometheus.Collector{m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors,
-		m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.WriterStale, m.OrdersWritten}
+		m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.WriterStale, m.OrdersWritten, m.Refused}
 }

@@ -168,19 +168,20 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 		Orders: len(orders), Lost: lost, LostTotal: total}, nil
 }
 
-// cut claims incarnation inc for the activity (row is what Restore read at its start) and
-// reads the orders and compensations that the older incarnations hold. From the claim on
-// the writer refuses every message of an older incarnation: insertOrders reads the
-// activity's row with an explicit shared lock (LOCK IN SHARE MODE), so this update waits for
-// the inserts in progress, whose orders the read below then sees, and an insert after it
-// reads the new incarnation and inserts nothing. The lock is explicit because an INSERT ...
-// SELECT reads its sources without locks at READ COMMITTED: the guard must not depend on
-// the server's isolation level. The quiet wait before only makes the late ones few; it is
-// not what keeps a unit from being sold twice. ErrRestoreRace when the row changed since.
+// cut claims incarnation inc for the activity (row is what Restore read at its start), sets
+// its sold count from its orders (MySQL's counts are what the rebuild trusts), and reads the
+// orders and compensations that the older incarnations hold. From the claim on the writer
+// refuses every message of an older incarnation: its insert reads the activity's row under an
+// exclusive lock (FOR UPDATE), so this update waits for the inserts in progress, whose orders
+// the read below then sees, and an insert after it reads the new incarnation and inserts
+// nothing. The lock is explicit: the guard must not depend on the server's isolation level.
+// The quiet wait before only makes the late ones few; it is not what keeps a unit from being
+// sold twice. ErrRestoreRace when the row changed since.
 func (r *Reconciler) cut(ctx context.Context, id string, row sql.Activity, inc int) ([]sql.Order, []string, error) {
 	claim := r.db.WithContext(ctx).Model(&sql.Activity{}).
 		Where("id = ? AND generation = ? AND incarnation = ?", id, row.Generation, row.Incarnation).
-		Update("incarnation", inc)
+		Updates(map[string]any{"incarnation": inc,
+			"sold": gorm.Expr("(SELECT COALESCE(SUM(o.quantity), 0) FROM orders o WHERE o.activity_id = ?)", id)})
 	if claim.Error != nil {
 		return nil, nil, fmt.Errorf("order: claim incarnation %d of %s: %w", inc, id, claim.Error)
 	}

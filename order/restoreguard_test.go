@@ -16,7 +16,7 @@ func activityRow(t *testing.T, a *testActivity, stock int64) sql.Activity {
 	t.Helper()
 	db := testsvc.MySQL(t)
 	row := sql.Activity{ID: a.id, Stock: stock, PerUserLimit: 100, OpensAt: time.Now().UTC(), Shards: a.shards, Generation: "g0"}
-	if err := db.Create(&row).Error; err != nil {
+	if err := db.Save(&row).Error; err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Exec("DELETE FROM activities WHERE id = ?", a.id) })

@@ -26,7 +26,7 @@ func TestLateMessageOfAnOlderIncarnationIsRefused(t *testing.T) {
 	m := testMetrics()
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
 	row := sql.Activity{ID: a.id, Stock: 10, PerUserLimit: 100, OpensAt: time.Now().UTC(), Shards: 1, Generation: "g0"}
-	if err := db.Create(&row).Error; err != nil {
+	if err := db.Save(&row).Error; err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Exec("DELETE FROM activities WHERE id = ?", a.id) })

@@ -26,8 +26,7 @@ type WriterOptions struct {
 	// MaxOrdersPerSecond caps the rate orders reach MySQL (token bucket; default 5000;
 	// negative means no cap).
 	MaxOrdersPerSecond float64
-	// StatementTimeout bounds the MySQL statements of one batch (default 5 s). The writer
-	// takes no lock: MySQL's unique keys order its writes.
+	// StatementTimeout bounds the MySQL statements of one batch (default 5 s).
 	StatementTimeout time.Duration
 	// CompensationLockTTL is the expiry of the (activity, user) lock the writer's
 	// compensator takes (default 10 s).
@@ -288,10 +287,11 @@ func (w *Writer) safeWrite(ctx context.Context, batch []Message) (err error) {
 	return w.write(ctx, batch)
 }
 
-// write handles one batch of distinct, valid reservations. It takes no lock: MySQL's unique
-// keys make a second commit of a reservation a no-op, the insert skips a reservation with a
-// compensations row, and the record's final state decides between an order and a
-// compensation (an order whose confirm finds FAILED is deleted again; see undoOrders).
+// write handles one batch of distinct, valid reservations: insert decides, in one MySQL
+// transaction under the activities' row locks, which become orders, which are refused
+// (refuse) and which are poison (dead-lettered); confirm then settles the orders in Redis,
+// where the record's final state decides between an order and a compensation (an order whose
+// confirm finds FAILED is deleted again; see undoOrders).
 func (w *Writer) write(ctx context.Context, batch []Message) error {
 	if err := w.lim.WaitN(ctx, len(batch)); err != nil {
 		return err
@@ -301,17 +301,52 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	}
 	dbctx, cancel := context.WithTimeout(ctx, w.opts.StatementTimeout)
 	defer cancel()
-	orderIDs, poison, err := w.insert(dbctx, batch)
+	res, err := w.insert(dbctx, batch)
 	if err != nil {
 		return err
 	}
 	w.m.WriterBatches.Inc()
-	errs := []error{w.confirm(ctx, batch, orderIDs)}
-	for _, p := range poison {
+	errs := []error{w.confirm(ctx, batch, res.ids), w.refuse(ctx, res.refused, res.gens)}
+	for _, p := range res.poison {
 		w.m.WriterErrors.WithLabelValues(string(classPoison)).Inc()
 		if err := w.deadLetter(ctx, p.msg, p.cause, p.detail); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// refuse settles in Redis the reservations whose order MySQL refused: each activity is fenced
+// first (inventory's FenceRefused: no instance sells from Redis counts that proved wrong, until
+// a restore rebuilds them from MySQL), then each record fails without giving its units back
+// (inventory's Refuse). A fresh refusal is counted and the batch's are logged in one ERROR
+// line with their buyers; a redelivered one only runs the Redis steps again.
+func (w *Writer) refuse(ctx context.Context, rs []refusal, gens map[string]string) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	var errs []error
+	var acts, list []string
+	for _, r := range rs {
+		a := r.msg.ActivityID
+		if !slices.Contains(acts, a) {
+			acts = append(acts, a)
+			if err := w.sc.ledger.FenceRefused(ctx, a, gens[a]); err != nil {
+				errs = append(errs, fmt.Errorf("order: %w", err))
+			}
+		}
+		if _, err := w.sc.ledger.Refuse(ctx, r.msg.ReservationID); err != nil {
+			errs = append(errs, fmt.Errorf("order: %w", err))
+		}
+		if r.fresh {
+			w.m.Refused.WithLabelValues(a, r.reason).Inc()
+			list = append(list, r.msg.ReservationID+" user="+r.msg.UserID+" "+r.reason)
+		}
+	}
+	if len(list) > 0 {
+		w.log.Error("MySQL refused orders of reservations Redis had answered 202: Redis lost or duplicated state; "+
+			"the activities are fenced until restored from MySQL (POST /admin/v1/activities/{id}/restore)",
+			"activities", acts, "refused", list)
 	}
 	return errors.Join(errs...)
 }
@@ -433,9 +468,9 @@ func (w *Writer) undoOrders(ctx context.Context, msgs []Message) error {
 	for _, g := range order {
 		var n int64
 		err := guardIncarnation(ctx, w.db, g.activity, g.inc, func(db *gorm.DB) error {
-			res := db.Exec("DELETE FROM orders WHERE reservation_id IN ?", rids[g])
-			n = res.RowsAffected
-			return res.Error
+			var err error
+			n, err = deleteOrders(db, g.activity, rids[g])
+			return err
 		})
 		switch {
 		case errors.Is(err, ErrStale):

@@ -4,7 +4,7 @@
 // records them) are the contract that downstream systems and tests read. Migrate applies them
 // on MySQL or MariaDB (at every start, and from the command seckill migrate); on the
 // embedded SQLite database of the embedded mode it creates the same tables from the models
-// instead. A schema change is a new file with the next number; a file never changes once
+// instead, and runs the files' data statements (UPDATE ...), written to run on both. A schema change is a new file with the next number; a file never changes once
 // released.
 package sql
 
@@ -41,7 +41,10 @@ type Activity struct {
 	Generation string `gorm:"size:32;not null;default:''"`
 	// Incarnation counts the restores of the activity's Redis state.
 	Incarnation int `gorm:"not null;default:0"`
-	CreatedAt   time.Time
+	// Sold is the units the activity's orders hold (004_sold.sql): the order writer moves it
+	// with the orders, under the row's lock, and never past Stock.
+	Sold      int64 `gorm:"not null;default:0"`
+	CreatedAt time.Time
 }
 
 // Order is a row of table orders: one confirmed order.
@@ -161,7 +164,8 @@ const migrateLock = "seckill.schema_migrations"
 // whose version it does not hold, recording each one after its statements ran; it returns
 // the files it applied. On MySQL, instances take turns under an advisory lock (GET_LOCK), so
 // two starts never apply one file at once. On SQLite (the embedded mode) it creates the
-// tables from the models and records every file as applied.
+// tables from the models, runs the files' data statements (those that start with UPDATE)
+// and records every file as applied.
 func Apply(db *gorm.DB) ([]Migration, error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -171,7 +175,17 @@ func Apply(db *gorm.DB) ([]Migration, error) {
 		if err := db.AutoMigrate(&Activity{}, &Order{}, &Compensation{}, &SchemaMigration{}); err != nil {
 			return nil, fmt.Errorf("sql: automigrate: %w", err)
 		}
-		return record(db, ms, func(Migration) error { return nil })
+		return record(db, ms, func(m Migration) error {
+			for _, s := range m.Statements {
+				if !strings.HasPrefix(s, "UPDATE ") {
+					continue // the tables come from the models
+				}
+				if err := db.Exec(s).Error; err != nil {
+					return fmt.Errorf("sql: apply %s: %w", m.Name, err)
+				}
+			}
+			return nil
+		})
 	}
 	var applied []Migration
 	err = db.Connection(func(conn *gorm.DB) error {
