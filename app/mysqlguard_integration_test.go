@@ -209,6 +209,44 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 	}, "activity %s fenced after the put-back: a new user answered 503 %s (last %v)", id, CodeRecovering,
 		testwait.Lazy(func() string { return fmt.Sprint(last.status, last.body) }))
 	guardSettle(t, ta, id, accepted)
+
+	// The operator restores it from MySQL: the report lists the refusals with their buyers,
+	// and the activity sells what MySQL says is left.
+	refused = guardRefused(t, ta, id)
+	units := guardCount(t, ta, "SELECT COALESCE(SUM(quantity), 0) FROM orders WHERE activity_id = ?", id)
+	if sold := guardCount(t, ta, "SELECT sold FROM activities WHERE id = ?", id); sold != units {
+		t.Errorf("activities.sold %d, the orders hold %d units", sold, units)
+	}
+	path := "/admin/v1/activities/" + id + "/restore"
+	if a := ta.admin(t, "POST", path, ""); a.status != http.StatusAccepted {
+		t.Fatalf("POST restore: %d %v", a.status, a.body)
+	}
+	var job answer
+	testwait.Eventually(t, 2*time.Minute, func() bool {
+		job = ta.admin(t, "GET", path, "")
+		return job.status == http.StatusOK && job.body["state"] != "RUNNING"
+	}, "the restore job done (last: %v)", testwait.Lazy(func() string { return fmt.Sprint(job.status, job.body) }))
+	rep, _ := job.body["report"].(map[string]any)
+	ref, _ := rep["refused"].(map[string]any)
+	list, _ := ref["reservations"].([]any)
+	if job.body["state"] != "DONE" || rep["sold"] != float64(units) || rep["remaining"] != float64(guardStockUnits-units) ||
+		ref["count"] != float64(len(refused)) || len(list) != len(refused) {
+		t.Fatalf("restore job: %v, want DONE with sold %d, remaining %d and the %d refusals listed", job.body, units, guardStockUnits-units, len(refused))
+	}
+	for _, x := range list {
+		r, _ := x.(map[string]any)
+		rid, _ := r["reservationId"].(string)
+		if refused[rid] == "" || r["userId"] != users[rid] || r["reason"] != reason {
+			t.Errorf("restore report lists %v: want a refused reservation with its buyer %q and reason %q", r, users[rid], reason)
+		}
+	}
+	want, wantCode := http.StatusAccepted, ""
+	if units == guardStockUnits {
+		want, wantCode = http.StatusGone, CodeSoldOut
+	}
+	if a := ta.reserve(t, id, id+"-after", ""); a.status != want || wantCode != "" && a.body["code"] != wantCode {
+		t.Fatalf("reserve after the restore: %d %v, want %d %s", a.status, a.body, want, wantCode)
+	}
 }
 
 // guardSettle waits until the writer handled every reservation answered 202 (an order, or a

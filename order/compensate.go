@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -207,6 +208,19 @@ func (c *Compensator) compensateGuarded(ctx context.Context, db *gorm.DB, msg Me
 			[]string{msg.ReservationID}); err != nil {
 			return fmt.Errorf("order: undo the order of failed %s: %w", msg.ReservationID, err)
 		}
+	}
+	var reasons []string
+	if err := db.Model(&sql.Compensation{}).Where("reservation_id = ?", msg.ReservationID).
+		Pluck("reason", &reasons).Error; err != nil {
+		return fmt.Errorf("order: compensate %s: look up compensation: %w", msg.ReservationID, err)
+	}
+	if len(reasons) > 0 && strings.HasPrefix(reasons[0], refusedPrefix) {
+		// MySQL refused its order (insert.go): nothing goes back (a credit would put a phantom
+		// unit on sale); the record fails as refused, if the writer has not done it yet.
+		if _, err := c.sc.ledger.Refuse(ctx, msg.ReservationID); err != nil {
+			return fmt.Errorf("order: %w", err)
+		}
+		return nil
 	}
 	code, qty, err := c.sc.ledger.Fail(ctx, msg.ReservationID, msg.UserHash)
 	if err != nil {

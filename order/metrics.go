@@ -128,6 +128,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
+// refusedReasons are the reason labels of Refused.
+var refusedReasons = []string{refusedStock, refusedLimit, refusedActivity}
+
+// refusedSeries creates the activity's Refused series at 0 (an alert on their increase sees the
+// first refusal).
+func (m *Metrics) refusedSeries(activity string) {
+	for _, r := range refusedReasons {
+		m.Refused.WithLabelValues(activity, r)
+	}
+}
+
 // Forget deletes the series of an activity that went away.
 func (m *Metrics) Forget(activity string) {
 	for _, v := range []*prometheus.GaugeVec{m.JournalLag, m.InFlight, m.Drift, m.Orphans, m.Lost} {

@@ -36,6 +36,8 @@ type Report struct {
 	// Lost lists the reservations answered 202 that never reached MySQL, as restores found
 	// them (lost.go).
 	Lost *LostReport `json:"lost"`
+	// Refused lists the reservations answered 202 whose order MySQL refused (refused.go).
+	Refused RefusedReport `json:"refused"`
 }
 
 // ReconcileOptions configure a Reconciler. Zero values take the defaults named.
@@ -112,6 +114,9 @@ func (r *Reconciler) Report(ctx context.Context, activityID string) (Report, err
 	if rep.Lost, err = r.lostReport(ctx, activityID); err != nil {
 		return Report{}, err
 	}
+	if rep.Refused, err = r.Refused(ctx, activityID); err != nil {
+		return Report{}, err
+	}
 	return rep, nil
 }
 
@@ -157,6 +162,7 @@ func (r *Reconciler) activity(ctx context.Context, id string) error {
 	if !keyspace.ValidName(id) {
 		return nil
 	}
+	r.m.refusedSeries(id) // at 0 before the first refusal, so an alert on its increase fires
 	orphans := 0
 	if r.opts.Repair {
 		n, err := r.repair(ctx, id)

@@ -43,6 +43,9 @@ type RestoreReport struct {
 	// (lost.go); LostTotal is the activity's whole list after it.
 	Lost      []string `json:"lost"`
 	LostTotal int64    `json:"lostTotal"`
+	// Refused are the reservations answered 202 whose order MySQL refused (refused.go): a
+	// refusal is what fences an activity when Redis's counts went wrong without losing meta.
+	Refused RefusedReport `json:"refused"`
 }
 
 // Restore rebuilds the activity's Redis state from MySQL after Redis lost it (restarted
@@ -164,8 +167,12 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if lost == nil {
 		lost = []string{}
 	}
+	refused, err := r.Refused(ctx, id)
+	if err != nil {
+		r.log.Warn("listing the refused reservations failed (the reconciliation lists them)", "activity", id, "err", err)
+	}
 	return RestoreReport{ActivityID: id, Generation: plan.Generation, Incarnation: inc, Restored: restored,
-		Orders: len(orders), Lost: lost, LostTotal: total}, nil
+		Orders: len(orders), Lost: lost, LostTotal: total, Refused: refused}, nil
 }
 
 // cut claims incarnation inc for the activity (row is what Restore read at its start), sets

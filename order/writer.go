@@ -306,6 +306,9 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 		return err
 	}
 	w.m.WriterBatches.Inc()
+	for a := range res.gens {
+		w.m.refusedSeries(a)
+	}
 	errs := []error{w.confirm(ctx, batch, res.ids), w.refuse(ctx, res.refused, res.gens)}
 	for _, p := range res.poison {
 		w.m.WriterErrors.WithLabelValues(string(classPoison)).Inc()

@@ -336,6 +336,13 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 		t.Fatalf("created %s without a generation", s.aid)
 	}
 	cat.put(a)
+	// MySQL's row: the writer refuses what would take the orders past its stock or a buyer past
+	// its limit (order/insert.go).
+	row := sql.Activity{ID: a.ID, Stock: a.Stock, PerUserLimit: a.PerUserLimit, OpensAt: time.Now().UTC(), Shards: shards,
+		Generation: a.Generation}
+	if err := db.Create(&row).Error; err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("activity %s: stock %d, per-user limit %d, %d shards, %d users", s.aid, s.stock, s.limit, shards, len(s.users))
 	return s
 }
