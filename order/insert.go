@@ -89,17 +89,27 @@ type written struct {
 // A plain INSERT: under the lock nothing else inserts these activities' orders, so a
 // duplicate key means the row's data cannot be stored; the rows are then inserted one by one
 // to find the poison.
+//
+// Concurrent calls are combined (groupcommit.go): one transaction carries every batch that
+// queued while the one before ran, so the handler goroutines of one process never wait on each
+// other's row locks. A redelivery and a poisoned batch of one caller are the others' too: a
+// transaction that fails, fails them all, and each is retried as before.
 func (w *Writer) insert(ctx context.Context, batch []Message) (written, error) {
-	var out written
-	err := w.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var err error
-		out, err = w.insertTx(tx, batch)
-		return err
+	base := context.WithoutCancel(ctx)
+	return w.gc.insert(ctx, batch, func(all []Message) (written, error) {
+		tctx, cancel := context.WithTimeout(base, w.opts.StatementTimeout)
+		defer cancel()
+		var out written
+		err := w.db.WithContext(tctx).Transaction(func(tx *gorm.DB) error {
+			var err error
+			out, err = w.insertTx(tx, all)
+			return err
+		})
+		if err != nil {
+			return written{}, fmt.Errorf("order: insert: %w", err)
+		}
+		return out, nil
 	})
-	if err != nil {
-		return written{}, fmt.Errorf("order: insert: %w", err)
-	}
-	return out, nil
 }
 
 func (w *Writer) insertTx(tx *gorm.DB, batch []Message) (written, error) {
@@ -115,17 +125,9 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message) (written, error) {
 	for i, m := range batch {
 		rids[i] = m.ReservationID
 	}
-	byRID, holds, err := readOrders(tx, batch, rids)
+	byRID, holds, compensated, err := readOrders(tx, batch, rids)
 	if err != nil {
 		return out, err
-	}
-	var comps []sql.Compensation
-	if err := tx.Select("reservation_id", "reason").Where("reservation_id IN ?", rids).Find(&comps).Error; err != nil {
-		return out, fmt.Errorf("read compensations: %w", err)
-	}
-	compensated := make(map[string]string, len(comps))
-	for _, c := range comps {
-		compensated[c.ReservationID] = c.Reason
 	}
 	var fit []Message
 	var skipped []string
@@ -227,48 +229,64 @@ func lockActivities(tx *gorm.DB, batch []Message) (map[string]*guarded, error) {
 
 func heldKey(activity, user string) string { return activity + "\x00" + user }
 
-// readOrders reads, in one statement, the orders under the batch's reservation ids and every
-// order of the batch's buyers in their activities: the orders by reservation id, and what
-// each buyer holds (units and sequences).
-func readOrders(tx *gorm.DB, batch []Message, rids []string) (map[string]orderKey, map[string]*held, error) {
+// readOrders reads, in one statement, the orders under the batch's reservation ids, every
+// order of the batch's buyers in their activities and the batch's compensations rows: the
+// orders by reservation id, what each buyer holds (units and sequences), and the compensated
+// reservations with their reasons.
+func readOrders(tx *gorm.DB, batch []Message, rids []string) (map[string]orderKey, map[string]*held, map[string]string, error) {
 	users := map[string][]string{}
+	buyer := map[string]bool{} // heldKey of the batch's buyers
 	var acts []string
 	for _, m := range batch {
 		if users[m.ActivityID] == nil {
 			acts = append(acts, m.ActivityID)
 		}
-		if !slices.Contains(users[m.ActivityID], m.UserID) {
+		if k := heldKey(m.ActivityID, m.UserID); !buyer[k] {
+			buyer[k] = true
 			users[m.ActivityID] = append(users[m.ActivityID], m.UserID)
 		}
 	}
-	where := "reservation_id IN ?"
+	var q strings.Builder
+	q.WriteString("SELECT 0 AS comp, id, reservation_id, activity_id, user_id, seq, quantity, '' AS reason FROM orders WHERE reservation_id IN ?")
 	args := []any{rids}
 	for _, a := range acts {
-		where += " OR (activity_id = ? AND user_id IN ?)"
+		q.WriteString(" OR (activity_id = ? AND user_id IN ?)")
 		args = append(args, a, users[a])
 	}
+	q.WriteString(" UNION ALL SELECT 1, 0, reservation_id, activity_id, user_id, 0, quantity, reason FROM compensations WHERE reservation_id IN ?")
+	args = append(args, rids)
 	var rows []struct {
+		Comp          int
 		ID            int64
 		ReservationID string
 		ActivityID    string
 		UserID        string
 		Seq           int
 		Quantity      int64
+		Reason        string
 	}
-	if err := tx.Model(&sql.Order{}).Select("id", "reservation_id", "activity_id", "user_id", "seq", "quantity").
-		Where(where, args...).Find(&rows).Error; err != nil {
-		return nil, nil, fmt.Errorf("read orders: %w", err)
+	if err := tx.Raw(q.String(), args...).Scan(&rows).Error; err != nil {
+		return nil, nil, nil, fmt.Errorf("read orders: %w", err)
+	}
+	inBatch := make(map[string]bool, len(rids))
+	for _, r := range rids {
+		inBatch[r] = true
 	}
 	byRID := make(map[string]orderKey, len(rids))
 	holds := map[string]*held{}
+	compensated := map[string]string{}
 	for _, r := range rows {
-		if slices.Contains(rids, r.ReservationID) {
-			byRID[r.ReservationID] = orderKey{ID: r.ID, ReservationID: r.ReservationID, ActivityID: r.ActivityID, UserID: r.UserID, Seq: r.Seq}
-		}
-		if !slices.Contains(users[r.ActivityID], r.UserID) {
+		if r.Comp == 1 {
+			compensated[r.ReservationID] = r.Reason
 			continue
 		}
+		if inBatch[r.ReservationID] {
+			byRID[r.ReservationID] = orderKey{ID: r.ID, ReservationID: r.ReservationID, ActivityID: r.ActivityID, UserID: r.UserID, Seq: r.Seq}
+		}
 		k := heldKey(r.ActivityID, r.UserID)
+		if !buyer[k] {
+			continue
+		}
 		h := holds[k]
 		if h == nil {
 			h = &held{seqs: map[int]bool{}}
@@ -277,7 +295,7 @@ func readOrders(tx *gorm.DB, batch []Message, rids []string) (map[string]orderKe
 		h.units += r.Quantity
 		h.seqs[r.Seq] = true
 	}
-	return byRID, holds, nil
+	return byRID, holds, compensated, nil
 }
 
 // insertFitting inserts the orders that fit and reads their ids back into out.ids. When the

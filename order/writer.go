@@ -68,6 +68,7 @@ type Writer struct {
 	lim  *rate.Limiter
 	comp *Compensator
 	rl   *RepeatLog
+	gc   combiner // the guarded transactions, one at a time, batches combined (groupcommit.go)
 
 	mu       sync.Mutex
 	failures int       // writes failed in a row (guarded by mu)
@@ -299,9 +300,7 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 	if w.beforeInsert != nil {
 		w.beforeInsert(batch)
 	}
-	dbctx, cancel := context.WithTimeout(ctx, w.opts.StatementTimeout)
-	defer cancel()
-	res, err := w.insert(dbctx, batch)
+	res, err := w.insert(ctx, batch)
 	if err != nil {
 		return err
 	}
