@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,6 +218,11 @@ type MasterDurability struct {
 	Fsync string
 	// Replicas is the count of replicas online.
 	Replicas int
+	// Promotable is the count of those a Sentinel failover may promote (replica-priority not
+	// 0; one whose priority could not be read counts), read only in mode replicas:N when
+	// there are more replicas online than N, and not on a Cluster (which elects by offset).
+	Promotable int
+	replicas   []string // the online replicas' addresses (INFO replication)
 }
 
 // CheckDurability reads, from every master rdb writes to (each master of a Cluster, the
@@ -232,10 +238,14 @@ func CheckDurability(ctx context.Context, rdb redis.UniversalClient, d Durabilit
 		out  []MasterDurability
 		errs []error
 	)
+	_, cluster := rdb.(*redis.ClusterClient)
 	read := func(ctx context.Context, c *redis.Client) error {
 		m, err := readMaster(ctx, c)
 		if err != nil {
 			return err
+		}
+		if d.Replicas > 0 && !cluster && m.Replicas > d.Replicas {
+			m.Promotable = promotable(ctx, c, m.replicas)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -248,6 +258,12 @@ func CheckDurability(ctx context.Context, rdb redis.UniversalClient, d Durabilit
 		}
 		if m.Replicas < d.Replicas {
 			errs = append(errs, fmt.Errorf("%s has %d replica(s) online, want %d: add a replica (replicaof) or choose another mode", m.Addr, m.Replicas, d.Replicas))
+		}
+		if m.Promotable > d.Replicas {
+			errs = append(errs, fmt.Errorf("%s has %d replicas that may be promoted (replica-priority not 0) and a 202 waits for %d: "+
+				"Sentinel orders failover candidates by replica-priority before replication offset, so it may promote one that did not "+
+				"acknowledge the last 202s; set replicas:%d, or replica-priority 0 on the replicas that must never be promoted",
+				m.Addr, m.Promotable, d.Replicas, m.Promotable))
 		}
 		return nil
 	}
@@ -307,6 +323,9 @@ func readMaster(ctx context.Context, c *redis.Client) (MasterDurability, error) 
 			port = v
 		case strings.HasPrefix(k, "slave") && k != "slave_read_only" && strings.Contains(v, "state=online"):
 			m.Replicas++
+			if a := replicaAddr(v); a != "" {
+				m.replicas = append(m.replicas, a)
+			}
 		}
 	}
 	if m.Addr == "FailoverClient" {
@@ -317,6 +336,53 @@ func readMaster(ctx context.Context, c *redis.Client) (MasterDurability, error) 
 		m.Fsync = v["appendfsync"]
 	}
 	return m, nil
+}
+
+// replicaAddr reads host:port from a master's INFO line of a replica
+// ("ip=10.0.0.2,port=6379,state=online,..."), "" when it has none.
+func replicaAddr(v string) string {
+	var ip, port string
+	for _, f := range strings.Split(v, ",") {
+		k, x, _ := strings.Cut(f, "=")
+		switch k {
+		case "ip":
+			ip = x
+		case "port":
+			port = x
+		}
+	}
+	if ip == "" || port == "" {
+		return ""
+	}
+	return net.JoinHostPort(ip, port)
+}
+
+// promotable counts the replicas at addrs a Sentinel failover may promote: replica-priority
+// (INFO replication's slave_priority) not 0. Each is reached with the master's client options
+// (credentials, TLS); one that cannot be read counts as promotable.
+func promotable(ctx context.Context, master *redis.Client, addrs []string) int {
+	n := 0
+	for _, a := range addrs {
+		o := *master.Options()
+		o.Addr, o.Dialer, o.OnConnect = a, nil, nil
+		c := redis.NewClient(&o)
+		info, err := c.Info(ctx, "replication").Result()
+		c.Close()
+		if err != nil || infoField(info, "slave_priority") != "0" {
+			n++
+		}
+	}
+	return n
+}
+
+// infoField is the value of field k in an INFO answer, "" when absent.
+func infoField(info, k string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), k+":"); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // FsyncHorizon is how old a journal entry must be (by its stream id's time) before it is
