@@ -427,8 +427,10 @@ func nacosLoginOnce(ctx context.Context, addr, username, password string) (strin
 	return out.AccessToken, time.Duration(out.TokenTTL) * time.Second, nil
 }
 
-// nacosDo sends one request and returns the status and the (trimmed, bounded) body.
-func nacosDo(ctx context.Context, method, u string, form url.Values) (int, string, error) {
+// nacosDo sends one request and returns the status and the (trimmed, bounded) body. Its
+// error never holds the access token (see redactURLError).
+func nacosDo(ctx context.Context, method, u string, form url.Values) (status int, text string, err error) {
+	defer func() { err = redactURLError(err) }()
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -450,6 +452,38 @@ func nacosDo(ctx context.Context, method, u string, form url.Values) (int, strin
 		return 0, "", err
 	}
 	return resp.StatusCode, strings.TrimSpace(string(b)), nil
+}
+
+// redactURLError replaces by "REDACTED" the value of every query parameter of the URL of the
+// first *url.Error in err's chain whose name says it holds a secret (accessToken, password,
+// username), and returns err. net/http's errors print the URL, and the Open API takes the
+// access token in the query, with which anyone can read the configuration: redacted where the
+// error is made, no log line or message further up can print it. It edits the *url.Error in
+// place, so call it before any fmt.Errorf wraps err: a wrap formats its message once.
+func redactURLError(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	base, query, ok := strings.Cut(ue.URL, "?")
+	if !ok {
+		return err
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		k, _, _ := strings.Cut(p, "=")
+		name, uerr := url.QueryUnescape(k)
+		if uerr != nil {
+			name = k
+		}
+		name = strings.ToLower(name)
+		if strings.Contains(name, "token") || strings.Contains(name, "password") ||
+			strings.Contains(name, "secret") || strings.Contains(name, "username") {
+			params[i] = k + "=REDACTED"
+		}
+	}
+	ue.URL = base + "?" + strings.Join(params, "&")
+	return err
 }
 
 // nacosToken keeps an access token for the Open API calls made outside the SDK, logging in

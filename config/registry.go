@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -170,31 +169,25 @@ func (r *NacosRegistry) refresh(log *slog.Logger) {
 	if tok != "" {
 		q.Set("accessToken", tok)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.Addr+"/nacos/v1/ns/instance/list?"+q.Encode(), nil)
+	status, text, err := nacosDo(ctx, http.MethodGet, "http://"+r.Addr+"/nacos/v1/ns/instance/list?"+q.Encode(), nil)
 	if err != nil {
 		log.Debug("config: nacos instance count failed, keeping the last", "err", err)
 		return
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		log.Debug("config: nacos instance count failed, keeping the last", "err", err)
-		return
-	}
-	defer resp.Body.Close()
 	var body struct {
 		Hosts []struct {
 			Healthy *bool `json:"healthy"`
 			Enabled *bool `json:"enabled"`
 		} `json:"hosts"`
 	}
-	if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
+	if status == http.StatusForbidden || status == http.StatusUnauthorized {
 		r.token.forget()
 	}
-	if resp.StatusCode != http.StatusOK {
-		log.Debug("config: nacos instance count failed, keeping the last", "status", resp.StatusCode)
+	if status != http.StatusOK {
+		log.Debug("config: nacos instance count failed, keeping the last", "status", status)
 		return
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&body); err != nil {
+	if err := json.Unmarshal([]byte(text), &body); err != nil {
 		log.Debug("config: nacos instance count undecodable, keeping the last", "err", err)
 		return
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +87,30 @@ func TestConfigCheckBadFixtures(t *testing.T) {
 		if got := run([]string{"config", "check", p}, env, &out, &errb); got != 0 || !strings.Contains(out.String(), "valid") {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 0", p, got, out.String(), errb.String())
 		}
+	}
+}
+
+// A config publish that drops in transit says so on stderr without the Nacos access token.
+func TestConfigPublishHidesToken(t *testing.T) {
+	const token = "tok-must-not-leak-51c2"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/nacos/v1/auth/users/login" {
+			w.Write([]byte(`{"accessToken":"` + token + `","tokenTtl":18000}`))
+			return
+		}
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}))
+	defer srv.Close()
+	env := map[string]string{"SECKILL_NACOS_ADDR": strings.TrimPrefix(srv.URL, "http://"),
+		"SECKILL_NACOS_USERNAME": "admin", "SECKILL_NACOS_PASSWORD": "pw"}
+	var out, errb bytes.Buffer
+	got := run([]string{"config", "publish", "../../config/seckill.yaml"}, func(k string) string { return env[k] }, &out, &errb)
+	if got != 1 || !strings.Contains(errb.String(), "seckill: config publish: nacos publish:") {
+		t.Fatalf("exit %d, stderr %q; want 1 and the publish failure", got, errb.String())
+	}
+	if strings.Contains(errb.String(), token) || !strings.Contains(errb.String(), "accessToken=REDACTED") {
+		t.Fatalf("stderr %q: want the token replaced by REDACTED", errb.String())
 	}
 }
