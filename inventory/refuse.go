@@ -38,7 +38,8 @@ func (l *Ledger) Refuse(ctx context.Context, rid string) (FailResult, error) {
 // key of every shard of every layout meta names, so the reserve script refuses at once. Meta
 // naming another generation is left alone: a restore's fence, a restore that moved the
 // activity on since (a refusal of the old state must not fence the new one), or a loss the
-// instances see already. An activity without meta is fenced already. Idempotent.
+// instances see already. A row of a release before generations (gen "") fences any meta but a
+// restore's. An activity without meta is fenced already. Idempotent.
 func (l *Ledger) FenceRefused(ctx context.Context, activity, gen string) error {
 	_, lays, err := l.layouts(ctx, activity)
 	if errors.Is(err, ErrNotFound) {
@@ -49,9 +50,9 @@ func (l *Ledger) FenceRefused(ctx context.Context, activity, gen string) error {
 	}
 	const fence = `local g = redis.call('HGET', KEYS[1], 'gen')
 if g == ARGV[1] then return 1 end
-if g == ARGV[2] then redis.call('HSET', KEYS[1], 'gen', ARGV[1]) return 1 end
+if g == ARGV[2] or (ARGV[2] == '' and g ~= ARGV[3]) then redis.call('HSET', KEYS[1], 'gen', ARGV[1]) return 1 end
 return 0`
-	n, err := l.rdb.Eval(ctx, fence, []string{Meta(activity)}, generationRolledBack, gen).Int()
+	n, err := l.rdb.Eval(ctx, fence, []string{Meta(activity)}, generationRolledBack, gen, generationFenced).Int()
 	if err != nil {
 		return fmt.Errorf("inventory: fence %s: %w", activity, err)
 	}

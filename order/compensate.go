@@ -217,8 +217,12 @@ func (c *Compensator) compensateGuarded(ctx context.Context, db *gorm.DB, msg Me
 	if len(reasons) > 0 && strings.HasPrefix(reasons[0], refusedPrefix) {
 		// MySQL refused its order (insert.go): nothing goes back (a credit would put a phantom
 		// unit on sale); the record fails as refused, if the writer has not done it yet.
-		if _, err := c.sc.ledger.Refuse(ctx, msg.ReservationID); err != nil {
+		code, err := c.sc.ledger.Refuse(ctx, msg.ReservationID)
+		if err != nil {
 			return fmt.Errorf("order: %w", err)
+		}
+		if code == inventory.FailedNow {
+			c.m.Refused.WithLabelValues(msg.ActivityID, strings.TrimPrefix(reasons[0], refusedPrefix)).Inc()
 		}
 		return nil
 	}

@@ -64,11 +64,13 @@ func (c *combiner) loop(run func([]Message) (written, error)) {
 		}
 		c.mu.Unlock()
 		all := make([]Message, 0, n)
-		seen := make(map[string]bool, n)
+		seen := make(map[Message]bool, n)
 		for _, r := range reqs {
 			for _, m := range r.batch {
-				if !seen[m.ReservationID] {
-					seen[m.ReservationID] = true
+				k := m
+				k.Attempt = 0 // the same reservation, whatever its delivery count
+				if !seen[k] {
+					seen[k] = true
 					all = append(all, m)
 				}
 			}
@@ -112,6 +114,11 @@ func (o written) part(batch []Message) written {
 	for _, x := range o.refused {
 		if in[x.msg.ReservationID] {
 			p.refused = append(p.refused, x)
+		}
+	}
+	for _, m := range o.unknown {
+		if in[m.ReservationID] {
+			p.unknown = append(p.unknown, m)
 		}
 	}
 	return p

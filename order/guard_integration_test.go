@@ -9,8 +9,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -180,4 +182,72 @@ func checkGuard(t *testing.T, seed uint64, db *gorm.DB, a *testActivity, msgs []
 		}
 	}
 	return refused
+}
+
+// TestPoisonedRowTakesNoUnit: a row MySQL cannot store (here two buyers whose ids share the
+// unique key's 255-character prefix, with the same sequence) is poison, and takes no unit
+// from the count the batch's later messages are judged by: with a stock of 2, the first
+// buyer's order and the third's fit, and nothing is refused.
+func TestPoisonedRowTakesNoUnit(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 2)
+	prefix := strings.Repeat("p", 255)
+	msgs := a.reserveFor([]string{prefix + "-a-" + a.id, prefix + "-b-" + a.id, "c-" + a.id}, 1)
+	m := testMetrics()
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
+	if err := w.Handle(context.Background(), msgs); err != nil {
+		t.Fatal(err)
+	}
+	var orders []sql.Order
+	if err := db.Where("activity_id = ?", a.id).Order("id").Find(&orders).Error; err != nil {
+		t.Fatal(err)
+	}
+	var comps []sql.Compensation
+	if err := db.Where("activity_id = ?", a.id).Find(&comps).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(orders) != 2 || orders[0].ReservationID != msgs[0].ReservationID || orders[1].ReservationID != msgs[2].ReservationID {
+		t.Fatalf("orders %+v, want the first and the third buyer's", orders)
+	}
+	if len(comps) != 1 || comps[0].ReservationID != msgs[1].ReservationID || strings.HasPrefix(comps[0].Reason, refusedPrefix) {
+		t.Fatalf("compensations %+v, want the second buyer's dead letter only (no refusal)", comps)
+	}
+	if got := counterValue(t, m.DeadLetters.WithLabelValues(string(causeInsert))); got != 1 {
+		t.Fatalf("dead letters (insert) %v, want 1", got)
+	}
+}
+
+// TestReservationOfAnActivityWithoutARowWaits: the admin create writes Redis, then MySQL; a
+// reservation made in between (or while the MySQL write fails and the create is retried) is
+// neither written nor refused: the batch comes back (ErrNoActivityRow), and once the row
+// exists the order is written.
+func TestReservationOfAnActivityWithoutARowWaits(t *testing.T) {
+	t.Parallel()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 5)
+	if err := db.Exec("DELETE FROM activities WHERE id = ?", a.id).Error; err != nil {
+		t.Fatal(err)
+	}
+	msgs := a.reserve(2)
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, Retries: 1, MaxBackoff: 10 * time.Millisecond}, testMetrics(), testLogger(t)))
+	ctx := context.Background()
+	if err := w.Handle(ctx, msgs); !errors.Is(err, ErrNoActivityRow) {
+		t.Fatalf("Handle without the activity's row: %v, want ErrNoActivityRow", err)
+	}
+	if c := countOrders(t, db, a.id); c.rows != 0 || compensationRows(t, db, a.id) != 0 {
+		t.Fatalf("orders %+v, %d compensations: want none while MySQL does not know the activity", c, compensationRows(t, db, a.id))
+	}
+	row := sql.Activity{ID: a.id, Stock: 5, PerUserLimit: 1, OpensAt: time.Now().UTC(), Shards: 1, Generation: "g0"}
+	if err := db.Create(&row).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle(ctx, msgs); err != nil {
+		t.Fatalf("Handle once the row exists: %v", err)
+	}
+	if c := countOrders(t, db, a.id); c.rows != 2 {
+		t.Fatalf("orders %+v once the row exists, want 2", c)
+	}
 }

@@ -2,6 +2,7 @@ package order
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,17 +28,16 @@ type poisoned struct {
 // Redis steps (Writer.refuse) are run again.
 type refusal struct {
 	msg    Message
-	reason string // refusedStock, refusedLimit or refusedActivity
+	reason string // refusedStock or refusedLimit
 	fresh  bool
 }
 
 // Refusal reasons (the metric's reason label; the compensations row's reason is
 // refusedPrefix + reason).
 const (
-	refusedStock    = "stock"    // the activity's orders hold its whole stock
-	refusedLimit    = "limit"    // the buyer's orders hold the per-user limit
-	refusedActivity = "activity" // MySQL has no row for the activity
-	refusedPrefix   = "refused: "
+	refusedStock  = "stock" // the activity's orders hold its whole stock
+	refusedLimit  = "limit" // the buyer's orders hold the per-user limit
+	refusedPrefix = "refused: "
 )
 
 // guarded is an activity's row as the writer's transaction holds it (under its exclusive
@@ -63,6 +63,9 @@ type written struct {
 	ids     map[string]int64 // reservation -> its order's id
 	poison  []poisoned
 	refused []refusal
+	// unknown are the messages of activities MySQL has no row for (yet: the admin create
+	// writes Redis, then MySQL): neither written nor refused; the batch comes again.
+	unknown []Message
 	gens    map[string]string // activity -> its generation in MySQL (for the fence)
 }
 
@@ -96,23 +99,41 @@ type written struct {
 // transaction that fails, fails them all, and each is retried as before.
 func (w *Writer) insert(ctx context.Context, batch []Message) (written, error) {
 	base := context.WithoutCancel(ctx)
-	return w.gc.insert(ctx, batch, func(all []Message) (written, error) {
-		tctx, cancel := context.WithTimeout(base, w.opts.StatementTimeout)
-		defer cancel()
-		var out written
-		err := w.db.WithContext(tctx).Transaction(func(tx *gorm.DB) error {
-			var err error
-			out, err = w.insertTx(tx, all)
-			return err
-		})
-		if err != nil {
-			return written{}, fmt.Errorf("order: insert: %w", err)
-		}
-		return out, nil
-	})
+	return w.gc.insert(ctx, batch, func(all []Message) (written, error) { return w.insertNow(base, all) })
 }
 
-func (w *Writer) insertTx(tx *gorm.DB, batch []Message) (written, error) {
+// insertNow runs insert's transaction for batch alone, now.
+func (w *Writer) insertNow(ctx context.Context, batch []Message) (written, error) {
+	tctx, cancel := context.WithTimeout(ctx, w.opts.StatementTimeout)
+	defer cancel()
+	var out written
+	run := func(rowByRow bool) error {
+		return w.db.WithContext(tctx).Transaction(func(tx *gorm.DB) error {
+			var err error
+			out, err = w.insertTx(tx, batch, rowByRow)
+			return err
+		})
+	}
+	err := run(false)
+	if errors.Is(err, errRowData) {
+		w.log.Warn("batch insert failed on its data; writing row by row", "orders", len(batch), "err", err)
+		err = run(true)
+	}
+	if err != nil {
+		return written{}, fmt.Errorf("order: insert: %w", err)
+	}
+	return out, nil
+}
+
+// errRowData is insertTx's answer when the batch's INSERT failed on the data of a row: the
+// transaction is run again row by row, so that a poisoned row takes no unit from the count
+// the next messages are judged by.
+var errRowData = errors.New("a row of the batch cannot be stored")
+
+// insertTx is insert's transaction. rowByRow inserts each fitting order as the walk meets it,
+// and a row MySQL cannot store is poison that takes no unit; else the orders that fit go in
+// one INSERT, and one that fails on its data is errRowData.
+func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written, error) {
 	out := written{ids: make(map[string]int64, len(batch)), gens: map[string]string{}}
 	acts, err := lockActivities(tx, batch)
 	if err != nil {
@@ -168,12 +189,21 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message) (written, error) {
 			// Another reservation of this buyer has this sequence: Redis handed it out again.
 			out.poison = append(out.poison, poisoned{m, causeSeqConflict, ""})
 		case a == nil:
-			out.refused = append(out.refused, refusal{msg: m, reason: refusedActivity, fresh: true})
+			out.unknown = append(out.unknown, m)
 		case a.Sold+a.add+q > a.Stock:
 			out.refused = append(out.refused, refusal{msg: m, reason: refusedStock, fresh: true})
 		case h.units+q > a.PerUserLimit:
 			out.refused = append(out.refused, refusal{msg: m, reason: refusedLimit, fresh: true})
 		default:
+			if rowByRow {
+				if err := insertOrders(tx, []Message{m}); err != nil {
+					if isTransient(err) {
+						return out, err
+					}
+					out.poison = append(out.poison, poisoned{m, causeInsert, err.Error()})
+					continue
+				}
+			}
 			fit = append(fit, m)
 			a.add += q
 			h.units += q
@@ -183,7 +213,7 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message) (written, error) {
 	if len(skipped) > 0 {
 		w.log.Info("skipped reservations compensated before their order", "reservations", skipped)
 	}
-	if err := insertFitting(tx, fit, acts, &out); err != nil {
+	if err := insertFitting(tx, fit, !rowByRow, &out); err != nil {
 		return out, err
 	}
 	if err := recordRefusals(tx, out.refused); err != nil {
@@ -246,17 +276,20 @@ func readOrders(tx *gorm.DB, batch []Message, rids []string) (map[string]orderKe
 			users[m.ActivityID] = append(users[m.ActivityID], m.UserID)
 		}
 	}
+	// One SELECT per index (the reservation id's, each activity's (activity, user) prefix,
+	// the compensations' reservation id), not an OR the planner might answer with a scan of
+	// the table under the activity's lock.
 	var q strings.Builder
-	q.WriteString("SELECT 0 AS comp, id, reservation_id, activity_id, user_id, seq, quantity, '' AS reason FROM orders WHERE reservation_id IN ?")
+	q.WriteString("SELECT 0 AS src, id, reservation_id, activity_id, user_id, seq, quantity, '' AS reason FROM orders WHERE reservation_id IN ?")
 	args := []any{rids}
 	for _, a := range acts {
-		q.WriteString(" OR (activity_id = ? AND user_id IN ?)")
+		q.WriteString(" UNION ALL SELECT 1, id, reservation_id, activity_id, user_id, seq, quantity, '' FROM orders WHERE activity_id = ? AND user_id IN ?")
 		args = append(args, a, users[a])
 	}
-	q.WriteString(" UNION ALL SELECT 1, 0, reservation_id, activity_id, user_id, 0, quantity, reason FROM compensations WHERE reservation_id IN ?")
+	q.WriteString(" UNION ALL SELECT 2, 0, reservation_id, activity_id, user_id, 0, quantity, reason FROM compensations WHERE reservation_id IN ?")
 	args = append(args, rids)
 	var rows []struct {
-		Comp          int
+		Src           int
 		ID            int64
 		ReservationID string
 		ActivityID    string
@@ -276,12 +309,15 @@ func readOrders(tx *gorm.DB, batch []Message, rids []string) (map[string]orderKe
 	holds := map[string]*held{}
 	compensated := map[string]string{}
 	for _, r := range rows {
-		if r.Comp == 1 {
+		switch r.Src {
+		case 2:
 			compensated[r.ReservationID] = r.Reason
 			continue
-		}
-		if inBatch[r.ReservationID] {
-			byRID[r.ReservationID] = orderKey{ID: r.ID, ReservationID: r.ReservationID, ActivityID: r.ActivityID, UserID: r.UserID, Seq: r.Seq}
+		case 0:
+			if inBatch[r.ReservationID] {
+				byRID[r.ReservationID] = orderKey{ID: r.ID, ReservationID: r.ReservationID, ActivityID: r.ActivityID, UserID: r.UserID, Seq: r.Seq}
+			}
+			continue
 		}
 		k := heldKey(r.ActivityID, r.UserID)
 		if !buyer[k] {
@@ -298,33 +334,19 @@ func readOrders(tx *gorm.DB, batch []Message, rids []string) (map[string]orderKe
 	return byRID, holds, compensated, nil
 }
 
-// insertFitting inserts the orders that fit and reads their ids back into out.ids. When the
-// insert fails on its data, the rows go one by one: those that fail are poison and their units
-// are taken off their activity's count.
-func insertFitting(tx *gorm.DB, fit []Message, acts map[string]*guarded, out *written) error {
+// insertFitting inserts the orders that fit (unless the walk did, one by one: insert false)
+// and reads their ids back into out.ids. An INSERT that fails on its data is errRowData.
+func insertFitting(tx *gorm.DB, fit []Message, insert bool, out *written) error {
 	if len(fit) == 0 {
 		return nil
 	}
-	if err := insertOrders(tx, fit); err != nil {
-		if isTransient(err) {
-			return err
-		}
-		var ok []Message
-		for _, m := range fit {
-			if err := insertOrders(tx, []Message{m}); err != nil {
-				if isTransient(err) {
-					return err
-				}
-				out.poison = append(out.poison, poisoned{m, causeInsert, err.Error()})
-				acts[m.ActivityID].add -= int64(m.Quantity)
-				continue
+	if insert {
+		if err := insertOrders(tx, fit); err != nil {
+			if isTransient(err) {
+				return err
 			}
-			ok = append(ok, m)
+			return fmt.Errorf("%w: %w", errRowData, err)
 		}
-		fit = ok
-	}
-	if len(fit) == 0 {
-		return nil
 	}
 	rids := make([]string, len(fit))
 	for i, m := range fit {

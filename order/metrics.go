@@ -39,7 +39,7 @@ type Metrics struct {
 	ActivityCompensations *prometheus.CounterVec // activity: reservations failed for good, stock returned
 	// Refused counts the orders MySQL refused although Redis had answered 202 (insert.go):
 	// every one is a broken promise and proves Redis lost or duplicated state.
-	Refused *prometheus.CounterVec // activity, reason: stock, limit, activity
+	Refused *prometheus.CounterVec // activity, reason: stock, limit
 }
 
 // Label values of the closed sets, created at 0 by NewMetrics.
@@ -100,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		ActivityCompensations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_activity_compensations_total",
 			Help: "Reservations failed for good whose stock went back to Redis, by activity."}, []string{"activity"}),
 		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_orders_refused_total",
-			Help: "Reservations answered 202 whose order MySQL refused (reason stock: the activity's stock was sold; limit: the buyer held the per-user limit; activity: MySQL has no such activity): Redis lost or duplicated state, and the activity is fenced for a restore."},
+			Help: "Reservations answered 202 whose order MySQL refused (reason stock: the activity's stock was sold; limit: the buyer held the per-user limit): Redis lost or duplicated state, and the activity is fenced for a restore."},
 			[]string{"activity", "reason"}),
 	}
 	for _, c := range errClasses {
@@ -129,7 +129,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // refusedReasons are the reason labels of Refused.
-var refusedReasons = []string{refusedStock, refusedLimit, refusedActivity}
+var refusedReasons = []string{refusedStock, refusedLimit}
 
 // refusedSeries creates the activity's Refused series at 0 (an alert on their increase sees the
 // first refusal).

@@ -26,7 +26,8 @@ type WriterOptions struct {
 	// MaxOrdersPerSecond caps the rate orders reach MySQL (token bucket; default 5000;
 	// negative means no cap).
 	MaxOrdersPerSecond float64
-	// StatementTimeout bounds the MySQL statements of one batch (default 5 s).
+	// StatementTimeout bounds one guarded transaction, a combined batch of up to 1,000
+	// orders (default 5 s).
 	StatementTimeout time.Duration
 	// CompensationLockTTL is the expiry of the (activity, user) lock the writer's
 	// compensator takes (default 10 s).
@@ -77,6 +78,12 @@ type Writer struct {
 
 	beforeInsert func([]Message) // test hook: runs before the insert of a batch
 }
+
+// ErrNoActivityRow: a batch held reservations of an activity MySQL has no row for (yet: the
+// admin create writes Redis first, then MySQL, and a failed MySQL write leaves the activity in
+// Redis until the create is retried). They are neither written nor refused; the batch is
+// handed back and comes again.
+var ErrNoActivityRow = errors.New("order: the activity has no row in MySQL")
 
 // Healthy returns nil unless the writer's last UnhealthyAfter writes or more all failed with
 // none succeeding since (MySQL or Redis sick); the error then names the streak, its length
@@ -220,7 +227,7 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) error {
 		n := min(len(good), w.opts.BatchSize)
 		batch := good[:n]
 		good = good[n:]
-		err := w.writeRetrying(ctx, batch)
+		err := w.writeRetrying(ctx, batch, false)
 		if err == nil {
 			continue
 		}
@@ -241,7 +248,7 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) error {
 			continue
 		}
 		for _, m := range batch {
-			err := w.writeRetrying(ctx, []Message{m})
+			err := w.writeRetrying(ctx, []Message{m}, true)
 			switch {
 			case err == nil:
 			case !errors.As(err, &pe) || m.Attempt < w.opts.MaxAttempts:
@@ -257,10 +264,12 @@ func (w *Writer) Handle(ctx context.Context, msgs []Message) error {
 }
 
 // writeRetrying writes one batch, retrying failures other than panics a few times in
-// process with the writer-wide backoff.
-func (w *Writer) writeRetrying(ctx context.Context, batch []Message) error {
+// process with the writer-wide backoff. alone writes it in a transaction of its own (not
+// combined with other callers' batches: a message isolated for its panics must not fail
+// them, nor they it).
+func (w *Writer) writeRetrying(ctx context.Context, batch []Message, alone bool) error {
 	for attempt := 0; ; attempt++ {
-		err := w.safeWrite(ctx, batch)
+		err := w.safeWrite(ctx, batch, alone)
 		w.noteWrite(err)
 		var pe *PanicError
 		if err == nil || errors.As(err, &pe) || attempt >= w.opts.Retries || ctx.Err() != nil {
@@ -278,14 +287,14 @@ func (w *Writer) writeRetrying(ctx context.Context, batch []Message) error {
 }
 
 // safeWrite is write with a panic turned into a *PanicError.
-func (w *Writer) safeWrite(ctx context.Context, batch []Message) (err error) {
+func (w *Writer) safeWrite(ctx context.Context, batch []Message, alone bool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			w.log.Error("writing a batch panicked", "panic", r, "orders", len(batch))
 			err = &PanicError{Value: r}
 		}
 	}()
-	return w.write(ctx, batch)
+	return w.write(ctx, batch, alone)
 }
 
 // write handles one batch of distinct, valid reservations: insert decides, in one MySQL
@@ -293,14 +302,20 @@ func (w *Writer) safeWrite(ctx context.Context, batch []Message) (err error) {
 // (refuse) and which are poison (dead-lettered); confirm then settles the orders in Redis,
 // where the record's final state decides between an order and a compensation (an order whose
 // confirm finds FAILED is deleted again; see undoOrders).
-func (w *Writer) write(ctx context.Context, batch []Message) error {
+func (w *Writer) write(ctx context.Context, batch []Message, alone bool) error {
 	if err := w.lim.WaitN(ctx, len(batch)); err != nil {
 		return err
 	}
 	if w.beforeInsert != nil {
 		w.beforeInsert(batch)
 	}
-	res, err := w.insert(ctx, batch)
+	var res written
+	var err error
+	if alone {
+		res, err = w.insertNow(ctx, batch)
+	} else {
+		res, err = w.insert(ctx, batch)
+	}
 	if err != nil {
 		return err
 	}
@@ -315,14 +330,19 @@ func (w *Writer) write(ctx context.Context, batch []Message) error {
 			errs = append(errs, err)
 		}
 	}
+	if len(res.unknown) > 0 {
+		errs = append(errs, fmt.Errorf("%w: %d reservations of %s wait for it", ErrNoActivityRow, len(res.unknown), res.unknown[0].ActivityID))
+	}
 	return errors.Join(errs...)
 }
 
 // refuse settles in Redis the reservations whose order MySQL refused: each activity is fenced
 // first (inventory's FenceRefused: no instance sells from Redis counts that proved wrong, until
 // a restore rebuilds them from MySQL), then each record fails without giving its units back
-// (inventory's Refuse). A fresh refusal is counted and the batch's are logged in one ERROR
-// line with their buyers; a redelivered one only runs the Redis steps again.
+// (inventory's Refuse). A refusal is counted, and the batch's are logged in one ERROR line
+// with their buyers, when its record turns FAILED here (or, refused by this batch, has no
+// record left): a redelivery after a crash between the commit and these steps counts it
+// then, and one whose steps ran before counts nothing again.
 func (w *Writer) refuse(ctx context.Context, rs []refusal, gens map[string]string) error {
 	if len(rs) == 0 {
 		return nil
@@ -337,10 +357,12 @@ func (w *Writer) refuse(ctx context.Context, rs []refusal, gens map[string]strin
 				errs = append(errs, fmt.Errorf("order: %w", err))
 			}
 		}
-		if _, err := w.sc.ledger.Refuse(ctx, r.msg.ReservationID); err != nil {
+		code, err := w.sc.ledger.Refuse(ctx, r.msg.ReservationID)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("order: %w", err))
+			continue
 		}
-		if r.fresh {
+		if code == inventory.FailedNow || r.fresh && code == inventory.FailMissing {
 			w.m.Refused.WithLabelValues(a, r.reason).Inc()
 			list = append(list, r.msg.ReservationID+" user="+r.msg.UserID+" "+r.reason)
 		}

@@ -5,7 +5,8 @@
 -- written (a release before this one had no counter); running it again sets the same value,
 -- so the file is idempotent. Stop the writers of the earlier release before this file is
 -- applied: an order they insert afterwards is not counted (the reconciliation reports the
--- difference as soldDrift, and a restore sets the counter from the orders again).
+-- difference as soldDrift with an ERROR line, and a restore sets the counter from the orders
+-- again).
 ALTER TABLE activities ADD COLUMN sold BIGINT NOT NULL DEFAULT 0;
 
 UPDATE activities SET sold = (SELECT COALESCE(SUM(o.quantity), 0) FROM orders o WHERE o.activity_id = activities.id);
