@@ -357,10 +357,10 @@ func (s *sim) checkLossEnd() {
 	s.loss.refused, s.loss.broken = s.brokenPromises(owner)
 }
 
-// brokenPromises counts, from MySQL, the 202s of the run without an order at its end (broken
-// promises: lost with Redis, or compensated because a fault failed them for good) and among
-// them those MySQL refused (order/insert.go: the stock or the buyer's limit was reached where
-// the orders live).
+// brokenPromises counts, from MySQL, the 202s of the run without an order at its end that the
+// simulation did not fail itself (broken promises: lost with Redis, dead-lettered, refused) and
+// among them those MySQL refused (order/insert.go: the stock or the buyer's limit was reached
+// where the orders live).
 func (s *sim) brokenPromises(owner map[string]string) (refused, broken int) {
 	var comps []sql.Compensation
 	if err := s.db.Where("activity_id = ?", s.aid).Find(&comps).Error; err != nil {
@@ -371,7 +371,7 @@ func (s *sim) brokenPromises(owner map[string]string) (refused, broken int) {
 		why[c.ReservationID] = c.Reason
 	}
 	for rid := range s.loss.answered {
-		if _, ok := owner[rid]; ok {
+		if _, ok := owner[rid]; ok || s.failed[rid] {
 			continue
 		}
 		broken++
