@@ -513,16 +513,21 @@ func (s *Store) refill(ctx context.Context, e *entry, l *layout, home int, need 
 		tries = l.shards - 1
 	}
 	start := int(s.nonce.Add(1) % uint64(l.shards))
-	tried, considered := 0, 0
+	tried := 0
 	// The empty marks are hints (a compensation may have given a marked shard units back
-	// since): when they rule out every other shard, a second pass ignores them.
-	for pass := 0; pass < 2 && considered == 0; pass++ {
+	// since): when the shards they leave in do not hold enough, a second pass tries the
+	// marked ones.
+	skipped := make([]bool, l.shards)
+	for pass := 0; pass < 2 && moved < need; pass++ {
 		for o := 0; o < l.shards && tried < tries && moved < need; o++ {
 			j := (start + o) % l.shards
-			if j == home || pass == 0 && l.empty[j].Load() {
+			if j == home || pass == 1 && !skipped[j] {
 				continue
 			}
-			considered++
+			if pass == 0 && l.empty[j].Load() {
+				skipped[j] = true
+				continue
+			}
 			id := s.mover.newID("t" + s.opts.InstanceID)
 			// Announce the units before the debit, so a request of this instance that finds
 			// the home shard empty meanwhile waits for them instead of answering SOLD_OUT.
