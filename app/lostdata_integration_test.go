@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,12 +75,26 @@ func TestRestoreIsAsynchronous(t *testing.T) {
 		t.Fatalf("reserve: %d %v", a.status, a.body)
 	}
 	waitDriftZero(t, ta, id) // the order is in MySQL
+	path := "/admin/v1/activities/" + id + "/restore"
+	// A restore closes the sale while it runs: on a healthy activity it is refused, unless
+	// forced, and starts nothing.
+	if a := ta.admin(t, "POST", path, ""); a.status != http.StatusConflict || a.body["code"] != CodeConflict ||
+		!strings.Contains(fmt.Sprint(a.body["message"]), "force=true") {
+		t.Fatalf("POST restore of a healthy activity: %d %v, want 409 CONFLICT naming force=true", a.status, a.body)
+	}
+	if a := ta.admin(t, "GET", path, ""); a.status != http.StatusNotFound {
+		t.Fatalf("GET after a refused restore: %d %v, want 404 (no job started)", a.status, a.body)
+	}
 	ctx := context.Background()
 	k := inventory.Shard(id, 0, 0)
 	if err := ta.rdb.Del(ctx, inventory.Meta(id), k.Stock(), k.Users(), k.Seq(), k.Stats(), k.Journal(), k.Gen()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	path := "/admin/v1/activities/" + id + "/restore"
+	var st answer
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		st = ta.do(t, "GET", "/api/v1/activities/"+id, nil, "")
+		return st.body["status"] == "RECOVERING"
+	}, "the loss noticed (last %v)", testwait.Lazy(func() string { return fmt.Sprint(st.status, st.body) }))
 	first := ta.admin(t, "POST", path, "")
 	// The restore waits 4.5 s at least (settle, then the quiet of the queue): an answer that
 	// says RUNNING was given before it ended.

@@ -309,6 +309,21 @@ func (a *api) postRestore(c *gin.Context) {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity in MySQL"))
 		return
 	}
+	// A restore fences the activity while it runs (seconds): on one this instance holds
+	// healthy it is refused unless forced, so a mistaken or repeated POST does not close a
+	// live sale. A job running already is answered as before.
+	if v, ok := a.inv.Activity(id); ok && !v.Recovering && c.Query("force") != "true" {
+		job, found, err := a.restores.status(ctx, id)
+		if err != nil {
+			writeError(c, unavailable("reading the restore job's state failed: "+err.Error()).after(time.Second))
+			return
+		}
+		if !found || job.State != restoreRunning {
+			writeError(c, newError(http.StatusConflict, CodeConflict, "the activity is not recovering: a restore would close its sale while it runs; "+
+				"if Redis lost it just now, retry in a second, else POST "+c.Request.URL.Path+"?force=true to restore anyway"))
+			return
+		}
+	}
 	job, started, err := a.restores.start(ctx, id)
 	if err != nil {
 		writeError(c, unavailable("starting the restore job failed: "+err.Error()).after(5*time.Second))
