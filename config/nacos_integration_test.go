@@ -39,11 +39,13 @@ func TestNacosEditsAndInvalidEdits(t *testing.T) {
 		return string(b) == good
 	}, "snapshot written")
 
-	// A good edit is in force within 1 s.
+	// A good edit is in force at once (tens of ms on a quiet machine). The bound is 5 s: in
+	// make test this package runs beside the Redis and MySQL packages on 2 cores with the Nacos
+	// JVM, and a push once took over 1 s there; the time is logged.
 	good2 := "limits: {user: {rate: 2, burst: 2}}\n"
 	start := time.Now()
 	pub(t, good2)
-	testwait.Eventually(t, time.Second, func() bool { return r.Status().Version == versionOf(t, good2) }, "edit applied")
+	testwait.Eventually(t, 5*time.Second, func() bool { return r.Status().Version == versionOf(t, good2) }, "edit applied")
 	t.Logf("edit applied in %v", time.Since(start))
 	kept := r.Current()
 
