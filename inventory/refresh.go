@@ -65,24 +65,39 @@ const (
 	recoverAge   = 2 * time.Second
 )
 
+// recoverAll is one background pass over the activities this instance holds: settle
+// transfers in transit and retire old layouts. An activity in the recovering state is left
+// alone (its Redis state is wrong or gone; the restore rebuilds it), and so is one whose meta
+// is gone. Failures (Redis down) log one line per kind per 10 s, and one when it works again.
 func (s *Store) recoverAll(ctx context.Context) {
 	s.mu.RLock()
 	ids := make([]string, 0, len(s.acts))
-	for id := range s.acts {
-		ids = append(ids, id)
+	for id, e := range s.acts {
+		if e.recovering.Load() == nil {
+			ids = append(ids, id)
+		}
 	}
 	s.mu.RUnlock()
+	settled, retired := true, true
 	for _, id := range ids {
 		n, err := s.Recover(ctx, id, recoverAge)
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("settling transfers in transit failed", "activity", id, "err", err)
-		}
-		if n > 0 {
+		switch {
+		case err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound):
+			settled = false
+			s.rl.Warn("settle", "settling transfers in transit failed", "activity", id, "err", err)
+		case n > 0:
 			s.log.Info("settled transfers left in transit", "activity", id, "transfers", n)
 		}
 		if _, err := s.Retire(ctx, id); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
-			s.log.Warn("retiring old layouts failed", "activity", id, "err", err)
+			retired = false
+			s.rl.Warn("retire", "retiring old layouts failed", "activity", id, "err", err)
 		}
+	}
+	if settled {
+		s.rl.OK("settle", "settling transfers in transit works again")
+	}
+	if retired {
+		s.rl.OK("retire", "retiring old layouts works again")
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/logrepeat"
 	"github.com/seckill/seckill/internal/lru"
 	"github.com/seckill/seckill/lua"
 )
@@ -126,6 +127,7 @@ type Store struct {
 	opts Options
 	m    *Metrics
 	log  *slog.Logger
+	rl   *logrepeat.Log // the background passes' failures: one line per kind per 10 s
 
 	reserve, create, load, drain, credit, copy, reshard, token, restore, retire, fail *script
 	reserveBatch                                                                      *script
@@ -337,7 +339,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, acts: map[string]*entry{}, neg: lru.New[struct{}](maxNegative), hasher: hasher,
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, rl: logrepeat.New(log, 0), acts: map[string]*entry{}, neg: lru.New[struct{}](maxNegative), hasher: hasher,
 		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{},
 		collected: map[string]bool{}, settledTo: map[string]int64{}}
 	var base [8]byte

@@ -108,35 +108,3 @@ func TestRelayWithRedisDownLogsOnce(t *testing.T) {
 		t.Fatalf("%d go-redis client lines in 2 s, want at most one per kind", n)
 	}
 }
-
-// TestRepeatLogCounts checks the limiter itself with a fake clock: one line per interval per
-// key, the next line carrying the count of the repeats it dropped, and one recovery line.
-func TestRepeatLogCounts(t *testing.T) {
-	var buf syncBuffer
-	now := time.Unix(1000, 0)
-	rl := NewRepeatLog(slog.New(slog.NewJSONHandler(&buf, nil)), 10*time.Second)
-	rl.now = func() time.Time { return now }
-	for i := 0; i < 50; i++ { // 5 s of failures at 10 a second
-		rl.Warn("a", "a failed", "i", i)
-		now = now.Add(100 * time.Millisecond)
-	}
-	rl.Warn("b", "b failed")
-	now = now.Add(6 * time.Second)
-	rl.Warn("a", "a failed")
-	rl.OK("a", "a works again")
-	rl.OK("b", "b works again")
-	rl.OK("a", "a works again")
-	recs := buf.lines(t)
-	if n, s := countMsg(recs, "a failed"); n != 2 || s != 49 {
-		t.Fatalf("%d lines with %v suppressed for a, want 2 with 49", n, s)
-	}
-	if n, _ := countMsg(recs, "b failed"); n != 1 {
-		t.Fatalf("%d lines for b, want 1", n)
-	}
-	if n, _ := countMsg(recs, "a works again"); n != 1 {
-		t.Fatalf("%d recovery lines for a, want 1", n)
-	}
-	if n, _ := countMsg(recs, "b works again"); n != 1 {
-		t.Fatalf("%d recovery lines for b, want 1", n)
-	}
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/logrepeat"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -71,7 +72,7 @@ type Relay struct {
 	groups  map[string]bool // streams whose group exists
 	streams []string
 	held    map[string]*heldBatch // streams whose last batch waits (durability, ack), by stream
-	rl      *RepeatLog            // repeated failures: one line per kind per 10 s
+	rl      *logrepeat.Log        // repeated failures: one line per kind per 10 s
 
 	beforeDurable func(stream string) // test hook: runs before the durability step of a batch
 }
@@ -113,7 +114,7 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 		return nil, err
 	}
 	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, groups: map[string]bool{},
-		held: map[string]*heldBatch{}, log: log, rl: NewRepeatLog(log, 0)}, nil
+		held: map[string]*heldBatch{}, log: log, rl: logrepeat.New(log, 0)}, nil
 }
 
 // Run relays until ctx is done and then returns nil. Entries read but not yet acknowledged

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/backoff"
+	"github.com/seckill/seckill/internal/logrepeat"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
 )
@@ -68,7 +69,7 @@ type Writer struct {
 	sc   *scripts
 	lim  *rate.Limiter
 	comp *Compensator
-	rl   *RepeatLog
+	rl   *logrepeat.Log
 	gc   combiner // the guarded transactions, one at a time, batches combined (groupcommit.go)
 
 	mu       sync.Mutex
@@ -177,7 +178,7 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 		log = slog.Default()
 	}
 	w := &Writer{db: db, rdb: rdb, opts: opts, m: m, log: log.With("component", "writer")}
-	w.rl = NewRepeatLog(w.log, 0)
+	w.rl = logrepeat.New(w.log, 0)
 	sc, err := loadScripts(rdb, opts.Ledger)
 	if err != nil {
 		return nil, err
