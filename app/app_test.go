@@ -163,6 +163,15 @@ type answer struct {
 
 func (ta *testApp) do(t testing.TB, method, path string, headers map[string]string, body string) answer {
 	t.Helper()
+	a, err := ta.try(method, path, headers, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// try is do for any goroutine: it returns its error instead of failing the test.
+func (ta *testApp) try(method, path string, headers map[string]string, body string) (answer, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -173,24 +182,27 @@ func (ta *testApp) do(t testing.TB, method, path string, headers map[string]stri
 	}
 	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return answer{}, err
 	}
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)
+	}
 	a := answer{status: resp.StatusCode, header: resp.Header}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &a.body); err != nil {
-			t.Fatalf("%s %s: answer is not JSON: %q", method, path, raw)
+			return answer{}, fmt.Errorf("%s %s: answer is not JSON: %q", method, path, raw)
 		}
 	}
-	return a
+	return a, nil
 }
 
 func (ta *testApp) admin(t testing.TB, method, path, body string) answer {

@@ -3,15 +3,11 @@
 package app
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,7 +140,7 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			answers[i], errs[i] = guardReserve(ta, id, u)
+			answers[i], errs[i] = ta.try("POST", "/api/v1/activities/"+id+"/reservations", map[string]string{"X-User-Id": u}, "")
 		}()
 	}
 	wg.Wait()
@@ -184,10 +180,9 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 	}
 
 	// The writer's refusals are counted by reason.
-	if got, found := guardRefusedMetric(t, ta, id, reason); len(refused) > 0 && (!found || got != len(refused)) ||
-		len(refused) == 0 && found && got != 0 {
-		t.Errorf("seckill_orders_refused_total{activity=%q,reason=%q} = %d (exported: %v), want %d (the refused compensations)",
-			id, reason, got, found, len(refused))
+	series := fmt.Sprintf("seckill_orders_refused_total{activity=%q,reason=%q}", id, reason)
+	if got := scrapeSum(t, ta, series); got != float64(len(refused)) {
+		t.Errorf("%s = %v, want %d (the refused compensations)", series, got, len(refused))
 	}
 
 	// The activity is fenced: a new user is answered RECOVERING. A 202 before the fence is
@@ -197,7 +192,7 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 	testwait.Eventually(t, 5*time.Second, func() bool {
 		fresh++
 		u := fmt.Sprintf("%s-f%d", id, fresh)
-		r, err := guardReserve(ta, id, u)
+		r, err := ta.try("POST", "/api/v1/activities/"+id+"/reservations", map[string]string{"X-User-Id": u}, "")
 		if err != nil {
 			t.Fatalf("reserve %s: %v", u, err)
 		}
@@ -342,58 +337,4 @@ func guardCount(t *testing.T, ta *testApp, query string, args ...any) int {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
-}
-
-// guardReserve is ta.reserve for any goroutine: it returns its error instead of failing t.
-func guardReserve(ta *testApp, id, user string) (answer, error) {
-	req, err := http.NewRequest("POST", ta.base+"/api/v1/activities/"+id+"/reservations", nil)
-	if err != nil {
-		return answer{}, err
-	}
-	req.Header.Set("X-User-Id", user)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return answer{}, err
-	}
-	a := answer{status: resp.StatusCode, header: resp.Header}
-	if len(strings.TrimSpace(string(raw))) > 0 {
-		if err := json.Unmarshal(raw, &a.body); err != nil {
-			return answer{}, fmt.Errorf("answer %d is not JSON: %q", resp.StatusCode, raw)
-		}
-	}
-	return a, nil
-}
-
-// guardRefusedMetric reads seckill_orders_refused_total of the activity and reason from the
-// admin listener's /metrics; found is false when the series is not exported.
-func guardRefusedMetric(t *testing.T, ta *testApp, id, reason string) (n int, found bool) {
-	t.Helper()
-	resp, err := http.Get(ta.adminBase + "/metrics")
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "seckill_orders_refused_total{") ||
-			!strings.Contains(line, fmt.Sprintf("activity=%q", id)) || !strings.Contains(line, fmt.Sprintf("reason=%q", reason)) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics: %q: %v", line, err)
-		}
-		return int(v), true
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	return 0, false
 }

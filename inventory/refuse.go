@@ -48,25 +48,15 @@ func (l *Ledger) FenceRefused(ctx context.Context, activity, gen string) error {
 	if err != nil {
 		return err
 	}
-	const fence = `local g = redis.call('HGET', KEYS[1], 'gen')
-if g == ARGV[1] then return 1 end
-if g == ARGV[2] or (ARGV[2] == '' and g ~= ARGV[3]) then redis.call('HSET', KEYS[1], 'gen', ARGV[1]) return 1 end
-return 0`
-	n, err := l.rdb.Eval(ctx, fence, []string{Meta(activity)}, generationRolledBack, gen, generationFenced).Int()
-	if err != nil {
-		return fmt.Errorf("inventory: fence %s: %w", activity, err)
+	fenced, err := fenceMeta(ctx, l.rdb, activity, gen)
+	if err != nil || !fenced {
+		return err
 	}
-	if n == 0 {
-		return nil
-	}
-	pipe := l.rdb.Pipeline()
+	var keys []ShardKeys
 	for _, lay := range lays {
 		for i := 0; i < lay.Shards; i++ {
-			pipe.Set(ctx, Shard(activity, lay.Epoch, i).Gen(), generationRolledBack, 0)
+			keys = append(keys, Shard(activity, lay.Epoch, i))
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("inventory: fence the shards of %s: %w", activity, err)
-	}
-	return nil
+	return fenceShards(ctx, l.rdb, keys)
 }

@@ -206,16 +206,38 @@ func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason
 // writeFence writes the rolled-back fence: meta's generation while it is still gen (a
 // restore's fence stands), and the generation key of every shard of l.
 func (s *Store) writeFence(ctx context.Context, id, gen string, l *layout) error {
-	const fence = `if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then redis.call('HSET', KEYS[1], 'gen', ARGV[2]) return 1 end return 0`
-	err := s.rdb.Eval(ctx, fence, []string{Meta(id)}, gen, generationRolledBack).Err()
-	pipe := s.rdb.Pipeline()
-	for _, k := range l.keys {
-		pipe.Set(ctx, k.Gen(), generationRolledBack, 0)
-	}
-	if _, perr := pipe.Exec(ctx); err == nil {
-		err = perr
+	_, err := fenceMeta(ctx, s.rdb, id, gen)
+	if serr := fenceShards(ctx, s.rdb, l.keys); err == nil {
+		err = serr
 	}
 	return err
+}
+
+// fenceMeta writes the rolled-back fence in meta's generation while it is gen (gen "", a row
+// from before generations: any generation but a restore's fence), and reports whether meta
+// holds the fence now (written here or before).
+func fenceMeta(ctx context.Context, rdb redis.UniversalClient, id, gen string) (bool, error) {
+	const fence = `local g = redis.call('HGET', KEYS[1], 'gen')
+if g == ARGV[1] then return 1 end
+if g == ARGV[2] or (ARGV[2] == '' and g and g ~= ARGV[3]) then redis.call('HSET', KEYS[1], 'gen', ARGV[1]) return 1 end
+return 0`
+	n, err := rdb.Eval(ctx, fence, []string{Meta(id)}, generationRolledBack, gen, generationFenced).Int()
+	if err != nil {
+		return false, fmt.Errorf("inventory: fence %s: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// fenceShards writes the rolled-back fence in the generation key of every shard of keys.
+func fenceShards(ctx context.Context, rdb redis.UniversalClient, keys []ShardKeys) error {
+	pipe := rdb.Pipeline()
+	for _, k := range keys {
+		pipe.Set(ctx, k.Gen(), generationRolledBack, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("inventory: fence shards: %w", err)
+	}
+	return nil
 }
 
 // refence writes the rolled-back fence again after meta's node lost it: meta (read as m)

@@ -15,12 +15,13 @@ const (
 	causeSeqConflict     deadCause = "seq_conflict"      // another order holds its (activity, user, seq)
 	causeRIDConflict     deadCause = "rid_conflict"      // its id names another buyer's order
 	causeInsert          deadCause = "insert"            // the row itself cannot be stored
+	causeNoActivity      deadCause = "no_activity"       // MySQL has had no row for its activity for NoRowWait
 	causeMaxAttempts     deadCause = "max_attempts"      // it still panics alone at the last attempt
 )
 
 // deadCauses is the closed set of causes, created at 0 by NewMetrics.
 var deadCauses = []deadCause{causeBadJournalEntry, causeBadMessage, causeSeqConflict,
-	causeRIDConflict, causeInsert, causeMaxAttempts}
+	causeRIDConflict, causeInsert, causeNoActivity, causeMaxAttempts}
 
 // reason is what a compensation records for a dead letter of this cause: the cause, and the
 // detail after a colon when there is one.

@@ -250,4 +250,21 @@ func TestReservationOfAnActivityWithoutARowWaits(t *testing.T) {
 	if c := countOrders(t, db, a.id); c.rows != 2 {
 		t.Fatalf("orders %+v once the row exists, want 2", c)
 	}
+	// Still no row NoRowWait after the reservation: dead-lettered, so the queue moves on.
+	b := newTestActivity(t, rdb, db, 1, 5)
+	if err := db.Exec("DELETE FROM activities WHERE id = ?", b.id).Error; err != nil {
+		t.Fatal(err)
+	}
+	old := b.reserve(1)
+	old[0].TS = time.Now().Add(-2 * time.Minute).UnixMilli()
+	if err := w.Handle(ctx, old); err != nil {
+		t.Fatalf("Handle of a message older than NoRowWait: %v, want nil (dead-lettered)", err)
+	}
+	var reasons []string
+	if err := db.Model(&sql.Compensation{}).Where("activity_id = ?", b.id).Pluck("reason", &reasons).Error; err != nil {
+		t.Fatal(err)
+	}
+	if c := countOrders(t, db, b.id); c.rows != 0 || len(reasons) != 1 || !strings.HasPrefix(reasons[0], string(causeNoActivity)) {
+		t.Fatalf("orders %+v, compensations %v: want none and one %s dead letter", c, reasons, causeNoActivity)
+	}
 }

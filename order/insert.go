@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -188,8 +189,12 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 		case h.seqs[m.Seq]:
 			// Another reservation of this buyer has this sequence: Redis handed it out again.
 			out.poison = append(out.poison, poisoned{m, causeSeqConflict, ""})
-		case a == nil:
+		case a == nil && time.Since(time.UnixMilli(m.TS)) < w.opts.NoRowWait:
 			out.unknown = append(out.unknown, m)
+		case a == nil:
+			// Still no row long after the reservation: not an admin create being retried.
+			// Dead-lettered, so the message does not hold its queue for good.
+			out.poison = append(out.poison, poisoned{m, causeNoActivity, "MySQL has no row for the activity"})
 		case a.Sold+a.add+q > a.Stock:
 			out.refused = append(out.refused, refusal{msg: m, reason: refusedStock, fresh: true})
 		case h.units+q > a.PerUserLimit:

@@ -82,7 +82,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		WriterStale: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_stale_dropped_total",
 			Help: "Messages of a reservation older than the activity's last restore (an incarnation below MySQL's) dropped without an order: the restore counted their units unsold (the log line names the activity)."}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_dead_letters_total",
-			Help: "Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, rid_conflict, insert, max_attempts)."}, []string{"reason"}),
+			Help: "Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, rid_conflict, insert, no_activity, max_attempts)."}, []string{"reason"}),
 		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_compensations_total",
 			Help: "Reservations failed for good whose stock went back to Redis."}),
 		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_reconcile_drift_units",

@@ -55,6 +55,11 @@ type WriterOptions struct {
 	// Ledger is the process's inventory.Ledger on the same Redis, shared by the pipeline's
 	// parts and the writer's compensator (nil builds one).
 	Ledger *inventory.Ledger
+	// NoRowWait is how long after its reservation (the journal entry's time) a message of an
+	// activity MySQL has no row for is handed back to wait for the row (the admin create
+	// writes Redis, then MySQL, and is retried when MySQL fails); after it, the message is
+	// dead-lettered (default 1 min).
+	NoRowWait time.Duration
 }
 
 // Writer turns queued reservations into MySQL orders and confirms them in Redis. Its Handle
@@ -83,7 +88,7 @@ type Writer struct {
 // ErrNoActivityRow: a batch held reservations of an activity MySQL has no row for (yet: the
 // admin create writes Redis first, then MySQL, and a failed MySQL write leaves the activity in
 // Redis until the create is retried). They are neither written nor refused; the batch is
-// handed back and comes again.
+// handed back and comes again, for WriterOptions.NoRowWait.
 var ErrNoActivityRow = errors.New("order: the activity has no row in MySQL")
 
 // Healthy returns nil unless the writer's last UnhealthyAfter writes or more all failed with
@@ -173,6 +178,9 @@ func NewWriter(db *gorm.DB, rdb redis.UniversalClient, opts WriterOptions, m *Me
 	}
 	if opts.UnhealthyAfter <= 0 {
 		opts.UnhealthyAfter = 3
+	}
+	if opts.NoRowWait <= 0 {
+		opts.NoRowWait = time.Minute
 	}
 	if log == nil {
 		log = slog.Default()
