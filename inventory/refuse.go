@@ -38,8 +38,8 @@ func (l *Ledger) Refuse(ctx context.Context, rid string) (FailResult, error) {
 // key of every shard of every layout meta names, so the reserve script refuses at once. Meta
 // naming another generation is left alone: a restore's fence, a restore that moved the
 // activity on since (a refusal of the old state must not fence the new one), or a loss the
-// instances see already. A row of a release before generations (gen "") fences any meta but a
-// restore's. An activity without meta is fenced already. Idempotent.
+// instances see already. A row of a release before generations (gen "") fences a meta that
+// names none. An activity without meta is fenced already. Idempotent.
 func (l *Ledger) FenceRefused(ctx context.Context, activity, gen string) error {
 	_, lays, err := l.layouts(ctx, activity)
 	if errors.Is(err, ErrNotFound) {

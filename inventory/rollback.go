@@ -213,15 +213,18 @@ func (s *Store) writeFence(ctx context.Context, id, gen string, l *layout) error
 	return err
 }
 
-// fenceMeta writes the rolled-back fence in meta's generation while it is gen (gen "", a row
-// from before generations: any generation but a restore's fence), and reports whether meta
-// holds the fence now (written here or before).
+// fenceMeta writes the rolled-back fence in meta's generation while it is gen (gen "", an
+// activity from before generations: while meta exists and names none), and reports whether
+// meta holds the fence now (written here or before). Meta naming another generation (a
+// restore's fence, a restored state) is left alone.
 func fenceMeta(ctx context.Context, rdb redis.UniversalClient, id, gen string) (bool, error) {
 	const fence = `local g = redis.call('HGET', KEYS[1], 'gen')
 if g == ARGV[1] then return 1 end
-if g == ARGV[2] or (ARGV[2] == '' and g and g ~= ARGV[3]) then redis.call('HSET', KEYS[1], 'gen', ARGV[1]) return 1 end
+local match = g == ARGV[2]
+if ARGV[2] == '' then match = (not g or g == '') and redis.call('EXISTS', KEYS[1]) == 1 end
+if match then redis.call('HSET', KEYS[1], 'gen', ARGV[1]) return 1 end
 return 0`
-	n, err := rdb.Eval(ctx, fence, []string{Meta(id)}, generationRolledBack, gen, generationFenced).Int()
+	n, err := rdb.Eval(ctx, fence, []string{Meta(id)}, generationRolledBack, gen).Int()
 	if err != nil {
 		return false, fmt.Errorf("inventory: fence %s: %w", id, err)
 	}

@@ -121,5 +121,10 @@ func (o written) part(batch []Message) written {
 			p.unknown = append(p.unknown, m)
 		}
 	}
+	for _, x := range o.stale {
+		if in[x.msg.ReservationID] {
+			p.stale = append(p.stale, x)
+		}
+	}
 	return p
 }

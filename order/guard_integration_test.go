@@ -250,15 +250,23 @@ func TestReservationOfAnActivityWithoutARowWaits(t *testing.T) {
 	if c := countOrders(t, db, a.id); c.rows != 2 {
 		t.Fatalf("orders %+v once the row exists, want 2", c)
 	}
-	// Still no row NoRowWait after the reservation: dead-lettered, so the queue moves on.
+	// Still no row NoRowWait after the writer first found none: dead-lettered, so the queue
+	// moves on. The wait counts from that first look, not from the reservation (a message
+	// older than NoRowWait, held up by a MySQL outage, still waits).
 	b := newTestActivity(t, rdb, db, 1, 5)
 	if err := db.Exec("DELETE FROM activities WHERE id = ?", b.id).Error; err != nil {
 		t.Fatal(err)
 	}
 	old := b.reserve(1)
 	old[0].TS = time.Now().Add(-2 * time.Minute).UnixMilli()
-	if err := w.Handle(ctx, old); err != nil {
-		t.Fatalf("Handle of a message older than NoRowWait: %v, want nil (dead-lettered)", err)
+	w2 := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, Retries: 1,
+		MaxBackoff: 10 * time.Millisecond, NoRowWait: 300 * time.Millisecond}, testMetrics(), testLogger(t)))
+	if err := w2.Handle(ctx, old); !errors.Is(err, ErrNoActivityRow) {
+		t.Fatalf("first Handle of a 2-minute-old message without the row: %v, want ErrNoActivityRow", err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	if err := w2.Handle(ctx, old); err != nil {
+		t.Fatalf("Handle NoRowWait after the first look: %v, want nil (dead-lettered)", err)
 	}
 	var reasons []string
 	if err := db.Model(&sql.Compensation{}).Where("activity_id = ?", b.id).Pluck("reason", &reasons).Error; err != nil {

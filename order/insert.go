@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -67,7 +66,14 @@ type written struct {
 	// unknown are the messages of activities MySQL has no row for (yet: the admin create
 	// writes Redis, then MySQL): neither written nor refused; the batch comes again.
 	unknown []Message
+	stale   []staleMsg        // messages of an incarnation a restore replaced: dropped
 	gens    map[string]string // activity -> its generation in MySQL (for the fence)
+}
+
+// staleMsg is a message dropped for its incarnation, and the activity's current one.
+type staleMsg struct {
+	msg     Message
+	current int
 }
 
 // insert writes the batch's orders in one transaction that keeps, per activity, the units of
@@ -105,10 +111,10 @@ func (w *Writer) insert(ctx context.Context, batch []Message) (written, error) {
 
 // insertNow runs insert's transaction for batch alone, now.
 func (w *Writer) insertNow(ctx context.Context, batch []Message) (written, error) {
-	tctx, cancel := context.WithTimeout(ctx, w.opts.StatementTimeout)
-	defer cancel()
 	var out written
 	run := func(rowByRow bool) error {
+		tctx, cancel := context.WithTimeout(ctx, w.opts.StatementTimeout)
+		defer cancel()
 		return w.db.WithContext(tctx).Transaction(func(tx *gorm.DB) error {
 			var err error
 			out, err = w.insertTx(tx, batch, rowByRow)
@@ -142,6 +148,7 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 	}
 	for id, a := range acts {
 		out.gens[id] = a.Generation
+		w.rowFound(id)
 	}
 	rids := make([]string, len(batch))
 	for i, m := range batch {
@@ -176,7 +183,7 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 			continue
 		}
 		if a != nil && inc < a.Incarnation {
-			w.dropStale(m, a.Incarnation)
+			out.stale = append(out.stale, staleMsg{m, a.Incarnation})
 			continue
 		}
 		h := holds[heldKey(m.ActivityID, m.UserID)]
@@ -189,7 +196,7 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 		case h.seqs[m.Seq]:
 			// Another reservation of this buyer has this sequence: Redis handed it out again.
 			out.poison = append(out.poison, poisoned{m, causeSeqConflict, ""})
-		case a == nil && time.Since(time.UnixMilli(m.TS)) < w.opts.NoRowWait:
+		case a == nil && w.noRowFor(m.ActivityID) < w.opts.NoRowWait:
 			out.unknown = append(out.unknown, m)
 		case a == nil:
 			// Still no row long after the reservation: not an admin create being retried.

@@ -55,10 +55,11 @@ type WriterOptions struct {
 	// Ledger is the process's inventory.Ledger on the same Redis, shared by the pipeline's
 	// parts and the writer's compensator (nil builds one).
 	Ledger *inventory.Ledger
-	// NoRowWait is how long after its reservation (the journal entry's time) a message of an
-	// activity MySQL has no row for is handed back to wait for the row (the admin create
-	// writes Redis, then MySQL, and is retried when MySQL fails); after it, the message is
-	// dead-lettered (default 1 min).
+	// NoRowWait is how long a message of an activity MySQL has no row for is handed back to
+	// wait for the row (the admin create writes Redis, then MySQL, and is retried when MySQL
+	// fails), counted from this writer's first transaction that found no row for the
+	// activity (not from the reservation: a MySQL outage delays both); after it, the message
+	// is dead-lettered (default 1 min).
 	NoRowWait time.Duration
 }
 
@@ -78,11 +79,34 @@ type Writer struct {
 	gc   combiner // the guarded transactions, one at a time, batches combined (groupcommit.go)
 
 	mu       sync.Mutex
-	failures int       // writes failed in a row (guarded by mu)
-	lastErr  error     // the last failure of the streak (guarded by mu)
-	since    time.Time // when the streak began (guarded by mu)
+	noRow    map[string]time.Time // activity -> when a transaction first found no row for it (guarded by mu)
+	failures int                  // writes failed in a row (guarded by mu)
+	lastErr  error                // the last failure of the streak (guarded by mu)
+	since    time.Time            // when the streak began (guarded by mu)
 
 	beforeInsert func([]Message) // test hook: runs before the insert of a batch
+}
+
+// noRowFor says how long this writer has found no MySQL row for the activity (0 at the first
+// time); rowFound forgets it once a row is there.
+func (w *Writer) noRowFor(activity string) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.noRow == nil {
+		w.noRow = map[string]time.Time{}
+	}
+	first, ok := w.noRow[activity]
+	if !ok {
+		w.noRow[activity] = time.Now()
+		return 0
+	}
+	return time.Since(first)
+}
+
+func (w *Writer) rowFound(activity string) {
+	w.mu.Lock()
+	delete(w.noRow, activity)
+	w.mu.Unlock()
 }
 
 // ErrNoActivityRow: a batch held reservations of an activity MySQL has no row for (yet: the
@@ -329,6 +353,9 @@ func (w *Writer) write(ctx context.Context, batch []Message, alone bool) error {
 		return err
 	}
 	w.m.WriterBatches.Inc()
+	for _, x := range res.stale {
+		w.dropStale(x.msg, x.current)
+	}
 	for a := range res.gens {
 		w.m.refusedSeries(a)
 	}
