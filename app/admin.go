@@ -156,12 +156,16 @@ func (a *api) postActivity(c *gin.Context) {
 		writeError(c, e)
 		return
 	}
-	if row, known, err := a.admin.activityRow(c.Request.Context(), act.ID); err != nil {
+	if row, known, err := a.admin.row(c.Request.Context(), act.ID); err != nil {
 		a.log.Error("read activity from MySQL", "activity", act.ID, "err", err)
 		writeError(c, unavailable("database unavailable, retry: the request is idempotent"))
 		return
+	} else if known && row.ArchivedAt != nil {
+		writeError(c, newError(http.StatusConflict, CodeArchived, "an archived activity has this id: a new sale needs a new id").
+			with("activityId", act.ID))
+		return
 	} else if known {
-		a.createKnown(c, act, row, activityOpensGiven(raw))
+		a.createKnown(c, act, activityOfRow(row), activityOpensGiven(raw))
 		return
 	}
 	if !activityOpensGiven(raw) {
@@ -216,7 +220,9 @@ func (a *api) getReconciliation(c *gin.Context) {
 		return
 	}
 	if v, e := a.lookup(c, a.cfg.Current(), id); e != nil {
-		writeError(c, e)
+		if e.Status != http.StatusNotFound || !a.archivedRecord(c, id, "reconciliation") {
+			writeError(c, e)
+		}
 		return
 	} else if v.Recovering {
 		writeError(c, newError(http.StatusServiceUnavailable, CodeRecovering,

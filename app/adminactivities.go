@@ -63,6 +63,7 @@ func (a *api) getActivities(c *gin.Context) {
 		next = rows[limit-1].ID
 	}
 	list := make([]gin.H, 0, len(rows))
+	now := a.now()
 	for _, r := range rows {
 		h := gin.H{
 			"activityId": r.ID, "campaignId": r.CampaignID, "stock": r.Stock, "perUserLimit": r.PerUserLimit,
@@ -71,6 +72,9 @@ func (a *api) getActivities(c *gin.Context) {
 		}
 		if r.ClosesAt != nil {
 			h["closesAt"] = millis(*r.ClosesAt)
+		}
+		for k, v := range lifecycleJSON(r, lifecycleState(r, now, false)) {
+			h[k] = v
 		}
 		list = append(list, h)
 	}
@@ -91,10 +95,15 @@ func (a *api) getAdminActivity(c *gin.Context) {
 		return
 	}
 	if !ok {
-		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity"))
+		if !a.archivedRecord(c, id, "") {
+			writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity"))
+		}
 		return
 	}
 	h := activityJSON(v.Activity)
+	if !v.EndedAt.IsZero() {
+		h["endedAt"] = millis(v.EndedAt)
+	}
 	h["remaining"] = max(v.Remaining, 0)
 	h["soldOut"] = v.SoldOut || v.Remaining <= 0
 	c.JSON(http.StatusOK, h)

@@ -136,6 +136,8 @@ func (a *api) adminRouter() *gin.Engine {
 	adm.POST("/activities/:id/restore", a.postRestore)
 	adm.GET("/activities/:id/restore", a.getRestore)
 	adm.GET("/activities/:id/report", a.getReport)
+	adm.POST("/activities/:id/end", a.postEnd)
+	adm.POST("/activities/:id/archive", a.postArchive)
 	adm.GET("/config", a.getConfig)
 	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(a.gatherer, promhttp.HandlerOpts{})))
 	r.GET("/debug/pprof/*name", a.requireAdmin, pprofHandler)

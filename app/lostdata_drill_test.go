@@ -92,7 +92,7 @@ func TestDrillRedisRestartedEmpty(t *testing.T) {
 				}
 				wg.Wait()
 				for i, ta := range []*testApp{a, b} {
-					rz := ta.do(t, "GET", "/readyz", nil, "")
+					rz := adminReadyz(t, ta)
 					// (The shared MySQL also knows other tests' activities, which this private
 					// Redis never had: they are recovering too.)
 					ids, _ := rz.body["recovering"].([]any)

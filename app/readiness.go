@@ -29,8 +29,9 @@ func (a *api) readyz(c *gin.Context, detail bool) {
 	}
 	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
 	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
-	if ids := a.recoveringIDs(); len(ids) > 0 {
-		// Still ready (other activities sell), but the activities Redis lost are named.
+	if ids := a.recoveringIDs(); len(ids) > 0 && detail {
+		// Still ready (other activities sell), but the activities Redis lost are named, on
+		// the admin port only: the storefront's answer names no activity.
 		body["recovering"] = ids
 	}
 	writer := "failing"

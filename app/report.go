@@ -106,7 +106,9 @@ func (a *api) getReport(c *gin.Context) {
 	}
 	v, e := a.lookup(c, a.cfg.Current(), id)
 	if e != nil {
-		writeError(c, e)
+		if e.Status != http.StatusNotFound || !a.archivedRecord(c, id, "report") {
+			writeError(c, e)
+		}
 		return
 	}
 	ctx := c.Request.Context()

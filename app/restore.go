@@ -12,7 +12,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
-	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/lua"
@@ -32,10 +31,11 @@ const (
 var _ inventory.Catalog = (*adminStore)(nil)
 
 // Known lists the activities MySQL knows with their generations: the inventory's catalog
-// (a loss of Redis state is detected against it).
+// (a loss of Redis state is detected against it). An archived activity is not in it: its
+// Redis keys were deleted on purpose (lifecycle.go).
 func (s *adminStore) Known(ctx context.Context) ([]inventory.Activity, error) {
 	var rows []sql.Activity
-	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
+	if err := s.db.WithContext(ctx).Where("archived_at IS NULL").Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make([]inventory.Activity, len(rows))
@@ -45,22 +45,13 @@ func (s *adminStore) Known(ctx context.Context) ([]inventory.Activity, error) {
 	return out, nil
 }
 
-// One is the activity id as MySQL knows it (inventory.Catalog).
+// One is the activity id as MySQL knows it (inventory.Catalog); false for an archived one.
 func (s *adminStore) One(ctx context.Context, id string) (inventory.Activity, bool, error) {
-	return s.activityRow(ctx, id)
-}
-
-// activityRow reads the activity's MySQL row; false when there is none.
-func (s *adminStore) activityRow(ctx context.Context, id string) (inventory.Activity, bool, error) {
-	var row sql.Activity
-	err := s.db.WithContext(ctx).Where("id = ?", id).First(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return inventory.Activity{}, false, nil
-	}
-	if err != nil {
+	r, ok, err := s.row(ctx, id)
+	if err != nil || !ok || r.ArchivedAt != nil {
 		return inventory.Activity{}, false, err
 	}
-	return activityOfRow(row), true, nil
+	return activityOfRow(r), true, nil
 }
 
 func activityOfRow(r sql.Activity) inventory.Activity {
@@ -68,6 +59,9 @@ func activityOfRow(r sql.Activity) inventory.Activity {
 		OpensAt: r.OpensAt.UTC(), Shards: r.Shards, RequireToken: r.RequireToken, Generation: r.Generation}
 	if r.ClosesAt != nil {
 		a.ClosesAt = r.ClosesAt.UTC()
+	}
+	if r.EndedAt != nil {
+		a.EndedAt = r.EndedAt.UTC()
 	}
 	return a
 }
@@ -302,11 +296,14 @@ func (a *api) postRestore(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	if _, ok, err := a.admin.activityRow(ctx, id); err != nil {
+	if r, ok, err := a.admin.row(ctx, id); err != nil {
 		writeError(c, unavailable("reading the activity from MySQL failed: "+err.Error()).after(5*time.Second))
 		return
 	} else if !ok {
 		writeError(c, newError(http.StatusNotFound, CodeNotFound, "no such activity in MySQL"))
+		return
+	} else if r.ArchivedAt != nil {
+		writeError(c, newError(http.StatusConflict, CodeArchived, "the activity was archived: its sale is over and MySQL keeps its record"))
 		return
 	}
 	// A restore fences the activity while it runs (seconds): on one this instance holds

@@ -206,6 +206,9 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 				s.refence(ctx, e, m, r)
 				return true
 			}
+			if !ok && ctx != nil && e.recheckDue() && s.archivedMeanwhile(ctx, id) {
+				return false // an operator archived it (an event this instance missed): dropped
+			}
 			if !ok || !m.loaded || m.gen == r.gen || m.gen == generationFenced {
 				return true
 			}
@@ -221,10 +224,41 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 		}
 	}
 	if reason := lostReason(m, ok, k, e); reason != "" {
+		if !ok && s.archivedMeanwhile(ctx, id) {
+			return false // archived, its keys deleted: no loss
+		}
 		s.setRecovering(k, e, reason)
 		return true
 	}
 	return false
+}
+
+// archivedMeanwhile reports whether the activity was archived although the last catalog read
+// named it (this instance missed the event, lifecycle.go), and forgets it then: one read of
+// the archive's mark in Redis (ArchivedKey), made only when Redis misses the activity's state
+// (nil ctx: none). MySQL is not asked: a sale's background must cost MySQL nothing.
+func (s *Store) archivedMeanwhile(ctx context.Context, id string) bool {
+	if ctx == nil {
+		return false
+	}
+	if n, err := s.rdb.Exists(ctx, ArchivedKey(id)).Result(); err != nil || n == 0 {
+		return false
+	}
+	s.log.Info("activity archived: no longer expected in Redis", "activity", id)
+	s.uncatalog(id)
+	return true
+}
+
+// archiveRecheck is how often, at most, a recovering activity whose meta is gone looks for the
+// archive's mark.
+const archiveRecheck = 10 * time.Second
+
+// recheckDue reports whether a recovering entry may look for the archive's mark again
+// (archivedMeanwhile).
+func (e *entry) recheckDue() bool {
+	now := time.Now().UnixNano()
+	last := e.archiveChecked.Load()
+	return now-last >= int64(archiveRecheck) && e.archiveChecked.CompareAndSwap(last, now)
 }
 
 // metaWentBack reads meta again and reports whether it names an epoch below epoch, one this

@@ -212,6 +212,10 @@ func activityKey(activity, name string) string {
 	return keyspace.Prefix + "{" + activity + "}:" + name
 }
 
+// ArchivedKey is the mark an archive leaves where the activity's keys were (lifecycle.go):
+// unix ms of the archive, kept archivedMarkTTL.
+func ArchivedKey(activity string) string { return activityKey(activity, "archived") }
+
 // Meta is the activity's metadata hash (tag {A}).
 func Meta(activity string) string { return activityKey(activity, "meta") }
 

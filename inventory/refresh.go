@@ -136,6 +136,8 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("refresh after a restore failed", "activity", id, "err", err)
 		}
+	case "archived":
+		s.archived(ctx, id)
 	case "created", "layout":
 		s.forget(id)
 		if _, _, err := s.lookup(ctx, id); err != nil && ctx.Err() == nil {
@@ -493,7 +495,7 @@ func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
 		s.log.Debug("checking a shard without stock failed", "activity", e.def.ID, "shard", k, "err", err)
 		return
 	}
-	if lost {
+	if lost && !s.archivedMeanwhile(ctx, e.def.ID) {
 		s.setRecovering(known, e, fmt.Sprintf("shard %d of epoch %d lost its stock", k, l.epoch))
 	}
 }

@@ -33,7 +33,8 @@ func newShardArgs(keys []ShardKeys, epoch int) []shardArgs {
 }
 
 // entryArgs are an activity's arguments of the reservation script. An entry's definition
-// never changes, nor do the Store's options, so they are built once per entry.
+// never changes, nor do the Store's options, so they are built once per entry, and again
+// when an operator ends the sale (entry.setEnded).
 type entryArgs struct {
 	activity, perUser, opens, closes, expiry, noClose any
 }
@@ -44,7 +45,7 @@ func (s *Store) entryArgs(e *entry) *entryArgs {
 	}
 	// Racing builders make equal values; any of them may win.
 	a := &entryArgs{activity: e.def.ID, perUser: e.def.PerUserLimit, opens: unixMs(e.def.OpensAt),
-		closes: unixMs(e.def.ClosesAt), expiry: recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose),
+		closes: unixMs(e.closesAt()), expiry: recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose),
 		noClose: recordTTLNoClose.Milliseconds()}
 	e.reserveArgs.Store(a)
 	return a

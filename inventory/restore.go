@@ -301,10 +301,14 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 		rt = 1
 	}
 	layout := strconv.Itoa(epoch) + ":" + strconv.Itoa(plan.Shards)
-	res, err := s.run(ctx, s.restore, []string{Meta(a.ID), RestoreLockKey(a.ID)}, tok,
+	args := []any{tok,
 		"def", def, "stock", a.Stock, "perUserLimit", a.PerUserLimit, "opensAt", unixMs(a.OpensAt),
 		"closesAt", unixMs(a.ClosesAt), "epoch", epoch, "shards", plan.Shards, "campaignId", a.CampaignID,
-		"requireToken", rt, "layouts", layout, "loaded", 1, "gen", plan.Generation)
+		"requireToken", rt, "layouts", layout, "loaded", 1, "gen", plan.Generation}
+	if !a.EndedAt.IsZero() {
+		args = append(args, "ended", unixMs(a.EndedAt)) // an ended sale stays ended (MySQL's row)
+	}
+	res, err := s.run(ctx, s.restore, []string{Meta(a.ID), RestoreLockKey(a.ID)}, args...)
 	if err != nil {
 		return Restored{}, err
 	}

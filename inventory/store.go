@@ -56,6 +56,9 @@ type Activity struct {
 	// Generation identifies the activity's Redis state (generation.go): minted by Create when
 	// empty, kept in meta and in the MySQL row. It is not part of the definition.
 	Generation string
+	// EndedAt is when an operator ended the sale (End; zero: not ended). It is not part of
+	// the definition either: a view's ClosesAt is the earlier of the two.
+	EndedAt time.Time
 }
 
 // ActivityView is what the local cache knows of an activity. Remaining lags the truth by
@@ -130,7 +133,7 @@ type Store struct {
 	rl   *logrepeat.Log // the background passes' failures: one line per kind per 10 s
 
 	reserve, create, load, drain, credit, copy, reshard, token, restore, retire, fail *script
-	reserveBatch                                                                      *script
+	reserveBatch, end                                                                 *script
 	mover                                                                             *Mover
 	// issuer and calls make the last part of every reservation id this Store hands out:
 	// its mover's incarnation (drawn at start) and '-', boxed once, and the number of the
@@ -194,6 +197,11 @@ type entry struct {
 	resharding atomic.Bool
 	issued     prometheus.Counter
 	gauge      prometheus.Gauge
+	// ended is meta's "ended", unix ms (0: the sale was not ended; End).
+	ended atomic.Int64
+	// archiveChecked is when, unix ns, a recovering entry last asked MySQL whether it was
+	// archived (generation.go recheckDue).
+	archiveChecked atomic.Int64
 	// The reservation script's arguments boxed once (reserve_args.go): the activity's, and
 	// the last per-user and per-IP limits seen.
 	reserveArgs atomic.Pointer[entryArgs]
@@ -352,7 +360,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
 		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"}, {&s.retire, "retire"},
-		{&s.fail, "fail"}, {&s.reserveBatch, "reserve_batch"},
+		{&s.fail, "fail"}, {&s.reserveBatch, "reserve_batch"}, {&s.end, "end"},
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {
@@ -633,12 +641,32 @@ func (s *Store) Activity(id string) (ActivityView, bool) {
 func (e *entry) view() ActivityView {
 	l := e.layout.Load()
 	v := ActivityView{Activity: e.def, Remaining: max(e.remaining.Load(), 0), SoldOut: e.soldOut.Load(), Epoch: l.epoch}
+	v.EndedAt = fromMs(e.ended.Load())
+	v.ClosesAt = e.closesAt()
 	v.Shards = l.shards
 	v.Generation = e.generation()
 	if r := e.recovering.Load(); r != nil {
 		v.Recovering, v.RecoveringReason = true, r.reason
 	}
 	return v
+}
+
+// closesAt is when the sale closes: the definition's closesAt, or the time an operator ended
+// it when that is earlier (zero: no close).
+func (e *entry) closesAt() time.Time {
+	end := fromMs(e.ended.Load())
+	if !end.IsZero() && (e.def.ClosesAt.IsZero() || end.Before(e.def.ClosesAt)) {
+		return end
+	}
+	return e.def.ClosesAt
+}
+
+// setEnded records meta's end of the sale (0: none); the reservation script's arguments,
+// which carry the close, are built again.
+func (e *entry) setEnded(ms int64) {
+	if ms > 0 && e.ended.Swap(ms) != ms {
+		e.reserveArgs.Store(nil)
+	}
 }
 
 // meta is the parsed meta hash.
@@ -651,9 +679,10 @@ type meta struct {
 	reshard    string // "<epoch>:<shards>" of a reshard in progress
 	layouts    string // every epoch the activity had, "epoch:shards" comma-separated
 	gen        string // the generation ("" in meta written before generations)
+	ended      int64  // unix ms the sale was ended (End), 0 when it was not
 }
 
-var metaFields = []string{"def", "epoch", "shards", "loaded", "reshard", "layouts", "gen"}
+var metaFields = []string{"def", "epoch", "shards", "loaded", "reshard", "layouts", "gen", "ended"}
 
 func parseMeta(id string, vals []any) (meta, bool, error) {
 	if len(vals) != len(metaFields) || vals[0] == nil {
@@ -678,6 +707,10 @@ func parseMeta(id string, vals []any) (meta, bool, error) {
 	m.layouts = asString(vals[5])
 	m.gen = asString(vals[6])
 	m.def.Generation = m.gen
+	if ended, ok := asInt(vals[7]); ok && ended > 0 {
+		m.ended = ended
+		m.def.EndedAt = fromMs(ended)
+	}
 	return m, true, nil
 }
 
@@ -761,8 +794,10 @@ func (s *Store) apply(m meta) *entry {
 			e.gen.Store(&m.gen)
 		}
 		s.mu.Unlock()
+		e.setEnded(m.ended)
 		return e
 	}
+	e.setEnded(m.ended)
 	if e.generation() != m.gen {
 		e.gen.Store(&m.gen)
 	}
@@ -790,6 +825,7 @@ func (s *Store) newEntryLocked(def Activity, epoch, shards int) *entry {
 		issued: s.m.issued.WithLabelValues(id),
 		gauge:  s.m.remaining.WithLabelValues(id)}
 	e.remaining.Store(def.Stock)
+	e.ended.Store(unixMs(def.EndedAt))
 	e.layout.Store(newLayout(id, epoch, shards))
 	s.m.recovering.WithLabelValues(id).Set(0)
 	s.acts[id] = e

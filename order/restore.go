@@ -124,6 +124,9 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if row.ClosesAt != nil {
 		plan.Activity.ClosesAt = *row.ClosesAt
 	}
+	if row.EndedAt != nil {
+		plan.Activity.EndedAt = *row.EndedAt // an ended sale stays ended
+	}
 	if len(old) > 0 {
 		plan.Shards = old[len(old)-1][1] // the layout it had: the configuration's count
 	}

@@ -43,8 +43,14 @@ type Activity struct {
 	Incarnation int `gorm:"not null;default:0"`
 	// Sold is the units the activity's orders hold (004_sold.sql): the order writer moves it
 	// with the orders, under the row's lock, and never past Stock.
-	Sold      int64 `gorm:"not null;default:0"`
-	CreatedAt time.Time
+	Sold int64 `gorm:"not null;default:0"`
+	// EndedAt is when an operator ended the sale (005_lifecycle.sql); nil while it runs.
+	EndedAt *time.Time
+	// ArchivedAt is when the activity's Redis keys were deleted; MySQL alone keeps it since,
+	// with FinalReport, the JSON of its report and reconciliation at that time.
+	ArchivedAt  *time.Time
+	FinalReport *string `gorm:"type:mediumtext"`
+	CreatedAt   time.Time
 }
 
 // Order is a row of table orders: one confirmed order.
