@@ -50,9 +50,11 @@ type Limiter interface {
 }
 
 // Passes uses waiting-room passes (waitroom.Room): ConsumePass is true once, for a pass issued
-// to the user for the activity whose turn came less than ttl ago.
+// to the user for the activity whose turn came less than ttl ago; ReturnPass gives a used pass
+// back (its reservation did not take stock), so ConsumePass is true for it once more.
 type Passes interface {
 	ConsumePass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error)
+	ReturnPass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error)
 }
 
 // Budgets are the per-instance token buckets by key (limits.tokens and limits.reads).
@@ -145,6 +147,9 @@ type Admission struct {
 	decision limiter.Decision // what the limiter took, refunded when a later layer refuses
 	ipKey    string           // limit key of the client's IP, "" when unknown
 	reserve  inventory.ReserveRequest
+	// passTTL is set when the admission used a waiting-room pass (r.Token): Reserve gives it
+	// back unless the reservation took stock.
+	passTTL time.Duration
 }
 
 // Admit runs the layers of docs/API.md section 3 in order: kill switches, activity state from
@@ -232,18 +237,20 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 	// 6. Grab token, or the waiting room's pass when the room is on (the pass is the grab
 	// token of a queued sale). A replayed key is answered before the one-time token is
 	// spent, so a safe retry (with the already used token) returns the reservation.
+	var passTTL time.Duration
 	if w, on := cfg.WaitingRoom(v.ID); on {
 		if adm, err := g.checkPass(ctx, r, w.PassTTL.D()); adm.Replay != "" || err != nil {
 			g.lim.Refund(dec)
 			return adm, err
 		}
+		passTTL = w.PassTTL.D()
 	} else if v.RequireToken {
 		if adm, err := g.checkToken(ctx, r); adm.Replay != "" || err != nil {
 			g.lim.Refund(dec)
 			return adm, err
 		}
 	}
-	adm := Admission{r: r, decision: dec, ipKey: ipKey, reserve: inventory.ReserveRequest{
+	adm := Admission{r: r, decision: dec, ipKey: ipKey, passTTL: passTTL, reserve: inventory.ReserveRequest{
 		ActivityID: v.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey, Quantity: r.Quantity,
 		UserRate: p.userRate, Window: p.window, WindowMax: p.windowMax,
 	}}
@@ -342,6 +349,7 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 		return Reservation{ID: res.ReservationID}, nil
 	}
 	g.lim.Refund(a.decision)
+	g.returnPass(ctx, a)
 	if errors.Is(err, inventory.ErrRecovering) {
 		return Reservation{}, rejRecovering // refused before any script ran
 	}
@@ -374,6 +382,25 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	}
 	_, e := r.reject(x)
 	return Reservation{}, e
+}
+
+// passReturnTimeout bounds the call that gives a pass back (the client may be gone).
+const passReturnTimeout = 500 * time.Millisecond
+
+// returnPass gives back the waiting-room pass the admission used, when it used one: the
+// reservation took no stock (a refusal of the script, a replay of an earlier reservation, or a
+// fault whose outcome is unknown: a retry with its key finds the reservation before the pass
+// is looked at, and one that was not made needs the pass). A failure is logged: the buyer
+// then has to wait for a new turn, as before this existed.
+func (g *Gate) returnPass(ctx context.Context, a *Admission) {
+	if a.passTTL == 0 || g.passes == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passReturnTimeout)
+	defer cancel()
+	if _, err := g.passes.ReturnPass(ctx, a.r.Activity.ID, a.r.UserID, a.r.Token, a.passTTL); err != nil {
+		g.log.Warn("giving a waiting-room pass back failed: the buyer's turn is lost", "activity", a.r.Activity.ID, "err", err)
+	}
 }
 
 // ReadBudget takes one token of the read budget (limits.reads) of the client's IP (prefix) and,

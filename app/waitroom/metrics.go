@@ -15,8 +15,10 @@ type Metrics struct {
 	admitted   *prometheus.CounterVec
 	abandoned  *prometheus.CounterVec
 	passesUsed *prometheus.CounterVec
-	errors     *prometheus.CounterVec
-	etaError   *prometheus.HistogramVec
+	// passesReturned counts passes given back after their reservation was refused.
+	passesReturned *prometheus.CounterVec
+	errors         *prometheus.CounterVec
+	etaError       *prometheus.HistogramVec
 }
 
 // NewMetrics builds the collectors and registers them with reg (nil: unregistered).
@@ -26,7 +28,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.length, m.outflow, m.joined, m.admitted, m.abandoned, m.passesUsed, m.errors, m.etaError} {
+	for _, c := range []prometheus.Collector{m.length, m.outflow, m.joined, m.admitted, m.abandoned, m.passesUsed, m.passesReturned, m.errors, m.etaError} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -53,7 +55,10 @@ func newMetrics() *Metrics {
 			Name: "seckill_waitroom_abandoned_total", Help: "Places skipped by this instance's inlet steps: no heartbeat within the bound.",
 		}, []string{"activity"}),
 		passesUsed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_waitroom_passes_used_total", Help: "Passes used by a reservation through this instance.",
+			Name: "seckill_waitroom_passes_used_total", Help: "Passes a reservation took through this instance (those given back included).",
+		}, []string{"activity"}),
+		passesReturned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_waitroom_passes_returned_total", Help: "Passes given back through this instance because their reservation was refused or its outcome is unknown: the buyer's turn goes on.",
 		}, []string{"activity"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_waitroom_step_errors_total", Help: "Periods of following or of the inlet that failed (Redis errors).",

@@ -81,7 +81,7 @@ type Room struct {
 	m      *Metrics
 	log    *slog.Logger
 
-	join, lease, open, admit, pass *redis.Script
+	join, lease, open, admit, pass, unpass *redis.Script
 
 	mu    sync.RWMutex
 	lines map[string]*line
@@ -110,7 +110,7 @@ func New(rdb redis.UniversalClient, signer Signer, stock Stock, cfg func() *conf
 	r := &Room{rdb: rdb, signer: signer, stock: stock, cfg: cfg, opts: opts, m: m, log: log, lines: map[string]*line{}}
 	for name, dst := range map[string]**redis.Script{
 		"waitroom_join.lua": &r.join, "waitroom_lease.lua": &r.lease, "waitroom_open.lua": &r.open,
-		"waitroom_admit.lua": &r.admit, "waitroom_pass.lua": &r.pass,
+		"waitroom_admit.lua": &r.admit, "waitroom_pass.lua": &r.pass, "waitroom_unpass.lua": &r.unpass,
 	} {
 		s, err := lua.Load(name)
 		if err != nil {
@@ -349,6 +349,26 @@ func (r *Room) ConsumePass(ctx context.Context, activityID, userID, pass string,
 		return false, nil
 	}
 	return false, fmt.Errorf("waitroom: pass script returned unknown code %d", v)
+}
+
+// ReturnPass gives back a pass ConsumePass used, for a reservation that was refused or whose
+// outcome is unknown (waitroom_unpass.lua): the buyer's turn goes on until the pass expires as
+// it would have. True when it was given back; false for a pass not used, expired since, or
+// not the user's.
+func (r *Room) ReturnPass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error) {
+	e, ok := r.parsePass(activityID, userID, pass, time.Now())
+	if !ok {
+		return false, nil
+	}
+	k := keysOf(activityID)
+	v, err := r.unpass.Run(ctx, r.rdb, []string{k.live, k.used, k.adm}, e, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("waitroom: give the pass back: %w", err)
+	}
+	if v == 1 {
+		r.m.passesReturned.WithLabelValues(activityID).Inc()
+	}
+	return v == 1, nil
 }
 
 // States of a place, as a poll answers them.
