@@ -156,6 +156,14 @@ func (a *App) activityGone(id string) {
 	}
 }
 
+// activityLoaded creates the funnel series of an activity the inventory started caching, at
+// 0, so that rate() sees a sale shorter than a scrape from its first count.
+func (a *App) activityLoaded(v inventory.ActivityView) {
+	if a.api != nil && a.api.funnel != nil {
+		a.api.funnel.activity(&v)
+	}
+}
+
 // New builds the instance; it connects to every configured backing service and starts the
 // embedded stand-ins of the others. Run starts the work.
 func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
@@ -237,7 +245,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey,
-		Durability: opts.RedisDurability, Catalog: &adminStore{db: a.db}, Gone: a.activityGone, ReserveBatch: opts.ReserveBatch}, invM, log.With("part", "inventory"))
+		Durability: opts.RedisDurability, Catalog: &adminStore{db: a.db}, Gone: a.activityGone, Loaded: a.activityLoaded, ReserveBatch: opts.ReserveBatch}, invM, log.With("part", "inventory"))
 	if err != nil {
 		a.Close()
 		if len(opts.UserHashKey) == 0 {

@@ -195,3 +195,32 @@ func BenchmarkFunnelAttempt(b *testing.B) {
 		}
 	})
 }
+
+// The funnel's series of an activity exist at 0 from its creation, before its first request,
+// on the instance that created it and on one that only loaded it from Redis: rate() over a
+// sale shorter than a scrape then starts from 0 instead of from its first count.
+func TestFunnelSeriesAtZeroBeforeTheFirstRequest(t *testing.T) {
+	ta := startApp(t, Options{}, testConfig)
+	id := uniq(t, "zero")
+	ta.createActivity(t, id, 10, 1, 1, time.Now().Add(time.Hour))
+	want := []string{
+		`seckill_funnel_attempts_total{activity="` + id + `"}`,
+		`seckill_funnel_answers_total{activity="` + id + `",outcome="accepted"}`,
+		`seckill_funnel_answers_total{activity="` + id + `",outcome="sold_out"}`,
+		`seckill_funnel_reserved_units_total{activity="` + id + `"}`,
+	}
+	resp, err := http.Get(ta.adminBase + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range want {
+		if !strings.Contains(string(raw), s+" 0\n") {
+			t.Errorf("no series %s at 0 before the first request", s)
+		}
+	}
+}

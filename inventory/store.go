@@ -111,6 +111,10 @@ type Options struct {
 	// Gone, when set, is told of each cached activity whose metadata a refresh no longer
 	// finds in Redis (the activity was deleted): the store has dropped it and its series.
 	Gone func(activity string)
+	// Loaded, when set, is told of each activity this store starts caching from Redis (a
+	// create, the first refresh after a start, a lookup), once per entry, outside any lock:
+	// the app creates the activity's funnel series at 0 then, before its first request.
+	Loaded func(v ActivityView)
 }
 
 const (
@@ -786,15 +790,20 @@ func (s *Store) apply(m meta) *entry {
 	e := s.acts[id]
 	s.mu.RUnlock()
 	if e == nil {
+		created := false
 		s.mu.Lock()
 		if e = s.acts[id]; e == nil {
 			e = s.newEntryLocked(m.def, m.epoch, m.shards)
 			e.resharding.Store(m.resharding)
 			e.setTransit(id, m.layouts)
 			e.gen.Store(&m.gen)
+			created = true
 		}
 		s.mu.Unlock()
 		e.setEnded(m.ended)
+		if created && s.opts.Loaded != nil {
+			s.opts.Loaded(e.view())
+		}
 		return e
 	}
 	e.setEnded(m.ended)
