@@ -367,6 +367,9 @@ func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.K
 	var idem, channel string
 	if kind == admission.ForReservation {
 		if c.Request.ContentLength > maxBodyBytes {
+			if c.Request.ContentLength <= drainMax {
+				drain(c.Request.Body)
+			}
 			return nil, newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB")
 		}
 		idem = c.GetHeader("Idempotency-Key")

@@ -33,6 +33,7 @@ func decodeReservationBody(r *http.Request) (reservationBody, *apiError) {
 	case err != nil:
 		e = badRequest("cannot read body")
 	case len(raw) > maxBodyBytes:
+		drain(r.Body)
 		e = newError(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over 4 KiB")
 	default:
 		b, e = parseReservationBody(raw)
@@ -40,6 +41,20 @@ func decodeReservationBody(r *http.Request) (reservationBody, *apiError) {
 	*bp = raw[:0]
 	bodyBuffers.Put(bp)
 	return b, e
+}
+
+// drainMax is how much of a body over the limit the server reads and throws away before it
+// answers 413: a client still writing its body when the server closes the connection gets a
+// reset instead of the answer (the kernel resets a socket closed with unread data), and an
+// ordinary client (Go's net/http, curl) writes the whole body before it reads. A body that
+// announces more is answered at once, and its connection closed. The body's deadline (track,
+// 1 s) bounds the time one takes.
+const drainMax = 2 << 20
+
+// drain reads and discards the rest of an oversized body, at most drainMax bytes. What it
+// cannot read (a deadline, a broken connection) is left: the answer then closes the connection.
+func drain(body io.Reader) {
+	_, _ = io.CopyN(io.Discard, body, drainMax)
 }
 
 // readBody appends what r holds to buf, at most maxBodyBytes+1 bytes (one past the limit
