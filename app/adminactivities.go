@@ -73,7 +73,7 @@ func (a *api) getActivities(c *gin.Context) {
 		if r.ClosesAt != nil {
 			h["closesAt"] = millis(*r.ClosesAt)
 		}
-		for k, v := range lifecycleJSON(r, lifecycleState(r, now, false)) {
+		for k, v := range lifecycleJSON(r, lifecycleState(r, now)) {
 			h[k] = v
 		}
 		list = append(list, h)

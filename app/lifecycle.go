@@ -43,11 +43,6 @@ const (
 // funnel counts once more.
 const archiveSettle = time.Second
 
-// archiveAfterEnd is how long after its end or close a sale may be archived: every instance
-// applied the end by then (a refresh is 250 ms, 1 s at most), so the drain the archive checks
-// counts every reservation taken before it.
-const archiveAfterEnd = 2 * time.Second
-
 // closedAt is when the row's sale closed (ended or closesAt, the earlier), zero when neither.
 func closedAt(r sql.Activity) time.Time {
 	var at time.Time
@@ -70,12 +65,13 @@ func (s *adminStore) row(ctx context.Context, id string) (sql.Activity, bool, er
 	return r, err == nil, err
 }
 
-// lifecycleState is the state of a row at now (soldOut: Redis's view, when it has one).
-func lifecycleState(r sql.Activity, now time.Time, soldOut bool) string {
+// lifecycleState is the state of a row at now. A sold-out sale is not ended: a compensation
+// or a unit in transit puts stock back on sale.
+func lifecycleState(r sql.Activity, now time.Time) string {
 	switch {
 	case r.ArchivedAt != nil:
 		return stateArchived
-	case r.EndedAt != nil, r.ClosesAt != nil && !now.Before(*r.ClosesAt), soldOut:
+	case r.EndedAt != nil, r.ClosesAt != nil && !now.Before(*r.ClosesAt):
 		return stateEnded
 	}
 	return stateLive
@@ -126,6 +122,9 @@ func (a *api) postEnd(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
+	if !a.notRestoring(c, r.ID) {
+		return
+	}
 	now := a.now().UTC().Truncate(time.Millisecond)
 	if err := a.admin.db.WithContext(ctx).Model(&sql.Activity{}).Where("id = ? AND ended_at IS NULL", r.ID).
 		Update("ended_at", now).Error; err != nil {
@@ -146,6 +145,22 @@ func (a *api) postEnd(c *gin.Context) {
 	c.JSON(http.StatusOK, lifecycleJSON(r, stateEnded))
 }
 
+// notRestoring answers 409 and reports false while a restore of the activity runs: it
+// rewrites meta from the MySQL row it read at its start, so an end written meanwhile would be
+// lost, and its rebuild would write keys after an archive deleted them.
+func (a *api) notRestoring(c *gin.Context, id string) bool {
+	busy, err := a.inv.Restoring(c.Request.Context(), id)
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return false
+	}
+	if busy {
+		writeError(c, newError(http.StatusConflict, CodeConflict, "a restore of this activity is running: retry once it finished (GET .../restore)"))
+		return false
+	}
+	return true
+}
+
 // finalReport is what MySQL keeps of an archived activity (activities.final_report), the
 // answer of the archive and of the report, reconciliation and definition routes after it.
 type finalReport struct {
@@ -164,11 +179,16 @@ type finalReport struct {
 	RedisLost      bool          `json:"redisLost"`
 	Report         *saleReport   `json:"report"`
 	Reconciliation *order.Report `json:"reconciliation"`
+	// Lost are the reservations answered 202 that never reached MySQL, as restores listed
+	// them (the activity's lost set, whole: it goes with the Redis keys).
+	Lost []string `json:"lost"`
 }
 
 // postArchive serves POST /admin/v1/activities/{id}/archive[?force=true]. An activity is
-// archived once its sale ended (ended, closed or sold out: 409 NOT_ENDED before) and every
-// reservation reached MySQL (journal and in-flight 0: 409 NOT_DRAINED before). One MySQL
+// archived once its sale ended (ended, or closed by its closesAt: 409 NOT_ENDED before; a
+// sold-out sale is ended first, since a compensation puts units back on sale), the end settled
+// in Redis and every reservation reached MySQL (journal and in-flight 0: 409 NOT_DRAINED
+// before). A running restore is waited for (409 CONFLICT). One MySQL
 // transaction, under the row's lock (the order writer's guard waits on it), records the
 // final counts and report, sets archived_at and moves the incarnation on: a message of the
 // activity that comes later is dropped as stale, never an order. Then every instance is told
@@ -182,63 +202,20 @@ func (a *api) postArchive(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	id := r.ID
+	fin := finalReport{ActivityID: id}
 	if r.ArchivedAt == nil {
-		v, known, err := a.inv.Lookup(ctx, id)
-		if err != nil {
-			writeError(c, a.storeError(err))
+		if !a.archiveReady(c, r, &fin) {
 			return
-		}
-		lost := !known || v.Recovering
-		soldOut := known && !lost && (v.SoldOut || v.Remaining <= 0)
-		if lifecycleState(r, a.now(), soldOut) == stateLive {
-			writeError(c, newError(http.StatusConflict, CodeNotEnded,
-				"the sale may still sell: end it first with POST /admin/v1/activities/"+id+"/end"))
-			return
-		}
-		if at := closedAt(r); !at.IsZero() && a.now().Sub(at) < archiveAfterEnd {
-			// Every instance applies an end within a refresh (250 ms, 1 s at most); a
-			// reservation an instance took before it did must be counted in the drain below.
-			writeError(c, newError(http.StatusConflict, CodeNotDrained,
-				"the sale ended less than "+archiveAfterEnd.String()+" ago: instances may still be applying it; retry in a few seconds"))
-			return
-		}
-		fin := finalReport{ActivityID: id, RedisLost: lost}
-		if lost && c.Query("force") != "true" {
-			writeError(c, newError(http.StatusConflict, CodeRecovering,
-				"Redis lost this activity's state: restore it (POST /admin/v1/activities/"+id+"/restore) to list the 202s it lost, "+
-					"or archive it as it is with ?force=true"))
-			return
-		}
-		if !lost {
-			rec, err := a.rec.Report(ctx, id)
-			if err != nil {
-				a.log.Warn("archive: reconciliation", "activity", id, "err", err)
-				writeError(c, unavailable("the archive needs Redis and MySQL"))
-				return
-			}
-			if rec.JournalPending != 0 || rec.InFlight != 0 {
-				writeError(c, newError(http.StatusConflict, CodeNotDrained,
-					"reservations are still on their way to MySQL; retry once they arrived").
-					with("journalPending", rec.JournalPending).with("inFlight", rec.InFlight))
-				return
-			}
-			rep, err := a.saleReport(ctx, v)
-			if err != nil {
-				a.log.Warn("archive: sale report", "activity", id, "err", err)
-				writeError(c, unavailable("the archive needs Redis and MySQL"))
-				return
-			}
-			fin.Report, fin.Reconciliation = rep, &rec
 		}
 		if err := a.admin.archive(ctx, id, a.now(), &fin); err != nil {
 			a.log.Warn("archive: MySQL", "activity", id, "err", err)
 			writeError(c, unavailable("writing the archive to MySQL failed; retry: the request is idempotent").after(time.Second))
 			return
 		}
-		a.log.Info("activity archived", "activity", id, "sold", fin.Sold, "orders", fin.Orders.Count, "redisLost", lost)
+		a.log.Info("activity archived", "activity", id, "sold", fin.Sold, "orders", fin.Orders.Count, "redisLost", fin.RedisLost)
 	}
 	if err := a.inv.Archived(ctx, id); err != nil {
-		a.log.Warn("archive: telling the instances failed; each notices within 10 s", "activity", id, "err", err)
+		a.log.Warn("archive: telling the instances failed; each finds the archive's mark when it misses the keys", "activity", id, "err", err)
 	}
 	n, err := a.inv.Purge(ctx, id)
 	if err == nil {
@@ -261,8 +238,85 @@ func (a *api) postArchive(c *gin.Context) {
 	}
 	h := lifecycleJSON(r, stateArchived)
 	h["keysDeleted"] = n
-	h["report"] = json.RawMessage(*r.FinalReport)
+	h["report"] = nil
+	if r.FinalReport != nil {
+		h["report"] = json.RawMessage(*r.FinalReport)
+	}
 	c.JSON(http.StatusOK, h)
+}
+
+// archiveReady checks that the activity may be archived now and fills what Redis says of it
+// into fin; it answers the refusal itself (false). The sale must have ended (ended, or its
+// closesAt passed), and Redis must say the end settled (EndSettle since it was written, by
+// Redis's clock: every instance applied it), so that the drain read after it counts every
+// reservation of the sale; then nothing may be between Redis and MySQL. An activity Redis lost
+// is archived only when forced, without the drain (its journals are gone or unreadable).
+func (a *api) archiveReady(c *gin.Context, r sql.Activity, fin *finalReport) bool {
+	ctx, id := c.Request.Context(), r.ID
+	if lifecycleState(r, a.now()) == stateLive {
+		writeError(c, newError(http.StatusConflict, CodeNotEnded,
+			"the sale may still sell: end it first with POST /admin/v1/activities/"+id+"/end"))
+		return false
+	}
+	if !a.notRestoring(c, id) {
+		return false
+	}
+	v, known, err := a.inv.Lookup(ctx, id)
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return false
+	}
+	fin.RedisLost = !known || v.Recovering
+	if fin.RedisLost && c.Query("force") != "true" {
+		writeError(c, newError(http.StatusConflict, CodeRecovering,
+			"Redis lost this activity's state: restore it (POST /admin/v1/activities/"+id+"/restore) to list the 202s it lost, "+
+				"or archive it as it is with ?force=true"))
+		return false
+	}
+	if lost, err := a.rdb.SMembers(ctx, inventory.LostKey(id)).Result(); err != nil {
+		writeError(c, a.storeError(err))
+		return false
+	} else {
+		fin.Lost = lost
+	}
+	if fin.RedisLost {
+		return true
+	}
+	end := closedAt(r)
+	ended, err := a.inv.End(ctx, id, end)
+	if errors.Is(err, inventory.ErrNotFound) {
+		writeError(c, newError(http.StatusConflict, CodeRecovering, "Redis lost this activity's state meanwhile: retry"))
+		return false
+	}
+	if err != nil {
+		writeError(c, a.storeError(err))
+		return false
+	}
+	if !ended.Settled {
+		writeError(c, newError(http.StatusConflict, CodeNotDrained,
+			"the sale ended less than "+inventory.EndSettle.String()+" ago: instances may still be applying it; retry in a few seconds"))
+		return false
+	}
+	rec, err := a.rec.Report(ctx, id)
+	if err != nil {
+		a.log.Warn("archive: reconciliation", "activity", id, "err", err)
+		writeError(c, unavailable("the archive needs Redis and MySQL"))
+		return false
+	}
+	if rec.JournalPending != 0 || rec.InFlight != 0 {
+		writeError(c, newError(http.StatusConflict, CodeNotDrained,
+			"reservations are still on their way to MySQL; retry once they arrived").
+			with("journalPending", rec.JournalPending).with("inFlight", rec.InFlight))
+		return false
+	}
+	rep, err := a.saleReport(ctx, v)
+	if err != nil {
+		a.log.Warn("archive: sale report", "activity", id, "err", err)
+		writeError(c, unavailable("the archive needs Redis and MySQL"))
+		return false
+	}
+	fin.Report, fin.Reconciliation = rep, &rec
+	return true
 }
 
 // archive writes the archive in one transaction under the activity row's lock: the final
@@ -294,9 +348,9 @@ func (s *adminStore) archive(ctx context.Context, id string, now time.Time, fin 
 			Select("COALESCE(SUM(quantity), 0)").Scan(&fin.Compensated).Error; err != nil {
 			return err
 		}
-		ended := now
-		if r.EndedAt != nil {
-			ended = *r.EndedAt
+		ended := closedAt(r)
+		if ended.IsZero() {
+			ended = now
 		}
 		fin.Stock, fin.Sold = r.Stock, r.Sold
 		fin.EndedAt, fin.ArchivedAt = millis(ended), millis(now)
@@ -314,15 +368,22 @@ func (s *adminStore) archive(ctx context.Context, id string, now time.Time, fin 
 
 // archivedRecord answers an admin read of an archived activity from its MySQL row (the
 // part of the final report the route names: "" the whole definition and record) and reports
-// true; false when the activity is not archived (or MySQL cannot tell: the route goes on).
+// true; false when the activity is not archived (the route goes on). A MySQL that cannot be
+// read is answered 503.
 func (a *api) archivedRecord(c *gin.Context, id, part string) bool {
 	r, ok, err := a.admin.row(c.Request.Context(), id)
-	if err != nil || !ok || r.ArchivedAt == nil || r.FinalReport == nil {
+	if err != nil {
+		writeError(c, unavailable("reading the activity from MySQL failed").after(time.Second))
+		return true
+	}
+	if !ok || r.ArchivedAt == nil || r.FinalReport == nil {
 		return false
 	}
 	var fin map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(*r.FinalReport), &fin); err != nil {
-		return false
+		a.log.Error("the kept record of an archived activity is not JSON", "activity", id, "err", err)
+		writeError(c, unavailable("the kept record of this activity cannot be read"))
+		return true
 	}
 	if part != "" {
 		v := fin[part]

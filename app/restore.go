@@ -103,7 +103,9 @@ func (a *api) createKnown(c *gin.Context, act, row inventory.Activity, opensGive
 			return
 		}
 	}
-	c.JSON(http.StatusOK, activityJSON(v.Activity))
+	out := v.Activity
+	out.ClosesAt = row.ClosesAt // the definition's, not an end's (GET /admin/v1/activities/{id} has both)
+	c.JSON(http.StatusOK, activityJSON(out))
 }
 
 // restoreTimeout bounds one restore job (order's drain wait is 2 min of it).

@@ -206,8 +206,10 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 				s.refence(ctx, e, m, r)
 				return true
 			}
-			if !ok && ctx != nil && e.recheckDue() && s.archivedMeanwhile(ctx, id) {
-				return false // an operator archived it (an event this instance missed): dropped
+			if !ok && ctx != nil && e.recheckDue() {
+				if archived, _ := s.archivedMeanwhile(ctx, id); archived {
+					return false // an operator archived it (an event this instance missed): dropped
+				}
 			}
 			if !ok || !m.loaded || m.gen == r.gen || m.gen == generationFenced {
 				return true
@@ -224,8 +226,14 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 		}
 	}
 	if reason := lostReason(m, ok, k, e); reason != "" {
-		if !ok && s.archivedMeanwhile(ctx, id) {
-			return false // archived, its keys deleted: no loss
+		if !ok {
+			archived, err := s.archivedMeanwhile(ctx, id)
+			if archived {
+				return false // archived, its keys deleted: no loss
+			}
+			if err != nil {
+				return true // not told: nothing applied, nothing decided on this pass
+			}
 		}
 		s.setRecovering(k, e, reason)
 		return true
@@ -236,17 +244,18 @@ func (s *Store) checkLost(ctx context.Context, id string, m meta, ok bool, cat m
 // archivedMeanwhile reports whether the activity was archived although the last catalog read
 // named it (this instance missed the event, lifecycle.go), and forgets it then: one read of
 // the archive's mark in Redis (ArchivedKey), made only when Redis misses the activity's state
-// (nil ctx: none). MySQL is not asked: a sale's background must cost MySQL nothing.
-func (s *Store) archivedMeanwhile(ctx context.Context, id string) bool {
+// (nil ctx: none). MySQL is not asked: a sale's background must cost MySQL nothing. An error
+// of the read is returned: the caller decides nothing on this pass.
+func (s *Store) archivedMeanwhile(ctx context.Context, id string) (bool, error) {
 	if ctx == nil {
-		return false
+		return false, nil
 	}
 	if n, err := s.rdb.Exists(ctx, ArchivedKey(id)).Result(); err != nil || n == 0 {
-		return false
+		return false, err
 	}
 	s.log.Info("activity archived: no longer expected in Redis", "activity", id)
 	s.uncatalog(id)
-	return true
+	return true, nil
 }
 
 // archiveRecheck is how often, at most, a recovering activity whose meta is gone looks for the
@@ -422,7 +431,15 @@ func (s *Store) reportIssued(ctx context.Context, id string) {
 	if len(args) == 0 {
 		return
 	}
-	if err := s.rdb.HSet(ctx, IssuedKey(id), args...).Err(); err != nil && ctx.Err() == nil {
-		s.log.Debug("reporting issued reservation numbers failed", "activity", id, "err", err)
+	res, err := s.run(ctx, s.issued, []string{IssuedKey(id), ArchivedKey(id)}, args...)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("reporting issued reservation numbers failed", "activity", id, "err", err)
+		}
+		return
+	}
+	if n, _ := asInt(res[0]); n == 0 {
+		s.log.Info("activity archived: no longer expected in Redis", "activity", id)
+		s.archived(ctx, id) // an archive whose event this instance missed
 	}
 }

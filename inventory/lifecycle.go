@@ -19,35 +19,57 @@ import (
 // Redis without its keys is no loss: an instance drops it instead of putting it in the
 // recovering state. The app owns the MySQL side and the order of the steps (app/lifecycle.go).
 
-// End ends the activity's sale at at (to the ms) in Redis: meta's "ended", unless the sale
-// was ended earlier, which stands. This instance applies it before End returns, every other
-// one on the "layout" event published here or at its next refresh (within RefreshEvery). It returns the end that
-// stands, or ErrNotFound when Redis has no meta of the activity.
-func (s *Store) End(ctx context.Context, id string, at time.Time) (time.Time, error) {
+// EndSettle is how long after its end (or its closesAt) by Redis's clock a sale counts as
+// settled: every instance applied the end by then (a refresh reads meta every 250 ms), so a
+// drain read after it counts every reservation taken before the end.
+const EndSettle = 2 * time.Second
+
+// Ended is the end of a sale as Redis holds it.
+type Ended struct {
+	At time.Time // the end that stands (zero: none, the sale only closed by its closesAt)
+	// Settled: the end was written, or closesAt passed, EndSettle ago or more (Redis TIME).
+	Settled bool
+}
+
+// End ends the activity's sale at at (to the ms; zero: only read) in Redis: meta's "ended",
+// unless the sale was ended earlier, which stands. This instance applies it before End
+// returns, every other one on the "layout" event published here or at its next refresh
+// (within RefreshEvery). ErrNotFound when Redis has no meta of the activity.
+func (s *Store) End(ctx context.Context, id string, at time.Time) (Ended, error) {
 	if !keyspace.ValidName(id) {
-		return time.Time{}, ErrNotFound
+		return Ended{}, ErrNotFound
 	}
-	res, err := s.run(ctx, s.end, []string{Meta(id)}, unixMs(at))
+	res, err := s.run(ctx, s.end, []string{Meta(id)}, unixMs(at), EndSettle.Milliseconds())
 	if err != nil {
-		return time.Time{}, err
+		return Ended{}, err
 	}
 	if n, ok := asInt(res[0]); ok && n == 0 && len(res) == 1 {
-		return time.Time{}, ErrNotFound // {0}: no meta
+		return Ended{}, ErrNotFound // {0}: no meta
 	}
-	var ms int64
-	if len(res) == 2 {
+	var ms, settled int64
+	if len(res) == 3 {
 		ms, _ = asInt(res[1])
+		settled, _ = asInt(res[2])
 	}
-	if n, _ := asInt(res[0]); n != 1 || ms <= 0 {
-		return time.Time{}, fmt.Errorf("inventory: end script: unexpected answer %v", res)
+	if n, _ := asInt(res[0]); n != 1 || len(res) != 3 || ms < 0 {
+		return Ended{}, fmt.Errorf("inventory: end script: unexpected answer %v", res)
 	}
-	if e := s.cached(id); e != nil {
+	if e := s.cached(id); e != nil && ms > 0 {
 		e.setEnded(ms) // this instance refuses from now on; the others at the event or a refresh
 	}
-	if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "layout "+id).Err(); err != nil {
-		s.log.Debug("publishing the end failed; instances apply it at their next refresh", "activity", id, "err", err)
+	if !at.IsZero() {
+		if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "layout "+id).Err(); err != nil {
+			s.log.Debug("publishing the end failed; instances apply it at their next refresh", "activity", id, "err", err)
+		}
 	}
-	return fromMs(ms), nil
+	return Ended{At: fromMs(ms), Settled: settled == 1}, nil
+}
+
+// Restoring reports whether a restore of the activity holds its lock (an end or an archive
+// waits for it: the restore rewrites meta from the MySQL row it read at its start).
+func (s *Store) Restoring(ctx context.Context, id string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, RestoreLockKey(id)).Result()
+	return n == 1, err
 }
 
 // Archived tells every instance that MySQL archived the activity (the system of record no
@@ -58,10 +80,10 @@ func (s *Store) Archived(ctx context.Context, id string) error {
 	return s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "archived "+id).Err()
 }
 
-// archived drops the activity from this instance: the catalog is read again (it no longer
-// names the activity), the entry and its series go, and the id is remembered unknown.
-func (s *Store) archived(ctx context.Context, id string) {
-	s.loadCatalog(ctx, catalogForce)
+// archived drops the activity from this instance: it leaves the catalog (MySQL no longer names
+// it; a whole read is never the answer to one id), the entry and its series go, and the id is
+// remembered unknown.
+func (s *Store) archived(_ context.Context, id string) {
 	s.uncatalog(id)
 	if e := s.cached(id); e != nil && e.recovering.Load() != nil {
 		s.log.Info("activity archived while recovering: no longer expected in Redis", "activity", id)
@@ -134,11 +156,15 @@ func (s *Store) Purge(ctx context.Context, id string) (int, error) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("inventory: leave the activity sets: %w", err)
 	}
+	// The activity-wide keys (tag {id}) and the shards' (tags {id:<epoch>:<shard>}); the
+	// second pattern also matches other owners' tags that start with the id and a colon (an
+	// activity named "ip" and the per-IP buckets, sk:{ip:<hash>}:tb), so each key it finds is
+	// deleted only when its tag is a shard's (ownedBy).
 	patterns := []string{keyspace.Prefix + "{" + id + "}:*", keyspace.Prefix + "{" + id + ":*"}
 	deleted := 0
 	purge := func(ctx context.Context, c *redis.Client) error {
 		for _, p := range patterns {
-			n, err := purgeMatching(ctx, c, p, ArchivedKey(id))
+			n, err := purgeMatching(ctx, c, p, func(k string) bool { return k != ArchivedKey(id) && ownedBy(k, id) })
 			deleted += n
 			if err != nil {
 				return err
@@ -165,9 +191,27 @@ func (s *Store) Purge(ctx context.Context, id string) (int, error) {
 	return deleted, nil
 }
 
-// purgeMatching deletes the keys of one node that match pattern but keep, a batch per SCAN
+// ownedBy reports whether key is one of the activity's: tag {id}, or a shard's tag
+// {id:<epoch>:<shard>}.
+func ownedBy(key, id string) bool {
+	rest, ok := strings.CutPrefix(key, keyspace.Prefix+"{"+id)
+	if !ok {
+		return false
+	}
+	if strings.HasPrefix(rest, "}:") {
+		return true
+	}
+	tag, _, ok := strings.Cut(rest, "}:")
+	if !ok || !strings.HasPrefix(tag, ":") {
+		return false
+	}
+	e, sh, ok := strings.Cut(tag[1:], ":")
+	return ok && digits(e, 10) && digits(sh, 10)
+}
+
+// purgeMatching deletes the keys of one node that match pattern and del, a batch per SCAN
 // page (UNLINK one key at a time, pipelined: on a Cluster node the keys of a page span slots).
-func purgeMatching(ctx context.Context, c *redis.Client, pattern, keep string) (int, error) {
+func purgeMatching(ctx context.Context, c *redis.Client, pattern string, del func(string) bool) (int, error) {
 	var cursor uint64
 	deleted := 0
 	for {
@@ -179,7 +223,7 @@ func purgeMatching(ctx context.Context, c *redis.Client, pattern, keep string) (
 			pipe := c.Pipeline()
 			n := 0
 			for _, k := range keys {
-				if k != keep {
+				if del(k) {
 					pipe.Unlink(ctx, k)
 					n++
 				}

@@ -495,7 +495,10 @@ func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
 		s.log.Debug("checking a shard without stock failed", "activity", e.def.ID, "shard", k, "err", err)
 		return
 	}
-	if lost && !s.archivedMeanwhile(ctx, e.def.ID) {
+	if !lost {
+		return
+	}
+	if archived, err := s.archivedMeanwhile(ctx, e.def.ID); err == nil && !archived {
 		s.setRecovering(known, e, fmt.Sprintf("shard %d of epoch %d lost its stock", k, l.epoch))
 	}
 }

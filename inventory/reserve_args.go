@@ -37,14 +37,17 @@ func newShardArgs(keys []ShardKeys, epoch int) []shardArgs {
 // when an operator ends the sale (entry.setEnded).
 type entryArgs struct {
 	activity, perUser, opens, closes, expiry, noClose any
+	ended                                             int64 // entry.ended they were built with
 }
 
 func (s *Store) entryArgs(e *entry) *entryArgs {
-	if a := e.reserveArgs.Load(); a != nil {
+	ended := e.ended.Load()
+	if a := e.reserveArgs.Load(); a != nil && a.ended == ended {
 		return a
 	}
-	// Racing builders make equal values; any of them may win.
-	a := &entryArgs{activity: e.def.ID, perUser: e.def.PerUserLimit, opens: unixMs(e.def.OpensAt),
+	// Racing builders make equal values for one end; one built before an end was recorded is
+	// refused by the check above and built again.
+	a := &entryArgs{ended: ended, activity: e.def.ID, perUser: e.def.PerUserLimit, opens: unixMs(e.def.OpensAt),
 		closes: unixMs(e.closesAt()), expiry: recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose),
 		noClose: recordTTLNoClose.Milliseconds()}
 	e.reserveArgs.Store(a)

@@ -137,7 +137,7 @@ type Store struct {
 	rl   *logrepeat.Log // the background passes' failures: one line per kind per 10 s
 
 	reserve, create, load, drain, credit, copy, reshard, token, restore, retire, fail *script
-	reserveBatch, end                                                                 *script
+	reserveBatch, end, issued                                                         *script
 	mover                                                                             *Mover
 	// issuer and calls make the last part of every reservation id this Store hands out:
 	// its mover's incarnation (drawn at start) and '-', boxed once, and the number of the
@@ -364,7 +364,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
 		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"}, {&s.retire, "retire"},
-		{&s.fail, "fail"}, {&s.reserveBatch, "reserve_batch"}, {&s.end, "end"},
+		{&s.fail, "fail"}, {&s.reserveBatch, "reserve_batch"}, {&s.end, "end"}, {&s.issued, "issued"},
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {
@@ -666,10 +666,10 @@ func (e *entry) closesAt() time.Time {
 }
 
 // setEnded records meta's end of the sale (0: none); the reservation script's arguments,
-// which carry the close, are built again.
+// which carry the close, are built again (entryArgs compares the end they were built with).
 func (e *entry) setEnded(ms int64) {
-	if ms > 0 && e.ended.Swap(ms) != ms {
-		e.reserveArgs.Store(nil)
+	if ms > 0 {
+		e.ended.Store(ms)
 	}
 }
 

@@ -73,6 +73,9 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if err != nil {
 		return RestoreReport{}, fmt.Errorf("order: read activity %s: %w", id, err)
 	}
+	if row.ArchivedAt != nil {
+		return RestoreReport{}, fmt.Errorf("%w: %s was archived", ErrRestoreRace, id)
+	}
 	tok, err := inv.Fence(ctx, id)
 	if err != nil {
 		return RestoreReport{}, err
@@ -189,7 +192,7 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 // sold twice. ErrRestoreRace when the row changed since.
 func (r *Reconciler) cut(ctx context.Context, id string, row sql.Activity, inc int) ([]sql.Order, []string, error) {
 	claim := r.db.WithContext(ctx).Model(&sql.Activity{}).
-		Where("id = ? AND generation = ? AND incarnation = ?", id, row.Generation, row.Incarnation).
+		Where("id = ? AND generation = ? AND incarnation = ? AND archived_at IS NULL", id, row.Generation, row.Incarnation).
 		Updates(map[string]any{"incarnation": inc,
 			"sold": gorm.Expr("(SELECT COALESCE(SUM(o.quantity), 0) FROM orders o WHERE o.activity_id = ?)", id)})
 	if claim.Error != nil {
