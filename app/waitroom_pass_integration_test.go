@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,4 +134,89 @@ func (f *failReserve) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// A waiting room whose prequeue holds a million places opens, and its inlet walks the
+// abandoned ones, in Redis calls of a few ms each: nothing sends the line's order to Redis
+// (every instance derives it from the seed) and an inlet step walks at most MaxWalk places.
+// The prequeue is made as a million joins would leave it (the state's seq), one real buyer
+// among them; every call of the room's scripts is timed at the client, and the longest is
+// printed.
+func TestWaitingRoomOpensAMillionPlaceLineInBoundedSteps(t *testing.T) {
+	const places = 1_000_000
+	id := uniq(t, "wr-big")
+	opens := time.Now().Add(2 * time.Second)
+	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 1000, heartbeat: 3s, order: shuffle, prequeue: 10m}"))
+	ta.createActivity(t, id, 10, 1, 1, opens)
+	ctx := context.Background()
+	st := "sk:{" + id + "}:q:st"
+	if err := ta.rdb.HSet(ctx, st, "seq", places-1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if j := ta.join(t, id, "buyer"); j.status != http.StatusCreated {
+		t.Fatalf("join: %d %v", j.status, j.body)
+	}
+	timer := &scriptTimer{prefix: "sk:{" + id + "}:q:"}
+	ta.rdb.AddHook(timer)
+	testwait.Eventually(t, 20*time.Second, func() bool {
+		pos, _ := ta.rdb.HGet(ctx, st, "pos").Int64()
+		return pos >= 5000
+	}, "the line opened and its inlet walked 5,000 places")
+	pre, err := ta.rdb.HGet(ctx, st, "pre").Int64()
+	if err != nil || pre != places {
+		t.Fatalf("the line's prequeue: %d %v, want %d", pre, err, places)
+	}
+	longest, calls := timer.result()
+	t.Logf("%d calls of the room's scripts, the longest %v", calls, longest)
+	if calls < 5 || longest > 25*time.Millisecond {
+		t.Fatalf("%d calls of the room's scripts, the longest %v: want each within a few ms (25 ms with room for a loaded machine)", calls, longest)
+	}
+}
+
+// scriptTimer times the EVALSHA and EVAL calls whose keys start with prefix.
+type scriptTimer struct {
+	prefix  string
+	mu      sync.Mutex
+	longest time.Duration
+	calls   int
+}
+
+func (s *scriptTimer) result() (time.Duration, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.longest, s.calls
+}
+
+func (s *scriptTimer) ours(cmd redis.Cmder) bool {
+	if n := cmd.Name(); n != "evalsha" && n != "eval" {
+		return false
+	}
+	for _, a := range cmd.Args() {
+		if k, ok := a.(string); ok && strings.HasPrefix(k, s.prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scriptTimer) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scriptTimer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !s.ours(cmd) {
+			return next(ctx, cmd)
+		}
+		start := time.Now()
+		err := next(ctx, cmd)
+		d := time.Since(start)
+		s.mu.Lock()
+		s.calls++
+		s.longest = max(s.longest, d)
+		s.mu.Unlock()
+		return err
+	}
+}
+
+func (s *scriptTimer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

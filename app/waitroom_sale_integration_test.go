@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
 )
@@ -354,10 +355,9 @@ func TestWaitingRoomQueuedSale(t *testing.T) {
 	pos, _ := strconv.ParseUint(st["pos"], 10, 64)
 	admRaw, err1 := rdb.HGetAll(ctx, k+"adm").Result()
 	usedRaw, err2 := rdb.HGetAll(ctx, k+"used").Result()
-	permRaw, err3 := rdb.HGetAll(ctx, k+"perm").Result()
 	usersRaw, err4 := rdb.HGetAll(ctx, k+"users").Result()
 	hbRaw, err5 := rdb.ZRangeWithScores(ctx, k+"hb", 0, -1).Result()
-	for _, err := range []error{err1, err2, err3, err4, err5} {
+	for _, err := range []error{err1, err2, err4, err5} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,9 +366,9 @@ func TestWaitingRoomQueuedSale(t *testing.T) {
 	for e, ms := range admRaw {
 		adm[atou(e)] = int64(atou(ms))
 	}
-	placeOf := map[uint64]uint64{} // ticket -> place, for the shuffled prequeue
-	for e, n := range permRaw {
-		placeOf[atou(n)] = atou(e)
+	placeOf := map[uint64]uint64{} // ticket -> place, for the shuffled prequeue: the order every instance derives from the seed
+	for i, n := range waitroom.Shuffle(atou(st["seed"]), pre) {
+		placeOf[n] = uint64(i + 1)
 	}
 	place := func(n uint64) uint64 {
 		if n <= pre {

@@ -4,11 +4,10 @@
 --         lastMs (Redis ms of the last step)
 -- KEYS[2] lease string "sk:{A}:q:lease"
 -- KEYS[3] heartbeats zset "sk:{A}:q:hb": ticket number -> Redis ms
--- KEYS[4] order hash "sk:{A}:q:perm": place -> ticket number, places 1..pre of a shuffled line
--- KEYS[5] admissions hash "sk:{A}:q:adm": place -> Redis ms it was admitted (kept)
--- KEYS[6] live passes zset "sk:{A}:q:live": place -> Redis ms admitted, unused and unexpired
--- KEYS[7] steps zset "sk:{A}:q:steps": member "<ms>:<admitted>:<pos>:<skipped>", score ms
--- KEYS[8] skipped zset "sk:{A}:q:skip": place -> place, every place skipped (kept: followers
+-- KEYS[4] admissions hash "sk:{A}:q:adm": place -> Redis ms it was admitted (kept)
+-- KEYS[5] live passes zset "sk:{A}:q:live": place -> Redis ms admitted, unused and unexpired
+-- KEYS[6] steps zset "sk:{A}:q:steps": member "<ms>:<admitted>:<pos>:<skipped>", score ms
+-- KEYS[7] skipped zset "sk:{A}:q:skip": place -> place, every place skipped (kept: followers
 --         read it so that a poll of a skipped place never shows a pass)
 -- ARGV[1] holder id, ARGV[2] fencing token
 -- ARGV[3] rate: admitted places per second, > 0
@@ -16,7 +15,11 @@
 -- ARGV[5] pass lifetime, ms: a live pass older than this is dropped
 -- ARGV[6] cap: the most live passes allowed (stock factor x units left), >= 0
 -- ARGV[7] the most places walked by this step (bounds the script's run time)
--- ARGV[8] "1": the line is shuffled (places 1..pre are mapped through KEYS[4])
+-- ARGV[8] "1": the line is shuffled: places 1..pre hold the tickets of the prequeue in the
+--         order drawn from the line's seed, which the caller computes (every instance derives
+--         it from the seed; Redis keeps no copy, so the opening writes nothing per place)
+-- ARGV[9] the first place ARGV[10..] names (shuffled only); ARGV[10..] the ticket numbers of
+--         places ARGV[9], ARGV[9] + 1, ...: the walk stops where the list does
 -- Invariant: the admissions of the steps in any span of 1000 ms sum to at most floor(rate)
 -- (at the moment of each step, the steps of the last 999 ms plus this one), whoever calls:
 -- the sum is read and written in this one atomic script, against Redis TIME.
@@ -33,10 +36,10 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local rate = tonumber(ARGV[3])
 local hbMin = now - tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - tonumber(ARGV[5])))
-redis.call('ZREMRANGEBYSCORE', KEYS[7], '-inf', '(' .. (now - 60000))
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '(' .. (now - tonumber(ARGV[5])))
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - 60000))
 local inWindow = 0
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[7], '(' .. (now - 1000), '+inf')) do
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. (now - 1000), '+inf')) do
   local a = string.match(m, '^[0-9]+:([0-9]+):')
   inWindow = inWindow + tonumber(a)
 end
@@ -47,22 +50,27 @@ if dt > 1000 then dt = 1000 end
 if dt < 0 then dt = 0 end
 local share = math.ceil(rate * dt / 1000)
 if share < allow then allow = share end
-local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[6])
+local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[5])
 if room < allow then allow = room end
 local admitted, skipped, walked = 0, 0, 0
 local maxWalk = tonumber(ARGV[7])
 local shuffled = ARGV[8] == '1'
+local start = tonumber(ARGV[9] or '0') or 0
 while admitted < allow and pos < seq and walked < maxWalk do
   local e = pos + 1
   local n = e
-  if shuffled and e <= pre then n = tonumber(redis.call('HGET', KEYS[4], e)) end
+  if shuffled and e <= pre then
+    local i = e - start + 10
+    if e < start or i > #ARGV then break end -- the caller's list does not reach here
+    n = tonumber(ARGV[i])
+  end
   local hb = n and tonumber(redis.call('ZSCORE', KEYS[3], n))
   if hb and hb >= hbMin then
-    redis.call('HSET', KEYS[5], e, now)
-    redis.call('ZADD', KEYS[6], now, e)
+    redis.call('HSET', KEYS[4], e, now)
+    redis.call('ZADD', KEYS[5], now, e)
     admitted = admitted + 1
   else
-    redis.call('ZADD', KEYS[8], e, e)
+    redis.call('ZADD', KEYS[7], e, e)
     skipped = skipped + 1
   end
   pos = e
@@ -70,7 +78,7 @@ while admitted < allow and pos < seq and walked < maxWalk do
 end
 redis.call('HSET', KEYS[1], 'pos', pos, 'lastMs', now)
 if admitted > 0 or skipped > 0 then
-  redis.call('ZADD', KEYS[7], now, now .. ':' .. admitted .. ':' .. pos .. ':' .. skipped)
+  redis.call('ZADD', KEYS[6], now, now .. ':' .. admitted .. ':' .. pos .. ':' .. skipped)
   redis.call('HINCRBY', KEYS[1], 'admitted', admitted)
   redis.call('HINCRBY', KEYS[1], 'skipped', skipped)
 end

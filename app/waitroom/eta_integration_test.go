@@ -117,15 +117,14 @@ func etaRun(b *testing.B) {
 
 	k := keysOf(id)
 	adm, err1 := rdb.HGetAll(context.Background(), k.adm).Result()
-	perm, err2 := rdb.HGetAll(context.Background(), k.perm).Result()
 	st, err3 := rdb.HGetAll(context.Background(), k.st).Result()
-	if err := errors.Join(err1, err2, err3); err != nil {
+	if err := errors.Join(err1, err3); err != nil {
 		b.Fatal(err)
 	}
 	pre := atoi(st["pre"])
-	placeOf := map[uint64]string{}
-	for e, n := range perm {
-		placeOf[atoi(n)] = e
+	placeOf := map[uint64]string{} // the order every instance derives from the seed
+	for i, n := range Shuffle(atoi(st["seed"]), pre) {
+		placeOf[n] = strconv.Itoa(i + 1)
 	}
 	var errs []float64
 	for i := abandoned; i < users; i++ {
@@ -199,5 +198,5 @@ func atoi(s string) uint64 {
 // etaCleanup deletes the line's keys by name.
 func etaCleanup(rdb redis.UniversalClient, id string) {
 	k := keysOf(id)
-	rdb.Del(context.Background(), k.users, k.st, k.hb, k.perm, k.adm, k.live, k.used, k.steps, k.skip, k.lease)
+	rdb.Del(context.Background(), k.users, k.st, k.hb, k.adm, k.live, k.used, k.steps, k.skip, k.lease)
 }

@@ -66,7 +66,9 @@ type Options struct {
 	FollowEvery time.Duration
 	// LeaseFor is how long a lease lasts without renewal. Default 2 s.
 	LeaseFor time.Duration
-	// MaxWalk bounds the places one inlet step walks. Default 10000.
+	// MaxWalk bounds the places one inlet step walks (and the tickets it passes to the script
+	// for a shuffled line): each costs the script a few µs, so one step holds Redis a few ms
+	// at most. Default 1000.
 	MaxWalk int
 }
 
@@ -99,7 +101,7 @@ func New(rdb redis.UniversalClient, signer Signer, stock Stock, cfg func() *conf
 		opts.LeaseFor = 2 * time.Second
 	}
 	if opts.MaxWalk <= 0 {
-		opts.MaxWalk = 10000
+		opts.MaxWalk = 1000
 	}
 	if m == nil {
 		m = newMetrics()
@@ -122,11 +124,11 @@ func New(rdb redis.UniversalClient, signer Signer, stock Stock, cfg func() *conf
 }
 
 // Keys of an activity's waiting room, all in the activity's slot {A}.
-type keys struct{ users, st, hb, perm, adm, live, used, steps, skip, lease string }
+type keys struct{ users, st, hb, adm, live, used, steps, skip, lease string }
 
 func keysOf(id string) keys {
 	p := keyspace.Prefix + "{" + id + "}:q:"
-	return keys{users: p + "users", st: p + "st", hb: p + "hb", perm: p + "perm", adm: p + "adm",
+	return keys{users: p + "users", st: p + "st", hb: p + "hb", adm: p + "adm",
 		live: p + "live", used: p + "used", steps: p + "steps", skip: p + "skip", lease: p + "lease"}
 }
 
@@ -146,8 +148,9 @@ type line struct {
 
 	// Owned by the Run goroutine.
 	fence   int64
-	permFor uint64 // seed the view's perm was built from
+	permFor uint64 // seed the view's perm and the inlet's order were built from
 	perm    []uint32
+	order   []uint32 // place p (1..pre) -> its ticket, when shuffled: what the inlet passes
 	// skipped are the places the inlet skipped, ascending (it skips in place order): shared
 	// with the views, append-only (a view reads only its own length of it).
 	skipped []uint64
@@ -581,12 +584,13 @@ func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
 	}
 	if v.opened && v.seed != 0 && v.pre > 0 {
 		if ln.permFor != v.seed || len(ln.perm) != int(v.pre) {
-			order := shuffle(v.seed, v.pre)
-			perm := make([]uint32, v.pre)
+			order := Shuffle(v.seed, v.pre)
+			perm, byPlace := make([]uint32, v.pre), make([]uint32, v.pre)
 			for i, n := range order {
 				perm[n-1] = uint32(i + 1)
+				byPlace[i] = uint32(n)
 			}
-			ln.perm, ln.permFor = perm, v.seed
+			ln.perm, ln.order, ln.permFor = perm, byPlace, v.seed
 		}
 		v.perm = ln.perm
 	}
@@ -719,14 +723,23 @@ func (r *Room) lead(ctx context.Context, ln *line, w config.WaitingRoom, v *view
 			capPasses = 1
 		}
 	}
-	shuffled := "0"
+	args := []any{r.opts.InstanceID, fence, strconv.FormatFloat(w.Rate, 'f', -1, 64), w.Heartbeat.D().Milliseconds(),
+		w.PassTTL.D().Milliseconds(), capPasses, r.opts.MaxWalk, "0"}
 	if v.seed != 0 {
-		shuffled = "1"
+		// The tickets of the next places of the prequeue, from the order this instance derived
+		// from the seed: the script walks no further than the list (a view whose pos lags
+		// makes a shorter step).
+		args[7] = "1"
+		from := v.pos + 1
+		args = append(args, from)
+		if ln.permFor == v.seed && from <= uint64(len(ln.order)) {
+			for p := from; p <= uint64(len(ln.order)) && p < from+uint64(r.opts.MaxWalk); p++ {
+				args = append(args, ln.order[p-1])
+			}
+		}
 	}
 	k := ln.k
-	res, err := r.admit.Run(ctx, r.rdb, []string{k.st, k.lease, k.hb, k.perm, k.adm, k.live, k.steps, k.skip},
-		r.opts.InstanceID, fence, strconv.FormatFloat(w.Rate, 'f', -1, 64), w.Heartbeat.D().Milliseconds(),
-		w.PassTTL.D().Milliseconds(), capPasses, r.opts.MaxWalk, shuffled).Int64Slice()
+	res, err := r.admit.Run(ctx, r.rdb, []string{k.st, k.lease, k.hb, k.adm, k.live, k.steps, k.skip}, args...).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("waitroom: admit: %w", err)
 	}
@@ -750,19 +763,12 @@ func (r *Room) openLine(ctx context.Context, ln *line, w config.WaitingRoom, fen
 	}
 	pre, _ := strconv.ParseUint(seqS, 10, 64)
 	seed := uint64(0)
-	args := []any{r.opts.InstanceID, fence, pre}
 	if w.Order == config.OrderShuffle && pre > 0 {
 		for seed == 0 {
 			seed = rand.Uint64()
 		}
-		args = append(args, strconv.FormatUint(seed, 10))
-		for _, n := range shuffle(seed, pre) {
-			args = append(args, n)
-		}
-	} else {
-		args = append(args, "0")
 	}
-	v, err := r.open.Run(ctx, r.rdb, []string{ln.k.st, ln.k.perm, ln.k.lease}, args...).Int64()
+	v, err := r.open.Run(ctx, r.rdb, []string{ln.k.st, ln.k.lease}, r.opts.InstanceID, fence, pre, strconv.FormatUint(seed, 10)).Int64()
 	if err != nil {
 		return fmt.Errorf("waitroom: open: %w", err)
 	}
@@ -778,10 +784,10 @@ func (r *Room) openLine(ctx context.Context, ln *line, w config.WaitingRoom, fen
 	return nil
 }
 
-// shuffle returns the ticket numbers 1..n in the order drawn from seed: a Fisher-Yates shuffle
+// Shuffle returns the ticket numbers 1..n in the order drawn from seed (place 1 first): a Fisher-Yates shuffle
 // driven by ChaCha8 keyed by the seed, written out here so that every instance and every
 // release derives the same order from the same seed.
-func shuffle(seed, n uint64) []uint64 {
+func Shuffle(seed, n uint64) []uint64 {
 	var key [32]byte
 	binary.LittleEndian.PutUint64(key[:], seed)
 	rng := rand.NewChaCha8(key)
