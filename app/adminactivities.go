@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -109,6 +111,46 @@ func (a *api) getAdminActivity(c *gin.Context) {
 	c.JSON(http.StatusOK, h)
 }
 
+// maxProfileSeconds bounds ?seconds= of a CPU profile or a trace: under the admin listener's
+// write timeout, so the answer is written before the server gives up on it.
+const maxProfileSeconds = int(adminWriteTimeout/time.Second) - 5
+
+// secretFlags are the flags whose values /debug/pprof/cmdline does not show.
+var secretFlags = []string{"dsn", "password", "secret", "token", "key"}
+
+// redactArgs is args with the value of every flag whose name holds a secret word replaced
+// ("--mysql-dsn=x", "--mysql-dsn x", "-redis-password x").
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	secret := func(flag string) bool {
+		name := strings.ToLower(strings.TrimLeft(flag, "-"))
+		for _, w := range secretFlags {
+			if strings.Contains(name, w) {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		out[i] = a
+		if i == 0 || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if name, _, ok := strings.Cut(a, "="); ok {
+			if secret(name) {
+				out[i] = name + "=[redacted]"
+			}
+			continue
+		}
+		if secret(a) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out[i+1] = "[redacted]"
+			i++
+		}
+	}
+	return out
+}
+
 // pprofHandler serves net/http/pprof under /debug/pprof/ (the admin listener, behind the
 // admin token): the index, cmdline, profile, symbol, trace and every named profile.
 func pprofHandler(c *gin.Context) {
@@ -116,13 +158,24 @@ func pprofHandler(c *gin.Context) {
 	case "":
 		pprof.Index(c.Writer, c.Request)
 	case "cmdline":
-		pprof.Cmdline(c.Writer, c.Request)
-	case "profile":
-		pprof.Profile(c.Writer, c.Request)
+		// net/http/pprof's answer, with the values of secret flags redacted (a DSN given as
+		// a flag carries the MySQL password).
+		c.Header("X-Content-Type-Options", "nosniff")
+		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(strings.Join(redactArgs(os.Args), "\x00")))
+	case "profile", "trace":
+		// A profile or trace longer than the admin's write timeout is cut off with nothing
+		// written: refuse it with the bound instead.
+		if sec, err := strconv.ParseFloat(c.DefaultQuery("seconds", "1"), 64); err != nil || sec <= 0 || sec > float64(maxProfileSeconds) {
+			writeError(c, badRequest(fmt.Sprintf("seconds must be a number from 1 to %d (the admin listener's write timeout is %v)", maxProfileSeconds, adminWriteTimeout)))
+			return
+		}
+		if name == "profile" {
+			pprof.Profile(c.Writer, c.Request)
+		} else {
+			pprof.Trace(c.Writer, c.Request)
+		}
 	case "symbol":
 		pprof.Symbol(c.Writer, c.Request)
-	case "trace":
-		pprof.Trace(c.Writer, c.Request)
 	default:
 		pprof.Handler(name).ServeHTTP(c.Writer, c.Request)
 	}

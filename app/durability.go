@@ -6,12 +6,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
+
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/inventory"
 )
 
@@ -19,6 +20,9 @@ import (
 // masters provide (a failover or a CONFIG SET may change it), unless
 // Options.durabilityCheckEvery says otherwise.
 const defaultDurabilityCheckEvery = 10 * time.Second
+
+// maxCAFileBytes bounds SECKILL_REDIS_TLS_CA_FILE.
+const maxCAFileBytes = 1 << 20
 
 // redisAuth sets the password, user and TLS settings of the Redis client (and of the
 // sentinels'). An error is a CA file that does not read.
@@ -36,7 +40,10 @@ func (o Options) redisAuth(uo *redis.UniversalOptions) error {
 	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.RedisTLSCAFile != "" {
-		pem, err := os.ReadFile(o.RedisTLSCAFile)
+		// A regular file of at most 1 MiB (a CA bundle is a few hundred KiB), opened without
+		// blocking: a FIFO, a device or /dev/zero is refused at once instead of hanging the
+		// start or filling the memory.
+		pem, err := config.ReadRegularFile(o.RedisTLSCAFile, maxCAFileBytes)
 		if err != nil {
 			return fmt.Errorf("SECKILL_REDIS_TLS_CA_FILE: %w", err)
 		}

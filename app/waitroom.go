@@ -32,7 +32,10 @@ func getQueuePage(c *gin.Context) {
 	c.Header("Cache-Control", "no-cache")
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Header("Referrer-Policy", "no-referrer")
-	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'")
+	// No framing (frame-ancestors, and X-Frame-Options for older browsers): the page reserves
+	// by itself once admitted, so another site must not wrap it.
+	c.Header("X-Frame-Options", "DENY")
+	c.Header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 	c.Data(http.StatusOK, "text/html; charset=utf-8", queuePage)
 }
 
@@ -85,6 +88,7 @@ func (a *api) postQueue(c *gin.Context) {
 		code = http.StatusCreated
 	}
 	setOutcome(c, "QUEUED")
+	c.Header("Cache-Control", "no-store") // the answer may carry a pass
 	c.JSON(code, queueBody(id, t.Token, st, a.now()))
 }
 
@@ -113,6 +117,7 @@ func (a *api) getQueue(c *gin.Context) {
 		return
 	}
 	setOutcome(c, st.State)
+	c.Header("Cache-Control", "no-store") // the answer may carry a pass
 	c.JSON(http.StatusOK, queueBody(id, ticket, st, now))
 }
 
