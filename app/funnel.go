@@ -185,6 +185,9 @@ func newFunnel(rdb redis.UniversalClient, hash func(string) uint64, m *funnelMet
 type actFunnel struct {
 	id       string
 	campaign string
+	// opens and closes bound the seconds counted by second (funnelSeconds), unix s; closes
+	// 0 when the activity has none. expires is when the funnel's keys expire (unix ms).
+	opens, closes int64
 	attempts prometheus.Counter
 	answers  [nFunnelOutcomes]prometheus.Counter
 	units    prometheus.Counter
@@ -219,7 +222,7 @@ func (f *funnel) activity(v *inventory.ActivityView) *actFunnel {
 	if af = f.acts[v.ID]; af != nil {
 		return af
 	}
-	af = &actFunnel{id: v.ID, campaign: v.CampaignID, attempts: f.m.attempts.WithLabelValues(v.ID), units: f.m.units.WithLabelValues(v.ID)}
+	af = &actFunnel{id: v.ID, campaign: v.CampaignID, opens: v.OpensAt.Unix(), closes: unixSec(v.ClosesAt), attempts: f.m.attempts.WithLabelValues(v.ID), units: f.m.units.WithLabelValues(v.ID)}
 	for o := fAccepted; o < nFunnelOutcomes; o++ {
 		af.answers[o] = f.m.answers.WithLabelValues(v.ID, funnelOutcomeNames[o])
 	}
@@ -355,7 +358,9 @@ func (f *funnel) flush(ctx context.Context) {
 }
 
 func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
-	sec := strconv.FormatInt(f.now().Unix(), 10)
+	now := f.now()
+	bySecond := af.bySecond(now.Unix())
+	sec := strconv.FormatInt(now.Unix(), 10)
 	var fields []any
 	add := func(name string, n int64) {
 		if n != 0 {
@@ -364,12 +369,15 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	}
 	attempts := af.dAttempts.Swap(0)
 	add("attempts", attempts)
-	add("s:a:"+sec, attempts)
+	if bySecond {
+		add("s:a:"+sec, attempts)
+	}
 	for o := fAccepted; o < nFunnelOutcomes; o++ {
 		add("o:"+funnelOutcomeNames[o], af.dAnswers[o].Swap(0))
 	}
-	accepted := fieldValue(fields, "o:accepted")
-	add("s:r:"+sec, accepted)
+	if accepted := fieldValue(fields, "o:accepted"); bySecond {
+		add("s:r:"+sec, accepted)
+	}
 	add("units", af.dUnits.Swap(0))
 	for i, kind := range [2]string{"lat:a:", "lat:r:"} {
 		for b := range af.dLatency[i] {
@@ -411,6 +419,13 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 		pipe.ZAddArgs(ctx, tk, redis.ZAddArgs{GT: true, Members: []redis.Z{{Score: float64(last), Member: "last"}}})
 	}
 	triedKey, boughtKey := inventory.FunnelUsers(af.id, "tried"), inventory.FunnelUsers(af.id, "bought")
+	// The funnel's keys end with the activity's records: a day after its close, or a week
+	// after the last count without one (an archive deletes them before).
+	exp := now.Add(7 * 24 * time.Hour)
+	if af.closes > 0 {
+		exp = time.Unix(af.closes, 0).Add(24 * time.Hour)
+	}
+
 	for _, m := range []struct {
 		key    string
 		sketch []byte
@@ -422,6 +437,9 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 			pipe.PFMerge(ctx, m.key, m.key, tmp)
 			pipe.Del(ctx, tmp)
 		}
+	}
+	for _, k := range []string{key, inventory.FunnelTimes(af.id), triedKey, boughtKey} {
+		pipe.ExpireAt(ctx, k, exp)
 	}
 	if f.local {
 		_, err := pipe.Exec(ctx)
@@ -440,6 +458,28 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	f.m.users.WithLabelValues(af.id, "tried").Set(float64(nTried.Val()))
 	f.m.users.WithLabelValues(af.id, "bought").Set(float64(nBought.Val()))
 	return nil
+}
+
+// funnelSeconds is how long after its opening an activity's attempts and acceptances are
+// counted by second (the report's peakSecond); a minute before the opening is counted too.
+// Past it, or past the close, only the totals grow: the funnel hash stays bounded (about
+// 7,300 fields by second) however long the activity lives and is asked.
+const funnelSeconds = time.Hour
+
+// bySecond reports whether the counts of the second sec are kept by second.
+func (af *actFunnel) bySecond(sec int64) bool {
+	if af.closes > 0 && sec >= af.closes {
+		return false
+	}
+	return sec >= af.opens-60 && sec < af.opens+int64(funnelSeconds/time.Second)
+}
+
+// unixSec is t in unix seconds, 0 for the zero time.
+func unixSec(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
 }
 
 // localDistinct is the estimate of the distinct users who tried and who bought id, from

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/testwait"
@@ -222,5 +224,51 @@ func TestFunnelSeriesAtZeroBeforeTheFirstRequest(t *testing.T) {
 		if !strings.Contains(string(raw), s+" 0\n") {
 			t.Errorf("no series %s at 0 before the first request", s)
 		}
+	}
+}
+
+// The funnel hash of an activity stays bounded however long it lives: counts by second only
+// in the sale's first hour, the totals after it; its keys expire with the activity. A week of
+// one request a second (a flush a second for two hours, then one a minute: each minute's
+// flush stands for sixty seconds of fields when every second were kept) leaves a few
+// thousand fields, where keeping every second left one per second of the week.
+func TestFunnelHashBoundedOverAWeek(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	opens := time.Unix(1_800_000_000, 0)
+	now := opens
+	f := newFunnel(rdb, userHash64, newFunnelMetrics(prometheus.NewRegistry()), slog.Default(), func() time.Time { return now })
+	f.local = true // miniredis keeps no HyperLogLog in Redis's layout: the embedded mode's way
+	v := inventory.ActivityView{Activity: inventory.Activity{ID: "week", OpensAt: opens}}
+	ctx := context.Background()
+	flushes := 0
+	for now.Before(opens.Add(7 * 24 * time.Hour)) {
+		af := f.activity(&v)
+		af.attempt(f, "u")
+		af.answer(f, fSoldOut, "u", 0, time.Millisecond)
+		if err := f.flushActivity(ctx, af); err != nil {
+			t.Fatal(err)
+		}
+		flushes++
+		if now.Before(opens.Add(2 * time.Hour)) {
+			now = now.Add(time.Second)
+		} else {
+			now = now.Add(time.Minute)
+		}
+	}
+	n, err := rdb.HLen(ctx, inventory.Funnel("week")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n > int64(2*3660+2*nFunnelBuckets+int(nFunnelOutcomes)+10) {
+		t.Fatalf("%d fields in the funnel hash after %d flushes over a week, want it bounded by the first hour's seconds", n, flushes)
+	}
+	attempts, err := rdb.HGet(ctx, inventory.Funnel("week"), "attempts").Int()
+	if err != nil || attempts != flushes {
+		t.Fatalf("attempts %d %v, want every one of the %d counted", attempts, err, flushes)
+	}
+	if ttl := mr.TTL(inventory.Funnel("week")); ttl <= 0 {
+		t.Fatalf("the funnel hash has no expiry (TTL %v)", ttl)
 	}
 }
