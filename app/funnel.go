@@ -188,9 +188,9 @@ type actFunnel struct {
 	// opens and closes bound the seconds counted by second (funnelSeconds), unix s; closes
 	// 0 when the activity has none. expires is when the funnel's keys expire (unix ms).
 	opens, closes int64
-	attempts prometheus.Counter
-	answers  [nFunnelOutcomes]prometheus.Counter
-	units    prometheus.Counter
+	attempts      prometheus.Counter
+	answers       [nFunnelOutcomes]prometheus.Counter
+	units         prometheus.Counter
 	// camp* are nil for an activity without a campaign.
 	campAttempts prometheus.Counter
 	campAnswers  [nFunnelOutcomes]prometheus.Counter
