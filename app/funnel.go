@@ -185,7 +185,7 @@ func newFunnel(rdb redis.UniversalClient, hash func(string) uint64, m *funnelMet
 type actFunnel struct {
 	id       string
 	campaign string
-	// opens and closes bound the seconds counted by second (funnelSeconds), unix s; closes
+	// opens and closes bound the seconds counted by second (funnelBySecondFor), unix s; closes
 	// 0 when the activity has none. expires is when the funnel's keys expire (unix ms).
 	opens, closes int64
 	attempts      prometheus.Counter
@@ -460,18 +460,18 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	return nil
 }
 
-// funnelSeconds is how long after its opening an activity's attempts and acceptances are
+// funnelBySecondFor is how long after its opening an activity's attempts and acceptances are
 // counted by second (the report's peakSecond); a minute before the opening is counted too.
 // Past it, or past the close, only the totals grow: the funnel hash stays bounded (about
 // 7,300 fields by second) however long the activity lives and is asked.
-const funnelSeconds = time.Hour
+const funnelBySecondFor = time.Hour
 
 // bySecond reports whether the counts of the second sec are kept by second.
 func (af *actFunnel) bySecond(sec int64) bool {
 	if af.closes > 0 && sec >= af.closes {
 		return false
 	}
-	return sec >= af.opens-60 && sec < af.opens+int64(funnelSeconds/time.Second)
+	return sec >= af.opens-60 && sec < af.opens+int64(funnelBySecondFor/time.Second)
 }
 
 // unixSec is t in unix seconds, 0 for the zero time.
