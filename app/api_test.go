@@ -18,7 +18,8 @@ func TestReadiness(t *testing.T) {
 	}{
 		{name: "all well", cfg: true, servesAPI: true, want: true},
 		{name: "no config", cfg: false, servesAPI: true, wantReason: "no configuration loaded"},
-		{name: "redis down", cfg: true, redis: sick, servesAPI: true, wantReason: "redis unreachable"},
+		{name: "api process stays ready while Redis is down: it answers 503 itself", cfg: true, redis: sick, servesAPI: true, want: true},
+		{name: "worker process, Redis down", cfg: true, redis: sick, wantReason: "redis unreachable"},
 		{name: "writer-only process, MySQL sick", cfg: true, writer: sick, wantReason: "order writer failing"},
 		{name: "api process keeps taking reservations while MySQL is sick", cfg: true, writer: sick, servesAPI: true, want: true},
 	}

@@ -29,6 +29,9 @@ func (a *api) readyz(c *gin.Context, detail bool) {
 	}
 	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
 	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
+	if redisErr != nil {
+		body["redis"] = "unreachable" // still ready when serving the API: see readiness
+	}
 	if ids := a.recoveringIDs(); len(ids) > 0 && detail {
 		// Still ready (other activities sell), but the activities Redis lost are named, on
 		// the admin port only: the storefront's answer names no activity.
@@ -53,15 +56,20 @@ func (a *api) readyz(c *gin.Context, detail bool) {
 	c.JSON(http.StatusOK, body)
 }
 
-// readiness decides /readyz. A configuration and a reachable Redis are always needed. A sick
-// order writer (MySQL failing) makes a writer-only process not ready, so an orchestrator sees
-// it; a process that also serves the api stays ready, because reservations go on while MySQL
-// is down (they wait in the journal), and the writer's state is reported in the body.
+// readiness decides /readyz, per dependency. A configuration is always needed: without one
+// the process answers nothing useful. A shared dependency down is no reason to take a pod out
+// of its Service: it is down for every pod, so readiness failing on it would take the whole
+// fleet out and clients would get the load balancer's error instead of this service's 503
+// with Retry-After. So a process that serves the API stays ready while Redis is unreachable
+// (it answers 503 UNAVAILABLE itself, fail closed) and while MySQL is sick (reservations wait
+// in the journal); both are reported in the body. A process without the API (relay, writer,
+// reconciler) has no clients to answer: it is not ready without Redis, nor, writer-only, with
+// a writer failing, so an orchestrator sees it.
 func readiness(configReady bool, redisErr, writerErr error, servesAPI bool) (bool, string) {
 	switch {
 	case !configReady:
 		return false, "no configuration loaded"
-	case redisErr != nil:
+	case redisErr != nil && !servesAPI:
 		return false, "redis unreachable"
 	case writerErr != nil && !servesAPI:
 		return false, "order writer failing"
