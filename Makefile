@@ -1,5 +1,6 @@
 # seckill: the README's commands.
 #   make run            start the service in embedded mode (no setup needed)
+#   make build          bin/seckill and bin/seckill-load, stamped with the release and commit
 #   make test-build     compile what make test compiles (every -race test binary, and the
 #                       commands without -race, as the tests build them), run nothing
 #   make test           start the real test servers, then run every test (-tags integration:
@@ -35,7 +36,18 @@ ERRORLINT   ?= v1.9.1
 LINTBIN     ?= $(CURDIR)/.infra/bin
 PKGS      ?= ./...
 
-.PHONY: test test-build test-build-race test-build-commands run services-up services-down services-status bench lint
+.PHONY: build test test-build test-build-race test-build-commands run services-up services-down services-status bench lint
+
+# build: bin/seckill and bin/seckill-load, stamped with the release (git describe: the last tag,
+# or the commit when there is none; -dirty for local changes) and the commit, which
+# `seckill --version` prints and the seckill_build_info metric carries.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+BIN      ?= bin
+# The compile flags are test-build-commands' (the stamp is the linker's), so the build cache
+# of one serves the other and a build after the tests only links.
+build:
+	$(GO) build -ldflags "-X github.com/seckill/seckill/app.version=$(VERSION) -X github.com/seckill/seckill/app.revision=$(REVISION)" -o $(BIN)/ ./cmd/seckill ./cmd/seckill-load
 
 # deploy/validate is a module of its own (compose and Kubernetes libraries stay out of the
 # service's module): it checks docker/ and deploy/kubernetes/ offline.

@@ -30,10 +30,12 @@ func InstallLibraryLoggers(log *slog.Logger) {
 	config.InstallNacosLogger(log)
 }
 
-// version is the release, set at link time (go build -ldflags "-X
-// github.com/seckill/seckill/app.version=v1.2.3"); empty: the module version the Go tool
-// stamped, "(devel)" for a build from a checkout.
-var version string
+// version is the release and revision the VCS revision, set at link time (make build, and the
+// Dockerfile, stamp both: go build -ldflags "-X github.com/seckill/seckill/app.version=v1.2.3
+// -X github.com/seckill/seckill/app.revision=<commit>"); empty: what the Go tool stamped,
+// "(devel)" and the checkout's commit for a go build in a checkout, no revision in a build
+// context without .git (a Docker build).
+var version, revision string
 
 // BuildInfo is what was built: the release, the VCS revision and time the Go tool stamped
 // ("" when it stamped none, e.g. go run), whether the tree had local changes, the Go version.
@@ -44,7 +46,7 @@ type BuildInfo struct {
 
 // Build reads the binary's build information.
 func Build() BuildInfo {
-	b := BuildInfo{Version: version, GoVersion: runtime.Version()}
+	b := BuildInfo{Version: version, Revision: revision, GoVersion: runtime.Version()}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		if b.Version == "" {
@@ -58,7 +60,9 @@ func Build() BuildInfo {
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			b.Revision = s.Value
+			if b.Revision == "" {
+				b.Revision = s.Value
+			}
 		case "vcs.time":
 			b.Time = s.Value
 		case "vcs.modified":
