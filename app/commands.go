@@ -58,8 +58,12 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	switch args[0] {
 	case "config":
+		force := len(args) == 4 && args[1] == "publish" && args[2] == "--force"
+		if force {
+			args = append(args[:2:2], args[3])
+		}
 		if len(args) != 3 || args[1] != "check" && args[1] != "publish" {
-			fmt.Fprintln(stderr, "seckill: usage: seckill config check FILE | seckill config publish FILE")
+			fmt.Fprintln(stderr, "seckill: usage: seckill config check FILE | seckill config publish [--force] FILE")
 			return 2, true
 		}
 		sum, err := CheckConfigFile(args[2], getenv)
@@ -69,7 +73,7 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 		}
 		fmt.Fprintln(stdout, sum)
 		if args[1] == "publish" {
-			return publishCommand(ctx, args[2], getenv, stdout, stderr), true
+			return publishCommand(ctx, args[2], force, getenv, stdout, stderr), true
 		}
 		return 0, true
 	case "migrate":
@@ -79,8 +83,11 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // publishCommand stores the configuration file at path (checked already) in Nacos, under the
-// data id, group and namespace the service reads (SECKILL_NACOS_* variables and defaults).
-func publishCommand(ctx context.Context, path string, getenv func(string) string, stdout, stderr io.Writer) int {
+// data id, group and namespace the service reads (SECKILL_NACOS_* variables and defaults). A
+// data id that exists with another content is the live configuration of a running fleet:
+// it is replaced only with force, else the differences are shown and nothing is written (exit
+// 1); the same content is left as it is.
+func publishCommand(ctx context.Context, path string, force bool, getenv func(string) string, stdout, stderr io.Writer) int {
 	// The Nacos variables only, parsed as the service parses them.
 	o, err := ParseOptions(nil, func(k string) string {
 		switch {
@@ -106,6 +113,21 @@ func publishCommand(ctx context.Context, path string, getenv func(string) string
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	live, found, err := config.ReadNacos(ctx, o.NacosAddr, o.NacosUsername, o.NacosPassword, o.NacosNamespace, o.NacosDataID, o.NacosGroup)
+	if err != nil {
+		fmt.Fprintf(stderr, "seckill: config publish: %v\n", err)
+		return 1
+	}
+	if found && strings.TrimSpace(live) == strings.TrimSpace(string(data)) {
+		fmt.Fprintf(stdout, "data id %s, group %s holds this configuration already: nothing published\n", o.NacosDataID, o.NacosGroup)
+		return 0
+	}
+	if found && !force {
+		fmt.Fprintf(stderr, "seckill: config publish: data id %s, group %s holds another configuration, which the running instances apply; "+
+			"nothing published. What would change (- live, + %s):\n%s"+
+			"Publish it anyway with: seckill config publish --force %s\n", o.NacosDataID, o.NacosGroup, path, lineDiff(live, string(data)), path)
+		return 1
+	}
 	if err := config.PublishNacos(ctx, o.NacosAddr, o.NacosUsername, o.NacosPassword, o.NacosNamespace, o.NacosDataID, o.NacosGroup, data); err != nil {
 		fmt.Fprintf(stderr, "seckill: config publish: %v\n", err)
 		return 1
@@ -116,6 +138,45 @@ func publishCommand(ctx context.Context, path string, getenv func(string) string
 	}
 	fmt.Fprintf(stdout, "published %s as data id %s, group %s, namespace %s on %s\n", path, o.NacosDataID, o.NacosGroup, ns, o.NacosAddr)
 	return 0
+}
+
+// lineDiff lists the lines of a that b lacks (-) and of b that a lacks (+), in order, from a
+// longest common subsequence of lines; for documents too long to compare that way, their
+// sizes.
+func lineDiff(a, b string) string {
+	x, y := strings.Split(strings.TrimSpace(a), "\n"), strings.Split(strings.TrimSpace(b), "\n")
+	if len(x)*len(y) > 4_000_000 {
+		return fmt.Sprintf("  (%d lines live, %d in the file)\n", len(x), len(y))
+	}
+	// lcs[i][j] is the longest common subsequence of x[i:] and y[j:].
+	lcs := make([][]int, len(x)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(y)+1)
+	}
+	for i := len(x) - 1; i >= 0; i-- {
+		for j := len(y) - 1; j >= 0; j-- {
+			if x[i] == y[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out strings.Builder
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		switch {
+		case i < len(x) && j < len(y) && x[i] == y[j]:
+			i, j = i+1, j+1
+		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
+			out.WriteString("  + " + y[j] + "\n")
+			j++
+		default:
+			out.WriteString("  - " + x[i] + "\n")
+			i++
+		}
+	}
+	return out.String()
 }
 
 // migrateCommand applies the schema files MySQL lacks and lists schema_migrations.

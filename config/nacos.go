@@ -524,6 +524,34 @@ func (t *nacosToken) forget() {
 	t.mu.Unlock()
 }
 
+// ReadNacos reads dataID in group of namespace ("" public) from the Nacos server at addr,
+// logging in first when username is set (GET /nacos/v1/cs/configs): the content, or found
+// false when the server has no such data id.
+func ReadNacos(ctx context.Context, addr, username, password, namespace, dataID, group string) (content string, found bool, err error) {
+	q := url.Values{"dataId": {dataID}, "group": {group}}
+	if namespace != "" {
+		q.Set("tenant", namespace)
+	}
+	if username != "" {
+		tok, _, err := nacosLoginOnce(ctx, addr, username, password)
+		if err != nil {
+			return "", false, fmt.Errorf("nacos login as %q: %w", username, err)
+		}
+		q.Set("accessToken", tok)
+	}
+	status, body, err := nacosDo(ctx, http.MethodGet, "http://"+addr+"/nacos/v1/cs/configs?"+q.Encode(), nil)
+	if err != nil {
+		return "", false, fmt.Errorf("nacos read: %w", err)
+	}
+	switch status {
+	case http.StatusOK:
+		return body, true, nil
+	case http.StatusNotFound:
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("nacos read %s/%s: HTTP %d: %s", group, dataID, status, nacosMessage(body))
+}
+
 // PublishNacos stores content as dataID in group of namespace ("" public) on the Nacos
 // server at addr, logging in first when username is set (POST /nacos/v1/cs/configs, type
 // yaml, as the console does). Instances watching the data id apply it within a second.
