@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -33,6 +34,13 @@ type kustomization struct {
 	Labels     []struct {
 		Pairs map[string]string `json:"pairs"`
 	} `json:"labels"`
+	ConfigMapGenerator []cmGenerator `json:"configMapGenerator"`
+}
+
+// cmGenerator is a ConfigMap the kustomization generates from files of its directory.
+type cmGenerator struct {
+	Name  string   `json:"name"`
+	Files []string `json:"files"`
 }
 
 // manifests are every document of deploy/kubernetes, decoded strictly into its API type.
@@ -45,6 +53,9 @@ type manifests struct {
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
 	netpols     map[string]*networkingv1.NetworkPolicy
 	monitors    map[string]*serviceMonitor
+	jobs        map[string]*batchv1.Job
+	// generated are the ConfigMaps the kustomization generates: name -> its files.
+	generated map[string][]string
 }
 
 // serviceMonitor is the part of a Prometheus Operator ServiceMonitor this base uses, decoded
@@ -87,8 +98,14 @@ func loadManifests(t *testing.T) manifests {
 	if err != nil {
 		t.Fatal(err)
 	}
+	generated := map[string][]string{}
+	for _, g := range k.ConfigMapGenerator {
+		generated[g.Name] = g.Files
+	}
 	for _, f := range files {
-		if b := filepath.Base(f); b != "kustomization.yaml" && !slices.Contains(k.Resources, b) {
+		b := filepath.Base(f)
+		inGenerator := slices.ContainsFunc(k.ConfigMapGenerator, func(g cmGenerator) bool { return slices.Contains(g.Files, b) })
+		if b != "kustomization.yaml" && !slices.Contains(k.Resources, b) && !inGenerator {
 			t.Errorf("%s is not listed in kustomization.yaml", b)
 		}
 	}
@@ -97,6 +114,7 @@ func loadManifests(t *testing.T) manifests {
 		configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{},
 		pdbs: map[string]*policyv1.PodDisruptionBudget{}, hpas: map[string]*autoscalingv2.HorizontalPodAutoscaler{},
 		netpols: map[string]*networkingv1.NetworkPolicy{}, monitors: map[string]*serviceMonitor{},
+		jobs: map[string]*batchv1.Job{}, generated: generated,
 	}
 	for _, res := range k.Resources {
 		raw, err := os.ReadFile(filepath.Join(k8sDir, res))
@@ -134,6 +152,9 @@ func loadManifests(t *testing.T) manifests {
 			case "networking.k8s.io/v1 NetworkPolicy":
 				n := decodeStrict[networkingv1.NetworkPolicy](t, where, []byte(doc))
 				m.netpols[n.Name] = n
+			case "batch/v1 Job":
+				j := decodeStrict[batchv1.Job](t, where, []byte(doc))
+				m.jobs[j.Name] = j
 			case "monitoring.coreos.com/v1 ServiceMonitor":
 				sm := decodeStrict[serviceMonitor](t, where, []byte(doc))
 				m.monitors[sm.Name] = sm
@@ -449,5 +470,61 @@ func TestAdminPortPolicyAndServiceMonitor(t *testing.T) {
 	}
 	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "admin" || sm.Spec.Endpoints[0].Path != "/metrics" {
 		t.Errorf("ServiceMonitor endpoints %+v, want port admin, /metrics", sm.Spec.Endpoints)
+	}
+}
+
+// The hot configuration reaches Nacos from the manifests too: a Job runs seckill config
+// publish (without --force: a live configuration is never replaced by a re-apply) on the file
+// of a generated ConfigMap, with the Nacos address and credentials of the pods; the file has
+// the settings docker/seckill-nacos.yaml has (kustomize reads files of its directory only, so
+// it is a copy: this keeps the two the same); the pod meets the restricted profile.
+func TestConfigPublishJob(t *testing.T) {
+	m := loadManifests(t)
+	j := m.jobs["seckill-config-publish"]
+	if j == nil {
+		t.Fatalf("no Job seckill-config-publish: have %v", keys(m.jobs))
+	}
+	ps := j.Spec.Template.Spec
+	if len(ps.Containers) != 1 {
+		t.Fatalf("%s: want one container", j.Name)
+	}
+	c := ps.Containers[0]
+	if !slices.Equal(c.Args, []string{"config", "publish", "/config/seckill.yaml"}) {
+		t.Errorf("%s: args %q, want config publish /config/seckill.yaml (no --force)", j.Name, c.Args)
+	}
+	for _, k := range []string{"SECKILL_NACOS_ADDR", "SECKILL_NACOS_USERNAME", "SECKILL_NACOS_PASSWORD", "SECKILL_NACOS_DATA_ID", "SECKILL_NACOS_GROUP"} {
+		if _, ok := env(c, m, k); !ok {
+			t.Errorf("%s: %s not set", j.Name, k)
+		}
+	}
+	var file string
+	for _, v := range ps.Volumes {
+		if v.ConfigMap == nil {
+			continue
+		}
+		files := m.generated[v.ConfigMap.Name]
+		if files == nil {
+			t.Fatalf("%s: volume %s names ConfigMap %s, which the kustomization does not generate", j.Name, v.Name, v.ConfigMap.Name)
+		}
+		for _, it := range v.ConfigMap.Items {
+			if it.Path == "seckill.yaml" && slices.Contains(files, it.Key) {
+				file = it.Key
+			}
+		}
+	}
+	if file == "" {
+		t.Fatalf("%s: no generated file mounted as seckill.yaml", j.Name)
+	}
+	restrictedProfile(t, &appsv1.Deployment{ObjectMeta: j.ObjectMeta, Spec: appsv1.DeploymentSpec{Template: j.Spec.Template}})
+	k8s, err := os.ReadFile(filepath.Join(k8sDir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose, err := os.ReadFile("../../docker/seckill-nacos.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stripComments(string(k8s)) != stripComments(string(compose)) {
+		t.Errorf("deploy/kubernetes/%s and docker/seckill-nacos.yaml differ beyond their comments", file)
 	}
 }
