@@ -70,6 +70,22 @@ func (r *Driver) CreateActivity(ctx context.Context) error {
 	return nil
 }
 
+// CheckStock refuses a run against an activity that has nothing left to sell (sold out or
+// closed, by an earlier run say): its rush would be answered 410 throughout and measure
+// nothing, and every check would pass. The first target is asked; a target that does not
+// answer, or answers nonsense, is left to the rush and its checks.
+func (r *Driver) CheckStock(ctx context.Context) error {
+	st, rem, err := getActivity(ctx, r.client, r.cfg.Targets[0], r.cfg.Activity)
+	if err != nil || rem != nil && *rem < 0 {
+		return nil // the rush and its checks report what is wrong with the target
+	}
+	if st == "SOLD_OUT" || st == "CLOSED" || rem != nil && *rem == 0 {
+		return fmt.Errorf("activity %s is %s with nothing left to sell (an earlier run sold it?): a rush would measure nothing; "+
+			"run with a new --activity and --create", r.cfg.Activity, st)
+	}
+	return nil
+}
+
 // CheckReady asks every target for /readyz once, so a run against a dead port or an instance
 // without configuration stops at once with a clear reason instead of reporting a rush of
 // transport errors.

@@ -56,6 +56,9 @@ func Run(ctx context.Context, cfg scenario.Config) (*report.Report, error) {
 			return nil, err
 		}
 	}
+	if err := d.CheckStock(ctx); err != nil {
+		return nil, err
+	}
 	// The service's count of accepted reservations before the rush: a run against an activity
 	// that earlier runs already sold compares only what it added.
 	baseAccepted := -1.0
@@ -100,13 +103,16 @@ func Run(ctx context.Context, cfg scenario.Config) (*report.Report, error) {
 // the accepted reservations the service counted since must then equal the distinct
 // reservations the tool got (a reservation the tool could not resolve, after a timeout, may
 // make the service's count higher by at most the unresolved attempts). Each instance adds its
-// counts every countsLagMs, so a count still off is read again for up to eight of those (at
-// least 2 s) before it fails.
+// counts every countsLagMs, so the report is read until its attempts stood still for two of
+// those, and a count still off is read again for up to eight of those (at least 2 s) before
+// it fails.
 func saleReport(ctx context.Context, d *driver.Driver, rep *report.Report, base float64) {
 	got, unresolved := int64(rep.Reservations.Distinct), int64(rep.Reservations.UnresolvedAttempts)
 	var sale map[string]any
 	var added int64
-	var deadline time.Time
+	var deadline, changedAt time.Time
+	var settle time.Duration
+	lastAttempts := -1.0
 	for {
 		var err error
 		sale, err = d.SaleReport(ctx)
@@ -118,8 +124,15 @@ func saleReport(ctx context.Context, d *driver.Driver, rep *report.Report, base 
 		if deadline.IsZero() {
 			lag, _ := sale["countsLagMs"].(float64)
 			deadline = time.Now().Add(max(2*time.Second, 8*time.Duration(lag)*time.Millisecond))
+			settle = max(500*time.Millisecond, 2*time.Duration(lag)*time.Millisecond)
 		}
-		if base < 0 || added >= got && added <= got+unresolved || time.Now().After(deadline) || ctx.Err() != nil {
+		// Every instance adds its counts every countsLagMs: the report is read until its
+		// attempts stopped moving for two of those, so it counts the whole rush.
+		if a, _ := sale["attempts"].(float64); a != lastAttempts {
+			lastAttempts, changedAt = a, time.Now()
+		}
+		settled := time.Since(changedAt) >= settle
+		if settled && (base < 0 || added >= got && added <= got+unresolved) || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
 		select {

@@ -593,3 +593,16 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A second run against an activity an earlier run sold out measures nothing (every answer a
+// 410): the tool refuses it with the reason instead of reporting PASS.
+func TestRunRefusesASoldOutActivity(t *testing.T) {
+	f := newFake(5, 1)
+	srv := f.serve(t)
+	cfg := scenario.Config{Targets: []string{srv.URL}, Activity: "flash-1", Users: 20, Connections: 4, Stock: 5, PerUserLimit: 1, Duration: hangBound / 2}
+	run(t, cfg)
+	_, err := Run(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "nothing left to sell") {
+		t.Fatalf("a second run on the sold-out activity: %v, want a refusal naming it", err)
+	}
+}

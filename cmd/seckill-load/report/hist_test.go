@@ -1,9 +1,11 @@
 package report
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +122,30 @@ func TestHistogramEmptyAndNegative(t *testing.T) {
 	h.Record(-5)
 	if h.Count() != 1 || h.Max() != 0 || h.Quantile(1) != 0 {
 		t.Fatalf("negative value: count %d max %d", h.Count(), h.Max())
+	}
+}
+
+// The service's sale report is printed for a person: no Go map, no float of 17 digits.
+func TestWriteSalePrintsNoGoValues(t *testing.T) {
+	var sale map[string]any
+	if err := json.Unmarshal([]byte(`{"attempts":3000,"answers":{"accepted":258},"refusedTotal":2742,
+		"orders":{"units":258,"distinctBuyers":258},"distinctUsers":{"tried":2990,"bought":258,"standardError":0.0081},
+		"opensAt":"2026-12-06T10:00:00.000Z","peakSecond":{"at":"2026-12-06T10:00:01.000Z","attempts":1500,"accepted":200},
+		"refused":{"sold_out":2742,"rate_ip":0},"conversion":{"ordersPerAttempt":0.086,"ordersPerTriedUser":0.23201856148491878},
+		"blockRate":0.23201856148491878,"compensated":0,"drift":0}`), &sale); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	writeSale(&b, sale)
+	out := b.String()
+	for _, bad := range []string{"map[", "0.23201856148491878"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the sale report prints %q:\n%s", bad, out)
+		}
+	}
+	for _, want := range []string{"23.2 %", "1500 attempts, 200 accepted", "attempts 3000"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the sale report lacks %q:\n%s", want, out)
+		}
 	}
 }

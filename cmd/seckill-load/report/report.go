@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -394,9 +396,9 @@ func (r *Report) WriteText(w io.Writer) {
 
 // writeSale prints the service's sale report: the funnel the service counted.
 func writeSale(w io.Writer, s map[string]any) {
-	num := func(m map[string]any, k string) any {
+	num := func(m map[string]any, k string) string {
 		if v, ok := m[k]; ok && v != nil {
-			return v
+			return plain(v)
 		}
 		return "-"
 	}
@@ -406,8 +408,12 @@ func writeSale(w io.Writer, s map[string]any) {
 		num(s, "attempts"), num(sub("answers"), "accepted"), num(s, "refusedTotal"), num(sub("orders"), "units"), num(sub("orders"), "distinctBuyers"))
 	fmt.Fprintf(w, "  distinct users tried %v, bought %v (HyperLogLog, standard error %v)\n",
 		num(sub("distinctUsers"), "tried"), num(sub("distinctUsers"), "bought"), num(sub("distinctUsers"), "standardError"))
-	fmt.Fprintf(w, "  opened %v, first accepted %v, last %v, sold out after %v ms; peak second %v\n",
-		num(s, "opensAt"), num(s, "firstAccepted"), num(s, "lastAccepted"), num(s, "timeToSellOutMs"), s["peakSecond"])
+	peak := "-"
+	if p := sub("peakSecond"); p != nil {
+		peak = fmt.Sprintf("%s (%s attempts, %s accepted)", num(p, "at"), num(p, "attempts"), num(p, "accepted"))
+	}
+	fmt.Fprintf(w, "  opened %v, first accepted %v, last %v, sold out after %v ms; peak second %s\n",
+		num(s, "opensAt"), num(s, "firstAccepted"), num(s, "lastAccepted"), num(s, "timeToSellOutMs"), peak)
 	refused := sub("refused")
 	layers := make([]string, 0, len(refused))
 	for l, n := range refused {
@@ -417,8 +423,35 @@ func writeSale(w io.Writer, s map[string]any) {
 	}
 	sort.Strings(layers)
 	for _, l := range layers {
-		fmt.Fprintf(w, "  refused by %-16s %10v\n", l+":", refused[l])
+		fmt.Fprintf(w, "  refused by %-16s %10s\n", l+":", plain(refused[l]))
 	}
-	fmt.Fprintf(w, "  conversion %v, block rate %v, compensated %v, drift %v\n",
-		s["conversion"], num(s, "blockRate"), num(s, "compensated"), num(s, "drift"))
+	conv := sub("conversion")
+	fmt.Fprintf(w, "  conversion %s orders per attempt, %s per user who tried; block rate %s; compensated %s, drift %s\n",
+		percent(conv["ordersPerAttempt"]), percent(conv["ordersPerTriedUser"]), percent(s["blockRate"]), num(s, "compensated"), num(s, "drift"))
+}
+
+// plain prints a JSON value for a person: whole numbers without a fraction, others with four
+// significant digits, text as it is.
+func plain(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return strconv.FormatFloat(x, 'f', -1, 64)
+		}
+		return strconv.FormatFloat(x, 'g', 4, 64)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// percent prints a ratio as a percentage with one decimal, "-" when there is none.
+func percent(v any) string {
+	x, ok := v.(float64)
+	if !ok {
+		return "-"
+	}
+	return strconv.FormatFloat(100*x, 'f', 1, 64) + " %"
 }
