@@ -659,8 +659,10 @@ func (a *App) banner() string {
 	base := "http://" + displayAddr(a.Addr())
 	fmt.Fprintf(&b, "\nseckill is running (embedded: %s). Try it:\n", strings.Join(a.embedded, ", "))
 	fmt.Fprintf(&b, "  curl -s %s/api/v1/activities/demo\n", base)
+	// Each line pastes into a shell as it is: the reservation's id goes through a variable.
 	fmt.Fprintf(&b, "  curl -s -X POST -H 'X-User-Id: alice' -H 'Idempotency-Key: k1' %s/api/v1/activities/demo/reservations\n", base)
-	fmt.Fprintf(&b, "  curl -s -H 'X-User-Id: alice' %s/api/v1/reservations/<reservationId>\n", base)
+	fmt.Fprintf(&b, "  rid=$(curl -s -X POST -H 'X-User-Id: alice' -H 'Idempotency-Key: k1' %s/api/v1/activities/demo/reservations | sed -n 's/.*\"reservationId\":\"\\([^\"]*\\)\".*/\\1/p')\n", base)
+	fmt.Fprintf(&b, "  curl -s -H 'X-User-Id: alice' \"%s/api/v1/reservations/$rid\"\n", base)
 	if a.adminLn != nil {
 		tok := "$SECKILL_ADMIN_TOKEN"
 		if a.tokenGenerated {
