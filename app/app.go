@@ -156,6 +156,23 @@ func (a *App) activityGone(id string) {
 	}
 }
 
+// runFallbackFollow hands the limiter the fallback policy of each applied configuration: a
+// degraded limiter's prober then follows an edit of fallback.probeEvery at once, even with no
+// request coming (a request hands it the policy too, ObserveRedis).
+func (a *App) runFallbackFollow(ctx context.Context) error {
+	for {
+		changed := a.cfg.Changed() // before Current: a swap in between closes it
+		if snap := a.cfg.Current(); snap != nil {
+			a.lim.SetFallback(snap.Admission.Fallback())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
 // activityLoaded creates the funnel series of an activity the inventory started caching, at
 // 0, so that rate() sees a sale shorter than a scrape from its first count.
 func (a *App) activityLoaded(v inventory.ActivityView) {
@@ -518,6 +535,7 @@ func (a *App) Run(ctx context.Context) error {
 	start("restores", a.api.restores.Run)
 	start("limiter", a.lim.Run)
 	start("reshard", a.runReshard)
+	start("fallback", a.runFallbackFollow)
 	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
 		start("durability-check", a.runDurabilityCheck)
 	}

@@ -607,6 +607,11 @@ func (l *Limiter) Remember(version, userKey, ipLimitKey string, retryAfter time.
 // Degraded reports whether the Limiter currently decides locally because Redis is slow or down.
 func (l *Limiter) Degraded() bool { return l.health.degraded.Load() }
 
+// SetFallback hands the limiter the fallback policy of a configuration just applied, so a
+// running prober takes a new probeEvery at once, without waiting for the next request (with
+// no traffic while degraded, none would come).
+func (l *Limiter) SetFallback(f Fallback) { l.notePolicy(f) }
+
 // notePolicy keeps the latest fallback policy for ObserveRedis and the prober; it allocates
 // only when the policy changed.
 func (l *Limiter) notePolicy(f Fallback) {

@@ -40,6 +40,9 @@ type Policy struct {
 
 // NewPolicy resolves the limits of cfg. It does no I/O and keeps cfg (read-only) for the
 // kill switches, the blacklist and the canary.
+// Fallback is the limiter's fallback policy of this configuration.
+func (p *Policy) Fallback() limiter.Fallback { return p.fallback }
+
 func NewPolicy(cfg *config.Config) *Policy {
 	l := cfg.Limits
 	p := &Policy{
