@@ -503,7 +503,8 @@ func clamp(d, lo, hi time.Duration) time.Duration {
 	return min(max(d, lo), hi)
 }
 
-// Run follows every line whose activity has its waiting room on, flushes the heartbeats of the
+// Run follows every line whose activity has its waiting room on and is known here (the
+// inventory caches it), flushes the heartbeats of the
 // places polled here and, on the instance holding a line's lease, opens the line and moves
 // its serving position, every FollowEvery until ctx is done.
 func (r *Room) Run(ctx context.Context) error {
@@ -522,6 +523,12 @@ func (r *Room) Run(ctx context.Context) error {
 		for id := range cfg.Activities {
 			w, on := cfg.WaitingRoom(id)
 			if !on {
+				continue
+			}
+			if _, known := r.stock.Activity(id); !known {
+				// Only lines of activities this instance holds: an edit may name thousands of
+				// ids that do not exist (yet), and each line costs Redis calls every period.
+				// A join looks its activity up, so its line is followed from the next period.
 				continue
 			}
 			ln := r.lineOf(id)
