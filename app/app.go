@@ -442,7 +442,8 @@ func (a *App) openRedis(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := a.rdb.Ping(pctx).Err(); err != nil {
-		// Not fatal: the service starts, stays not-ready and answers 503 until Redis is back.
+		// Not fatal: the service starts, is not ready until it reached Redis once, and
+		// answers 503 until Redis is back (app/readiness.go).
 		a.log.Warn("redis not reachable at start", "addr", addr, "err", err)
 	}
 	return a.checkDurability(ctx)

@@ -27,7 +27,7 @@ func (a *api) readyz(c *gin.Context, detail bool) {
 	if a.writerHealthy != nil {
 		writerErr = a.writerHealthy()
 	}
-	ok, reason := readiness(st.Ready, redisErr, writerErr, a.servesAPI)
+	ok, reason := readiness(st.Ready, redisErr, a.ready.reachedOnce(), writerErr, a.servesAPI)
 	body := gin.H{"ready": ok, "configSource": st.Source, "configVersion": st.Version}
 	if redisErr != nil {
 		body["redis"] = "unreachable" // still ready when serving the API: see readiness
@@ -57,19 +57,22 @@ func (a *api) readyz(c *gin.Context, detail bool) {
 }
 
 // readiness decides /readyz, per dependency. A configuration is always needed: without one
-// the process answers nothing useful. A shared dependency down is no reason to take a pod out
-// of its Service: it is down for every pod, so readiness failing on it would take the whole
-// fleet out and clients would get the load balancer's error instead of this service's 503
-// with Retry-After. So a process that serves the API stays ready while Redis is unreachable
-// (it answers 503 UNAVAILABLE itself, fail closed) and while MySQL is sick (reservations wait
-// in the journal); both are reported in the body. A process without the API (relay, writer,
-// reconciler) has no clients to answer: it is not ready without Redis, nor, writer-only, with
-// a writer failing, so an orchestrator sees it.
-func readiness(configReady bool, redisErr, writerErr error, servesAPI bool) (bool, string) {
+// the process answers nothing useful. Redis must have been reached once since the start: a
+// pod that never reached it (a wrong password, CA or network policy in a rollout: a fault of
+// its own) stays out, so a bad rollout stalls instead of replacing the fleet. After that, a
+// shared dependency down is no reason to take a pod out of its Service: it is down for every
+// pod, so readiness failing on it would take the whole fleet out and clients would get the
+// load balancer's error instead of this service's 503 with Retry-After. So a process that
+// serves the API stays ready while Redis is unreachable (it answers 503 UNAVAILABLE itself,
+// fail closed) and while MySQL is sick (reservations wait in the journal); both are reported
+// in the body. A process without the API (relay, writer, reconciler) has no clients to
+// answer: it is not ready without Redis, nor, writer-only, with a writer failing, so an
+// orchestrator sees it.
+func readiness(configReady bool, redisErr error, redisReached bool, writerErr error, servesAPI bool) (bool, string) {
 	switch {
 	case !configReady:
 		return false, "no configuration loaded"
-	case redisErr != nil && !servesAPI:
+	case redisErr != nil && (!servesAPI || !redisReached):
 		return false, "redis unreachable"
 	case writerErr != nil && !servesAPI:
 		return false, "order writer failing"
@@ -86,6 +89,15 @@ type readyProbe struct {
 	mu  sync.Mutex
 	at  time.Time
 	err error
+	// reached: a probe succeeded once since the start (readiness).
+	reached bool
+}
+
+// reachedOnce reports whether a probe succeeded since the start.
+func (p *readyProbe) reachedOnce() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reached
 }
 
 // check returns the latest probe result, probing again when it is older than the period.
@@ -100,5 +112,6 @@ func (p *readyProbe) check(now time.Time) error {
 	defer cancel()
 	p.err = p.ping(ctx)
 	p.at = time.Now()
+	p.reached = p.reached || p.err == nil
 	return p.err
 }
