@@ -22,7 +22,8 @@ import (
 // shares the per-IP bucket with a neighbour who just emptied it gets 429, and a reservation
 // whose Redis call fails gets 503; neither may cost the buyer the turn: the poll still shows
 // the pass, and the same pass (with the 503's idempotency key, as API.md says) reserves once
-// the limit and Redis allow it. Used by a 202, it is spent.
+// the limit and Redis allow it, while another reservation with it is refused. Used by a 202,
+// it is spent.
 func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 	id, other := uniq(t, "wr-keep"), uniq(t, "wr-nbr")
 	room := "activities:\n  " + id + ":\n    waitingRoom: {enabled: true, rate: 50, heartbeat: 3s, passTTL: 60s}\n"
@@ -73,10 +74,17 @@ func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 		t.Fatalf("the buyer's reservation with Redis failing: %d %v (faults left %d), want 503", r.status, r.body, fault.left.Load())
 	}
 	key, _ := r.body["idempotencyKey"].(string)
-	h := map[string]string{"X-User-Id": "buyer"}
-	if key != "" {
-		h["Idempotency-Key"] = key
+	if key == "" {
+		t.Fatalf("the 503 carries no idempotencyKey: %v", r.body)
 	}
+	// After an answer it did not get, only the same reservation (its key) may use the pass:
+	// another one (a new key) could buy a second time on one turn.
+	refused := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", map[string]string{"X-User-Id": "buyer", "Idempotency-Key": "another"},
+		fmt.Sprintf(`{"token":%q}`, first))
+	if refused.status != http.StatusForbidden || refused.body["code"] != CodeTokenRequired {
+		t.Fatalf("another reservation with the pass after the 503: %d %v, want 403 %s", refused.status, refused.body, CodeTokenRequired)
+	}
+	h := map[string]string{"X-User-Id": "buyer", "Idempotency-Key": key}
 	ok := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", h, fmt.Sprintf(`{"token":%q}`, first))
 	if ok.status != http.StatusAccepted {
 		t.Fatalf("the retry with the same pass after a 429 and a 503: %d %v, want 202", ok.status, ok.body)
@@ -84,8 +92,8 @@ func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 	if again := ta.reserveWith(t, id, "buyer", first); again.status != http.StatusForbidden || again.body["code"] != CodeTokenRequired {
 		t.Fatalf("the pass after its 202: %d %v, want 403 %s", again.status, again.body, CodeTokenRequired)
 	}
-	if v := scrapeSum(t, ta, "seckill_waitroom_passes_returned_total"); v != 2 {
-		t.Fatalf("seckill_waitroom_passes_returned_total %v, want 2 (the 429 and the 503)", v)
+	if v := scrapeSum(t, ta, "seckill_waitroom_passes_returned_total"); v != 1 {
+		t.Fatalf("seckill_waitroom_passes_returned_total %v, want 1 (the 429; the 503 keeps it bound to its key)", v)
 	}
 }
 

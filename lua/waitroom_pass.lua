@@ -1,14 +1,21 @@
 -- waitroom_pass.lua: use a waiting-room pass (tag {A}). The caller has checked the pass's
--- signature (bound to the user and the activity) and its expiry; this makes it single use.
+-- signature (bound to the user and the activity) and its expiry; this makes it single use,
+-- bound to the idempotency key of the reservation that used it: that same reservation, sent
+-- again with its key after an answer it did not get (503 OUTCOME_UNKNOWN), may use it again
+-- (the reservation script then replays or makes that one reservation), any other may not.
 -- KEYS[1] live passes zset "sk:{A}:q:live": place -> Redis ms admitted
--- KEYS[2] used passes hash "sk:{A}:q:used": place -> Redis ms used (kept)
--- ARGV[1] place, ARGV[2] pass lifetime, ms
--- Returns 1 used now | 0 not admitted, used before or expired.
+-- KEYS[2] used passes hash "sk:{A}:q:used": place -> "k:" and the key's hash
+-- ARGV[1] place, ARGV[2] pass lifetime, ms, ARGV[3] the hash of the reservation's idempotency key
+-- Returns 1 used now (or again, by the same key) | 0 not admitted, used by another
+-- reservation, or expired.
 local at = tonumber(redis.call('ZSCORE', KEYS[1], ARGV[1]))
-if not at then return 0 end
+if not at then
+  if redis.call('HGET', KEYS[2], ARGV[1]) == 'k:' .. ARGV[3] then return 1 end
+  return 0
+end
 redis.call('ZREM', KEYS[1], ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if at < now - tonumber(ARGV[2]) then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], now)
+redis.call('HSET', KEYS[2], ARGV[1], 'k:' .. ARGV[3])
 return 1

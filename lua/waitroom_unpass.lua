@@ -1,9 +1,9 @@
 -- waitroom_unpass.lua: give a used waiting-room pass back (tag {A}): the reservation it was
--- used for was refused (a rate limit, sold out, the per-user limit, a fault), so the buyer's
+-- used for was refused by the reservation script (a rate limit, sold out), so the buyer's
 -- turn is not over. The pass becomes live again with its first admission time, so it expires
 -- when it would have; one already expired stays used.
 -- KEYS[1] live passes zset "sk:{A}:q:live": place -> Redis ms admitted
--- KEYS[2] used passes hash "sk:{A}:q:used": place -> Redis ms used
+-- KEYS[2] used passes hash "sk:{A}:q:used": place -> the key of the reservation that used it
 -- KEYS[3] admissions hash "sk:{A}:q:adm": place -> Redis ms it was admitted
 -- ARGV[1] place, ARGV[2] pass lifetime, ms
 -- Returns 1 given back | 0 not used, or expired since.

@@ -53,7 +53,7 @@ type Limiter interface {
 // to the user for the activity whose turn came less than ttl ago; ReturnPass gives a used pass
 // back (its reservation did not take stock), so ConsumePass is true for it once more.
 type Passes interface {
-	ConsumePass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error)
+	ConsumePass(ctx context.Context, activityID, userID, pass, idem string, ttl time.Duration) (bool, error)
 	ReturnPass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error)
 }
 
@@ -314,7 +314,12 @@ func (g *Gate) checkPass(ctx context.Context, r *Request, ttl time.Duration) (Ad
 	if r.Token == "" || g.passes == nil {
 		return Admission{}, rejPassRequired
 	}
-	ok, err := g.passes.ConsumePass(ctx, id, r.UserID, r.Token, ttl)
+	if r.IdempotencyKey == "" {
+		// The pass is bound to the reservation's key: one is made now (the answer of a
+		// fault carries it), so the reservation sent again with it finds its pass.
+		r.IdempotencyKey = newIdempotencyKey()
+	}
+	ok, err := g.passes.ConsumePass(ctx, id, r.UserID, r.Token, r.IdempotencyKey, ttl)
 	if err != nil {
 		return Admission{}, &Fault{Err: err}
 	}
@@ -349,8 +354,8 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 		return Reservation{ID: res.ReservationID}, nil
 	}
 	g.lim.Refund(a.decision)
-	g.returnPass(ctx, a)
 	if errors.Is(err, inventory.ErrRecovering) {
+		g.returnPass(ctx, a)
 		return Reservation{}, rejRecovering // refused before any script ran
 	}
 	if err != nil {
@@ -364,6 +369,9 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	if !ok {
 		g.log.Error("unexpected reservation result", "code", res.Code)
 		return Reservation{}, rejUnexpected
+	}
+	if x.Code != CodeAlreadyPurchased {
+		g.returnPass(ctx, a) // refused by the script: the turn goes on (at the limit it is over)
 	}
 	// The fields the answer carries, from the script's answer.
 	x.RetryAfter = res.RetryAfter
@@ -387,11 +395,13 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 // passReturnTimeout bounds the call that gives a pass back (the client may be gone).
 const passReturnTimeout = 500 * time.Millisecond
 
-// returnPass gives back the waiting-room pass the admission used, when it used one: the
-// reservation took no stock (a refusal of the script, a replay of an earlier reservation, or a
-// fault whose outcome is unknown: a retry with its key finds the reservation before the pass
-// is looked at, and one that was not made needs the pass). A failure is logged: the buyer
-// then has to wait for a new turn, as before this existed.
+// returnPass gives back the waiting-room pass the admission used, when it used one and the
+// reservation script refused it (a rate limit, sold out) or the activity is recovering: the
+// reservation took no stock and the turn goes on. A fault whose outcome is unknown keeps the
+// pass used, bound to the reservation's idempotency key (waitroom_pass.lua): sent again with
+// that key, the same reservation uses it again and is replayed or made, once; a buyer at the
+// per-user limit keeps it used too. A failure to give it back is logged: the buyer then waits
+// for a new turn.
 func (g *Gate) returnPass(ctx context.Context, a *Admission) {
 	if a.passTTL == 0 || g.passes == nil {
 		return

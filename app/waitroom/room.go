@@ -19,7 +19,9 @@ package waitroom
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -330,17 +332,19 @@ func equal(a, b string) bool {
 	return d == 0
 }
 
-// ConsumePass uses the user's pass for the activity: true once, for a pass issued to this user
-// for this activity whose place the inlet admitted less than ttl ago; false for any other. The
-// signature and the expiry are checked in memory first (a forged or foreign pass costs no
-// Redis call).
-func (r *Room) ConsumePass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error) {
+// ConsumePass uses the user's pass for the activity, for the reservation of idempotency key
+// idem: true once for a pass issued to this user for this activity whose place the inlet
+// admitted less than ttl ago, and again for the same key (the same reservation sent again
+// after an answer it did not get); false for any other. The signature and the expiry are
+// checked in memory first (a forged or foreign pass costs no Redis call).
+func (r *Room) ConsumePass(ctx context.Context, activityID, userID, pass, idem string, ttl time.Duration) (bool, error) {
 	e, ok := r.parsePass(activityID, userID, pass, time.Now())
 	if !ok {
 		return false, nil
 	}
 	k := keysOf(activityID)
-	v, err := r.pass.Run(ctx, r.rdb, []string{k.live, k.used}, e, ttl.Milliseconds()).Int64()
+	sum := sha256.Sum256([]byte(idem))
+	v, err := r.pass.Run(ctx, r.rdb, []string{k.live, k.used}, e, ttl.Milliseconds(), hex.EncodeToString(sum[:8])).Int64()
 	if err != nil {
 		return false, fmt.Errorf("waitroom: pass: %w", err)
 	}

@@ -70,14 +70,18 @@ func TestJoinPollPass(t *testing.T) {
 	if err != nil || st.State != StateAdmitted || st.Pass == "" {
 		t.Fatalf("status: %+v %v (view %+v)", st, err, ln.view.Load())
 	}
-	if ok, err := r.ConsumePass(ctx, "a1", "u2", st.Pass, time.Minute); ok || err != nil {
+	if ok, err := r.ConsumePass(ctx, "a1", "u2", st.Pass, "k1", time.Minute); ok || err != nil {
 		t.Fatalf("another user's pass: %v %v", ok, err)
 	}
-	if ok, err := r.ConsumePass(ctx, "a1", "u1", st.Pass, time.Minute); !ok || err != nil {
+	if ok, err := r.ConsumePass(ctx, "a1", "u1", st.Pass, "k1", time.Minute); !ok || err != nil {
 		t.Fatalf("pass: %v %v", ok, err)
 	}
-	if ok, err := r.ConsumePass(ctx, "a1", "u1", st.Pass, time.Minute); ok || err != nil {
-		t.Fatalf("pass used twice: %v %v", ok, err)
+	if ok, err := r.ConsumePass(ctx, "a1", "u1", st.Pass, "k2", time.Minute); ok || err != nil {
+		t.Fatalf("pass used twice, by another reservation: %v %v", ok, err)
+	}
+	// The same reservation sent again with its key (after an answer it did not get) may.
+	if ok, err := r.ConsumePass(ctx, "a1", "u1", st.Pass, "k1", time.Minute); !ok || err != nil {
+		t.Fatalf("the same reservation again with its key: %v %v", ok, err)
 	}
 }
 
