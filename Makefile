@@ -41,13 +41,14 @@ PKGS      ?= ./...
 # build: bin/seckill and bin/seckill-load, stamped with the release (git describe: the last tag,
 # or the commit when there is none; -dirty for local changes) and the commit, which
 # `seckill --version` prints and the seckill_build_info metric carries.
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-BIN      ?= bin
+.DEFAULT_GOAL := test
+BUILD_VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+BUILD_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_DIR      ?= bin
 # The compile flags are test-build-commands' (the stamp is the linker's), so the build cache
 # of one serves the other and a build after the tests only links.
 build:
-	$(GO) build -ldflags "-X github.com/seckill/seckill/app.version=$(VERSION) -X github.com/seckill/seckill/app.revision=$(REVISION)" -o $(BIN)/ ./cmd/seckill ./cmd/seckill-load
+	$(GO) build -ldflags "-X github.com/seckill/seckill/app.version=$(BUILD_VERSION) -X github.com/seckill/seckill/app.revision=$(BUILD_REVISION)" -o $(BUILD_DIR)/ ./cmd/seckill ./cmd/seckill-load
 
 # deploy/validate is a module of its own (compose and Kubernetes libraries stay out of the
 # service's module): it checks docker/ and deploy/kubernetes/ offline.

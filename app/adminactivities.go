@@ -143,7 +143,7 @@ func redactArgs(args []string) []string {
 			}
 			continue
 		}
-		if secret(a) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+		if secret(a) && i+1 < len(args) { // a secret flag takes a value, whatever it starts with
 			out[i+1] = "[redacted]"
 			i++
 		}
@@ -165,7 +165,7 @@ func pprofHandler(c *gin.Context) {
 	case "profile", "trace":
 		// A profile or trace longer than the admin's write timeout is cut off with nothing
 		// written: refuse it with the bound instead.
-		if sec, err := strconv.ParseFloat(c.DefaultQuery("seconds", "1"), 64); err != nil || sec <= 0 || sec > float64(maxProfileSeconds) {
+		if sec, err := strconv.Atoi(c.DefaultQuery("seconds", "1")); err != nil || sec < 1 || sec > maxProfileSeconds {
 			writeError(c, badRequest(fmt.Sprintf("seconds must be a number from 1 to %d (the admin listener's write timeout is %v)", maxProfileSeconds, adminWriteTimeout)))
 			return
 		}

@@ -82,6 +82,10 @@ func Command(ctx context.Context, args []string, getenv func(string) string, std
 	return 0, false
 }
 
+// ExitRefused is the exit status of a config publish that found another live configuration
+// and wrote nothing: a decision, not a failure to retry (the Kubernetes Job fails at once on it).
+const ExitRefused = 3
+
 // publishCommand stores the configuration file at path (checked already) in Nacos, under the
 // data id, group and namespace the service reads (SECKILL_NACOS_* variables and defaults). A
 // data id that exists with another content is the live configuration of a running fleet:
@@ -126,7 +130,7 @@ func publishCommand(ctx context.Context, path string, force bool, getenv func(st
 		fmt.Fprintf(stderr, "seckill: config publish: data id %s, group %s holds another configuration, which the running instances apply; "+
 			"nothing published. What would change (- live, + %s):\n%s"+
 			"Publish it anyway with: seckill config publish --force %s\n", o.NacosDataID, o.NacosGroup, path, lineDiff(live, string(data)), path)
-		return 1
+		return ExitRefused
 	}
 	if err := config.PublishNacos(ctx, o.NacosAddr, o.NacosUsername, o.NacosPassword, o.NacosNamespace, o.NacosDataID, o.NacosGroup, data); err != nil {
 		fmt.Fprintf(stderr, "seckill: config publish: %v\n", err)

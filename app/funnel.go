@@ -419,11 +419,12 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 		pipe.ZAddArgs(ctx, tk, redis.ZAddArgs{GT: true, Members: []redis.Z{{Score: float64(last), Member: "last"}}})
 	}
 	triedKey, boughtKey := inventory.FunnelUsers(af.id, "tried"), inventory.FunnelUsers(af.id, "bought")
-	// The funnel's keys end with the activity's records: a day after its close, or a week
-	// after the last count without one (an archive deletes them before).
-	exp := now.Add(7 * 24 * time.Hour)
+	// The funnel's keys end funnelKeep after the close, or after the last count without one:
+	// long enough for the archive, which keeps the report in MySQL and deletes them, to be run
+	// after a weekend or a holiday.
+	exp := now.Add(funnelKeep)
 	if af.closes > 0 {
-		exp = time.Unix(af.closes, 0).Add(24 * time.Hour)
+		exp = time.Unix(af.closes, 0).Add(funnelKeep)
 	}
 
 	for _, m := range []struct {
@@ -465,6 +466,9 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 // Past it, or past the close, only the totals grow: the funnel hash stays bounded (about
 // 7,300 fields by second) however long the activity lives and is asked.
 const funnelBySecondFor = time.Hour
+
+// funnelKeep is how long an activity's funnel keys outlive its close (or its last count).
+const funnelKeep = 30 * 24 * time.Hour
 
 // bySecond reports whether the counts of the second sec are kept by second.
 func (af *actFunnel) bySecond(sec int64) bool {

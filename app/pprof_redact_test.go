@@ -10,7 +10,7 @@ import (
 // DSN given as a flag carries the password.
 func TestRedactArgs(t *testing.T) {
 	got := redactArgs([]string{"seckill", "--mysql-dsn", "u:hunter2@tcp(db)/s", "--http-addr=:8080",
-		"-redis-password=hunter2", "--admin-token", "abc", "--roles", "api", "--jwt-rs256-public-key-file=/k.pem", "--verbose"})
+		"-redis-password=hunter2", "--admin-token", "-abc", "--roles", "api", "--jwt-rs256-public-key-file=/k.pem", "--verbose"})
 	want := []string{"seckill", "--mysql-dsn", "[redacted]", "--http-addr=:8080",
 		"-redis-password=[redacted]", "--admin-token", "[redacted]", "--roles", "api", "--jwt-rs256-public-key-file=[redacted]", "--verbose"}
 	if !slices.Equal(got, want) {
@@ -23,7 +23,7 @@ func TestRedactArgs(t *testing.T) {
 func TestPprofBounds(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig)
 	auth := map[string]string{"Authorization": "Bearer " + testAdminToken}
-	for _, p := range []string{"/debug/pprof/profile?seconds=120", "/debug/pprof/trace?seconds=3600", "/debug/pprof/profile?seconds=x"} {
+	for _, p := range []string{"/debug/pprof/profile?seconds=120", "/debug/pprof/trace?seconds=3600", "/debug/pprof/profile?seconds=x", "/debug/pprof/profile?seconds=0.5"} {
 		req, err := http.NewRequest("GET", ta.adminBase+p, nil)
 		if err != nil {
 			t.Fatal(err)

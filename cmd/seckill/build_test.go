@@ -21,7 +21,7 @@ func TestMakeBuildStampsTheVersion(t *testing.T) {
 	}
 	version, commit := git("describe", "--tags", "--always", "--dirty"), git("rev-parse", "HEAD")
 	dir := t.TempDir()
-	args := []string{"make", "-s", "build", "BIN=" + dir}
+	args := []string{"make", "-s", "build", "BUILD_DIR=" + dir}
 	if nice, err := exec.LookPath("nice"); err == nil {
 		args = append([]string{nice, "-n", "19"}, args...) // beside the other tests, as buildCommands
 	}

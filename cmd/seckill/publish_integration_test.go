@@ -74,8 +74,8 @@ func TestConfigPublishRefusesToOverwriteWithoutForce(t *testing.T) {
 		t.Fatalf("the same content again: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, _, errs := publish(second)
-	if code != 1 || !strings.Contains(errs, "--force") || !strings.Contains(errs, "+ ") {
-		t.Fatalf("another content without --force: exit %d, stderr %q: want 1, the changes and the --force hint", code, errs)
+	if code != 3 || !strings.Contains(errs, "--force") || !strings.Contains(errs, "+ ") {
+		t.Fatalf("another content without --force: exit %d, stderr %q: want 3, the changes and the --force hint", code, errs)
 	}
 	if live() != strings.TrimSpace(string(base)) {
 		t.Fatalf("the refused publish changed the live data id")

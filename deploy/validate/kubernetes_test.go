@@ -515,6 +515,18 @@ func TestConfigPublishJob(t *testing.T) {
 	if file == "" {
 		t.Fatalf("%s: no generated file mounted as seckill.yaml", j.Name)
 	}
+	// A refusal (exit 3: Nacos holds another configuration) fails the Job at once, no retries.
+	refusalFails := false
+	if pfp := j.Spec.PodFailurePolicy; pfp != nil && ps.RestartPolicy == corev1.RestartPolicyNever {
+		for _, r := range pfp.Rules {
+			if r.Action == batchv1.PodFailurePolicyActionFailJob && r.OnExitCodes != nil && slices.Contains(r.OnExitCodes.Values, 3) {
+				refusalFails = true
+			}
+		}
+	}
+	if !refusalFails {
+		t.Errorf("%s: want restartPolicy Never and a podFailurePolicy that fails the Job on exit 3 (a refusal is not retried)", j.Name)
+	}
 	restrictedProfile(t, &appsv1.Deployment{ObjectMeta: j.ObjectMeta, Spec: appsv1.DeploymentSpec{Template: j.Spec.Template}})
 	k8s, err := os.ReadFile(filepath.Join(k8sDir, file))
 	if err != nil {
