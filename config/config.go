@@ -667,29 +667,6 @@ func (c *Config) identityFixed(next *Config) error {
 		"or restart the instances to change the identity mode", strings.Join(changed, ", "))
 }
 
-// ActivityLimit returns the effective limit of activity id: its override or limits.activity.
-func (c *Config) ActivityLimit(id string) tokenbucket.Limit {
-	if a, ok := c.Activities[id]; ok && a.Limits != nil {
-		return *a.Limits
-	}
-	return c.Limits.Activity
-}
-
-// CampaignLimit returns the effective limit of campaign id: its override or limits.campaign.
-func (c *Config) CampaignLimit(id string) tokenbucket.Limit {
-	if k, ok := c.Campaigns[id]; ok && k.Limits != nil {
-		return *k.Limits
-	}
-	return c.Limits.Campaign
-}
-
-// ChannelLimit returns the limit of channel name and whether the channel is configured.
-// Unconfigured channels are not limited by the channel dimension.
-func (c *Config) ChannelLimit(name string) (tokenbucket.Limit, bool) {
-	l, ok := c.Limits.Channels[name]
-	return l, ok
-}
-
 // CanaryRatio returns the share of users admitted to activity id, in [0,1]; default 1.
 func (c *Config) CanaryRatio(id string) float64 {
 	if a, ok := c.Activities[id]; ok && a.CanaryRatio != nil {

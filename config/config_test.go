@@ -50,13 +50,13 @@ func TestEmbeddedDefaultFile(t *testing.T) {
 	if !reflect.DeepEqual(c.Limits, def.Limits) || !reflect.DeepEqual(c.Fallback, def.Fallback) {
 		t.Fatalf("seckill.yaml limits/fallback differ from Default()")
 	}
-	if got := c.ActivityLimit("flash-1001"); got != (tokenbucket.Limit{Rate: 8000, Burst: 16000}) {
+	if got := c.Activities["flash-1001"].Limits; got == nil || *got != (tokenbucket.Limit{Rate: 8000, Burst: 16000}) {
 		t.Fatalf("flash-1001 limit = %+v", got)
 	}
 	if n, ok := c.ShardsOverride("flash-1001"); !ok || n != 16 {
 		t.Fatalf("flash-1001 shards = %d,%v", n, ok)
 	}
-	if got := c.CampaignLimit("double11"); got != (tokenbucket.Limit{Rate: 25000, Burst: 50000}) {
+	if got := c.Campaigns["double11"].Limits; got == nil || *got != (tokenbucket.Limit{Rate: 25000, Burst: 50000}) {
 		t.Fatalf("double11 = %+v", got)
 	}
 }
@@ -183,7 +183,7 @@ func TestPartialOverridesKeepDefaults(t *testing.T) {
 	if c.Fallback.ProbeEvery.D() != 250*time.Millisecond || c.Fallback.RedisSlowMs != 20 {
 		t.Fatalf("fallback = %+v", c.Fallback)
 	}
-	if _, ok := c.ChannelLimit("web"); !ok {
+	if _, ok := c.Limits.Channels["web"]; !ok {
 		t.Fatal("default channels lost")
 	}
 	// A given map replaces the default map.
@@ -191,10 +191,10 @@ func TestPartialOverridesKeepDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.ChannelLimit("web"); ok {
+	if _, ok := c.Limits.Channels["web"]; ok {
 		t.Fatal("channels given: web should be gone")
 	}
-	if l, ok := c.ChannelLimit("mini"); !ok || l != (tokenbucket.Limit{Rate: 1, Burst: 1}) {
+	if l, ok := c.Limits.Channels["mini"]; !ok || l != (tokenbucket.Limit{Rate: 1, Burst: 1}) {
 		t.Fatalf("mini = %+v %v", l, ok)
 	}
 }
@@ -219,11 +219,10 @@ admin: {allowFrom: [127.0.0.1]}
 		give any
 		want any
 	}{
-		{"ActivityLimit override", c.ActivityLimit("a1"), tokenbucket.Limit{Rate: 10, Burst: 20}},
-		{"ActivityLimit empty entry", c.ActivityLimit("a2"), def.Limits.Activity},
-		{"ActivityLimit unknown", c.ActivityLimit("zz"), def.Limits.Activity},
-		{"CampaignLimit override", c.CampaignLimit("c1"), tokenbucket.Limit{Rate: 7, Burst: 9}},
-		{"CampaignLimit empty", c.CampaignLimit("c2"), def.Limits.Campaign},
+		{"activity limit override", *c.Activities["a1"].Limits, tokenbucket.Limit{Rate: 10, Burst: 20}},
+		{"activity limit empty entry", c.Activities["a2"].Limits == nil, true},
+		{"campaign limit override", *c.Campaigns["c1"].Limits, tokenbucket.Limit{Rate: 7, Burst: 9}},
+		{"campaign limit empty", c.Campaigns["c2"].Limits == nil, true},
 		{"CanaryRatio set", c.CanaryRatio("a1"), 0.25},
 		{"CanaryRatio default", c.CanaryRatio("a2"), 1.0},
 		{"ActivityKilled a1", c.ActivityKilled("a1"), true},
@@ -445,8 +444,6 @@ func BenchmarkRequestPath(b *testing.B) {
 				!c.CanaryAdmits("flash-1001", "u-1") {
 				b.Fatal("unexpected")
 			}
-			_ = c.ActivityLimit("flash-1001")
-			_, _ = c.ChannelLimit("web")
 		}
 	})
 }

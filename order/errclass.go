@@ -44,7 +44,7 @@ const (
 	classPoison     errClass = "poison"     // the row violates a constraint on its own
 	classConnection errClass = "connection" // MySQL (or Redis) unreachable or the connection broke
 	classTimeout    errClass = "timeout"    // a statement or the call ran out of time
-	classLock       errClass = "lock"       // lock wait, deadlock, a writer lock held elsewhere
+	classLock       errClass = "lock"       // lock wait, deadlock: a row lock, or the compensator's Redis lock, held elsewhere
 	classResource   errClass = "resource"   // disk, table, memory or thread limits
 	classReadOnly   errClass = "read_only"  // server or transaction read-only (failover)
 	classServer     errClass = "server"     // any other MySQL server error (schema, engine, ...)
