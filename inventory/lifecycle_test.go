@@ -1,6 +1,14 @@
 package inventory
 
-import "testing"
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Purge deletes an activity's keys and no one else's: the shards' tags {A:<epoch>:<shard>}
 // and the activity's {A}, never a tag that only starts like them (the per-IP buckets
@@ -30,4 +38,72 @@ func TestOwnedByKeepsOtherOwnersKeys(t *testing.T) {
 			t.Errorf("ownedBy(%q, %q) = %v, want %v", c.key, c.id, got, c.want)
 		}
 	}
+}
+
+// End closes the sale on this instance at once and in meta for the others; Purge deletes every
+// key of the activity, on every master of a Cluster too, and leaves only the archive's mark.
+func TestEndThenPurgeLeavesOnlyTheMark(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 10, 1, 4))
+		for i := 0; i < 4; i++ {
+			if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("u%d", i), Quantity: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+		ended, err := s.End(ctx, a.ID, at)
+		if err != nil || !ended.At.Equal(at) {
+			t.Fatalf("End: %+v %v, want the end at %v", ended, err, at)
+		}
+		if v, ok := s.Activity(a.ID); !ok || !v.ClosesAt.Equal(at) {
+			t.Fatalf("the view after End: closes %v, want %v", v.ClosesAt, at)
+		}
+		if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "late", Quantity: 1}); err == nil && res.Code == Reserved {
+			t.Fatalf("a reservation after the end was taken: %+v", res)
+		}
+		if again, err := s.End(ctx, a.ID, time.Now()); err != nil || !again.At.Equal(at) {
+			t.Fatalf("a later End: %+v %v, want the first end %v to stand", again, err, at)
+		}
+		n, err := s.Purge(ctx, a.ID)
+		if err != nil || n == 0 {
+			t.Fatalf("Purge: %d keys, %v", n, err)
+		}
+		if keys := keysOfActivity(t, rdb, a.ID); len(keys) != 1 || keys[0] != ArchivedKey(a.ID) {
+			t.Fatalf("keys after Purge: %v, want only %s", keys, ArchivedKey(a.ID))
+		}
+	})
+}
+
+// keysOfActivity lists the keys of the activity's tags, on every master of a Cluster.
+func keysOfActivity(t *testing.T, rdb redis.UniversalClient, id string) []string {
+	t.Helper()
+	ctx := ctxT(t)
+	var mu sync.Mutex
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		for _, pat := range []string{"sk:{" + id + "}:*", "sk:{" + id + ":*"} {
+			it := c.Scan(ctx, 0, pat, 1000).Iterator()
+			for it.Next(ctx) {
+				mu.Lock()
+				keys = append(keys, it.Val())
+				mu.Unlock()
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, scan)
+	} else {
+		err = scan(ctx, rdb.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
