@@ -258,14 +258,21 @@ func TestAPIOutcomeUnknownRetryFindsReservation(t *testing.T) {
 	if key == "" {
 		t.Fatalf("OUTCOME_UNKNOWN without idempotencyKey: %v", a.body)
 	}
-	// The script runs once the delayed bytes arrive; the retry with the key finds it.
+	// The script runs once the delayed bytes arrive (2.5 s after they were sent): wait for it
+	// in Redis, the shard's counter at 4 (three warm-ups and the stalled one), so the retry
+	// comes after it. A retry before would reserve as usual, as API.md says, and prove nothing.
+	seq := inventory.Shard(id, 0, 0).Seq()
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		n, err := ta.rdb.Get(context.Background(), seq).Int()
+		return err == nil && n >= 4
+	}, "the stalled reservation's script ran (%s at 4)", seq)
 	var retry answer
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		time.Sleep(500 * time.Millisecond)
 		if retry = ta.reserve(t, id, "stalled", key); retry.status != http.StatusServiceUnavailable {
 			break
 		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	if retry.status != http.StatusOK {
 		t.Fatalf("retry with the returned key: %d %v, want 200 with the reservation made during the stall", retry.status, retry.body)
