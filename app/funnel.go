@@ -186,8 +186,10 @@ type actFunnel struct {
 	id       string
 	campaign string
 	// opens and closes bound the seconds counted by second (funnelBySecondFor), unix s; closes
-	// 0 when the activity has none. expires is when the funnel's keys expire (unix ms).
+	// 0 when the activity has none.
 	opens, closes int64
+	// expiredAt is when, unix s, the flush last set the keys' expiry (once a minute).
+	expiredAt atomic.Int64
 	attempts      prometheus.Counter
 	answers       [nFunnelOutcomes]prometheus.Counter
 	units         prometheus.Counter
@@ -421,7 +423,14 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	triedKey, boughtKey := inventory.FunnelUsers(af.id, "tried"), inventory.FunnelUsers(af.id, "bought")
 	// The funnel's keys end funnelKeep after the close, or after the last count without one:
 	// long enough for the archive, which keeps the report in MySQL and deletes them, to be run
-	// after a weekend or a holiday.
+	// after a weekend or a holiday. Set at most once a minute per activity, not on every flush
+	// (a key first written in between, such as the times of the first sale, gets it at the
+	// next flush a minute on; one with no flush after stays until the archive deletes it).
+	var expire []string
+	if last := af.expiredAt.Load(); now.Unix()-last >= 60 {
+		af.expiredAt.Store(now.Unix())
+		expire = []string{key, inventory.FunnelTimes(af.id), triedKey, boughtKey}
+	}
 	exp := now.Add(funnelKeep)
 	if af.closes > 0 {
 		exp = time.Unix(af.closes, 0).Add(funnelKeep)
@@ -439,7 +448,7 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 			pipe.Del(ctx, tmp)
 		}
 	}
-	for _, k := range []string{key, inventory.FunnelTimes(af.id), triedKey, boughtKey} {
+	for _, k := range expire {
 		pipe.ExpireAt(ctx, k, exp)
 	}
 	if f.local {

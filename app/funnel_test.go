@@ -85,17 +85,9 @@ func TestWriterSeriesOnlyWhereTheWriterRuns(t *testing.T) {
 		want  bool
 	}{{"api", false}, {"api,relay,writer,reconciler", true}} {
 		ta := startApp(t, Options{Roles: tt.roles}, testConfig)
-		resp, err := http.Get(ta.adminBase + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := metricsText(t, ta)
 		for _, name := range []string{"seckill_order_writer_last_success_timestamp_seconds", "seckill_order_writer_consecutive_failures"} {
-			if got := strings.Contains(string(raw), "\n"+name+" "); got != tt.want {
+			if got := strings.Contains(raw, "\n"+name+" "); got != tt.want {
 				t.Errorf("roles %s: %s exported %v, want %v", tt.roles, name, got, tt.want)
 			}
 		}
@@ -211,17 +203,9 @@ func TestFunnelSeriesAtZeroBeforeTheFirstRequest(t *testing.T) {
 		`seckill_funnel_answers_total{activity="` + id + `",outcome="sold_out"}`,
 		`seckill_funnel_reserved_units_total{activity="` + id + `"}`,
 	}
-	resp, err := http.Get(ta.adminBase + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := metricsText(t, ta)
 	for _, s := range want {
-		if !strings.Contains(string(raw), s+" 0\n") {
+		if !strings.Contains(raw, s+" 0\n") {
 			t.Errorf("no series %s at 0 before the first request", s)
 		}
 	}
@@ -271,4 +255,19 @@ func TestFunnelHashBoundedOverAWeek(t *testing.T) {
 	if ttl := mr.TTL(inventory.Funnel("week")); ttl <= 0 {
 		t.Fatalf("the funnel hash has no expiry (TTL %v)", ttl)
 	}
+}
+
+// metricsText is the instance's /metrics page.
+func metricsText(t *testing.T, ta *testApp) string {
+	t.Helper()
+	resp, err := http.Get(ta.adminBase + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }

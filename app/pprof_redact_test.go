@@ -1,8 +1,11 @@
 package app
 
 import (
+	"io"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,33 +25,29 @@ func TestRedactArgs(t *testing.T) {
 // bound (it would be cut off with nothing written); the command line answers.
 func TestPprofBounds(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig)
-	auth := map[string]string{"Authorization": "Bearer " + testAdminToken}
-	for _, p := range []string{"/debug/pprof/profile?seconds=120", "/debug/pprof/trace?seconds=3600", "/debug/pprof/profile?seconds=x", "/debug/pprof/profile?seconds=0.5"} {
-		req, err := http.NewRequest("GET", ta.adminBase+p, nil)
+	get := func(path string) (int, string) {
+		req, err := http.NewRequest("GET", ta.adminBase+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Authorization", auth["Authorization"])
+		req.Header.Set("Authorization", "Bearer "+testAdminToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s: %d, want 400", p, resp.StatusCode)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(raw)
+	}
+	for _, p := range []string{"/debug/pprof/profile?seconds=120", "/debug/pprof/trace?seconds=3600", "/debug/pprof/profile?seconds=x", "/debug/pprof/profile?seconds=0.5"} {
+		if code, _ := get(p); code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", p, code)
 		}
 	}
-	req, err := http.NewRequest("GET", ta.adminBase+"/debug/pprof/cmdline", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", auth["Authorization"])
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("cmdline: %d", resp.StatusCode)
+	if code, body := get("/debug/pprof/cmdline"); code != http.StatusOK || !strings.HasPrefix(body, os.Args[0]) {
+		t.Errorf("cmdline: %d %q, want 200 and this process's command line", code, body)
 	}
 }
