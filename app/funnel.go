@@ -190,9 +190,9 @@ type actFunnel struct {
 	opens, closes int64
 	// expiredAt is when, unix s, the flush last set the keys' expiry (once a minute).
 	expiredAt atomic.Int64
-	attempts      prometheus.Counter
-	answers       [nFunnelOutcomes]prometheus.Counter
-	units         prometheus.Counter
+	attempts  prometheus.Counter
+	answers   [nFunnelOutcomes]prometheus.Counter
+	units     prometheus.Counter
 	// camp* are nil for an activity without a campaign.
 	campAttempts prometheus.Counter
 	campAnswers  [nFunnelOutcomes]prometheus.Counter
