@@ -219,8 +219,9 @@ func TestAdmissionErrorMapping(t *testing.T) {
 			`{"code":"SOLD_OUT","message":"sold out"}`},
 		{"script may have run", &admission.Fault{Err: context.DeadlineExceeded, IdempotencyKey: "srv-k"},
 			`{"code":"OUTCOME_UNKNOWN","idempotencyKey":"srv-k","message":"the reservation may or may not have been made: retry with the same Idempotency-Key","retryAfterSeconds":1}`},
+		// The key comes with it: a waiting-room pass may be bound to it.
 		{"script not sent", &admission.Fault{Err: redis.ErrPoolTimeout, IdempotencyKey: "srv-k"},
-			`{"code":"UNAVAILABLE","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`},
+			`{"code":"UNAVAILABLE","idempotencyKey":"srv-k","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`},
 		{"read failed", &admission.Fault{Err: io.EOF},
 			`{"code":"UNAVAILABLE","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`},
 		{"cancelled", &admission.Fault{Err: context.Canceled},

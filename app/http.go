@@ -200,10 +200,12 @@ func (a *api) storeError(err error) *apiError {
 // surely did not happen (Redis refused the connection, no pooled connection was free, Redis
 // answered with an error, the activity was busy), OUTCOME_UNKNOWN when the script may have
 // run (a timeout or a dropped connection after the command was written): the client retries
-// with the idempotency key, which returns the reservation if it was made.
+// with the idempotency key, which returns the reservation if it was made. The UNAVAILABLE
+// answer carries the key too: a waiting-room pass is bound to it (a key the server made for
+// a request without one), and a retry with it finds the pass.
 func (a *api) reserveError(err error, key string) *apiError {
 	if neverSent(err) {
-		return a.storeError(err)
+		return a.storeError(err).withIdempotencyKey(key)
 	}
 	a.log.Debug("reservation outcome unknown", "err", err)
 	return newError(http.StatusServiceUnavailable, CodeOutcomeUnknown,

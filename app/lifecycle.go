@@ -38,6 +38,9 @@ const (
 	CodeArchived = "ARCHIVED"
 )
 
+// archivePurgeTimeout bounds the steps after the archive's commit (the event, two purges).
+const archivePurgeTimeout = 2 * time.Minute
+
 // archiveSettle is how long the archive waits, after it told the instances, before it deletes
 // the keys again: an instance that had not dropped the activity yet may have written its
 // funnel counts once more.
@@ -214,6 +217,10 @@ func (a *api) postArchive(c *gin.Context) {
 		}
 		a.log.Info("activity archived", "activity", id, "sold", fin.Sold, "orders", fin.Orders.Count, "redisLost", fin.RedisLost)
 	}
+	// From here the steps finish whatever the client does: a hang-up after the commit would
+	// leave MySQL archived and the keys in Redis until the next POST.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), archivePurgeTimeout)
+	defer cancel()
 	if err := a.inv.Archived(ctx, id); err != nil {
 		a.log.Warn("archive: telling the instances failed; each finds the archive's mark when it misses the keys", "activity", id, "err", err)
 	}

@@ -321,7 +321,8 @@ func (g *Gate) checkPass(ctx context.Context, r *Request, ttl time.Duration) (Ad
 	}
 	ok, err := g.passes.ConsumePass(ctx, id, r.UserID, r.Token, r.IdempotencyKey, ttl)
 	if err != nil {
-		return Admission{}, &Fault{Err: err}
+		// The script may have bound the pass to the key: the answer carries it.
+		return Admission{}, &Fault{Err: err, IdempotencyKey: r.IdempotencyKey}
 	}
 	if !ok {
 		return Admission{}, rejPassRequired
@@ -368,6 +369,7 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	x, ok := scriptRejection(res.Code)
 	if !ok {
 		g.log.Error("unexpected reservation result", "code", res.Code)
+		g.returnPass(ctx, a)
 		return Reservation{}, rejUnexpected
 	}
 	if x.Code != CodeAlreadyPurchased {
