@@ -176,8 +176,11 @@ func TestWaitingRoomOpensAMillionPlaceLineInBoundedSteps(t *testing.T) {
 	}
 	longest, calls := timer.result()
 	t.Logf("%d calls of the room's scripts, the longest %v", calls, longest)
-	if calls < 5 || longest > 25*time.Millisecond {
-		t.Fatalf("%d calls of the room's scripts, the longest %v: want each within a few ms (25 ms with room for a loaded machine)", calls, longest)
+	// Timed at the client, under -race on a loaded 2-core machine (25.8 ms seen beside the
+	// suite, 5.7 ms alone): the bound is for the regression, a call of the order of the
+	// whole line (1.61 s before), not a measure of the few ms the script takes.
+	if calls < 5 || longest > 100*time.Millisecond {
+		t.Fatalf("%d calls of the room's scripts, the longest %v: want each well under the 1.6 s the opening took when it sent the order (100 ms)", calls, longest)
 	}
 }
 
