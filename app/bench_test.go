@@ -167,14 +167,6 @@ func benchCleanup(a *App, id string, shards int) {
 	rdb := a.rdb
 	for i := 0; i < shards; i++ {
 		k := inventory.Shard(id, 0, i)
-		n, _ := rdb.Get(ctx, k.Seq()).Int64()
-		for from := int64(1); from <= n; from += 500 {
-			keys := make([]string, 0, 500)
-			for j := from; j < from+500 && j <= n; j++ {
-				keys = append(keys, k.Record(j))
-			}
-			rdb.Unlink(ctx, keys...)
-		}
 		rdb.Unlink(ctx, k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.Credits(), k.Gen())
 	}
 	rdb.Unlink(ctx, inventory.Meta(id))

@@ -35,13 +35,13 @@ func TestUserHashKeyOption(t *testing.T) {
 	if !ok {
 		t.Fatalf("reservation id %q", rid)
 	}
-	rec, err := ta.rdb.HMGet(t.Context(), k.Record(n), "uid", "uh").Result()
-	if err != nil {
-		t.Fatal(err)
+	rec, found, err := inventory.ReadRecord(t.Context(), ta.rdb, k, n)
+	if err != nil || !found {
+		t.Fatal(found, err)
 	}
 	want := h.UserHash(user)
-	if rec[0] != user || rec[1] != want {
-		t.Fatalf("record uid %v uh %v, want %s %s", rec[0], rec[1], user, want)
+	if rec.UserID != user || rec.UserHash != want {
+		t.Fatalf("record uid %v uh %v, want %s %s", rec.UserID, rec.UserHash, user, want)
 	}
 	home := inventory.Shard(id, 0, inventory.HomeShard(want, 2))
 	if v, err := ta.rdb.HGet(t.Context(), home.Users(), want).Result(); err != nil || v != "1" {

@@ -196,7 +196,7 @@ func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, home int, bat
 func (s *Store) batchArgs(call *reserveCall, batch []*batchItem) {
 	a := call.args
 	a[1] = s.reserveBatch.hash
-	const shardKeys, common = 6, 22
+	const shardKeys, common = 6, 20
 	keysEnd := 3 + shardKeys
 	if batch[0].withIP {
 		keysEnd++
@@ -222,9 +222,8 @@ func (s *Store) batchArgs(call *reserveCall, batch []*batchItem) {
 
 // runReserve runs a reservation command (single or batch) as runCall does and, when the
 // shard's slot is migrating between Cluster nodes (the keys are moving: TRYAGAIN, or the ASK
-// the client gave up on; or the source can no longer create the record, refused before any
-// write: inventory_reserve.lua, and a batch's first write is its first record), waits once
-// and sends it again.
+// the client gave up on; the script declares every key it writes, so a node refuses it before
+// any write), waits once and sends it again.
 func (s *Store) runReserve(ctx context.Context, sc *script, args []any) ([]any, error) {
 	res, err := s.runCall(ctx, sc, args)
 	if err == nil || !slotMoving(err) {

@@ -167,7 +167,9 @@ func (k ShardKeys) Stock() string { return k.tag + "stock" }
 
 // Users is the hash of everything of the users whose home shard this is: "<uh>" units
 // held, "<uh>:s" the user's sequence (never lowered), "<uh>:l" the last reservation id,
-// "<uh>:i:<hash>" idempotency bindings, "<uh>:r:<rid>" refund markers.
+// "<uh>:i:<hash>" idempotency bindings, "<uh>:r:<rid>" refund markers; and the shard's
+// reservation records, "r:<n>" (RecordField, record.go) with "r:<n>:c" (CompField), which
+// a reshard does not copy (a user hash is hex, so no user field starts with "r:").
 func (k ShardKeys) Users() string { return k.tag + "users" }
 
 // Seq is the shard's counter of reservation numbers (the n of a reservation id).
@@ -202,9 +204,6 @@ func (k ShardKeys) Gen() string { return k.tag + "gen" }
 // Drained is set when a reshard closed this shard: it keeps the units that were moved out,
 // so re-running the drain returns the same amount and the shard never reopens.
 func (k ShardKeys) Drained() string { return k.tag + "drained" }
-
-// Record is the reservation record of the shard's n-th reservation.
-func (k ShardKeys) Record(n int64) string { return k.tag + "r:" + strconv.FormatInt(n, 10) }
 
 // activityKey is the activity-wide key named name: "sk:{<activity>}:<name>", in the activity's
 // hash tag (the node of its meta).

@@ -135,8 +135,10 @@ func (l *Ledger) Confirm(ctx context.Context, cs []Confirmation) ([]ConfirmResul
 			byShard[k.Stats()] = g
 			groups = append(groups, g)
 		}
-		g.call.Keys = append(g.call.Keys, k.Record(n))
-		g.call.Args = append(g.call.Args, c.OrderID)
+		if g.call.Keys == nil {
+			g.call.Keys = []string{k.Users(), k.Stats()}
+		}
+		g.call.Args = append(g.call.Args, RecordField(n), c.OrderID, c.UserHash, c.ReservationID)
 		g.idx = append(g.idx, i)
 	}
 	if len(groups) == 0 {
@@ -144,14 +146,6 @@ func (l *Ledger) Confirm(ctx context.Context, cs []Confirmation) ([]ConfirmResul
 	}
 	calls := make([]lua.Call, len(groups))
 	for i, g := range groups {
-		k, _, _ := ParseReservationID(cs[g.idx[0]].ReservationID)
-		g.call.Keys = append(g.call.Keys, k.Stats())
-		for _, j := range g.idx {
-			g.call.Args = append(g.call.Args, cs[j].UserHash)
-		}
-		for _, j := range g.idx {
-			g.call.Args = append(g.call.Args, cs[j].ReservationID)
-		}
 		calls[i] = g.call
 	}
 	cmds, err := lua.RunMany(ctx, l.rdb, l.confirm, calls)
@@ -209,7 +203,7 @@ func (l *Ledger) Fail(ctx context.Context, rid, userHash string) (FailResult, in
 	if !ok {
 		return FailUnknown, 0, fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
 	}
-	res, err := l.fail.Run(ctx, l.rdb, []string{k.Record(n), k.Stock(), k.Stats(), k.Drained(), k.XOut()}).Int64Slice()
+	res, err := l.fail.Run(ctx, l.rdb, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n)).Int64Slice()
 	if err != nil {
 		return FailUnknown, 0, fmt.Errorf("inventory: fail %s: %w", rid, err)
 	}
@@ -280,7 +274,7 @@ func (l *Ledger) Compensated(ctx context.Context, rid string) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
 	}
-	v, err := l.rdb.HGet(ctx, k.Record(n), "comp").Result()
+	v, err := l.rdb.HGet(ctx, k.Users(), CompField(n)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("inventory: read compensation state of %s: %w", rid, err)
 	}
@@ -293,7 +287,7 @@ func (l *Ledger) MarkCompensated(ctx context.Context, rid string) error {
 	if !ok {
 		return fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
 	}
-	if err := l.rdb.HSet(ctx, k.Record(n), "comp", 1).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, k.Users(), CompField(n), 1).Err(); err != nil {
 		return fmt.Errorf("inventory: mark %s compensated: %w", rid, err)
 	}
 	return nil
@@ -582,28 +576,16 @@ func (p *PendingScan) shard(ctx context.Context, k ShardKeys, nowMs int64, age t
 	contiguous := true
 	for from := low + 1; from <= top; from += chunk {
 		to := min(from+chunk-1, top)
-		pipe := p.rdb.Pipeline()
-		cmds := make([]*redis.SliceCmd, 0, to-from+1)
-		for n := from; n <= to; n++ {
-			cmds = append(cmds, pipe.HMGet(ctx, k.Record(n), "status", "ts", "rid"))
-		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		vals, err := p.rdb.HMGet(ctx, k.Users(), recordFields(from, to)...).Result()
+		if err != nil {
 			return out, fmt.Errorf("inventory: read records: %w", err)
 		}
-		for j, c := range cmds {
+		for j, v := range vals {
 			n := from + int64(j)
-			v := c.Val()
-			st, _ := v[0].(string)
-			if st == "PENDING" {
+			if r, ok := recordOf(v); ok && r.Status == "PENDING" {
 				contiguous = false
-				tss, _ := v[1].(string)
-				ts, _ := strconv.ParseInt(tss, 10, 64)
-				rid, _ := v[2].(string)
-				if rid == "" { // a record of a release before the field: its id was the number
-					rid = ReservationNumber(k.Activity, k.Epoch, k.Shard, n)
-				}
-				if nowMs-tsMillis(ts) >= age.Milliseconds() {
-					out = append(out, Pending{ReservationID: rid, TS: ts})
+				if nowMs-tsMillis(r.TS) >= age.Milliseconds() {
+					out = append(out, Pending{ReservationID: r.ReservationID, TS: r.TS})
 				}
 				continue
 			}

@@ -129,8 +129,11 @@ func TestInFlightReserveOnShardThatLostOwnDebit(t *testing.T) {
 		// The sale the script made is failed again: S's record of it is not a live reservation.
 		var rid string
 		for n := int64(1); n <= 2; n++ {
-			st, _ := rdb.HGet(ctx, src.Record(n), "status").Result()
-			if st != "" && st != "FAILED" {
+			rec, found, err := ReadRecord(ctx, rdb, src, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := rec.Status; found && st != "FAILED" {
 				rid = fmt.Sprintf("%d (%s)", n, st)
 			}
 		}

@@ -258,7 +258,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			// slot): what they were is what no later read may find them below (rollback.go).
 			j.cmds[k] = pipe.MGet(ctx, l.keys[k].Stock(), l.keys[k].Seq(), l.keys[k].Gen())
 			if t := l.top[k].Load(); t != nil {
-				j.tops[k], j.recs[k] = t, pipe.HGet(ctx, l.keys[k].Record(t.n), "uh")
+				j.tops[k], j.recs[k] = t, pipe.HGet(ctx, l.keys[k].Users(), RecordField(t.n))
 			}
 		}
 		for k, key := range xk {

@@ -289,16 +289,6 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 	return ReserveResult{}, ErrBusy
 }
 
-// recordExpiry is when a reservation record of an activity closing at closes expires, in unix
-// ms: closes + after, at least an hour after closing (reservations are only taken before
-// closes). 0 when the activity has no closing time (the record then gets recordTTLNoClose).
-func recordExpiry(closes time.Time, after time.Duration) int64 {
-	if closes.IsZero() {
-		return 0
-	}
-	return closes.Add(max(after, time.Hour)).UnixMilli()
-}
-
 // accept takes the sale of number rid on the home shard, made by this call or, for a keyless
 // request, by the first run of its attempt (rollback.go): the number joins the numbers
 // handed out here; a number handed out here before means the shard went back while the call
@@ -676,20 +666,19 @@ type Reservation struct {
 }
 
 // Reservation reads a reservation record. A malformed id is ErrNotFound without a Redis
-// call; so is an unknown or expired one.
+// call; so is an unknown one, or one whose number holds another id's record.
 func (s *Store) Reservation(ctx context.Context, rid string) (Reservation, error) {
 	k, n, ok := ParseReservationID(rid)
 	if !ok {
 		return Reservation{}, ErrNotFound
 	}
-	v, err := s.rdb.HMGet(ctx, k.Record(n), "rid", "aid", "uid", "qty", "status", "orderId", "why").Result()
+	r, found, err := ReadRecord(ctx, s.rdb, k, n)
 	if err != nil {
 		return Reservation{}, fmt.Errorf("inventory: read reservation: %w", err)
 	}
-	if v[0] == nil || asString(v[0]) != rid {
+	if !found || r.ReservationID != rid {
 		return Reservation{}, ErrNotFound
 	}
-	q, _ := strconv.Atoi(asString(v[3]))
-	return Reservation{ID: rid, ActivityID: asString(v[1]), UserID: asString(v[2]), Quantity: q,
-		Status: asString(v[4]), OrderID: asString(v[5]), Why: asString(v[6])}, nil
+	return Reservation{ID: rid, ActivityID: k.Activity, UserID: r.UserID, Quantity: r.Quantity,
+		Status: r.Status, OrderID: r.OrderID, Why: r.Why}, nil
 }

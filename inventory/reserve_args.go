@@ -36,8 +36,8 @@ func newShardArgs(keys []ShardKeys, epoch int) []shardArgs {
 // never changes, nor do the Store's options, so they are built once per entry, and again
 // when an operator ends the sale (entry.setEnded).
 type entryArgs struct {
-	activity, perUser, opens, closes, expiry, noClose any
-	ended                                             int64 // entry.ended they were built with
+	activity, perUser, opens, closes any
+	ended                            int64 // entry.ended they were built with
 }
 
 func (s *Store) entryArgs(e *entry) *entryArgs {
@@ -48,8 +48,7 @@ func (s *Store) entryArgs(e *entry) *entryArgs {
 	// Racing builders make equal values for one end; one built before an end was recorded is
 	// refused by the check above and built again.
 	a := &entryArgs{ended: ended, activity: e.def.ID, perUser: e.def.PerUserLimit, opens: unixMs(e.def.OpensAt),
-		closes: unixMs(e.closesAt()), expiry: recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose),
-		noClose: recordTTLNoClose.Milliseconds()}
+		closes: unixMs(e.closesAt())}
 	e.reserveArgs.Store(a)
 	return a
 }
@@ -105,7 +104,7 @@ type reserveCall struct {
 	args                 []any
 }
 
-var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+7+22)} }}
+var reserveCalls = sync.Pool{New: func() any { return &reserveCall{args: make([]any, 0, 3+7+20)} }}
 
 // reserveCallFor builds the reservation command of r on shard home of l. withIP adds the
 // IP bucket key and its limits.
@@ -125,7 +124,7 @@ func (s *Store) reserveCallFor(e *entry, l *layout, home int, r *ReserveRequest,
 	c.floor = l.floorOf(home)
 	c.call = s.calls.Add(1)
 	a = append(a, ea.activity, &c.user, &c.uh, &c.qty, ea.perUser, ea.opens, ea.closes,
-		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, ea.expiry, ea.noClose, gen, &c.floor, s.issuer, &c.call)
+		ul[0], ul[1], ul[2], ul[3], &c.idf, sa.epoch, sa.home, gen, &c.floor, s.issuer, &c.call)
 	if withIP {
 		ip := e.ipLimitArgs(r)
 		a = append(a, ip[0], ip[1])

@@ -33,7 +33,7 @@ func deref(args []any) []any {
 // numkeys, KEYS, ARGV. Then that building it allocates nothing once the per-entry and
 // per-limit values exist, and that a changed limit is picked up.
 func TestReserveCallMatchesScriptRun(t *testing.T) {
-	s := newStore(t, miniRedis(t), Options{RecordTTLAfterClose: 3 * time.Hour})
+	s := newStore(t, miniRedis(t), Options{})
 	a := openActivity(t, 100, 3, 4)
 	a.ClosesAt = time.Now().Add(time.Hour).Truncate(time.Millisecond)
 	a = mustCreate(t, s, a)
@@ -51,8 +51,7 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 		keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Gen()}
 		args := []any{r.ActivityID, r.UserID, uh, r.Quantity, e.def.PerUserLimit, unixMs(e.def.OpensAt), unixMs(e.def.ClosesAt),
 			r.UserRate.Rate, max(r.UserRate.Burst, 1), r.Window.Milliseconds(), r.WindowMax, idf,
-			l.epoch, home, recordExpiry(e.def.ClosesAt, s.opts.RecordTTLAfterClose), recordTTLNoClose.Milliseconds(),
-			e.generation(), l.floorOf(home), s.issuer, call}
+			l.epoch, home, e.generation(), l.floorOf(home), s.issuer, call}
 		if withIP {
 			keys = append(keys, r.IPKey)
 			args = append(args, r.IPRate.Rate, max(r.IPRate.Burst, 1))

@@ -311,7 +311,8 @@ func (s *Store) cachedLayout(id string, epoch, shards int) (*entry, *layout) {
 }
 
 // copyShard copies the users hash of one old shard (counts, sequences, last ids,
-// idempotency bindings, refund markers) to the new home shards of its users. The old shard
+// idempotency bindings, refund markers; not the reservation records) to the new home shards
+// of its users. The old shard
 // is drained, so nothing writes its users hash any more. It reports true when a target was
 // already sealed (another run finished copying), errRunTooOld when the run is older than its
 // limit.
@@ -344,6 +345,9 @@ func (s *Store) copyShard(ctx context.Context, id string, old ShardKeys, r run) 
 		for i := 0; i+1 < len(kv); i += 2 {
 			f, v := kv[i], kv[i+1]
 			uh, _, _ := strings.Cut(f, ":")
+			if uh == "r" { // a reservation record: it stays with its shard (record.go)
+				continue
+			}
 			j := HomeShard(uh, to)
 			if batches[j] == nil {
 				batches[j] = []any{r.start, r.limit}

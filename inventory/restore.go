@@ -226,7 +226,6 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 		return Restored{}, fmt.Errorf("%w: the orders hold %d units of a stock of %d", ErrInvalid, sold, a.Stock)
 	}
 	remaining := a.Stock - sold
-	expiry := recordExpiry(a.ClosesAt, s.opts.RecordTTLAfterClose)
 
 	pipe := s.rdb.Pipeline()
 	// Close every older shard: no instance on an old layout can sell from it again.
@@ -251,16 +250,9 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 			continue
 		}
 		closeShard(k.Epoch, k.Shard)
-		rec := k.Record(n)
-		uh := users[o.UserID].uh
-		pipe.HSet(ctx, rec, "rid", o.ReservationID, "aid", a.ID, "uid", o.UserID, "uh", uh,
-			"qty", o.Quantity, "status", "CONFIRMED", "orderId", strconv.FormatInt(o.OrderID, 10),
-			"ts", o.CreatedAt.UnixMilli())
-		if expiry > 0 {
-			pipe.PExpireAt(ctx, rec, time.UnixMilli(expiry))
-		} else {
-			pipe.PExpire(ctx, rec, recordTTLNoClose)
-		}
+		rec := Record{Status: "CONFIRMED", Quantity: o.Quantity, TS: o.CreatedAt.UnixMilli(), UserHash: users[o.UserID].uh,
+			OrderID: strconv.FormatInt(o.OrderID, 10), ReservationID: o.ReservationID, UserID: o.UserID}
+		pipe.HSet(ctx, k.Users(), RecordField(n), rec.String())
 	}
 	journals := make([]any, plan.Shards)
 	for i := 0; i < plan.Shards; i++ {

@@ -171,7 +171,7 @@ func (s *Store) retireLayout(ctx context.Context, id string, l Layout) (bool, er
 	return true, nil
 }
 
-// pendingOn reports whether one of the records 1..top of shard k is PENDING (an expired
+// pendingOn reports whether one of the records 1..top of shard k is PENDING (a missing
 // record is settled). Records found settled are remembered, so a later call reads only those
 // after them.
 func (s *Store) pendingOn(ctx context.Context, k ShardKeys, top int64) (bool, error) {
@@ -181,16 +181,12 @@ func (s *Store) pendingOn(ctx context.Context, k ShardKeys, top int64) (bool, er
 	const chunk = 500
 	for from := low + 1; from <= top; from += chunk {
 		to := min(from+chunk-1, top)
-		pipe := s.rdb.Pipeline()
-		cmds := make([]*redis.StringCmd, 0, to-from+1)
-		for n := from; n <= to; n++ {
-			cmds = append(cmds, pipe.HGet(ctx, k.Record(n), "status"))
-		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		vals, err := s.rdb.HMGet(ctx, k.Users(), recordFields(from, to)...).Result()
+		if err != nil {
 			return false, fmt.Errorf("inventory: read records of %s: %w", k.Journal(), err)
 		}
-		for j, c := range cmds {
-			if c.Val() == "PENDING" {
+		for j, v := range vals {
+			if r, ok := recordOf(v); ok && r.Status == "PENDING" {
 				s.collectMu.Lock()
 				s.settledTo[k.Journal()] = from + int64(j) - 1
 				s.collectMu.Unlock()
@@ -250,8 +246,9 @@ func (s *Store) collect(ctx context.Context, id, g string) error {
 	return nil
 }
 
-// deleteLayout deletes the keys of every shard of l but the reservation records, after
-// taking its journals off the relay's list.
+// deleteLayout deletes the keys of every shard of l but the users hashes, which hold the
+// reservation records (the archive deletes them), after taking its journals off the relay's
+// list.
 func (s *Store) deleteLayout(ctx context.Context, id string, l Layout) error {
 	journals := make([]any, l.Shards)
 	for i := range journals {
@@ -263,7 +260,7 @@ func (s *Store) deleteLayout(ctx context.Context, id string, l Layout) error {
 	pipe := s.rdb.Pipeline()
 	for i := 0; i < l.Shards; i++ {
 		k := Shard(id, l.Epoch, i)
-		pipe.Del(ctx, append(k.unwritten(), k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Credits(),
+		pipe.Del(ctx, append(k.unwritten(), k.Stock(), k.Seq(), k.Journal(), k.Stats(), k.Credits(),
 			k.XOut(), k.XIn(), k.Drained(), k.Gen())...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

@@ -25,7 +25,7 @@ import (
 // fenced like a restore does (generationRolledBack in meta and in every shard of the layout):
 // every instance refuses it until an operator restores it from MySQL. Invariant: no instance
 // hands out a number it handed out before on the same shard; kept by the reserve script's
-// check of ARGV[18] against the counter it increments. Numbers handed out by another instance
+// check of ARGV[16] against the counter it increments. Numbers handed out by another instance
 // are not known here: a fleet notices at the first reservation of an instance whose own
 // numbers the rollback took back, or at its refresh (top). A number handed out again before
 // that is another id (the id's issuer part, keys.go ReservationID): no id is handed out twice.
@@ -158,7 +158,7 @@ func (s *Store) soldAcrossDebit(ctx context.Context, e *entry, l *layout, home i
 func (s *Store) takeBack(ctx context.Context, e *entry, l *layout, rid, msg, reason, what string) error {
 	ctx = context.WithoutCancel(ctx)
 	k, n, _ := ParseReservationID(rid)
-	res, err := s.run(ctx, s.fail, []string{k.Record(n), k.Stock(), k.Stats(), k.Drained(), k.XOut()})
+	res, err := s.run(ctx, s.fail, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n))
 	failed := false
 	if err == nil && len(res) == 2 {
 		code, _ := asInt(res[0])
@@ -589,9 +589,11 @@ type handedOut struct {
 }
 
 // otherBuyer says how shard i went back when the record of the number top (this instance's
-// highest there) is another buyer's, found with uh ("": the record is gone), or "".
-func otherBuyer(top *handedOut, uh string) string {
-	if top == nil || uh == "" || uh == top.uh {
+// highest there) is another buyer's, found in the packed record rec ("": the record is gone),
+// or "".
+func otherBuyer(top *handedOut, rec string) string {
+	r, ok := ParseRecord(rec)
+	if top == nil || !ok || r.UserHash == "" || r.UserHash == top.uh {
 		return ""
 	}
 	return "its reservation number " + strconv.FormatInt(top.n, 10) + " was handed out again to another buyer"

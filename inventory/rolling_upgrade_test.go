@@ -21,7 +21,7 @@ func reserveWithPre12(ctx context.Context, t *testing.T, rdb redis.UniversalClie
 	// The script's own bucket and window keys, and the prefix of the records it appends n to.
 	keys := []string{k.Stock(), k.Users(), k.Seq(), k.Journal(), k.Stats(), k.Drained(), k.tag + "tb:" + uh, k.tag + "sw:" + uh, k.tag + "r:"}
 	args := []any{a.ID, user, uh, 1, a.PerUserLimit, unixMs(a.OpensAt), 0, 0, 1, 0, 0, "", "n1",
-		0, 0, 3600000, recordTTLNoClose.Milliseconds()}
+		0, 0, 3600000, 7 * 24 * 3600000}
 	res, err := redis.NewScript(reservePre12).Run(ctx, rdb, keys, args...).Slice()
 	if err != nil {
 		t.Fatalf("pre-12 script: %v", err)

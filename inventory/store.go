@@ -76,10 +76,9 @@ type ActivityView struct {
 
 // Options tune a Store. Zero values take the defaults.
 type Options struct {
-	InstanceID          string        // default: random
-	MaxOtherShards      int           // other shards a refill of the home shard tries; default 3, <0 none
-	RefreshEvery        time.Duration // remaining/sold-out/layout refresh period; default 250ms
-	RecordTTLAfterClose time.Duration // reservation records live until closesAt + this; default 24h
+	InstanceID     string        // default: random
+	MaxOtherShards int           // other shards a refill of the home shard tries; default 3, <0 none
+	RefreshEvery   time.Duration // remaining/sold-out/layout refresh period; default 250ms
 	// ReshardWorkers is how many steps of a reshard run at once (default 16; 1 makes a
 	// reshard's Redis calls happen in a fixed order, as the simulation tests need).
 	ReshardWorkers int
@@ -118,7 +117,6 @@ type Options struct {
 }
 
 const (
-	recordTTLNoClose = 7 * 24 * time.Hour
 	// negativeTTL is how long an activity id Redis did not know is answered unknown without
 	// asking again; well under the 1 s in which a new activity must be visible everywhere.
 	negativeTTL = 500 * time.Millisecond
@@ -341,9 +339,6 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	}
 	if opts.RetireAfter < opts.ReshardRunLimit+time.Second {
 		return nil, fmt.Errorf("%w: RetireAfter %v must exceed ReshardRunLimit %v by a second at least", ErrInvalid, opts.RetireAfter, opts.ReshardRunLimit)
-	}
-	if opts.RecordTTLAfterClose <= 0 {
-		opts.RecordTTLAfterClose = 24 * time.Hour
 	}
 	if m == nil {
 		m = newMetrics()

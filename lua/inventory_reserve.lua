@@ -1,52 +1,50 @@
 -- inventory_reserve.lua: one reservation on the user's home stock shard {A:e:h}. A reservation
 -- never spans two shards: when this shard has too few units the caller moves units here
 -- (inventory_transfer.lua) and runs this script again.
--- KEYS[1] stock  KEYS[2] users  KEYS[3] seq  KEYS[4] journal  KEYS[5] stats: every key declared
--- exists once the shard sold (a slot migration serves a script whose keys all exist).
--- The one key the script writes that cannot be declared is the new record "sk:{A:e:h}:r:<n>"
--- (same hash tag; n comes from seq): it is written before anything else, so a node that cannot
--- take it (its slot migrating away) refuses the script with nothing written, and the caller
--- retries once (inventory/reserve.go).  KEYS[6] the shard's generation: it exists once Create, a
+-- KEYS[1] stock  KEYS[2] users (the buyers' fields and the shard's reservation records)
+-- KEYS[3] seq  KEYS[4] journal  KEYS[5] stats: every key the script writes is declared, and
+-- each exists once the shard sold (a slot migration serves a script whose keys all exist).
+-- KEYS[6] the shard's generation: it exists once Create, a
 -- restore's rebuild or the first reservation after a reshard (adoption, inventory/reserve.go)
 -- wrote it; a shard that has none yet is refused {13} and adopts before it sells.
 -- ARGV[1] activity id  ARGV[2] user id  ARGV[3] user hash  ARGV[4] quantity
 -- ARGV[5] per-user limit  ARGV[6] opensAt ms (0 none)  ARGV[7] closesAt ms (0 none)
 -- ARGV[8] bucket rate/s (0 off)  ARGV[9] bucket burst  ARGV[10] window ms (0 off)
 -- ARGV[11] window max (0 off)  ARGV[12] idempotency field "<uh>:i:<hash>" or ""
--- ARGV[13] epoch  ARGV[14] shard  ARGV[15] record expiry, unix ms (closesAt + the TTL after
--- close, at least 1 h), or 0 when there is no closesAt  ARGV[16] record TTL ms without closesAt
--- ARGV[17] the activity's generation as the caller knows it ("" for an activity of before
+-- ARGV[13] epoch  ARGV[14] shard
+-- ARGV[15] the activity's generation as the caller knows it ("" for an activity of before
 -- generations: not checked). The shard sells only when its generation key (KEYS[6], read in
 -- the same MGET as stock and seq: no extra call) holds it: a restore's fence writes
 -- "restoring" there, a Redis that lost the activity has none (inventory/keys.go Gen).
--- ARGV[18] the highest reservation number the caller handed out on this shard (0 none): a
+-- ARGV[16] the highest reservation number the caller handed out on this shard (0 none): a
 -- counter (KEYS[3]) below it went back with a rollback of the shard's node, so the next
 -- number would be one already answered 202: refused {14} before anything is written
 -- (inventory/rollback.go), so no journal entry can turn that number into another buyer's order.
--- ARGV[19] the issuer: the calling process's incarnation (16 hex digits drawn at its start)
--- and '-'; ARGV[20] the number of this call in that process. The reservation id is
+-- ARGV[17] the issuer: the calling process's incarnation (16 hex digits drawn at its start)
+-- and '-'; ARGV[18] the number of this call in that process. The reservation id is
 -- <activity>.<epoch>.<shard>.<n>.<issuer><call>: a number a rolled-back node hands out again
 -- (to another instance whose floor is older, or to a call in flight) is then another id, so
 -- an id is never handed out twice, whatever Redis forgot (inventory/keys.go ReservationID).
 -- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
--- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[21] IP rate/s, ARGV[22] IP burst: one IP
+-- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[19] IP rate/s, ARGV[20] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
 -- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a
 -- seq is never handed out twice), <uh>:l the last reservation id (the ALREADY answer),
 -- <uh>:i:<hash> idempotency bindings, <uh>:r:<rid> refund markers, and <uh>:p the limits
--- state packed in one value
+-- state packed in one value; and the shard's reservation records, r:<n> (lib_record.lua),
+-- the n-th written in the HSET of its buyer's fields
 --   "tokens|tsSec|tsUsec|winStart|winPrev|winCur"
 -- tokens/tsSec/tsUsec the user's token bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
 -- window counter (lib_window.lua); the parts of a dimension that is off are kept as they are
 -- (empty if never used); while both are off <uh>:p is neither read nor written (a limit turned
 -- off and on again resumes from the state it left). One HMGET reads a user, one HSET writes it. A reshard copies the
 -- whole hash, so bucket and window follow the user to the new home shard.
--- Compatible both ways with the release-1 script (inventory/testdata/inventory_reserve_pre12.lua; a
--- rolling upgrade runs both): <uh>,
--- <uh>:s, <uh>:l, the bindings and the INCR counter seq keep their meaning, so the 409 names
--- the latest reservation whichever version took it; the older script ignores <uh>:p and keeps
--- its own bucket and window keys, so during the upgrade each version limits on its own.
+-- The users fields are those of the release-1 script (inventory/testdata/inventory_reserve_pre12.lua):
+-- <uh>, <uh>:s, <uh>:l, the bindings and the INCR counter seq keep their meaning, so the 409
+-- names the latest reservation whichever version took it; the older script ignores <uh>:p
+-- and keeps its own bucket and window keys. Its records are hashes of their own
+-- ("sk:{A:e:h}:r:<n>"), which this release does not read: roll out between sales (README).
 -- The per-user window is a sliding window COUNTER (lib_window.lua): two fixed windows, the
 -- previous one weighted by how much of it the sliding span still covers. It never admits more
 -- than max events in one fixed window nor 2 * max in any span of the window's length, and is
@@ -56,11 +54,11 @@
 -- bucket and window -> IP bucket -> per-user limit -> stock -> record + journal -> stock, counter
 -- and stats written. Tokens are not taken when the answer is EMPTY (the caller refills the shard
 -- and asks again).
--- The record hash holds rid aid uid uh qty status ts (orderId and comp are added by the order
--- pipeline). The journal entry carries the idempotency field too (ik, "" without a key), so
+-- The record is "PENDING|qty|ts|uh|||rid|uid" (orderId and why are set by the order
+-- pipeline; the compensation's mark is r:<n>:c). The journal entry carries the idempotency field too (ik, "" without a key), so
 -- the order keeps it and a restore from MySQL rebuilds the binding (inventory/restore.go).
--- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET, HSET record,
--- PEXPIRE(AT) record, HSET users, XADD, then DECRBY, INCRBY seq, HINCRBY stats (the batch script
+-- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET, HSET
+-- users (with the record), XADD, then DECRBY, INCRBY seq, HINCRBY stats (the batch script
 -- makes the MGET, TIME and the last three once for all its reservations). Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
 -- the time in ms is cut from TIME's strings).
@@ -76,17 +74,17 @@
 --   {10}                      SHARD_CLOSED: stock key missing (drained by a reshard: a drained
 --                             shard never has one): refresh
 --   {12, retryMs}             IP_RATE (per-IP token bucket, when KEYS[7] is given)
---   {13, gen or "", 1 | 0}    GENERATION: the shard's generation is not ARGV[17] (fenced,
+--   {13, gen or "", 1 | 0}    GENERATION: the shard's generation is not ARGV[15] (fenced,
 --                             lost, never given one) nor a later mark of it: nothing taken;
---                             1 when ARGV[17] is in the shard's mark history (stats field
+--                             1 when ARGV[15] is in the shard's mark history (stats field
 --                             "m:<mark>", inventory_transfer.lua; always 1 for the generation
 --                             itself). A later mark of the same generation (raised by debits
 --                             since: the node lost nothing the caller knew) is not refused:
 --                             any mark of it for the generation itself (every debit descends
---                             from it), one whose history holds ARGV[17] for a debit mark (an
+--                             from it), one whose history holds ARGV[15] for a debit mark (an
 --                             HEXISTS more, only until the caller records the new mark)
---   {14, counter}             ROLLED_BACK: the counter is below ARGV[18]: nothing taken
--- Every answer but 10, 13 and 14 on a shard holding a later mark than ARGV[17] carries that mark
+--   {14, counter}             ROLLED_BACK: the counter is below ARGV[16]: nothing taken
+-- Every answer but 10, 13 and 14 on a shard holding a later mark than ARGV[15] carries that mark
 -- as its 4th element (the ones shorter padded with 0): the caller records it, sold or not.
 --#include lib_reserve.lua
 return reserve_one(KEYS, ARGV)

@@ -4,21 +4,21 @@
 -- idempotency key in a batch meet each other as if sent one after the other.
 -- KEYS[1..6] the single script's KEYS[1..6]; with the IP bucket (single node only), then one
 -- IP bucket key per reservation, in order (its KEYS[7]).
--- ARGV[1..22] the single script's ARGV for the first reservation (ARGV[21], ARGV[22] the IP
+-- ARGV[1..20] the single script's ARGV for the first reservation (ARGV[19], ARGV[20] the IP
 -- bucket's rate and burst, "0" without it); each further reservation adds four: user id,
 -- user hash, quantity, idempotency field ("" none), which replace ARGV[2], ARGV[3], ARGV[4]
--- and ARGV[12]; everything else (activity, limits, times, epoch, shard, record expiry,
--- generation mark, floor, issuer and call number) is the batch's: its reservations' numbers
--- differ, so their ids do.
+-- and ARGV[12]; everything else (activity, limits, times, epoch, shard, generation mark,
+-- floor, issuer and call number) is the batch's: its reservations' numbers differ, so their
+-- ids do.
 -- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it. The
 -- shard is read once before the first (MGET, the mark's HEXISTS, TIME) and its stock, counter
 -- and taken statistic written once after the last (lib_reserve.lua).
 --#include lib_reserve.lua
-local n = 1 + (#ARGV - 22) / 4
+local n = 1 + (#ARGV - 20) / 4
 local ip = #KEYS > 6
 local k = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}
 local a = {}
-for i = 1, 22 do a[i] = ARGV[i] end
+for i = 1, 20 do a[i] = ARGV[i] end
 local out = {}
 local sh, refused = shard_open(k, a) -- the same for all: the shard, its mark and floor are the batch's
 for i = 1, n do
@@ -26,7 +26,7 @@ for i = 1, n do
     out[i] = refused
   else
     if i > 1 then
-      local b = 22 + 4 * (i - 2)
+      local b = 20 + 4 * (i - 2)
       a[2], a[3], a[4], a[12] = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
     end
     if ip then k[7] = KEYS[6 + i] end

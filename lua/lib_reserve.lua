@@ -4,8 +4,7 @@
 -- other in one call. What the reservations of one call share is read and written once: the
 -- shard (shard_open: stock, counter, mark, floor, and Redis TIME, read before the first;
 -- shard_close: the stock, the counter and the stats' taken, written after the last). A
--- script is atomic, so each reservation still sees the shard as the ones before it left it,
--- and the first write of a reservation that sells is still its record (see the header).
+-- script is atomic, so each reservation still sees the shard as the ones before it left it.
 --#include lib_bucket.lua
 --#include lib_window.lua
 -- reserve_on decides one reservation on sh, the shard as shard_open read it and the
@@ -84,7 +83,7 @@ local function reserve_on(KEYS, ARGV, sh)
   end
   local iprate, ipburst, ip_tokens = 0, 0, 0
   if KEYS[7] then
-    iprate, ipburst = tonumber(ARGV[21]), tonumber(ARGV[22])
+    iprate, ipburst = tonumber(ARGV[19]), tonumber(ARGV[20])
     local ip_ok, ip_retry
     ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
     if not ip_ok then
@@ -111,30 +110,24 @@ local function reserve_on(KEYS, ARGV, sh)
   if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
   sh.n = sh.n + 1
   local n = tostring(sh.n)
-  local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n .. '.' .. ARGV[19] .. ARGV[20]
-  local rec = string.sub(KEYS[1], 1, -6) .. 'r:' .. n -- the first write: see the header
+  local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n .. '.' .. ARGV[17] .. ARGV[18]
   local ms = sh.ms
-  redis.call('HSET', rec, 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh, 'qty', qs, 'status', 'PENDING',
-    'ts', ms)
-  if closes > 0 then
-    redis.call('PEXPIREAT', rec, ARGV[15])
-  else
-    redis.call('PEXPIRE', rec, ARGV[16])
-  end
+  -- the record (lib_record.lua's form), written with the user's fields in one HSET
+  local rf, rec = 'r:' .. n, 'PENDING|' .. qs .. '|' .. ms .. '|' .. uh .. '|||' .. rid .. '|' .. ARGV[2]
   sh.stock = stock - qty
   sh.taken = sh.taken + qty
   local count = qs
   if held > 0 then count = held + qty end
   if lim then
     if idf ~= '' then
-      redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits, idf, rid)
+      redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits, idf, rid)
     else
-      redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits)
+      redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits)
     end
   elseif idf ~= '' then
-    redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid, idf, rid)
+    redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid, idf, rid)
   else
-    redis.call('HSET', KEYS[2], uh, count, uh .. ':s', seq, uh .. ':l', rid)
+    redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid)
   end
   redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
     'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
@@ -149,13 +142,13 @@ local function shard_open(KEYS, ARGV)
     return nil, {10}
   end
   local later
-  if ARGV[17] ~= '' and sd[3] ~= ARGV[17] then
+  if ARGV[15] ~= '' and sd[3] ~= ARGV[15] then
     -- A mark of the same generation raised since by debits is no loss of what the caller
     -- knew: sell, each answer carrying the new mark for the caller to record (answer_on).
-    -- That is every mark of the generation when ARGV[17] is the generation itself (count 0:
-    -- every debit descends from it), else one whose history holds ARGV[17]. Anything else
-    -- (a fence, another generation, a mark whose history lost ARGV[17]) is refused.
-    local k, known = ARGV[17], 1
+    -- That is every mark of the generation when ARGV[15] is the generation itself (count 0:
+    -- every debit descends from it), else one whose history holds ARGV[15]. Anything else
+    -- (a fence, another generation, a mark whose history lost ARGV[15]) is refused.
+    local k, known = ARGV[15], 1
     local b = string.find(k, '#', 1, true)
     if b then
       known = redis.call('HEXISTS', KEYS[5], 'm:' .. k)
@@ -168,7 +161,7 @@ local function shard_open(KEYS, ARGV)
     end
     later = sd[3]
   end
-  if (tonumber(sd[2]) or 0) < tonumber(ARGV[18]) then -- rolled back (see ARGV[18])
+  if (tonumber(sd[2]) or 0) < tonumber(ARGV[16]) then -- rolled back (see ARGV[16])
     return nil, {14, sd[2] or '0'}
   end
   local t = redis.call('TIME')
@@ -188,7 +181,7 @@ local function shard_close(KEYS, sh)
   end
 end
 
--- answer_on is reserve_on's answer for the caller: on a later mark than ARGV[17] it carries
+-- answer_on is reserve_on's answer for the caller: on a later mark than ARGV[15] it carries
 -- that mark (4th, the shorter answers padded with 0), so the caller records it, sold or
 -- not: a record left behind by an answer that sold nothing would match the shard again once
 -- its node went back past the debits since, and the next call would sell their units twice.

@@ -91,7 +91,7 @@ func TestCompensationGuardOnSQLiteHoldsAgainstARestoresClaim(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("the restore's claim: %v", r.err)
 			}
-			st, _ := rdb.HGet(ctx, k.Record(n), "status").Result()
+			st := recordAt(t, rdb, k, n).Status
 			seen := slices.Contains(r.comps, m.ReservationID)
 			t.Logf("compensate: %v; record %s; the cut saw the compensation: %v; claimed between check and writes: %v", err, st, seen, claimedBetween)
 			if claimedBetween {

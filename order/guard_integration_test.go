@@ -129,7 +129,6 @@ func guardSeed(t *testing.T, seed uint64, open func() *gorm.DB) (int, int) {
 // the records; it returns the refusals.
 func checkGuard(t *testing.T, seed uint64, db *gorm.DB, a *testActivity, msgs []Message, stock int64, limit int) int {
 	t.Helper()
-	ctx := context.Background()
 	var orders []sql.Order
 	if err := db.Where("activity_id = ?", a.id).Find(&orders).Error; err != nil {
 		t.Fatal(err)
@@ -165,12 +164,8 @@ func checkGuard(t *testing.T, seed uint64, db *gorm.DB, a *testActivity, msgs []
 	refused := 0
 	for _, m := range msgs {
 		k, n := keysOf(m)
-		rec, err := a.rdb.HMGet(ctx, k.Record(n), "status", "why").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _ := rec[0].(string)
-		w, _ := rec[1].(string)
+		rec := recordAt(t, a.rdb, k, n)
+		st, w := rec.Status, rec.Why
 		reason, comped := why[m.ReservationID]
 		switch {
 		case ordered[m.ReservationID] && !comped && st == "CONFIRMED":

@@ -97,17 +97,9 @@ func newTestActivity(t testing.TB, rdb redis.UniversalClient, db *gorm.DB, shard
 		keys = append(keys, inventory.Meta(a.id), a.journals, a.activities)
 		for i := 0; i < shards; i++ {
 			k := inventory.Shard(a.id, 0, i)
-			top, _ := rdb.Get(ctx, k.Seq()).Int64()
-			for n := int64(1); n <= top; n++ {
-				keys = append(keys, k.Record(n))
-			}
 			keys = append(keys, k.Stock(), k.Stats(), k.Journal(), k.Seq(), k.Users())
 		}
-		for len(keys) > 0 {
-			n := min(len(keys), 500)
-			rdb.Del(ctx, keys[:n]...)
-			keys = keys[n:]
-		}
+		rdb.Del(ctx, keys...)
 		if db != nil {
 			db.Exec("DELETE FROM orders WHERE activity_id = ?", a.id)
 			db.Exec("DELETE FROM compensations WHERE activity_id = ?", a.id)
@@ -164,9 +156,8 @@ func (a *testActivity) reserveFor(users []string, qty int) []Message {
 			out = append(out, m)
 			pipe.DecrBy(ctx, k.Stock(), int64(qty))
 			pipe.HIncrBy(ctx, k.Users(), m.UserHash, int64(qty))
-			pipe.HSet(ctx, k.Record(nrec), "rid", m.ReservationID, "aid", a.id, "uid", u, "uh", m.UserHash,
-				"qty", qty, "status", "PENDING", "orderId", "", "home", m.Home, "ts", now)
-			pipe.Expire(ctx, k.Record(nrec), time.Hour)
+			pipe.HSet(ctx, k.Users(), inventory.RecordField(nrec), inventory.Record{Status: "PENDING", Quantity: qty, TS: now,
+				UserHash: m.UserHash, ReservationID: m.ReservationID, UserID: u}.String())
 			pipe.HIncrBy(ctx, k.Stats(), "taken", int64(qty))
 			vals := []any{"rid", m.ReservationID, "aid", a.id, "uid", u, "uh", m.UserHash, "qty", qty, "seq", seq,
 				"shard", m.Shard, "epoch", 0, "ts", now}
@@ -190,14 +181,9 @@ func (a *testActivity) statuses() map[string]int {
 	for i := 0; i < a.shards; i++ {
 		k := inventory.Shard(a.id, 0, i)
 		top, _ := a.rdb.Get(ctx, k.Seq()).Int64()
-		pipe := a.rdb.Pipeline()
-		var cmds []*redis.StringCmd
 		for n := int64(1); n <= top; n++ {
-			cmds = append(cmds, pipe.HGet(ctx, k.Record(n), "status"))
-		}
-		pipe.Exec(ctx)
-		for _, c := range cmds {
-			out[c.Val()]++
+			r, _, _ := inventory.ReadRecord(ctx, a.rdb, k, n)
+			out[r.Status]++
 		}
 	}
 	return out
@@ -286,6 +272,16 @@ func counterValue(t testing.TB, c prometheus.Counter) float64 {
 func keysOf(m Message) (inventory.ShardKeys, int64) {
 	k, n, _ := inventory.ParseReservationID(m.ReservationID)
 	return k, n
+}
+
+// recordAt reads the n-th reservation record of shard k (the zero Record when there is none).
+func recordAt(t testing.TB, rdb redis.Cmdable, k inventory.ShardKeys, n int64) inventory.Record {
+	t.Helper()
+	r, _, err := inventory.ReadRecord(context.Background(), rdb, k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 // must returns v, or stops the test binary when a constructor failed (an embedded script

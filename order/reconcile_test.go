@@ -67,7 +67,7 @@ func TestReconcileRepairsOrphan(t *testing.T) {
 	rec := must(NewReconciler(db, rdb, ReconcileOptions{OrphanAfter: time.Millisecond, Repair: true, ActivitiesKey: a.activities}, m, testLogger(t)))
 	time.Sleep(5 * time.Millisecond)
 	rec.Round(ctx)
-	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "CONFIRMED" {
+	if st := recordAt(t, rdb, k, n).Status; st != "CONFIRMED" {
 		t.Fatalf("status %q, want CONFIRMED", st)
 	}
 	if got := gaugeValue(t, m.Orphans.WithLabelValues(a.id)); got != 1 {

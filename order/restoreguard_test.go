@@ -49,7 +49,7 @@ func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
 	if err := w.deadLetter(ctx, m, causeMaxAttempts, "test"); err != nil {
 		t.Fatalf("dead letter of an older incarnation: %v, want it acknowledged", err)
 	}
-	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "PENDING" {
+	if st := recordAt(t, rdb, k, n).Status; st != "PENDING" {
 		t.Errorf("record %s, want PENDING: the compensation failed a reservation of a replaced incarnation", st)
 	}
 	if got, _ := rdb.Get(ctx, k.Stock()).Int64(); got != stockBefore {

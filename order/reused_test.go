@@ -45,11 +45,11 @@ func TestReusedReservationIDIsNotADuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, n := keysOf(second[0])
-	rec, _ := rdb.HGetAll(ctx, k.Record(n)).Result()
-	if rec["status"] == "CONFIRMED" && rec["orderId"] == strconv.FormatInt(alice.ID, 10) {
+	rec := recordAt(t, rdb, k, n)
+	if rec.Status == "CONFIRMED" && rec.OrderID == strconv.FormatInt(alice.ID, 10) {
 		t.Fatalf("bob's reservation was confirmed with alice's order %d: %v", alice.ID, rec)
 	}
-	if rec["status"] != "FAILED" {
+	if rec.Status != "FAILED" {
 		t.Fatalf("bob's record %v, want FAILED (the id conflict fails it for good)", rec)
 	}
 	if after, _ := rdb.Get(ctx, k.Stock()).Int64(); after != stockBefore+1 {

@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/inventory"
 )
 
 // compensationRows counts the compensations rows of the activity.
@@ -236,7 +237,7 @@ func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, n := keysOf(msgs[0])
-	if err := rdb.Del(ctx, k.Record(n)).Err(); err != nil { // the record's TTL ran out
+	if err := rdb.HDel(ctx, k.Users(), inventory.RecordField(n)).Err(); err != nil { // the record's TTL ran out
 		t.Fatal(err)
 	}
 	m := testMetrics()
@@ -293,7 +294,9 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 				}
 			} else {
 				k, n := keysOf(msgs[0])
-				if err := rdb.HSet(ctx, k.Record(n), "status", "FAILED").Err(); err != nil {
+				rec := recordAt(t, rdb, k, n)
+				rec.Status = "FAILED"
+				if err := rdb.HSet(ctx, k.Users(), inventory.RecordField(n), rec.String()).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -358,10 +361,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 	}
 	for _, m := range msgs {
 		k, n := keysOf(m)
-		st, err := rdb.HGet(ctx, k.Record(n), "status").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := recordAt(t, rdb, k, n).Status
 		switch {
 		case ordered[m.ReservationID] && !compensated[m.ReservationID] && st == "CONFIRMED":
 		case !ordered[m.ReservationID] && compensated[m.ReservationID] && st == "FAILED":

@@ -42,8 +42,8 @@ func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 		t.Fatalf("orders %+v, want 1", c)
 	}
 	k, n := keysOf(msgs[0])
-	rec, _ := rdb.HGetAll(context.Background(), k.Record(n)).Result()
-	if rec["status"] != "CONFIRMED" || rec["orderId"] == "" {
+	rec := recordAt(t, rdb, k, n)
+	if rec.Status != "CONFIRMED" || rec.OrderID == "" {
 		t.Fatalf("record %v", rec)
 	}
 	if got, _ := rdb.HGet(context.Background(), k.Stats(), "confirmed").Int(); got != 1 {
@@ -79,7 +79,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	if after-before != 3 {
 		t.Fatalf("stock went from %d to %d, want +3", before, after)
 	}
-	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "FAILED" {
+	if st := recordAt(t, rdb, k, n).Status; st != "FAILED" {
 		t.Fatalf("status %q", st)
 	}
 	if _, err := rdb.HGet(ctx, k.Users(), msgs[0].UserHash).Result(); err == nil {
@@ -133,7 +133,7 @@ func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 		t.Fatalf("err = %v, want ErrOrderExists", err)
 	}
 	k, n := keysOf(msgs[0])
-	if st, _ := rdb.HGet(ctx, k.Record(n), "status").Result(); st != "CONFIRMED" {
+	if st := recordAt(t, rdb, k, n).Status; st != "CONFIRMED" {
 		t.Fatalf("status %q, want CONFIRMED", st)
 	}
 }
@@ -278,7 +278,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	if n, _ := rdb.Exists(ctx, old.Stock()).Result(); n != 0 {
 		t.Fatal("compensation recreated the drained shard's stock")
 	}
-	if st, _ := rdb.HGet(ctx, old.Record(n), "status").Result(); st != "FAILED" {
+	if st := recordAt(t, rdb, old, n).Status; st != "FAILED" {
 		t.Fatalf("status %q", st)
 	}
 	stats, _ := rdb.HGetAll(ctx, old.Stats()).Result()

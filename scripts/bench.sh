@@ -91,12 +91,12 @@ step_gin() {
 
 # ---- ceiling 2: redis-benchmark EVALSHA of the reservation script ---------------------------
 # The script text is lua.Source("inventory_reserve.lua"): the --#include lines replaced by the
-# library files (one level deep, exactly as package lua does).
+# library files, recursively, as package lua does.
 expand_lua() { # name
   local line
   while IFS= read -r line || [ -n "$line" ]; do
     case "$line" in
-      --#include\ *) cat "lua/${line#--#include }"; printf '\n' ;;
+      --#include\ *) expand_lua "${line#--#include }"; printf '\n' ;;
       *) printf '%s\n' "$line" ;;
     esac
   done <"lua/$1"
@@ -120,7 +120,7 @@ evalsha_run() {
   redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n "$n" -r 100000000 -q \
     evalsha "$sha" 6 "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" "sk:$t:gen" \
     "$A" "u-__rand_int__" "__rand_int__" 1 1 0 0 1000 1000 60000 1000 "" 0 0 \
-    86400000 604800000 "" 0 0123456789abcdef- 1 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
+    "" 0 0123456789abcdef- 1 | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
     | sed "s/.*: \([0-9.]* requests per second\)/$label: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
   after=$(cmdstat evalsha)
   echo "$label: stock before $stock, after $(rcli get "sk:$t:stock"), journal length $(rcli xlen "sk:$t:journal")" | tee -a "$OUT/redis-evalsha.txt"
@@ -128,15 +128,7 @@ evalsha_run() {
     split(b, x, " "); split(a, y, " "); c = y[1] - x[1]; u = y[2] - x[2];
     printf "%s: EVALSHA calls counted by the server %d (sent %d), server time %.1f us/call\n", l, c, n, u / c }' | tee -a "$OUT/redis-evalsha.txt"
   RESERVE_US=$(awk -v b="$before" -v a="$after" 'BEGIN { split(b, x, " "); split(a, y, " "); printf "%.1f", (y[2] - x[2]) / (y[1] - x[1]) }')
-  # clean up: the records r:1..r:seq and the shard's keys (no keyspace SCAN)
-  local seq i
-  seq=$(rcli get "sk:$t:seq" || true)
-  seq=${seq:-0}
-  for ((i = 1; i <= seq; i += 1000)); do
-    local j keys=()
-    for ((j = i; j < i + 1000 && j <= seq; j++)); do keys+=("sk:$t:r:$j"); done
-    rcli unlink "${keys[@]}" >/dev/null
-  done
+  # clean up: the shard's keys (the records are fields of its users hash)
   rcli unlink "sk:$t:stock" "sk:$t:users" "sk:$t:seq" "sk:$t:journal" "sk:$t:stats" >/dev/null
 }
 

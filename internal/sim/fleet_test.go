@@ -291,10 +291,10 @@ func (f *fleet) scan(pattern string) []string {
 
 // activityKeys is every key of the activity (sk:{<aid>:...), found by one SCAN pass, sorted
 // into the kinds the check reads: what the patterns sk:{<aid>:*}:stock, ...:drained, ...:xout
-// and sk:{<aid>:*}:r:* match. One pass instead of one per kind: a pass visits every key of
+// and sk:{<aid>:*}:users (whose r:<n> fields are the reservation records) match. One pass instead of one per kind: a pass visits every key of
 // the server (156,000 on a shared test Redis, where SCAN was the costliest command). COUNT
 // stays 1000, so one call holds the single-threaded server for about as long as before.
-type activityKeys struct{ stock, drained, xout, records []string }
+type activityKeys struct{ stock, drained, xout, users []string }
 
 func (f *fleet) activityKeys() activityKeys {
 	prefix := "sk:{" + f.aid + ":"
@@ -308,9 +308,8 @@ func (f *fleet) activityKeys() activityKeys {
 			ks.drained = append(ks.drained, k)
 		case strings.HasSuffix(rest, "}:xout"):
 			ks.xout = append(ks.xout, k)
-		}
-		if strings.Contains(rest, "}:r:") {
-			ks.records = append(ks.records, k)
+		case strings.HasSuffix(rest, "}:users"):
+			ks.users = append(ks.users, k)
 		}
 	}
 	return ks
@@ -364,19 +363,27 @@ func (f *fleet) check() {
 		}
 	}
 	var held int64
-	records := keys.records
-	for _, k := range records {
-		rec := f.rdb.HGetAll(ctx, k).Val()
-		q, _ := strconv.ParseInt(rec["qty"], 10, 64)
-		if rec["status"] != "FAILED" {
-			held += q
-		}
-		if u, ok := f.accepted[rec["rid"]]; !ok || u != rec["uid"] {
-			f.fatalf("record %s (%s of %s) is no accepted reservation (accepted for %q)", k, rec["rid"], rec["uid"], u)
+	records := 0
+	for _, k := range keys.users {
+		for field, v := range f.rdb.HGetAll(ctx, k).Val() {
+			if !strings.HasPrefix(field, "r:") || strings.HasSuffix(field, ":c") {
+				continue
+			}
+			rec, ok := inventory.ParseRecord(v)
+			if !ok {
+				f.fatalf("record %s %s: %q", k, field, v)
+			}
+			records++
+			if rec.Status != "FAILED" {
+				held += int64(rec.Quantity)
+			}
+			if u, ok := f.accepted[rec.ReservationID]; !ok || u != rec.UserID {
+				f.fatalf("record %s %s (%s of %s) is no accepted reservation (accepted for %q)", k, field, rec.ReservationID, rec.UserID, u)
+			}
 		}
 	}
-	if len(records) != len(f.accepted) {
-		f.fatalf("%d records for %d accepted reservations", len(records), len(f.accepted))
+	if records != len(f.accepted) {
+		f.fatalf("%d records for %d accepted reservations", records, len(f.accepted))
 	}
 	if units+held != f.stock {
 		f.fatalf("stock keys, drained units and transit %d + reserved %d = %d, want %d (meta %v)", units, held, units+held, f.stock, meta)

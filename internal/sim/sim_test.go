@@ -575,7 +575,7 @@ func (s *sim) journal() []entry {
 					s.t.Fatalf("record of %s: %v", m.ReservationID, err)
 				}
 				k, n, _ := inventory.ParseReservationID(m.ReservationID)
-				comp := s.rdb.HGet(s.ctx, k.Record(n), "comp").Val() == "1"
+				comp := s.rdb.HGet(s.ctx, k.Users(), inventory.CompField(n)).Val() == "1"
 				out = append(out, entry{m, rv.Status, comp})
 			}
 		}
