@@ -158,7 +158,7 @@ func (s *Store) Purge(ctx context.Context, id string) (int, error) {
 	}
 	// The activity-wide keys (tag {id}) and the shards' (tags {id:<epoch>:<shard>}); the
 	// second pattern also matches other owners' tags that start with the id and a colon (an
-	// activity named "ip" and the per-IP buckets, sk:{ip:<hash>}:tb), so each key it finds is
+	// activity named "ip" and the per-IP buckets, sk:{ip:<hash>}:tk), so each key it finds is
 	// deleted only when its tag is a shard's (ownedBy).
 	patterns := []string{keyspace.Prefix + "{" + id + "}:*", keyspace.Prefix + "{" + id + ":*"}
 	deleted := 0

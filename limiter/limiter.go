@@ -649,14 +649,14 @@ func (l *Limiter) ipKey(ip string) string {
 	_, _ = h.Write([]byte(ip))
 	var buf [16]byte
 	s := strconv.AppendUint(buf[:0], h.Sum64(), 16)
-	return l.prefix + "{ip:" + string(s) + "}:tb" + l.suffix
+	return l.prefix + "{ip:" + string(s) + "}:tk" + l.suffix
 }
 
 func (l *Limiter) budgetKey(d int, name string) string {
 	if d == dGlobal {
-		return l.prefix + "{budget:global}" + l.suffix
+		return l.prefix + "{budget:global}:tk" + l.suffix
 	}
-	return l.prefix + "{budget:" + dimNames[d] + ":" + name + "}" + l.suffix
+	return l.prefix + "{budget:" + dimNames[d] + ":" + name + "}:tk" + l.suffix
 }
 
 func (l *Limiter) nowArg() int64 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,12 +29,17 @@ func remaining(t *testing.T, l *Limiter, d int, name string) int {
 	if p, ok := l.pools[d].get(name); ok {
 		held = p.available()
 	}
-	v, err := l.rdb.HGet(context.Background(), l.budgetKey(d, name), "t").Float64()
+	s, err := l.rdb.Get(context.Background(), l.budgetKey(d, name)).Result()
 	if errors.Is(err, redis.Nil) {
 		return -1 // never touched
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	tokens, _, _ := strings.Cut(s, "|")
+	v, err := strconv.ParseFloat(tokens, 64)
+	if err != nil {
+		t.Fatalf("budget bucket %q: %v", s, err)
 	}
 	return held + int(v)
 }

@@ -74,8 +74,8 @@ func TestKeyNames(t *testing.T) {
 		ns                           string
 		wantGlobal, wantAct, wantIns string
 	}{
-		{ns: "", wantGlobal: "sk:{budget:global}", wantAct: "sk:{budget:activity:flash-1}", wantIns: "sk:instances"},
-		{ns: "blue", wantGlobal: "sk:{budget:global}:blue", wantAct: "sk:{budget:activity:flash-1}:blue", wantIns: "sk:instances:blue"},
+		{ns: "", wantGlobal: "sk:{budget:global}:tk", wantAct: "sk:{budget:activity:flash-1}:tk", wantIns: "sk:instances"},
+		{ns: "blue", wantGlobal: "sk:{budget:global}:tk:blue", wantAct: "sk:{budget:activity:flash-1}:tk:blue", wantIns: "sk:instances:blue"},
 	}
 	for _, tt := range tests {
 		l := must(New(nil, Options{Namespace: tt.ns}, nil, slog.New(slog.DiscardHandler)))

@@ -26,7 +26,7 @@
 -- (to another instance whose floor is older, or to a call in flight) is then another id, so
 -- an id is never handed out twice, whatever Redis forgot (inventory/keys.go ReservationID).
 -- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
--- bucket of the limiter (sk:{ip:<hash>}:tb), ARGV[19] IP rate/s, ARGV[20] IP burst: one IP
+-- bucket of the limiter (sk:{ip:<hash>}:tk), ARGV[19] IP rate/s, ARGV[20] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
 -- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
 -- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a

@@ -6,9 +6,9 @@
 --   The arithmetic alone, on a state already read (tokens or ts nil: a full bucket). Looks
 --   without writing; tokens_after is what to store when ok.
 --
--- A bucket of its own (the limiter's per-IP and budget buckets): hash KEY {t = tokens (float),
--- ts = last update in microseconds}.
--- tb_check(key, rate, burst, n, now_us) -> ok (bool), retry_after_ms, tokens_after (HMGET + tb_take)
+-- A bucket of its own (the limiter's per-IP and budget buckets): a string KEY
+-- "<tokens (float)>|<last update in microseconds>", one GET to read and one SET to write.
+-- tb_check(key, rate, burst, n, now_us) -> ok (bool), retry_after_ms, tokens_after (GET + tb_take)
 -- tb_commit(key, tokens, now_us, rate, burst) stores the new state with a TTL of a full refill.
 --
 -- The reservation script keeps the per-user bucket inside the user's packed field of the
@@ -32,12 +32,18 @@ end
 
 local function tb_check(key, rate, burst, n, now_us)
   if rate <= 0 then return true, 0, 0 end
-  local st = redis.call('HMGET', key, 't', 'ts')
-  return tb_take(tonumber(st[1]), tonumber(st[2]), rate, burst, n, now_us)
+  local v = redis.call('GET', key)
+  local t, ts
+  if v then
+    local a, b = string.match(v, '^([^|]*)|(.*)$')
+    t, ts = tonumber(a), tonumber(b)
+  end
+  return tb_take(t, ts, rate, burst, n, now_us)
 end
 
 local function tb_commit(key, tokens, now_us, rate, burst)
   if rate <= 0 then return end
-  redis.call('HSET', key, 't', tostring(tokens), 'ts', now_us)
-  redis.call('PEXPIRE', key, math.ceil(burst * 1000 / rate) + 1000)
+  -- %.0f: now_us has 16 digits, more than tostring's %.14g keeps
+  redis.call('SET', key, tostring(tokens) .. '|' .. string.format('%.0f', now_us), 'PX',
+    math.ceil(burst * 1000 / rate) + 1000)
 end

@@ -1,5 +1,5 @@
 -- limiter_bucket.lua: one exact token bucket decision (per IP), or a refund.
--- KEYS[1]  bucket, a hash {t, ts}: sk:{ip:<iphash>}:tb
+-- KEYS[1]  bucket, a string "<tokens>|<ts>" (lib_bucket.lua): sk:{ip:<iphash>}:tk
 -- ARGV[1]  rate, tokens per second (<= 0: off, always allowed)
 -- ARGV[2]  burst, the capacity
 -- ARGV[3]  n: > 0 takes n tokens all or nothing; < 0 gives -n tokens back (clamped to burst)

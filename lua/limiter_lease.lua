@@ -1,6 +1,6 @@
 -- limiter_lease.lua: lease tokens from a shared budget bucket (global, campaign, activity,
 -- channel) so an instance can admit many requests per Redis call.
--- KEYS[1]  budget bucket, a hash {t, ts}: sk:{budget:<dimension>:<name>}
+-- KEYS[1]  budget bucket, a string "<tokens>|<ts>" (lib_bucket.lua): sk:{budget:<dimension>:<name>}:tk
 -- ARGV[1]  rate, tokens per second (<= 0: the budget is off, every lease is granted in full)
 -- ARGV[2]  burst, the capacity
 -- ARGV[3]  want, tokens asked for (>= 0; 0 only gives back)

@@ -176,7 +176,7 @@ step_redis() {
   bsha=$(rcli -x script load <"$OUT/limiter_bucket.expanded.lua")
   before=$(cmdstat evalsha)
   redis-benchmark -h "$REDIS_HOST" -p "$REDIS_PORT" -c "$CONNS" -n 100000 -r 100000000 -q \
-    evalsha "$bsha" 1 "sk:{ip:bench-$RUN-__rand_int__}:tb" 1000000 1000000 1 0 \
+    evalsha "$bsha" 1 "sk:{ip:bench-$RUN-__rand_int__}:tk" 1000000 1000000 1 0 \
     | tr '\r' '\n' | grep -a 'requests per second' | tail -1 \
     | sed "s/.*: \([0-9.]* requests per second\)/ip-bucket: EVALSHA \1/" | tee -a "$OUT/redis-evalsha.txt"
   after=$(cmdstat evalsha)
