@@ -499,7 +499,7 @@ func (v *validator) addf(path, format string, args ...any) {
 
 // Bounds of a token-bucket limit and of the per-user window: what the Lua scripts can count
 // (a Lua number holds integers exactly up to 2^53 and tostring keeps 14 digits) and expire
-// (a bucket's key lives for a full refill, burst/rate seconds, passed to PEXPIRE as an
+// (a bucket's key lives for a full refill, burst/rate seconds, passed to SET PX as an
 // integer). Far beyond any real sale: the defaults are 50,000/s and a burst of 100,000.
 const (
 	MinRate   = 0.001         // tokens per second of a limited dimension: one per 1,000 s

@@ -62,7 +62,7 @@ const (
 	Confirmed                      // PENDING -> CONFIRMED now
 	AlreadyConfirmed               // it was CONFIRMED already
 	ConfirmConflict                // the record is FAILED; nothing changed
-	ConfirmMissing                 // no record (expired or never written)
+	ConfirmMissing                 // no record (archived, or never written)
 	ConfirmOther                   // the record is another buyer's, or another id's under the same number; nothing changed
 )
 

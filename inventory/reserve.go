@@ -313,8 +313,8 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	home := HomeShard(uh, l.shards)
 	// KEYS: stock, users, seq, journal, stats, generation [, IP bucket]; ARGV: activity,
 	// user, user hash, quantity, per-user limit, opens, closes (ms), user rate, burst, window
-	// (ms), window max, idempotency field, epoch, shard, record expiry (ms), record TTL
-	// without closing (ms), generation, the highest number handed out here (rollback.go),
+	// (ms), window max, idempotency field, epoch, shard, generation, the highest number
+	// handed out here (rollback.go),
 	// the issuer and the call's number (keys.go ReservationID) [, IP rate, IP burst] (see
 	// reserve_args.go).
 	if g := e.generation(); g == generationFenced || g == generationRolledBack {

@@ -15,8 +15,9 @@ import (
 
 // A reshard leaves its old layout behind: drained shards with their markers, stats, credit
 // and transfer records, users hashes and journals. Retire deletes a layout once nothing can
-// address it any more, so the keys of an activity and the reads of every instance's refresh
-// (which reads the layouts meta names) do not grow with the number of reshards.
+// address it any more (all but its reservation records), so the keys of an activity, but the
+// records' hashes, and the reads of every instance's refresh (which reads the layouts meta
+// names) do not grow with the number of reshards.
 //
 // The invariant: a layout's keys are deleted only when no reservation, transfer or reshard
 // run can still write them, and nothing that reads them still needs them:
@@ -38,8 +39,10 @@ import (
 //     that wakes finds no deleted key it could take for a loss, nor write one again.
 // Each condition, once true, stays true (nothing makes a drained shard take a reservation or
 // a transfer again), so checking them one after another is enough. The reservation records
-// are not deleted: a reservation id names them until they expire with the activity, and a
-// confirm, fail or compensation mark of a settled record changes no count.
+// are not deleted: a reservation id names them until the archive deletes the activity's
+// keys, and a confirm, fail or compensation mark of a settled record changes no count. A
+// PENDING record keeps its layout (an orphan, a 202 whose order never came, keeps it until
+// the archive; the reconciliation counts it).
 //
 // Who keeps it: Retire (run by Run every recoverEvery, on any number of instances at once:
 // every step is idempotent, and the meta script retires a layout once), the scripts' refusals
@@ -246,9 +249,10 @@ func (s *Store) collect(ctx context.Context, id, g string) error {
 	return nil
 }
 
-// deleteLayout deletes the keys of every shard of l but the users hashes, which hold the
-// reservation records (the archive deletes them), after taking its journals off the relay's
-// list.
+// deleteLayout deletes the keys of every shard of l, after taking its journals off the
+// relay's list, but the reservation records: of each users hash only the records (r:<n>
+// fields, record.go) are left, which a reservation id names until the archive deletes them.
+// The users' fields went forward with the reshard's copy.
 func (s *Store) deleteLayout(ctx context.Context, id string, l Layout) error {
 	journals := make([]any, l.Shards)
 	for i := range journals {
@@ -266,5 +270,36 @@ func (s *Store) deleteLayout(ctx context.Context, id string, l Layout) error {
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("inventory: delete layout %d of %s: %w", l.Epoch, id, err)
 	}
+	for i := 0; i < l.Shards; i++ {
+		if err := s.keepRecords(ctx, Shard(id, l.Epoch, i).Users()); err != nil {
+			return fmt.Errorf("inventory: delete layout %d of %s: %w", l.Epoch, id, err)
+		}
+	}
 	return nil
+}
+
+// keepRecords deletes every field of the users hash key but the reservation records: safe
+// to run again, and nothing else writes a retired layout's users hash.
+func (s *Store) keepRecords(ctx context.Context, key string) error {
+	var cursor uint64
+	for {
+		kv, next, err := s.rdb.HScan(ctx, key, cursor, "*", 500).Result()
+		if err != nil {
+			return err
+		}
+		var drop []string
+		for i := 0; i+1 < len(kv); i += 2 {
+			if !strings.HasPrefix(kv[i], "r:") {
+				drop = append(drop, kv[i])
+			}
+		}
+		if len(drop) > 0 {
+			if err := s.rdb.HDel(ctx, key, drop...).Err(); err != nil {
+				return err
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
 }

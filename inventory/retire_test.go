@@ -146,3 +146,45 @@ func TestTwelveReshardsCostOne(t *testing.T) {
 		}
 	})
 }
+
+// A retired layout's users hashes keep their reservation records, which a reservation id
+// names until the archive, and nothing else: the users' fields went forward with the
+// reshard's copy, and without keepRecords every reshard would leave a full copy behind.
+func TestRetiredUsersHashKeepsOnlyRecords(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 1000, 1, 1))
+		ctx := ctxT(t)
+		var rids []string
+		for i := range 700 { // thousands of fields: several HSCAN pages
+			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u" + strconv.Itoa(i), Quantity: 1})
+			if err == nil && r.Code == Reserved {
+				rids = append(rids, r.ReservationID)
+			}
+		}
+		k := Shard(a.ID, 0, 0)
+		if err := rdb.HSet(ctx, k.Users(), CompField(1), 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.keepRecords(ctx, k.Users()); err != nil {
+			t.Fatal(err)
+		}
+		fields, err := rdb.HKeys(ctx, k.Users()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fields {
+			if !strings.HasPrefix(f, "r:") {
+				t.Errorf("field %q left in a retired users hash", f)
+			}
+		}
+		if len(fields) != len(rids)+1 {
+			t.Errorf("%d fields left, want the %d records and the compensation mark", len(fields), len(rids))
+		}
+		for _, rid := range rids {
+			if r, err := s.Reservation(ctx, rid); err != nil || r.Status != "PENDING" {
+				t.Fatalf("reservation %s after the sweep: %+v, %v", rid, r, err)
+			}
+		}
+	})
+}

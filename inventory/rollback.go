@@ -576,7 +576,7 @@ func (s *Store) markKnown(ctx context.Context, k ShardKeys, mark string) (bool, 
 // shard, the highest number it handed out and its buyer's user hash (layout.top), and its
 // refresh reads that number's record with the shard's stock (one HGET in the same pipeline):
 // a record of another buyer under the number is a node that went back, and the activity is
-// fenced. A record gone (expired, or a restore rebuilt the shard without records) says
+// fenced. A record gone (archived, or a restore rebuilt the shard without records) says
 // nothing. Invariant (R2 for the fleet): a number this instance answered 202 with and another
 // instance handed out again is noticed by this instance's next refresh, while it runs; an
 // instance that stopped meanwhile notices nothing (the durability modes keep its writes).

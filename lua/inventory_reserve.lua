@@ -38,8 +38,8 @@
 -- tokens/tsSec/tsUsec the user's token bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
 -- window counter (lib_window.lua); the parts of a dimension that is off are kept as they are
 -- (empty if never used); while both are off <uh>:p is neither read nor written (a limit turned
--- off and on again resumes from the state it left). One HMGET reads a user, one HSET writes it. A reshard copies the
--- whole hash, so bucket and window follow the user to the new home shard.
+-- off and on again resumes from the state it left). One HMGET reads a user, one HSET writes it. A reshard copies every
+-- user field (not the records), so bucket and window follow the user to the new home shard.
 -- The users fields are those of the release-1 script (inventory/testdata/inventory_reserve_pre12.lua):
 -- <uh>, <uh>:s, <uh>:l, the bindings and the INCR counter seq keep their meaning, so the 409
 -- names the latest reservation whichever version took it; the older script ignores <uh>:p

@@ -24,7 +24,7 @@ var (
 	ErrOrderExists = errors.New("order: reservation has an order; not compensated")
 	// ErrAlreadyConfirmed: the record is CONFIRMED in Redis; nothing was changed.
 	ErrAlreadyConfirmed = errors.New("order: reservation is confirmed; not compensated")
-	// ErrNoRecord: the reservation record is gone (expired); nothing can be proven.
+	// ErrNoRecord: the reservation record is gone (archived); nothing can be proven.
 	ErrNoRecord = errors.New("order: reservation record missing")
 	// ErrStale: the reservation is of an incarnation a restore replaced (its activity's row
 	// in MySQL names a newer one). The restore rebuilt Redis from the orders and counted its
