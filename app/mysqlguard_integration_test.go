@@ -108,8 +108,8 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 			again = append(again, fmt.Sprintf("%s-n%d", id, i))
 		}
 	case guardLimit:
-		// The users hash: "<uh>" units held, "<uh>:s" sequence, "<uh>:l" last id, ...
-		// (inventory/keys.go Users). Only the held counts go back.
+		// The users hash: "<uh>" the user's state "<held>|<seq>|<last>|<limits>"
+		// (inventory/user.go). Only the held counts go back.
 		fields, err := ta.rdb.HGetAll(ctx, shard.Users()).Result()
 		if err != nil {
 			t.Fatalf("setup: read %s: %v", shard.Users(), err)
@@ -117,10 +117,12 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 		held := 0
 		for f, v := range fields {
 			if inventory.ValidUserHash(f) {
-				if v != "1" {
-					t.Fatalf("setup: %s %s holds %q units, want 1", shard.Users(), f, v)
+				u, ok := inventory.ParseUserState(v)
+				if !ok || u.Held != 1 {
+					t.Fatalf("setup: %s %s holds %q, want 1 unit", shard.Users(), f, v)
 				}
-				if err := ta.rdb.HSet(ctx, shard.Users(), f, 0).Err(); err != nil {
+				u.Held = 0
+				if err := ta.rdb.HSet(ctx, shard.Users(), f, u.String()).Err(); err != nil {
 					t.Fatalf("setup: put %s %s back: %v", shard.Users(), f, err)
 				}
 				held++

@@ -44,7 +44,7 @@ func TestUserHashKeyOption(t *testing.T) {
 		t.Fatalf("record uid %v uh %v, want %s %s", rec.UserID, rec.UserHash, user, want)
 	}
 	home := inventory.Shard(id, 0, inventory.HomeShard(want, 2))
-	if v, err := ta.rdb.HGet(t.Context(), home.Users(), want).Result(); err != nil || v != "1" {
-		t.Fatalf("units of %s on its home shard %d: %q, %v", want, home.Shard, v, err)
+	if u, found, err := inventory.ReadUserState(t.Context(), ta.rdb, home, want); err != nil || !found || u.Held != 1 {
+		t.Fatalf("units of %s on its home shard %d: %+v (found %v), %v", want, home.Shard, u, found, err)
 	}
 }

@@ -158,7 +158,8 @@ func TestBatchSimulation(t *testing.T) {
 				t.Fatalf("%s: stock key %d, model %d", desc, st.remaining, m.stock)
 			}
 			for _, u := range users {
-				n, err := rdb.HGet(ctxT(t), Shard(a.ID, 0, 0).Users(), s.UserHash(u)).Int()
+				st, _, err := ReadUserState(ctxT(t), rdb, Shard(a.ID, 0, 0), s.UserHash(u))
+				n := int(st.Held)
 				if err != nil && !errors.Is(err, redis.Nil) {
 					t.Fatal(err)
 				}

@@ -225,7 +225,8 @@ func TestBatchWaiterCancelledWhileQueued(t *testing.T) {
 		if !errors.Is(gone.err, context.Canceled) {
 			t.Errorf("the request cancelled in the queue: %+v %v, want context.Canceled", gone.res, gone.err)
 		}
-		held, err := rdb.HGet(ctxT(t), Shard(a.ID, 0, 0).Users(), s.UserHash("gone")).Int()
+		u, _, err := ReadUserState(ctxT(t), rdb, Shard(a.ID, 0, 0), s.UserHash("gone"))
+		held := u.Held
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)
 		}

@@ -196,10 +196,10 @@ func TestStalledReshardRunWritesNothingOnALaterLayout(t *testing.T) {
 		if rdb.Exists(ctx, k1.Stock()).Val() == 1 {
 			t.Error("the stalled run re-created stock on a drained shard")
 		}
-		if got, _ := rdb.HGet(ctx, k1.Users(), uh).Int(); got != 2 {
+		if got := heldOn(t, rdb, k1, uh); got != 2 {
 			t.Errorf("drained epoch-1 users hash counts %d units for the user, want 2 (overwritten by the stalled copy)", got)
 		}
-		if got, _ := rdb.HGet(ctx, e2.Users(), uh).Int(); got != 2 {
+		if got := heldOn(t, rdb, e2, uh); got != 2 {
 			t.Errorf("epoch-2 users hash counts %d units, want 2", got)
 		}
 		if got := groundUnits(t, rdb, a.ID) + reserved; got != a.Stock {

@@ -167,8 +167,8 @@ func readState(t testing.TB, rdb redis.UniversalClient, id string) shardState {
 	return st
 }
 
-// buyers counts the users with units held in the users hash of shard k (fields "<uh>";
-// the other fields of a user carry a ':').
+// buyers counts the users with units held in the users hash of shard k (fields "<uh>",
+// user.go; the other fields carry a ':').
 func buyers(t testing.TB, rdb redis.UniversalClient, k ShardKeys) int64 {
 	t.Helper()
 	all, err := rdb.HGetAll(ctxT(t), k.Users()).Result()
@@ -176,10 +176,25 @@ func buyers(t testing.TB, rdb redis.UniversalClient, k ShardKeys) int64 {
 		t.Fatal(err)
 	}
 	var n int64
-	for f := range all {
-		if !strings.Contains(f, ":") {
+	for f, v := range all {
+		if strings.Contains(f, ":") {
+			continue
+		}
+		if u, ok := ParseUserState(v); !ok {
+			t.Fatalf("user %s of %s: %q", f, k.Users(), v)
+		} else if u.Held > 0 {
 			n++
 		}
 	}
 	return n
+}
+
+// heldOn is the units the user with hash uh holds on shard k (0 without a state).
+func heldOn(t testing.TB, rdb redis.UniversalClient, k ShardKeys, uh string) int64 {
+	t.Helper()
+	u, _, err := ReadUserState(ctxT(t), rdb, k, uh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Held
 }

@@ -263,7 +263,7 @@ func TestOtherShardsNeverExceedLimit(t *testing.T) {
 		for i := 0; i < 8; i++ {
 			k := Shard(a.ID, 0, i)
 			for u, v := range rdb.HGetAll(ctx, k.Users()).Val() {
-				if !strings.Contains(u, ":") && v != "1" {
+				if st, _ := ParseUserState(v); !strings.Contains(u, ":") && st.Held != 1 {
 					t.Errorf("shard %d user %s holds %s", i, u, v)
 				}
 			}
@@ -498,7 +498,11 @@ func TestUserRateAndWindow(t *testing.T) {
 			}
 		}
 		// "tokens|tsSec|tsUsec|winStart|winPrev|winCur" (inventory_reserve.lua)
-		packed, _ := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("both")+":p").Result()
+		u, _, err := ReadUserState(ctx, rdb, Shard(a.ID, 0, 0), s.UserHash("both"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed := u.Limits
 		parts := strings.Split(packed, "|")
 		if len(parts) != 6 {
 			t.Fatalf("packed user state %q", packed)
@@ -578,8 +582,8 @@ func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 			t.Fatalf("taken %d, want 1", st.taken)
 		}
 		uh := s.UserHash(user)
-		if v := rdb.HGet(ctx, Shard(a.ID, 0, home).Users(), uh).Val(); v != "1" {
-			t.Fatalf("user record %q, want 1", v)
+		if v := heldOn(t, rdb, Shard(a.ID, 0, home), uh); v != 1 {
+			t.Fatalf("user record %d, want 1", v)
 		}
 	})
 }
@@ -819,56 +823,6 @@ func TestUserLimitsSurviveReshard(t *testing.T) {
 	})
 }
 
-// A user written by the reservation script before issue 12 (no "<uh>:p") is read as such: the
-// 409 names the last id "<uh>:l", the sequence "<uh>:s" goes on from the old one, and the
-// packed "<uh>:p" is written; "<uh>:s" and "<uh>:l" keep their form, so the script before
-// issue 12 (a rolling upgrade runs both) still reads them.
-func TestUserStateBeforeIssue12(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 2, 1))
-		ctx := ctxT(t)
-		k := Shard(a.ID, 0, 0)
-		uh := s.UserHash("old")
-		oldRid := ReservationNumber(a.ID, 0, 0, 77) // the id of a release before issuers
-		if err := rdb.HSet(ctx, k.Users(), uh, 2, uh+":s", 5, uh+":l", oldRid).Err(); err != nil {
-			t.Fatal(err)
-		}
-		req := ReserveRequest{ActivityID: a.ID, UserID: "old", Quantity: 1, Window: time.Hour, WindowMax: 10}
-		if r, err := s.Reserve(ctx, req); err != nil || r.Code != AlreadyPurchased || r.ReservationID != oldRid {
-			t.Fatalf("at the limit: %+v, %v; want AlreadyPurchased %s", r, err, oldRid)
-		}
-		if err := rdb.HSet(ctx, k.Users(), uh, 1).Err(); err != nil { // a refund
-			t.Fatal(err)
-		}
-		r, err := s.Reserve(ctx, req)
-		if err != nil || r.Code != Reserved {
-			t.Fatalf("after the refund: %+v, %v", r, err)
-		}
-		xs := rdb.XRange(ctx, k.Journal(), "-", "+").Val()
-		if len(xs) != 1 || xs[0].Values["seq"] != "6" {
-			t.Fatalf("journal %v, want one entry with seq 6", xs)
-		}
-		if got := rdb.HGet(ctx, k.Users(), uh+":s").Val(); got != "6" {
-			t.Fatalf("sequence %q, want 6", got)
-		}
-		// The reservation number comes from the INCR counter both versions use.
-		if _, n, _ := ParseReservationID(r.ReservationID); rdb.Get(ctx, k.Seq()).Val() != strconv.FormatInt(n, 10) {
-			t.Fatalf("rid %s, seq counter %q", r.ReservationID, rdb.Get(ctx, k.Seq()).Val())
-		}
-		if last := rdb.HGet(ctx, k.Users(), uh+":l").Val(); last != r.ReservationID {
-			t.Fatalf("last id %q, want %s", last, r.ReservationID)
-		}
-		if packed := rdb.HGet(ctx, k.Users(), uh+":p").Val(); strings.Count(packed, "|") != 5 {
-			t.Fatalf("user state %q, want the packed limits state", packed)
-		}
-		rid := r.ReservationID
-		if r, err := s.Reserve(ctx, req); err != nil || r.Code != AlreadyPurchased || r.ReservationID != rid {
-			t.Fatalf("at the limit again: %+v, %v; want AlreadyPurchased %s", r, err, rid)
-		}
-	})
-}
-
 // TestUnitsInTransitAreNotSoldOut: while the last units are moving between shards (debited
 // from one, not yet credited to another) every shard's stock reads 0, yet the activity is
 // not sold out. Neither the refresh nor a reservation that finds every shard empty may
@@ -914,11 +868,9 @@ func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 	})
 }
 
-// While no user bucket or window is on, the script neither reads nor writes "<uh>:p" (issue
-// 19: a field fewer in the HMGET and the HSET of each reservation). A user window turned off
-// and on again within its span still resumes from its state (as before: the old script
-// rewrote the state unchanged), and a user who never had a limit gets no "<uh>:p" (the old
-// script wrote "|||||" for every user: the last check failed on bb74666's script).
+// While no user bucket or window is on, the script keeps the limits part of the user's state
+// as it is: a user window turned off and on again within its span resumes from its state,
+// and a user who never had a limit keeps the empty one.
 func TestLimitTurnedOffAndOnResumes(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s := newStore(t, rdb, Options{})
@@ -929,16 +881,19 @@ func TestLimitTurnedOffAndOnResumes(t *testing.T) {
 		if r, err := s.Reserve(ctx, on); err != nil || r.Code != Reserved {
 			t.Fatalf("window on, first = %+v, %v", r, err)
 		}
-		before, err := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("toggle")+":p").Result()
-		if err != nil {
-			t.Fatalf("packed state after the first: %v", err)
+		limits := func(user string) string {
+			u, found, err := ReadUserState(ctx, rdb, Shard(a.ID, 0, 0), s.UserHash(user))
+			if err != nil || !found {
+				t.Fatalf("state of %s: %v, %v", user, found, err)
+			}
+			return u.Limits
 		}
+		before := limits("toggle")
 		if r, err := s.Reserve(ctx, off); err != nil || r.Code != Reserved {
 			t.Fatalf("limits off = %+v, %v", r, err)
 		}
-		after, err := rdb.HGet(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("toggle")+":p").Result()
-		if err != nil || after != before {
-			t.Fatalf("packed state %q after a limits-off reservation (%v), want it untouched %q", after, err, before)
+		if after := limits("toggle"); after != before {
+			t.Fatalf("packed state %q after a limits-off reservation, want it untouched %q", after, before)
 		}
 		if r, err := s.Reserve(ctx, on); err != nil || r.Code != UserWindowLimited {
 			t.Fatalf("window on again = %+v, %v; want UserWindowLimited", r, err)
@@ -946,8 +901,8 @@ func TestLimitTurnedOffAndOnResumes(t *testing.T) {
 		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "never-limited", Quantity: 1}); err != nil || r.Code != Reserved {
 			t.Fatalf("a user without limits = %+v, %v", r, err)
 		}
-		if n, err := rdb.HExists(ctx, Shard(a.ID, 0, 0).Users(), s.UserHash("never-limited")+":p").Result(); err != nil || n {
-			t.Fatalf("limits off wrote <uh>:p (%v, %v)", n, err)
+		if got := limits("never-limited"); got != noLimits {
+			t.Fatalf("limits off wrote the limits state %q", got)
 		}
 	})
 }

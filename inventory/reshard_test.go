@@ -117,8 +117,8 @@ func TestReshardUnderLoad(t *testing.T) {
 		// The buyer records moved: everyone who bought is at the limit on the new home shard.
 		for u := range per {
 			uh := s.UserHash(u)
-			if v := rdb.HGet(ctx, Shard(a.ID, 2, HomeShard(uh, 2)).Users(), uh).Val(); v != "1" {
-				t.Fatalf("user %s record on new home = %q", u, v)
+			if v := heldOn(t, rdb, Shard(a.ID, 2, HomeShard(uh, 2)), uh); v != 1 {
+				t.Fatalf("user %s record on new home = %d", u, v)
 			}
 		}
 	})

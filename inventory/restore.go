@@ -264,10 +264,7 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 	}
 	for _, u := range users {
 		k := Shard(a.ID, epoch, u.shard)
-		args := []any{u.uh, u.count, u.uh + ":s", u.seq}
-		if u.lastRID != "" {
-			args = append(args, u.uh+":l", u.lastRID)
-		}
+		args := []any{u.uh, UserState{Held: int64(u.count), Seq: int64(u.seq), Last: u.lastRID}.String()}
 		for _, b := range u.bindings {
 			args = append(args, b)
 		}

@@ -28,28 +28,26 @@
 -- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
 -- bucket of the limiter (sk:{ip:<hash>}:tk), ARGV[19] IP rate/s, ARGV[20] IP burst: one IP
 -- token is taken with the user's, all or nothing, in this same round trip.
--- The users hash keeps everything of a user on this shard: <uh> units held (an integer,
--- lowered by refunds: inventory_refund.lua), <uh>:s the user's sequence (only ever raised, so a
--- seq is never handed out twice), <uh>:l the last reservation id (the ALREADY answer),
--- <uh>:i:<hash> idempotency bindings, <uh>:r:<rid> refund markers, and <uh>:p the limits
--- state packed in one value; and the shard's reservation records, r:<n> (lib_record.lua),
--- the n-th written in the HSET of its buyer's fields
---   "tokens|tsSec|tsUsec|winStart|winPrev|winCur"
--- tokens/tsSec/tsUsec the user's token bucket (lib_bucket.lua; the time as Redis TIME gave it), winStart/winPrev/winCur the user's
--- window counter (lib_window.lua); the parts of a dimension that is off are kept as they are
--- (empty if never used); while both are off <uh>:p is neither read nor written (a limit turned
--- off and on again resumes from the state it left). One HMGET reads a user, one HSET writes it. A reshard copies every
--- user field (not the records), so bucket and window follow the user to the new home shard.
--- The users fields are those of the release-1 script (inventory/testdata/inventory_reserve_pre12.lua):
--- <uh>, <uh>:s, <uh>:l, the bindings and the INCR counter seq keep their meaning, so the 409
--- names the latest reservation whichever version took it; the older script ignores <uh>:p
--- and keeps its own bucket and window keys. Its records are hashes of their own
--- ("sk:{A:e:h}:r:<n>"), which this release does not read: roll out between sales (README).
+-- The users hash keeps everything of a user on this shard: its state in one field <uh>,
+--   "held|seq|last|tokens|tsSec|tsUsec|winStart|winPrev|winCur"
+-- held the units held (lowered by refunds: inventory_refund.lua), seq the user's sequence (only
+-- ever raised, so a seq is never handed out twice), last the last reservation id (the ALREADY
+-- answer), tokens/tsSec/tsUsec the user's token bucket (lib_bucket.lua; the time as Redis TIME
+-- gave it), winStart/winPrev/winCur the user's window counter (lib_window.lua); the parts of a
+-- dimension that is off are kept as they are (empty if never used), so a limit turned off and
+-- on again resumes from the state it left; and <uh>:i:<hash> idempotency bindings, <uh>:r:<rid>
+-- refund markers; and the shard's reservation records, r:<n> (lib_record.lua), the n-th
+-- written in the HSET of its buyer's state. One HMGET (HGET without a key) reads a user, one
+-- HSET writes it with the record (inventory/user.go reads the same form). A reshard copies
+-- every user field (not the records), so bucket and window follow the user to the new home
+-- shard. The release before kept held, seq, last and the limits in four fields (<uh>, <uh>:s,
+-- <uh>:l, <uh>:p): the two releases do not read each other's users (README, "Upgrading").
 -- The per-user window is a sliding window COUNTER (lib_window.lua): two fixed windows, the
 -- previous one weighted by how much of it the sliding span still covers. It never admits more
 -- than max events in one fixed window nor 2 * max in any span of the window's length, and is
 -- exact when the previous window's events were spread evenly.
--- A dimension that is off (rate 0, window 0 or max 0, no idempotency key) costs no field.
+-- A dimension that is off (rate 0, window 0 or max 0, no idempotency key) costs no parsing
+-- and no field.
 -- Order: shard open? -> generation -> floor -> idempotency replay -> open/close (Redis TIME) -> user
 -- bucket and window -> IP bucket -> per-user limit -> stock -> record + journal -> stock, counter
 -- and stats written. Tokens are not taken when the answer is EMPTY (the caller refills the shard
@@ -57,7 +55,7 @@
 -- The record is "PENDING|qty|ts|uh|||rid|uid" (orderId and why are set by the order
 -- pipeline; the compensation's mark is r:<n>:c). The journal entry carries the idempotency field too (ik, "" without a key), so
 -- the order keeps it and a restore from MySQL rebuilds the binding (inventory/restore.go).
--- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET, HSET
+-- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET (HGET), HSET
 -- users (with the record), XADD, then DECRBY, INCRBY seq, HINCRBY stats (the batch script
 -- makes the MGET, TIME and the last three once for all its reservations). Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,

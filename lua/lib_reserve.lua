@@ -18,26 +18,25 @@ local function reserve_on(KEYS, ARGV, sh)
   local rate = tonumber(ARGV[8])
   local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
   local lim = rate > 0 or (wms > 0 and wmax > 0) -- a user bucket or window is on: <uh>:p is used
-  -- One HMGET reads what this reservation decides on: units held, the sequence, the packed
-  -- limits (only when a limit is on), the key binding (only with a key). The last id <uh>:l is
-  -- read only for the LIMIT answer that names it.
-  local u, packed, bound
-  if lim then
-    if idf ~= '' then
-      u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p', idf)
-      packed, bound = u[3], u[4]
-    else
-      u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', uh .. ':p')
-      packed = u[3]
+  -- One read of what this reservation decides on: the user's state (one field, see the
+  -- header) and, with a key, the key's binding.
+  local cur
+  if idf ~= '' then
+    local u = redis.call('HMGET', KEYS[2], uh, idf)
+    if u[2] then
+      return {2, u[2]}
     end
-  elseif idf ~= '' then
-    u = redis.call('HMGET', KEYS[2], uh, uh .. ':s', idf)
-    bound = u[3]
+    cur = u[1]
   else
-    u = redis.call('HMGET', KEYS[2], uh, uh .. ':s')
+    cur = redis.call('HGET', KEYS[2], uh)
   end
-  if bound then
-    return {2, bound}
+  local held, seq_s, last, packed = 0, '0', '', '|||||'
+  if cur then
+    local h, s, l, p = string.match(cur, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
+    if not h then
+      return redis.error_reply('seckill: malformed user state ' .. uh)
+    end
+    held, seq_s, last, packed = tonumber(h) or 0, s, l, p
   end
 
   local t, now, now_ms = sh.t, sh.now, sh.now_ms
@@ -50,10 +49,9 @@ local function reserve_on(KEYS, ARGV, sh)
     return {5}
   end
 
-  -- the user's sequence and packed state (see the header)
-  local seq_s = u[2] or '0'
+  -- the limits' packed state (see the header), read only when a limit is on
   local btok, bsec, busec, wst, wpr, wcu = '', '', '', '', '', ''
-  if packed then
+  if lim then
     local c, d, e, f, g, h = string.match(packed, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
     if c then
       btok, bsec, busec, wst, wpr, wcu = c, d, e, f, g, h
@@ -90,16 +88,14 @@ local function reserve_on(KEYS, ARGV, sh)
       return {12, ip_retry}
     end
   end
-  local limits
-  if lim then limits = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu end
+  if lim then packed = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu end
 
-  local held = tonumber(u[1] or '0')
   if held + qty > tonumber(ARGV[5]) then
     if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
     if lim then -- the attempt counts against bucket and window
-      redis.call('HSET', KEYS[2], uh .. ':p', limits)
+      redis.call('HSET', KEYS[2], uh, held .. '|' .. seq_s .. '|' .. last .. '|' .. packed)
     end
-    return {3, redis.call('HGET', KEYS[2], uh .. ':l') or ''}
+    return {3, last}
   end
   if stock < qty then
     return {8, stock}
@@ -118,16 +114,11 @@ local function reserve_on(KEYS, ARGV, sh)
   sh.taken = sh.taken + qty
   local count = qs
   if held > 0 then count = held + qty end
-  if lim then
-    if idf ~= '' then
-      redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits, idf, rid)
-    else
-      redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid, uh .. ':p', limits)
-    end
-  elseif idf ~= '' then
-    redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid, idf, rid)
+  local user = count .. '|' .. seq .. '|' .. rid .. '|' .. packed
+  if idf ~= '' then
+    redis.call('HSET', KEYS[2], rf, rec, uh, user, idf, rid)
   else
-    redis.call('HSET', KEYS[2], rf, rec, uh, count, uh .. ':s', seq, uh .. ':l', rid)
+    redis.call('HSET', KEYS[2], rf, rec, uh, user)
   end
   redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
     'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)

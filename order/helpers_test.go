@@ -155,7 +155,7 @@ func (a *testActivity) reserveFor(users []string, qty int) []Message {
 				Shard: homes[i], Epoch: 0, TS: now}
 			out = append(out, m)
 			pipe.DecrBy(ctx, k.Stock(), int64(qty))
-			pipe.HIncrBy(ctx, k.Users(), m.UserHash, int64(qty))
+			pipe.HSet(ctx, k.Users(), m.UserHash, inventory.UserState{Held: int64(seq), Seq: int64(seq), Last: m.ReservationID}.String())
 			pipe.HSet(ctx, k.Users(), inventory.RecordField(nrec), inventory.Record{Status: "PENDING", Quantity: qty, TS: now,
 				UserHash: m.UserHash, ReservationID: m.ReservationID, UserID: u}.String())
 			pipe.HIncrBy(ctx, k.Stats(), "taken", int64(qty))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
 )
 
@@ -41,7 +42,14 @@ func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
 	m := a.reserveFor([]string{"buyer-" + a.id}, 1)[0]
 	k, n := keysOf(m)
 	stockBefore, _ := rdb.Get(ctx, k.Stock()).Int64()
-	countBefore, _ := rdb.HGet(ctx, k.Users(), m.UserHash).Int64()
+	held := func() int64 {
+		u, _, err := inventory.ReadUserState(ctx, rdb, k, m.UserHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Held
+	}
+	countBefore := held()
 	// The restore's claim.
 	if err := db.Model(&sql.Activity{}).Where("id = ?", a.id).Update("incarnation", 1).Error; err != nil {
 		t.Fatal(err)
@@ -55,7 +63,7 @@ func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
 	if got, _ := rdb.Get(ctx, k.Stock()).Int64(); got != stockBefore {
 		t.Errorf("stock %d -> %d: the unit the restore counted unsold was given back again (sold twice)", stockBefore, got)
 	}
-	if got, _ := rdb.HGet(ctx, k.Users(), m.UserHash).Int64(); got != countBefore {
+	if got := held(); got != countBefore {
 		t.Errorf("buyer's count %d -> %d: lowered for a reservation the restore never counted", countBefore, got)
 	}
 	var comps int64

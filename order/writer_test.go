@@ -82,7 +82,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	if st := recordAt(t, rdb, k, n).Status; st != "FAILED" {
 		t.Fatalf("status %q", st)
 	}
-	if _, err := rdb.HGet(ctx, k.Users(), msgs[0].UserHash).Result(); err == nil {
+	if u, _, err := inventory.ReadUserState(ctx, rdb, k, msgs[0].UserHash); err != nil || u.Held != 0 {
 		t.Fatal("buyer record still there")
 	}
 	stats, _ := rdb.HGetAll(ctx, k.Stats()).Result()

@@ -402,7 +402,11 @@ func (f *fleet) check() {
 	for _, u := range f.users {
 		uh := f.members[0].s.UserHash(u)
 		k := inventory.Shard(f.aid, cur, inventory.HomeShard(uh, shards))
-		seq, _ := f.rdb.HGet(ctx, k.Users(), uh+":s").Int64()
+		st, _, err := inventory.ReadUserState(ctx, f.rdb, k, uh)
+		if err != nil {
+			f.fatalf("user %s: %v", u, err)
+		}
+		seq := st.Seq
 		if seq < f.seqs[u] {
 			f.fatalf("user %s: sequence %d on %s, %d seen before", u, seq, k.Users(), f.seqs[u])
 		}

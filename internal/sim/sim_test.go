@@ -820,7 +820,11 @@ func (s *sim) checkSettled() {
 	sh, _ := strconv.Atoi(fmt.Sprint(v[1]))
 	for _, u := range s.users {
 		uh := s.store.UserHash(u)
-		got, _ := s.rdb.HGet(s.ctx, inventory.Shard(s.aid, ep, inventory.HomeShard(uh, sh)).Users(), uh).Int()
+		st, _, err := inventory.ReadUserState(s.ctx, s.rdb, inventory.Shard(s.aid, ep, inventory.HomeShard(uh, sh)), uh)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		got := int(st.Held)
 		if got != per[u] {
 			s.violation("quota-count", "%s counts %d units on its home shard, has %d in orders", u, got, per[u])
 		}
