@@ -906,3 +906,78 @@ func TestLimitTurnedOffAndOnResumes(t *testing.T) {
 		}
 	})
 }
+
+// A user's state is one field (user.go). At the limit with a window on, the 409 names the last
+// id and the attempt is counted in the window, while held, sequence and last id stay; after a
+// refund (inventory_refund.lua) the sequence goes on from the old one, the last id is the new
+// reservation's and the 409 names it, and the reservation number is the shard's counter's.
+// A state the refund cannot read is an error before its marker is set, so it can be tried
+// again.
+func TestUserStateCarriesOn(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 100, 2, 1))
+		ctx := ctxT(t)
+		k := Shard(a.ID, 0, 0)
+		uh := s.UserHash("old")
+		oldRid := ReservationID(a.ID, 0, 0, 77, "0123456789abcdef", 1)
+		if err := rdb.HSet(ctx, k.Users(), uh, UserState{Held: 2, Seq: 5, Last: oldRid}.String()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		state := func() UserState {
+			t.Helper()
+			u, found, err := ReadUserState(ctx, rdb, k, uh)
+			if err != nil || !found {
+				t.Fatalf("state: %v, %v", found, err)
+			}
+			return u
+		}
+		req := ReserveRequest{ActivityID: a.ID, UserID: "old", Quantity: 1, Window: time.Hour, WindowMax: 10}
+		if r, err := s.Reserve(ctx, req); err != nil || r.Code != AlreadyPurchased || r.ReservationID != oldRid {
+			t.Fatalf("at the limit: %+v, %v; want AlreadyPurchased %s", r, err, oldRid)
+		}
+		if u := state(); u.Held != 2 || u.Seq != 5 || u.Last != oldRid || u.Limits == noLimits {
+			t.Fatalf("after the 409: %+v, want held 2, seq 5, the old id and the window's count", u)
+		}
+		l, err := NewLedger(rdb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Refund(ctx, oldRid, uh, 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Refund(ctx, oldRid, uh, 1); err != nil { // once per reservation
+			t.Fatal(err)
+		}
+		if u := state(); u.Held != 1 || u.Seq != 5 {
+			t.Fatalf("after the refund: %+v, want held 1, seq 5", u)
+		}
+		r, err := s.Reserve(ctx, req)
+		if err != nil || r.Code != Reserved {
+			t.Fatalf("after the refund: %+v, %v", r, err)
+		}
+		xs := rdb.XRange(ctx, k.Journal(), "-", "+").Val()
+		if len(xs) != 1 || xs[0].Values["seq"] != "6" {
+			t.Fatalf("journal %v, want one entry with seq 6", xs)
+		}
+		if _, n, _ := ParseReservationID(r.ReservationID); rdb.Get(ctx, k.Seq()).Val() != strconv.FormatInt(n, 10) {
+			t.Fatalf("rid %s, seq counter %q", r.ReservationID, rdb.Get(ctx, k.Seq()).Val())
+		}
+		if u := state(); u.Held != 2 || u.Seq != 6 || u.Last != r.ReservationID {
+			t.Fatalf("after the reservation: %+v, want held 2, seq 6, last %s", u, r.ReservationID)
+		}
+		if again, err := s.Reserve(ctx, req); err != nil || again.Code != AlreadyPurchased || again.ReservationID != r.ReservationID {
+			t.Fatalf("at the limit again: %+v, %v; want AlreadyPurchased %s", again, err, r.ReservationID)
+		}
+		// A state of the release before (a bare count): the refund fails and sets no marker.
+		if err := rdb.HSet(ctx, k.Users(), uh, "2").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Refund(ctx, r.ReservationID, uh, 1); err == nil {
+			t.Fatal("a refund on a state it cannot read succeeded")
+		}
+		if rdb.HExists(ctx, k.Users(), uh+":r:"+r.ReservationID).Val() {
+			t.Fatal("the failed refund left its marker: a retry would skip it")
+		}
+	})
+}

@@ -165,9 +165,9 @@ func Shard(activity string, epoch, shard int) ShardKeys {
 // Stock is the shard's unit count; missing means closed (drained, or not sealed yet).
 func (k ShardKeys) Stock() string { return k.tag + "stock" }
 
-// Users is the hash of everything of the users whose home shard this is: "<uh>" units
-// held, "<uh>:s" the user's sequence (never lowered), "<uh>:l" the last reservation id,
-// "<uh>:i:<hash>" idempotency bindings, "<uh>:r:<rid>" refund markers; and the shard's
+// Users is the hash of everything of the users whose home shard this is: "<uh>" the user's
+// state (units held, sequence, last reservation id, limits: user.go), "<uh>:i:<hash>"
+// idempotency bindings, "<uh>:r:<rid>" refund markers; and the shard's
 // reservation records, "r:<n>" (RecordField, record.go) with "r:<n>:c" (CompField), which
 // a reshard does not copy (a user hash is hex, so no user field starts with "r:").
 func (k ShardKeys) Users() string { return k.tag + "users" }

@@ -25,12 +25,27 @@ import (
 type Ledger struct {
 	rdb                        redis.UniversalClient
 	ack, confirm, fail, refund *redis.Script
+	src                        map[*redis.Script]string // each script's source, for EVAL on NOSCRIPT
 	mv                         *Mover
+	d                          Durability // SetDurability
+}
+
+// SetDurability makes the ledger's writes that settle a reservation (confirm, fail, refuse,
+// refund) wait in mode replicas:N until N replicas hold them (Durability.Acked), as a
+// reservation does: one that falls short is ErrNotDurable, and the caller tries it again
+// (every verb is idempotent). Without it a failover could take back a confirm the writer
+// already counted, leaving the record PENDING beside its order until the reconciliation's
+// repair (OrphanAfter). Call it before the ledger is used.
+func (l *Ledger) SetDurability(d Durability) { l.d = d }
+
+// run runs script s as Durability.eval does.
+func (l *Ledger) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return l.d.eval(ctx, l.rdb, s, l.src[s], keys, args...)
 }
 
 // NewLedger returns a ledger on rdb; an error means an embedded script did not load.
 func NewLedger(rdb redis.UniversalClient) (*Ledger, error) {
-	l := &Ledger{rdb: rdb}
+	l := &Ledger{rdb: rdb, src: map[*redis.Script]string{}}
 	for _, x := range []struct {
 		name string
 		dst  **redis.Script
@@ -38,11 +53,12 @@ func NewLedger(rdb redis.UniversalClient) (*Ledger, error) {
 		{"inventory_ack.lua", &l.ack}, {"inventory_confirm.lua", &l.confirm},
 		{"inventory_fail.lua", &l.fail}, {"inventory_refund.lua", &l.refund},
 	} {
-		sc, err := lua.Load(x.name)
+		src, err := lua.Source(x.name)
 		if err != nil {
 			return nil, fmt.Errorf("inventory: %w", err)
 		}
-		*x.dst = sc
+		*x.dst = redis.NewScript(src)
+		l.src[*x.dst] = src
 	}
 	mv, err := NewMover(rdb)
 	if err != nil {
@@ -148,9 +164,19 @@ func (l *Ledger) Confirm(ctx context.Context, cs []Confirmation) ([]ConfirmResul
 	for i, g := range groups {
 		calls[i] = g.call
 	}
-	cmds, err := lua.RunMany(ctx, l.rdb, l.confirm, calls)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("inventory: confirm: %w", err))
+	var cmds []*redis.Cmd
+	if l.d.Replicas > 0 {
+		cmds = make([]*redis.Cmd, len(calls))
+		for i, c := range calls {
+			if cmds[i] = l.run(ctx, l.confirm, c.Keys, c.Args...); cmds[i].Err() != nil {
+				errs = append(errs, fmt.Errorf("inventory: confirm: %w", cmds[i].Err()))
+			}
+		}
+	} else {
+		var err error
+		if cmds, err = lua.RunMany(ctx, l.rdb, l.confirm, calls); err != nil {
+			errs = append(errs, fmt.Errorf("inventory: confirm: %w", err))
+		}
 	}
 	for i, c := range cmds {
 		if c.Err() != nil {
@@ -203,7 +229,7 @@ func (l *Ledger) Fail(ctx context.Context, rid, userHash string) (FailResult, in
 	if !ok {
 		return FailUnknown, 0, fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
 	}
-	res, err := l.fail.Run(ctx, l.rdb, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n)).Int64Slice()
+	res, err := l.run(ctx, l.fail, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n)).Int64Slice()
 	if err != nil {
 		return FailUnknown, 0, fmt.Errorf("inventory: fail %s: %w", rid, err)
 	}
@@ -246,7 +272,7 @@ func (l *Ledger) Refund(ctx context.Context, rid, userHash string, qty int64) er
 			return fmt.Errorf("inventory: refund %s: no layout in meta", rid)
 		}
 		home := Shard(k.Activity, int(epoch), HomeShard(userHash, int(shards)))
-		v, err := l.refund.Run(ctx, l.rdb, []string{home.Users(), home.Stock(), home.Drained()},
+		v, err := l.run(ctx, l.refund, []string{home.Users(), home.Stock(), home.Drained()},
 			userHash, qty, rid).Int64()
 		if err != nil {
 			return fmt.Errorf("inventory: refund %s: %w", rid, err)

@@ -17,7 +17,7 @@ local function reserve_on(KEYS, ARGV, sh)
   local idf = ARGV[12]
   local rate = tonumber(ARGV[8])
   local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
-  local lim = rate > 0 or (wms > 0 and wmax > 0) -- a user bucket or window is on: <uh>:p is used
+  local lim = rate > 0 or (wms > 0 and wmax > 0) -- a user bucket or window is on: the limits part of the user's state is used
   -- One read of what this reservation decides on: the user's state (one field, see the
   -- header) and, with a key, the key's binding.
   local cur

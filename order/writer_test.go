@@ -83,7 +83,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 		t.Fatalf("status %q", st)
 	}
 	if u, _, err := inventory.ReadUserState(ctx, rdb, k, msgs[0].UserHash); err != nil || u.Held != 0 {
-		t.Fatal("buyer record still there")
+		t.Fatal("the buyer still holds units")
 	}
 	stats, _ := rdb.HGetAll(ctx, k.Stats()).Result()
 	if stats["failed"] != "3" || stats["compensated"] != "3" {

@@ -2,7 +2,7 @@
 # bench.sh: reproduces every figure of docs/BENCHMARKS.md on this machine, loopback only.
 #
 #   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, Nacos (once)
-#   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest queue durability
+#   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest queue durability cmdstats
 #                                        # (default: all of them, in that order)
 #
 # "ratios" is the table of docs/BENCHMARKS.md section 0: the ceiling routes of internal/ginhello
@@ -691,6 +691,30 @@ step_durability() {
 }
 wrk_p99() { awk '$1 == "99%" {print $2}' "$OUT/wrk-$1.txt"; }
 
+# ---- cmdstats: where a 202's Redis time goes, command by command ---------------------------
+# One instance (roles api) on $REDIS_ADDR, an activity of 16 shards, one wrk run of 202s (a new
+# user per request), then INFO commandstats (reset before the run): per command its calls, its
+# server time per call and per 202. Redis counts the commands a script runs beside the EVALSHA
+# that ran them, so EVALSHA's time minus the commands' is the scripts' own time (Lua, arguments,
+# reply; a lower bound: the instance's own reads outside scripts, the refresh's, count as
+# commands too). Run it on a Redis of its own: every client of the server is counted.
+step_cmdstats() {
+  say "cmdstats: one instance, roles api, wrk -t2 -c$CONNS -d${WRK_SECONDS}s of 202s on $REDIS_ADDR"
+  ROLES=api start_instances 1 qcs
+  local adm=${ADMINS[0]} u=${TARGETS[0]} a="cs-$RUN"
+  newuser_script "$OUT/newuser.lua" c
+  create_activity "$adm" "$a" 100000000 16
+  sleep 1
+  rcli config resetstat >/dev/null
+  wrk_run "202-cmdstats" "$u/api/v1/activities/$a/reservations" "$OUT/newuser.lua"
+  rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v n="$((REQS - NON2XX))" '
+    /^cmdstat_/ { sub(/^cmdstat_/, "", $1); if ($3 + 0 >= n / 100) printf "  %-10s %9d calls %7.2f us/call %7.2f us per 202\n", $1, $3, $5 / $3, $5 / n
+                  if ($1 == "evalsha") e = $5; else if ($1 != "config|resetstat" && $1 != "info") c += $5 }
+    END { if (n > 0) printf "  %d 202s; EVALSHA %.1f us per 202, of which the commands above and below 1 %% %.1f, the scripts own %.1f\n", n, e / n, c / n, (e - c) / n }' \
+    | tee "$OUT/cmdstats.txt"
+  cleanup
+}
+
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(ratios ceilings rush counts scaling gotest)
 build
@@ -707,6 +731,7 @@ for s in "${steps[@]}"; do
     gotest) step_gotest ;;
     queue) step_queue ;;
     durability) step_durability ;;
+    cmdstats) step_cmdstats ;;
     *) echo "unknown step $s" >&2; exit 2 ;;
   esac
 done
