@@ -91,13 +91,22 @@ func recordFields(from, to int64) []string {
 
 // ReadRecord reads the n-th reservation record of shard k; false when there is none.
 func ReadRecord(ctx context.Context, rdb redis.Cmdable, k ShardKeys, n int64) (Record, bool, error) {
-	v, err := rdb.HGet(ctx, k.Users(), RecordField(n)).Result()
-	if errors.Is(err, redis.Nil) {
-		return Record{}, false, nil
-	}
-	if err != nil {
-		return Record{}, false, fmt.Errorf("inventory: read record %d of %s: %w", n, k.Users(), err)
+	v, found, err := usersField(ctx, rdb, k, RecordField(n))
+	if !found || err != nil {
+		return Record{}, false, err
 	}
 	r, ok := ParseRecord(v)
 	return r, ok, nil
+}
+
+// usersField reads one field of shard k's users hash; false when it is missing.
+func usersField(ctx context.Context, rdb redis.Cmdable, k ShardKeys, field string) (string, bool, error) {
+	v, err := rdb.HGet(ctx, k.Users(), field).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("inventory: read %s of %s: %w", field, k.Users(), err)
+	}
+	return v, true, nil
 }

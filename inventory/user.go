@@ -2,7 +2,6 @@ package inventory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,12 +53,9 @@ func ParseUserState(v string) (UserState, bool) {
 
 // ReadUserState reads the state of the user with hash uh on shard k; false when it has none.
 func ReadUserState(ctx context.Context, rdb redis.Cmdable, k ShardKeys, uh string) (UserState, bool, error) {
-	v, err := rdb.HGet(ctx, k.Users(), uh).Result()
-	if errors.Is(err, redis.Nil) {
-		return UserState{}, false, nil
-	}
-	if err != nil {
-		return UserState{}, false, fmt.Errorf("inventory: read user %s of %s: %w", uh, k.Users(), err)
+	v, found, err := usersField(ctx, rdb, k, uh)
+	if !found || err != nil {
+		return UserState{}, false, err
 	}
 	u, ok := ParseUserState(v)
 	if !ok {
