@@ -103,11 +103,11 @@ func (c *Compensator) Compensate(ctx context.Context, msg Message, reason string
 	return c.compensateLocked(ctx, msg, reason)
 }
 
-// finish completes the compensation of a reservation whose record is FAILED: a
-// compensation cut short after the fail step (by a Redis or MySQL error, a crash, or a
-// reshard outlasting the credit) is finished by the next delivery of its message, which the
-// writer hands here. Every step is idempotent, so no lock is needed. A finished compensation
-// costs one HGET.
+// finish completes the compensation of a reservation that has a compensations row, or a
+// FAILED record with an order the writer just removed: a compensation cut short after its
+// row (by a Redis or MySQL error, a crash, or a reshard outlasting the credit) is finished by
+// the next delivery of its message, which the writer hands here. Every step is idempotent, so
+// no lock is needed. A finished compensation costs one HGET.
 func (c *Compensator) finish(ctx context.Context, msg Message) error {
 	done, err := c.sc.ledger.Compensated(ctx, msg.ReservationID)
 	if err != nil {
@@ -123,24 +123,47 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 	return err
 }
 
-// compensateLocked is Compensate with the (activity, user) lock held by the caller. It runs
-// under the activity's incarnation guard (guardIncarnation): a reservation of an older
-// incarnation than MySQL's is refused with ErrStale and changes nothing.
+// compensateLocked is Compensate with the (activity, user) lock held by the caller. MySQL
+// decides first and Redis follows, each step under the activity's incarnation guard
+// (guardIncarnation: a reservation of an older incarnation than MySQL's is refused with
+// ErrStale and changes nothing):
 //
-// The last step, the record's compensated mark, runs after the guard's transaction has
-// committed the compensations row: the mark is what lets a redelivery skip the compensation
-// (finish), so it may only exist once the row does. A mark applied in the transaction would
-// outlive a rollback of the row (its reply lost, the commit failing), and the row would never
-// be written.
+//  1. decide: an order of the reservation is confirmed instead; else its compensations row is
+//     committed, before Redis hears of the compensation. The writer's insert never writes an
+//     order over a compensations row (both hold the activity's row lock), so from this commit
+//     on the reservation never takes a unit in MySQL: a FAILED record always has its row, and
+//     the guard never counts a unit that Redis gave back and may sell again (a compensation
+//     that failed its record and then lost its row refused the next buyer of that unit).
+//  2. fail: the record FAILED, the units back (inventory's Fail), the buyer's count lowered
+//     (Refund), under the guard again, so a restore's claim (Reconciler.cut) sees the units
+//     back or not at all; a record that turned out CONFIRMED or gone (only a Redis that lost
+//     or duplicated state) keeps no compensations row: nothing went back.
+//  3. the record's compensated mark, once both committed: the mark lets a redelivery skip the
+//     compensation (finish), so it may only exist once the row and the units are settled.
+//
+// A compensation cut short is finished by the next call: step 1 finds its row, step 2 is
+// idempotent.
 func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason string) error {
-	err := guardIncarnation(ctx, c.db, msg.ActivityID, inventory.Incarnation(msg.Epoch), func(db *gorm.DB) error {
+	inc := inventory.Incarnation(msg.Epoch)
+	var refused bool
+	err := guardIncarnation(ctx, c.db, msg.ActivityID, inc, func(db *gorm.DB) error {
 		if c.afterCheck != nil {
 			c.afterCheck()
 		}
-		return c.compensateGuarded(ctx, db, msg, reason)
+		var err error
+		refused, err = c.decide(ctx, db, msg, reason)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	if !refused {
+		err = guardIncarnation(ctx, c.db, msg.ActivityID, inc, func(db *gorm.DB) error {
+			return c.fail(ctx, db, msg, reason)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	if err := c.sc.ledger.MarkCompensated(ctx, msg.ReservationID); err != nil {
 		return fmt.Errorf("order: %w", err)
@@ -185,65 +208,79 @@ func guardIncarnation(ctx context.Context, db *gorm.DB, activity string, inc int
 	})
 }
 
-// compensateGuarded is compensateLocked's work, on db (the guard's transaction).
-func (c *Compensator) compensateGuarded(ctx context.Context, db *gorm.DB, msg Message, reason string) error {
+// decide is step 1 of compensateLocked, on db (the guard's transaction). refused: MySQL
+// refused the reservation's order (insert.go), whose record then fails as refused, with no
+// units back (a credit would put a phantom unit on sale).
+func (c *Compensator) decide(ctx context.Context, db *gorm.DB, msg Message, reason string) (refused bool, err error) {
 	var ids []int64
 	// The order of this reservation: same id, buyer and sequence (an order under the same id
 	// for another buyer is another reservation whose id Redis handed out again).
 	if err := db.Model(&sql.Order{}).Where("reservation_id = ? AND activity_id = ? AND user_id = ? AND seq = ?",
 		msg.ReservationID, msg.ActivityID, msg.UserID, msg.Seq).Limit(1).Pluck("id", &ids).Error; err != nil {
-		return fmt.Errorf("order: compensate %s: look up order: %w", msg.ReservationID, err)
+		return false, fmt.Errorf("order: compensate %s: look up order: %w", msg.ReservationID, err)
 	}
 	if len(ids) > 0 {
 		res, err := c.sc.ledger.Confirm(ctx, []inventory.Confirmation{{ReservationID: msg.ReservationID, OrderID: ids[0], UserHash: msg.UserHash}})
 		if err != nil {
-			return fmt.Errorf("order: %w", err)
+			return false, fmt.Errorf("order: %w", err)
 		}
 		if res[0] != inventory.ConfirmConflict {
-			return ErrOrderExists
+			return false, ErrOrderExists
 		}
-		// The record is FAILED (a compensation cut short returned the units already): the
-		// order is the one that goes, and the compensation's remaining steps run below.
+		// The record is FAILED with no compensations row (a sale the store took back at once,
+		// inventory's takeBack): the order is the one that goes.
 		if _, err := deleteOrders(db.Session(&gorm.Session{SkipDefaultTransaction: true}), msg.ActivityID,
 			[]string{msg.ReservationID}); err != nil {
-			return fmt.Errorf("order: undo the order of failed %s: %w", msg.ReservationID, err)
+			return false, fmt.Errorf("order: undo the order of failed %s: %w", msg.ReservationID, err)
 		}
 	}
 	var reasons []string
 	if err := db.Model(&sql.Compensation{}).Where("reservation_id = ?", msg.ReservationID).
 		Pluck("reason", &reasons).Error; err != nil {
-		return fmt.Errorf("order: compensate %s: look up compensation: %w", msg.ReservationID, err)
+		return false, fmt.Errorf("order: compensate %s: look up compensation: %w", msg.ReservationID, err)
 	}
 	if len(reasons) > 0 && strings.HasPrefix(reasons[0], refusedPrefix) {
-		// MySQL refused its order (insert.go): nothing goes back (a credit would put a phantom
-		// unit on sale); the record fails as refused, if the writer has not done it yet.
 		code, err := c.sc.ledger.Refuse(ctx, msg.ReservationID)
 		if err != nil {
-			return fmt.Errorf("order: %w", err)
+			return true, fmt.Errorf("order: %w", err)
 		}
 		if code == inventory.FailedNow {
 			c.m.Refused.WithLabelValues(msg.ActivityID, strings.TrimPrefix(reasons[0], refusedPrefix)).Inc()
 		}
-		return nil
+		return true, nil
 	}
+	if len(reasons) > 0 {
+		return false, nil // decided before: a compensation cut short
+	}
+	row := sql.Compensation{ReservationID: msg.ReservationID, ActivityID: msg.ActivityID, UserID: msg.UserID,
+		Quantity: msg.Quantity, Reason: truncate(reason, 255)}
+	if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
+		Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+		return false, fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
+	}
+	return false, nil
+}
+
+// fail is step 2 of compensateLocked, on db (the guard's transaction).
+func (c *Compensator) fail(ctx context.Context, db *gorm.DB, msg Message, reason string) error {
 	code, qty, err := c.sc.ledger.Fail(ctx, msg.ReservationID, msg.UserHash)
 	if err != nil {
 		return fmt.Errorf("order: %w", err)
 	}
 	switch code {
-	case inventory.FailConfirmed:
-		return ErrAlreadyConfirmed
-	case inventory.FailMissing:
+	case inventory.FailConfirmed, inventory.FailMissing:
+		if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
+			Where("reservation_id = ? AND reason NOT LIKE ?", msg.ReservationID, refusedPrefix+"%").
+			Delete(&sql.Compensation{}).Error; err != nil {
+			return fmt.Errorf("order: remove the compensations row of %s: %w", msg.ReservationID, err)
+		}
+		if code == inventory.FailConfirmed {
+			return ErrAlreadyConfirmed
+		}
 		return ErrNoRecord
 	}
 	if err := c.sc.ledger.Refund(ctx, msg.ReservationID, msg.UserHash, qty); err != nil {
 		return fmt.Errorf("order: %w", err)
-	}
-	row := sql.Compensation{ReservationID: msg.ReservationID, ActivityID: msg.ActivityID, UserID: msg.UserID,
-		Quantity: int(qty), Reason: truncate(reason, 255)}
-	if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
-		Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
-		return fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
 	}
 	if code == inventory.FailedNow || code == inventory.FailedNowMoved {
 		c.m.Compensations.Inc()

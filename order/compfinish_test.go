@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/lua"
+	"github.com/seckill/seckill/sql"
 )
 
 // TestExpiredRecordCompensatedOrderIsUndone: the compensator looks up the order (none), and a
@@ -81,11 +84,11 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 }
 
 // TestRedeliveryFinishesPartialCompensation: a message that panics past MaxAttempts is
-// dead-lettered; the compensation fails at its last step (the compensations row: MySQL
-// hiccup), so the batch is handed back. On the redelivery the write no longer panics: the
-// insert commits and the confirm finds FAILED. The order must be undone and the compensation
-// finished (its row written); before, the message was acked with no compensations row, so
-// after the record's TTL a late duplicate became an order for a unit that went back to stock.
+// dead-lettered; the compensation is cut short after its row, at the record's fail (the
+// reply lost after Redis applied it), so the batch is handed back. On the redelivery the
+// write no longer panics: the insert skips the compensated reservation and the compensation
+// is finished (the buyer's count lowered, the mark set). A late duplicate after the record is
+// gone must not become an order for a unit that went back to stock.
 func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	db := mysqlDB(t)
@@ -93,19 +96,25 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 	msgs := a.reserve(1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
-	var failComp atomic.Bool
-	failComp.Store(true)
-	if err := wdb.Callback().Create().Before("gorm:create").Register("test:comp-fails", func(tx *gorm.DB) {
-		if tx.Statement.Table == "compensations" && failComp.CompareAndSwap(true, false) {
-			tx.AddError(errors.New("injected: connection reset while writing the compensations row"))
-		}
-	}); err != nil {
+	src, err := lua.Source("inventory_fail.lua")
+	if err != nil {
 		t.Fatal(err)
 	}
-	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t)))
+	fail := redis.NewScript(src).Hash()
+	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+		args := c.Args()
+		return c.Name() == "evalsha" && len(args) > 1 && args[1] == fail
+	}}
+	h.armed.Store(true)
+	wrdb := testsvc.Redis(t)
+	wrdb.(*redis.Client).AddHook(h)
+	w := must(NewWriter(wdb, wrdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func([]Message) { panic("transient bug") }
 	if err := w.Handle(ctx, late(msgs, 2)); err == nil {
 		t.Fatal("first delivery: want an error (compensation incomplete)")
+	}
+	if h.armed.Load() {
+		t.Fatal("the record's fail was never sent")
 	}
 	t.Logf("after dead-letter attempt: statuses %v, comp rows %d", a.statuses(), compensationRows(t, db, a.id))
 	w.beforeInsert = nil
@@ -113,11 +122,19 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 		t.Fatalf("redelivery: %v", err)
 	}
 	t.Logf("after redelivery: statuses %v, orders %+v, comp rows %d", a.statuses(), countOrders(t, db, a.id), compensationRows(t, db, a.id))
+	done, err := must(inventory.NewLedger(rdb)).Compensated(ctx, msgs[0].ReservationID)
+	if err != nil || !done {
+		t.Fatalf("the redelivery did not finish the compensation: compensated %v, %v", done, err)
+	}
 	k, n := keysOf(msgs[0])
+	st, _, err := inventory.ReadUserState(ctx, rdb, k, msgs[0].UserHash)
+	if err != nil || st.Held != 0 {
+		t.Fatalf("the buyer holds %d units after the compensation (%v), want 0", st.Held, err)
+	}
 	if err := rdb.HDel(ctx, k.Users(), inventory.RecordField(n)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Handle(ctx, late(msgs, 1)); err != nil { // a late duplicate after the TTL
+	if err := w.Handle(ctx, late(msgs, 1)); err != nil { // a late duplicate after the record is gone
 		t.Fatalf("late duplicate: %v", err)
 	}
 	if c, r := countOrders(t, db, a.id), compensationRows(t, db, a.id); c.rows != 0 || r != 1 {
@@ -181,5 +198,66 @@ func TestCompensatedMarkAfterItsRow(t *testing.T) {
 	t.Logf("finish: %v; statuses %v", err, a.statuses())
 	if r := compensationRows(t, db, a.id); r != 1 {
 		t.Fatalf("%d compensations rows after a compensation whose mark's reply was lost and its retry, want 1", r)
+	}
+}
+
+// TestCompensationCutShortTakesNoUnitFromTheNextBuyer: a compensation fails its record (the
+// unit goes back to Redis's stock) and is then cut short (the refund's reply lost). Redis
+// sells the unit to the next buyer, and one batch carries both messages. Before, the
+// compensation wrote its row only after the Redis steps, so the row was rolled back with the
+// error: the guard counted the failed reservation's unit, refused the next buyer's order
+// (stock 1: sold 1) and fenced the activity (the protocol simulation's seed 138718506). The
+// compensations row is now committed before Redis hears of the compensation: the failed
+// reservation takes no unit, its compensation is finished, and the next buyer gets the order.
+func TestCompensationCutShortTakesNoUnitFromTheNextBuyer(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	a := newTestActivity(t, rdb, db, 1, 1)
+	first := a.reserve(1)[0]
+	ctx := context.Background()
+	src, err := lua.Source("inventory_refund.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refund := redis.NewScript(src).Hash()
+	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+		args := c.Args()
+		return c.Name() == "evalsha" && len(args) > 1 && args[1] == refund
+	}}
+	h.armed.Store(true)
+	crdb := testsvc.Redis(t)
+	crdb.(*redis.Client).AddHook(h)
+	if err := must(NewCompensator(db, crdb, testMetrics(), testLogger(t))).Compensate(ctx, first, "test"); err == nil {
+		t.Fatal("compensate with the refund's reply lost: want an error")
+	}
+	if h.armed.Load() {
+		t.Fatal("the refund was never sent")
+	}
+	if st := a.statuses(); st["FAILED"] != 1 {
+		t.Fatalf("statuses %v after the cut-short compensation, want its record FAILED", st)
+	}
+	// Redis has the unit back and sells it to the next buyer.
+	next := a.reserveFor([]string{"next-buyer"}, 1)[0]
+	m := testMetrics()
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))
+	if err := w.Handle(ctx, []Message{first, next}); err != nil {
+		t.Fatalf("handle: %v", err)
+	}
+	var orders []sql.Order
+	if err := db.Where("activity_id = ?", a.id).Find(&orders).Error; err != nil {
+		t.Fatal(err)
+	}
+	if len(orders) != 1 || orders[0].ReservationID != next.ReservationID {
+		t.Fatalf("orders %+v, want only the next buyer's (%s); compensations %d", orders, next.ReservationID, compensationRows(t, db, a.id))
+	}
+	if r := testutil.ToFloat64(m.Refused.WithLabelValues(a.id, refusedStock)); r != 0 {
+		t.Fatalf("%v orders refused for stock: the failed reservation's unit was counted", r)
+	}
+	if st := a.statuses(); st["FAILED"] != 1 || st["CONFIRMED"] != 1 {
+		t.Fatalf("statuses %v, want the first FAILED and the next CONFIRMED", st)
+	}
+	done, err := must(inventory.NewLedger(rdb)).Compensated(ctx, first.ReservationID)
+	if err != nil || !done {
+		t.Fatalf("the cut-short compensation is not finished: compensated %v, %v", done, err)
 	}
 }

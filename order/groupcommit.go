@@ -121,6 +121,11 @@ func (o written) part(batch []Message) written {
 			p.unknown = append(p.unknown, m)
 		}
 	}
+	for _, m := range o.compensated {
+		if in[m.ReservationID] {
+			p.compensated = append(p.compensated, m)
+		}
+	}
 	for _, x := range o.stale {
 		if in[x.msg.ReservationID] {
 			p.stale = append(p.stale, x)

@@ -66,8 +66,11 @@ type written struct {
 	// unknown are the messages of activities MySQL has no row for (yet: the admin create
 	// writes Redis, then MySQL): neither written nor refused; the batch comes again.
 	unknown []Message
-	stale   []staleMsg        // messages of an incarnation a restore replaced: dropped
-	gens    map[string]string // activity -> its generation in MySQL (for the fence)
+	stale   []staleMsg // messages of an incarnation a restore replaced: dropped
+	// compensated are the messages of reservations with a compensations row (not a refusal):
+	// no order; the writer finishes a compensation that was cut short after its row.
+	compensated []Message
+	gens        map[string]string // activity -> its generation in MySQL (for the fence)
 }
 
 // staleMsg is a message dropped for its incarnation, and the activity's current one.
@@ -159,7 +162,6 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 		return out, err
 	}
 	var fit []Message
-	var skipped []string
 	for _, m := range batch {
 		if f, ok := byRID[m.ReservationID]; ok {
 			if f.sameReservation(m) {
@@ -178,7 +180,7 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 			if r, was := strings.CutPrefix(reason, refusedPrefix); was && (a == nil || inc >= a.Incarnation) {
 				out.refused = append(out.refused, refusal{msg: m, reason: r})
 			} else {
-				skipped = append(skipped, m.ReservationID)
+				out.compensated = append(out.compensated, m)
 			}
 			continue
 		}
@@ -221,9 +223,6 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 			h.units += q
 			h.seqs[m.Seq] = true
 		}
-	}
-	if len(skipped) > 0 {
-		w.log.Info("skipped reservations compensated before their order", "reservations", skipped)
 	}
 	if err := insertFitting(tx, fit, !rowByRow, &out); err != nil {
 		return out, err

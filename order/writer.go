@@ -17,7 +17,6 @@ import (
 	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/logrepeat"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/sql"
 )
 
 // WriterOptions configure a Writer. Zero values take the defaults named.
@@ -360,6 +359,13 @@ func (w *Writer) write(ctx context.Context, batch []Message, alone bool) error {
 		w.m.refusedSeries(a)
 	}
 	errs := []error{w.confirm(ctx, batch, res.ids), w.refuse(ctx, res.refused, res.gens)}
+	for _, m := range res.compensated {
+		// Compensated before its order: its row is committed; finish the Redis steps of a
+		// compensation cut short after it (one HGET when they are done).
+		if err := w.comp.finish(ctx, m); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, p := range res.poison {
 		w.m.WriterErrors.WithLabelValues(string(classPoison)).Inc()
 		if err := w.deadLetter(ctx, p.msg, p.cause, p.detail); err != nil {
@@ -435,11 +441,6 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 	}
 	var undo []Message
 	var missing []string
-	var failed []Message
-	byRID := make(map[string]Message, len(msgs))
-	for _, m := range msgs {
-		byRID[m.ReservationID] = m
-	}
 	for i, res := range results {
 		m := msgs[i]
 		switch res {
@@ -447,11 +448,10 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 			w.m.WriterCommits.Inc()
 			w.m.OrdersWritten.WithLabelValues(m.ActivityID).Inc()
 		case inventory.ConfirmConflict:
-			// The reservation was failed for good (its units returned) before this
-			// order's confirm: the record is the arbiter, the order goes, and a
-			// compensation that was cut short is finished now.
+			// The record is FAILED with no compensations row (the insert read none): a sale
+			// the store took back at once (inventory's takeBack). The order goes and the
+			// compensation is written now.
 			undo = append(undo, m)
-			failed = append(failed, m)
 		case inventory.ConfirmMissing:
 			missing = append(missing, m.ReservationID)
 		case inventory.ConfirmOther:
@@ -461,45 +461,20 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 				"reservation", m.ReservationID)
 		}
 	}
-	// A record that expired cannot arbitrate: a compensations row (written by a compensator
-	// that failed the record after this order's insert) decides that the order goes.
-	compensated, err := w.compensated(ctx, missing)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, rid := range missing {
-		if compensated[rid] {
-			undo = append(undo, byRID[rid])
-		} else {
-			w.log.Warn("order committed but the reservation record is gone", "reservation", rid)
-		}
+	if len(missing) > 0 {
+		// The record is gone (an archive): the order stands, as the insert found no
+		// compensations row under the activity's lock.
+		w.log.Warn("orders committed but their reservation records are gone", "reservations", missing)
 	}
 	if err := w.undoOrders(ctx, undo); err != nil {
 		errs = append(errs, err)
 	}
-	for _, m := range failed {
+	for _, m := range undo {
 		if err := w.comp.finish(ctx, m); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// compensated reports which of rids have a row in compensations.
-func (w *Writer) compensated(ctx context.Context, rids []string) (map[string]bool, error) {
-	if len(rids) == 0 {
-		return nil, nil
-	}
-	var found []string
-	if err := w.db.WithContext(ctx).Model(&sql.Compensation{}).Where("reservation_id IN ?", rids).
-		Pluck("reservation_id", &found).Error; err != nil {
-		return nil, fmt.Errorf("order: look up compensations: %w", err)
-	}
-	out := make(map[string]bool, len(found))
-	for _, rid := range found {
-		out[rid] = true
-	}
-	return out, nil
 }
 
 // undoOrders deletes the orders of reservations whose record is FAILED: a compensation won
