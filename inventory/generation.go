@@ -385,23 +385,18 @@ func (e *entry) generation() string {
 	return ""
 }
 
-// noteIssued records that this instance handed out reservation rid on shard i of l to the
-// user whose hash is uh.
-func (l *layout) noteIssued(i int, rid, uh string) {
-	n, ok := l.number(i, rid)
-	if !ok {
+// noteIssued records that this instance handed out reservation rid on shard i of l. A
+// keyless replay after a reshard answers the binding its first attempt made on the old
+// layout; that number is another shard's, and counting it here would refuse the new shard's
+// own next number as rolled back.
+func (l *layout) noteIssued(i int, rid string) {
+	k, n, ok := ParseReservationID(rid)
+	if !ok || k.Epoch != l.epoch || k.Shard != i {
 		return
 	}
 	for {
 		cur := l.issued[i].Load()
 		if n <= cur || l.issued[i].CompareAndSwap(cur, n) {
-			break
-		}
-	}
-	h := &handedOut{n: n, uh: uh}
-	for {
-		cur := l.top[i].Load()
-		if cur != nil && cur.n >= n || l.top[i].CompareAndSwap(cur, h) {
 			return
 		}
 	}

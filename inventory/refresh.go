@@ -238,10 +238,6 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		marks  []*string
 		raw    []*string // the marks recorded (layout.marks, nil: none), for saw
 		seen   []bool
-		// tops are the highest numbers this instance handed out per shard, and recs their
-		// records' buyers as read (rollback.go, otherBuyer); nil where it handed out none.
-		tops []*handedOut
-		recs []*redis.StringCmd
 	}
 	jobs := make([]job, 0, len(entries))
 	pipe := s.rdb.Pipeline()
@@ -249,17 +245,13 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		l := e.layout.Load()
 		xk := e.xoutKeys(l)
 		j := job{e: e, l: l, cmds: make([]*redis.SliceCmd, l.shards), xout: make([]*redis.IntCmd, len(xk)),
-			floors: make([]int64, l.shards), marks: make([]*string, l.shards), raw: make([]*string, l.shards), seen: make([]bool, l.shards),
-			tops: make([]*handedOut, l.shards), recs: make([]*redis.StringCmd, l.shards)}
+			floors: make([]int64, l.shards), marks: make([]*string, l.shards), raw: make([]*string, l.shards), seen: make([]bool, l.shards)}
 		for k := range l.keys {
 			j.floors[k], j.raw[k], j.seen[k] = l.floorOf(k), l.marks[k].Load(), l.seen(k)
 			j.marks[k] = l.mark(k, e)
 			// The shard's counter and generation mark come with its stock (one command, one
 			// slot): what they were is what no later read may find them below (rollback.go).
 			j.cmds[k] = pipe.MGet(ctx, l.keys[k].Stock(), l.keys[k].Seq(), l.keys[k].Gen())
-			if t := l.top[k].Load(); t != nil {
-				j.tops[k], j.recs[k] = t, pipe.HGet(ctx, l.keys[k].Users(), RecordField(t.n))
-			}
 		}
 		for k, key := range xk {
 			j.xout[k] = pipe.HLen(ctx, key)
@@ -303,9 +295,6 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			if j.e.recovering.Load() == nil && !wentBack {
 				counter, _ := asInt(v[1])
 				what, check := wentBackFrom(j.floors[k], *j.marks[k], j.seen[k], counter, asString(v[2]))
-				if what == "" && j.recs[k] != nil && j.recs[k].Err() == nil {
-					what = otherBuyer(j.tops[k], j.recs[k].Val())
-				}
 				switch {
 				case what != "":
 					s.wentBack(ctx, j.e, j.l, k, what)

@@ -290,20 +290,14 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 }
 
 // accept takes the sale of number rid on the home shard, made by this call or, for a keyless
-// request, by the first run of its attempt (rollback.go): the number joins the numbers
-// handed out here; a number handed out here before means the shard went back while the call
-// was in flight (reissued); a sale across a debit the shard's history lacks fences
-// (soldAcrossDebit), and the later mark the answer carries is recorded on the history that
-// check read.
-func (s *Store) accept(ctx context.Context, e *entry, l *layout, home int, rid, uh, sent, later string) (ReserveResult, attempt, error) {
-	l.noteIssued(home, rid, uh)
-	if l.handedBefore(home, rid) {
-		return ReserveResult{}, done, s.reissued(ctx, e, l, home, rid)
-	}
-	if err := s.soldAcrossDebit(ctx, e, l, home, sent, rid); err != nil {
-		return ReserveResult{}, done, err
-	}
-	if err := s.recordLater(ctx, e, l, home, sent, later, true); err != nil {
+// request, by the first run of its attempt (rollback.go): the number raises the floor of
+// numbers handed out here, and the later mark the answer carries is recorded. A record that
+// moved while the call was in flight and that the shard's history lacks fences the activity
+// (recordLater: ErrRecovering); the sale stands all the same, as its journal entry exists:
+// MySQL's guard has the last word on its units.
+func (s *Store) accept(ctx context.Context, e *entry, l *layout, home int, rid, sent, later string) (ReserveResult, attempt, error) {
+	l.noteIssued(home, rid)
+	if err := s.recordLater(ctx, e, l, home, sent, later); err != nil && !errors.Is(err, ErrRecovering) {
 		return ReserveResult{}, done, err
 	}
 	return ReserveResult{Code: Reserved, ReservationID: rid}, done, nil
@@ -333,7 +327,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	s.m.countLimits(c, res, r, withIP) // as the IP key was passed above
 	later := laterMark(c, res)
 	if c != Reserved && c != Replayed {
-		if err := s.recordLater(ctx, e, l, home, sent, later, false); err != nil {
+		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
 			return ReserveResult{}, done, err
 		}
 	}
@@ -350,7 +344,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			l.empty[home].Store(true)
 		}
 		e.issued.Inc()
-		return s.accept(ctx, e, l, home, asString(arg(1)), uh, sent, later)
+		return s.accept(ctx, e, l, home, asString(arg(1)), sent, later)
 	case Replayed:
 		if err := s.durableRead(ctx, l.keys[home]); err != nil {
 			return ReserveResult{}, done, err
@@ -359,11 +353,10 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		if r.IdempotencyKey == "" {
 			// The binding of this request's own attempt (attemptField): the client sent the
 			// script again after a lost reply, and this is the reservation the first run made.
-			// Its number joins the numbers handed out (the first run's answer never arrived),
-			// so a rollback that hands it out again shows.
-			return s.accept(ctx, e, l, home, rid, uh, sent, later)
+			// Its number raises the floor (the first run's answer never arrived).
+			return s.accept(ctx, e, l, home, rid, sent, later)
 		}
-		if err := s.recordLater(ctx, e, l, home, sent, later, false); err != nil {
+		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
 			return ReserveResult{}, done, err
 		}
 		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil

@@ -2,11 +2,9 @@ package inventory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,11 +22,12 @@ import (
 // withheld: its entry still became an order under the first buyer's id). The activity is then
 // fenced like a restore does (generationRolledBack in meta and in every shard of the layout):
 // every instance refuses it until an operator restores it from MySQL. Invariant: no instance
-// hands out a number it handed out before on the same shard; kept by the reserve script's
-// check of ARGV[16] against the counter it increments. Numbers handed out by another instance
-// are not known here: a fleet notices at the first reservation of an instance whose own
-// numbers the rollback took back, or at its refresh (top). A number handed out again before
-// that is another id (the id's issuer part, keys.go ReservationID): no id is handed out twice.
+// hands out a number it handed out or read before on the same shard; kept by the reserve
+// script's check of ARGV[16] against the counter it increments. Numbers handed out by another
+// instance are not known here: a fleet notices at the first reservation of an instance whose
+// own numbers the rollback took back. A number handed out again is another id (the id's
+// issuer part, keys.go ReservationID): no id is handed out twice, and MySQL's guard refuses a
+// unit sold twice (docs/DESIGN.md, "MySQL has the last word").
 
 // generationRolledBack is the generation an instance that noticed a rollback leaves in meta
 // and in the shards' generation keys.
@@ -48,129 +47,6 @@ func (s *Store) rolledBack(ctx context.Context, e *entry, l *layout, home int, c
 		"restore", "POST /admin/v1/activities/"+id+"/restore")
 	s.fenceRolledBack(ctx, e, l, "Redis rolled back: shard "+strconv.Itoa(home)+" went back below a reservation number it handed out")
 	return fmt.Errorf("%w: shard %d of %s: its reservation counter went back (Redis rolled back)", ErrRecovering, home, id)
-}
-
-// A call in flight when its shard went back carries a floor read before the numbers the
-// rollback took back were handed out (a request parked between building its call and Redis
-// running it: a slow pool or network), so the script can hand one of them out again. Each
-// instance also keeps every number it handed out per shard (numberSet, a bit per number:
-// numbers are dense from 1); a number handed out a second time can only come from a counter
-// that went back. That reservation is failed at once (inventory_fail.lua: its record FAILED,
-// so a writer that inserts its journal entry finds it FAILED at the confirm and deletes the
-// order, and the first buyer's 202 is not confirmed with it), never answered 202, and the
-// activity is fenced. Left: a writer that confirmed the entry between the script and the
-// fail (mode none only: a durable mode's relay publishes an entry only once it is durable,
-// and this one is not).
-
-// numberSet is a set of reservation numbers, a bit each. Safe for concurrent use.
-type numberSet struct {
-	mu   sync.Mutex
-	bits []uint64
-}
-
-// add adds n and reports whether it was there already.
-func (b *numberSet) add(n int64) bool {
-	if n <= 0 {
-		return false
-	}
-	w, bit := int(n/64), uint64(1)<<(n%64)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if w >= len(b.bits) {
-		b.bits = append(b.bits, make([]uint64, w+1-len(b.bits)+len(b.bits)/2)...)
-	}
-	had := b.bits[w]&bit != 0
-	b.bits[w] |= bit
-	return had
-}
-
-// handedBefore records that this instance handed out rid on shard i of l and reports whether
-// it had handed out that number before.
-func (l *layout) handedBefore(i int, rid string) bool {
-	n, ok := l.number(i, rid)
-	return ok && l.handed[i].add(n)
-}
-
-// number is rid's reservation number when rid is one of shard i of l, the only numbers the
-// shard's floor and set hold. A keyless replay after a reshard answers the binding its first
-// attempt made on the old layout; that number is another shard's, and counting it here would
-// refuse the new shard's own next number as rolled back.
-func (l *layout) number(i int, rid string) (int64, bool) {
-	k, n, ok := ParseReservationID(rid)
-	if !ok || k.Epoch != l.epoch || k.Shard != i {
-		return 0, false
-	}
-	return n, true
-}
-
-// reissued fails the reservation rid that shard home of l handed out under a number this
-// instance handed out before (see above), fences the activity and returns the answer:
-// nothing taken (ErrRecovering) once the record is FAILED, else not known (ErrNotDurable).
-func (s *Store) reissued(ctx context.Context, e *entry, l *layout, home int, rid string) error {
-	return s.takeBack(ctx, e, l, rid, "Redis handed out a reservation number again: it came back rolled back; the activity is fenced until it is restored from MySQL",
-		"Redis rolled back: reservation number of "+rid+" handed out again", "its number was handed out before (Redis rolled back)")
-}
-
-// soldAcrossDebit checks a sale of shard home of l whose call carried the mark sent, when
-// this instance's record of the shard's mark moved while the call was in flight (a debit of
-// its own recorded meanwhile, or a raise it met). The script ordered the sale against sent
-// only: the shard's node may have lost the debit the record names and sold the units that
-// debit moved to another shard (TestInFlightReserveOnShardThatLostOwnDebit). One read then
-// says whether the shard holds the record (its mark, or in its history): if not, the node
-// went back; the reservation is failed again and the activity fenced, as for a number
-// handed out again. Invariant (R2 for a call in flight): a 202 is answered only when the
-// shard, after the sale, holds every debit this instance recorded for it before the answer.
-// nil when the record did not move, or moved to another generation (not this check's).
-func (s *Store) soldAcrossDebit(ctx context.Context, e *entry, l *layout, home int, sent, rid string) error {
-	rec := l.marks[home].Load()
-	if rec == nil || *rec == sent {
-		return nil
-	}
-	base, _, id := splitMark(*rec)
-	if id == "" {
-		return nil // the generation itself or a release's mark: not a debit that can be lost
-	}
-	k := l.keys[home]
-	pipe := s.rdb.Pipeline()
-	g := pipe.Get(ctx, k.Gen())
-	h := pipe.HExists(ctx, k.Stats(), "m:"+*rec)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		// The sale stands unverified: its outcome is not known to the caller (a retry with
-		// the same key replays it once the shard answers).
-		return fmt.Errorf("%w: reservation %s: checking shard %d's mark after a sale in flight across a debit: %w", ErrNotDurable, rid, home, err)
-	}
-	got := g.Val()
-	if got == *rec || h.Val() {
-		return nil
-	}
-	if gb, _, _ := splitMark(got); got != "" && got != generationRolledBack && gb != base {
-		return nil // another generation (a restore): the lookup applies it
-	}
-	s.log.Error("a shard's node went back past a debit this instance recorded while a sale was in flight: the activity is fenced until it is restored from MySQL",
-		"activity", e.def.ID, "epoch", l.epoch, "shard", home, "record", *rec, "found", got, "reservation", rid)
-	return s.takeBack(ctx, e, l, rid, "the sale may have sold units the lost debit moved: failing it",
-		"Redis rolled back: shard "+strconv.Itoa(home)+" "+lostMark(*rec, got), "sold by a shard that lost a debit of this instance (Redis rolled back)")
-}
-
-// takeBack fails the reservation rid (inventory_fail.lua), logs msg, fences the activity
-// with reason and returns the answer for rid: nothing taken (ErrRecovering) once its record
-// is FAILED, else not known (ErrNotDurable); what says why.
-func (s *Store) takeBack(ctx context.Context, e *entry, l *layout, rid, msg, reason, what string) error {
-	ctx = context.WithoutCancel(ctx)
-	k, n, _ := ParseReservationID(rid)
-	res, err := s.run(ctx, s.fail, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n))
-	failed := false
-	if err == nil && len(res) == 2 {
-		code, _ := asInt(res[0])
-		failed = code == 1 || code == 2 || code == 5 || code == 6 // failed now or before (inventory_fail.lua)
-	}
-	s.log.Error(msg, "activity", e.def.ID, "reservation", rid, "failed", failed, "err", err,
-		"restore", "POST /admin/v1/activities/"+e.def.ID+"/restore")
-	s.fenceRolledBack(ctx, e, l, reason)
-	if failed {
-		return fmt.Errorf("%w: reservation %s: %s; failed", ErrRecovering, rid, what)
-	}
-	return fmt.Errorf("%w: reservation %s: %s", ErrNotDurable, rid, what)
 }
 
 // fenceRolledBack writes the rolled-back fence (meta's generation while it is still e's, every
@@ -370,11 +246,9 @@ func laterMark(c Code, res []any) string {
 // instance), later was ordered against sent only: a higher count is taken when the shard's
 // history holds the record (one HEXISTS, only in this race), and a history without it is a
 // node that went back (fenced: ErrRecovering), as meetMark decides on a refusal
-// (TestLaterAnswerOfAnOlderCallLeavesStaleRecord). held says the caller read that the
-// history holds the record (a sale, after soldAcrossDebit): no second read, no error. A
-// failed read leaves the record as it is: the next call carries it, and the script reads
-// the history.
-func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sent, later string, held bool) error {
+// (TestLaterAnswerOfAnOlderCallLeavesStaleRecord). A failed read leaves the record as it
+// is: the next call carries it, and the script reads the history.
+func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sent, later string) error {
 	if later == "" {
 		return nil
 	}
@@ -383,7 +257,7 @@ func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sen
 		l.raiseMarkFrom(i, rec, later)
 		return nil
 	}
-	switch markAfter(*rec, later, held) {
+	switch markAfter(*rec, later, false) {
 	case markLater:
 		l.raiseMarkFrom(i, rec, later)
 	case markUnsure:
@@ -567,36 +441,6 @@ func lostMark(known, mark string) string {
 // that raised it wrote).
 func (s *Store) markKnown(ctx context.Context, k ShardKeys, mark string) (bool, error) {
 	return s.rdb.HExists(ctx, k.Stats(), "m:"+mark).Result()
-}
-
-// The floor misses one rollback: the counter went back below this instance's numbers and
-// another instance, whose view was older, handed them out again, and further, before this
-// one called the shard. The counter is then above the floor, and this instance's lost 202s
-// carry the ids of the other instance's buyers' reservations. So each instance keeps, per
-// shard, the highest number it handed out and its buyer's user hash (layout.top), and its
-// refresh reads that number's record with the shard's stock (one HGET in the same pipeline):
-// a record of another buyer under the number is a node that went back, and the activity is
-// fenced. A record gone (archived, or a restore rebuilt the shard without records) says
-// nothing. Invariant (R2 for the fleet): a number this instance answered 202 with and another
-// instance handed out again is noticed by this instance's next refresh, while it runs; an
-// instance that stopped meanwhile notices nothing (the durability modes keep its writes).
-
-// handedOut is a reservation number this instance handed out on a shard and the user hash
-// of its buyer (the uh field of the number's record, inventory_reserve.lua).
-type handedOut struct {
-	n  int64
-	uh string
-}
-
-// otherBuyer says how shard i went back when the record of the number top (this instance's
-// highest there) is another buyer's, found in the packed record rec ("": the record is gone),
-// or "".
-func otherBuyer(top *handedOut, rec string) string {
-	r, ok := ParseRecord(rec)
-	if top == nil || !ok || r.UserHash == "" || r.UserHash == top.uh {
-		return ""
-	}
-	return "its reservation number " + strconv.FormatInt(top.n, 10) + " was handed out again to another buyer"
 }
 
 // floorOf is the number shard i of l's counter may not be below: the highest this instance

@@ -134,9 +134,9 @@ type Store struct {
 	log  *slog.Logger
 	rl   *logrepeat.Log // the background passes' failures: one line per kind per 10 s
 
-	reserve, create, load, drain, credit, copy, reshard, token, restore, retire, fail *script
-	reserveBatch, end, issued                                                         *script
-	mover                                                                             *Mover
+	reserve, create, load, drain, credit, copy, reshard, token, restore, retire *script
+	reserveBatch, end, issued                                                   *script
+	mover                                                                       *Mover
 	// issuer and calls make the last part of every reservation id this Store hands out:
 	// its mover's incarnation (drawn at start) and '-', boxed once, and the number of the
 	// script call (keys.go ReservationID).
@@ -269,21 +269,18 @@ type layout struct {
 	epoch, shards int
 	keys          []ShardKeys
 	empty         []atomic.Bool
-	inbound       []atomic.Int64              // per shard: units this instance debited to refill it, not credited yet
-	args          []shardArgs                 // per shard: the reservation script's keys and shard arguments, boxed
-	issued        []atomic.Int64              // per shard: the highest reservation number this instance handed out (rollback.go)
-	floor         []atomic.Int64              // per shard: the highest reservation counter the refresh read (rollback.go)
-	handed        []numberSet                 // per shard: every reservation number this instance handed out (rollback.go)
-	top           []atomic.Pointer[handedOut] // per shard: the highest number this instance handed out and its buyer (rollback.go)
-	marks         []atomic.Pointer[string]    // per shard: the generation mark this instance last saw raised or met there (rollback.go); nil: the entry's generation
-	batchers      []batcher                   // per shard: the reservations waiting for its call in flight (batch.go)
+	inbound       []atomic.Int64           // per shard: units this instance debited to refill it, not credited yet
+	args          []shardArgs              // per shard: the reservation script's keys and shard arguments, boxed
+	issued        []atomic.Int64           // per shard: the highest reservation number this instance handed out (rollback.go)
+	floor         []atomic.Int64           // per shard: the highest reservation counter the refresh read (rollback.go)
+	marks         []atomic.Pointer[string] // per shard: the generation mark this instance last saw raised or met there (rollback.go); nil: the entry's generation
+	batchers      []batcher                // per shard: the reservations waiting for its call in flight (batch.go)
 }
 
 func newLayout(id string, epoch, shards int) *layout {
 	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards),
 		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards),
 		marks: make([]atomic.Pointer[string], shards), floor: make([]atomic.Int64, shards),
-		handed: make([]numberSet, shards), top: make([]atomic.Pointer[handedOut], shards),
 		batchers: make([]batcher, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
@@ -359,7 +356,7 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		{&s.reserve, "reserve"}, {&s.create, "create"},
 		{&s.load, "load"}, {&s.drain, "drain"}, {&s.credit, "credit"}, {&s.copy, "copy"},
 		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"}, {&s.retire, "retire"},
-		{&s.fail, "fail"}, {&s.reserveBatch, "reserve_batch"}, {&s.end, "end"}, {&s.issued, "issued"},
+		{&s.reserveBatch, "reserve_batch"}, {&s.end, "end"}, {&s.issued, "issued"},
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {

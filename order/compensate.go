@@ -34,13 +34,14 @@ var (
 
 // Compensator fails reservations for good and returns their stock. Each step is idempotent
 // and a later call finishes whatever an earlier, interrupted one left undone:
-//  1. inventory's Fail: PENDING -> FAILED and the units back to the shard's stock, or, when
+//  1. a row in table compensations (INSERT ... ON CONFLICT DO NOTHING), committed first,
+//     where MySQL holds no order of the reservation (one it holds is confirmed instead);
+//  2. inventory's Fail: PENDING -> FAILED and the units back to the shard's stock, or, when
 //     a reshard drained that shard, in transit under the reservation id and
-//  2. credited to the buyer's home shard of the current layout (once per reservation id);
-//  3. inventory's Refund lowers the buyer's count on the home shard of the current layout
+//  3. credited to the buyer's home shard of the current layout (once per reservation id);
+//  4. inventory's Refund lowers the buyer's count on the home shard of the current layout
 //     (once per reservation id; the user's seq is never lowered);
-//  4. a row in table compensations (INSERT ... ON CONFLICT DO NOTHING);
-//  5. inventory's MarkCompensated, once the row is committed, so a redelivered message
+//  5. inventory's MarkCompensated, once the steps before committed, so a redelivered message
 //     skips a finished compensation.
 //
 // Every step runs under the activity's incarnation guard (guardIncarnation): a reservation
@@ -103,9 +104,8 @@ func (c *Compensator) Compensate(ctx context.Context, msg Message, reason string
 	return c.compensateLocked(ctx, msg, reason)
 }
 
-// finish completes the compensation of a reservation that has a compensations row, or a
-// FAILED record with an order the writer just removed: a compensation cut short after its
-// row (by a Redis or MySQL error, a crash, or a reshard outlasting the credit) is finished by
+// finish completes the compensation of a reservation that has a compensations row: a
+// compensation cut short after its row (by a Redis or MySQL error, a crash, or a reshard outlasting the credit) is finished by
 // the next delivery of its message, which the writer hands here. Every step is idempotent, so
 // no lock is needed. A finished compensation costs one HGET.
 func (c *Compensator) finish(ctx context.Context, msg Message) error {
@@ -224,15 +224,12 @@ func (c *Compensator) decide(ctx context.Context, db *gorm.DB, msg Message, reas
 		if err != nil {
 			return false, fmt.Errorf("order: %w", err)
 		}
-		if res[0] != inventory.ConfirmConflict {
-			return false, ErrOrderExists
+		if res[0] == inventory.ConfirmConflict {
+			// Only a Redis that duplicated state fails a record with no compensations row
+			// (step 1 below): MySQL has the last word, the order stands.
+			c.log.Error("reservation has an order and its record is FAILED; the order stands", "reservation", msg.ReservationID)
 		}
-		// The record is FAILED with no compensations row (a sale the store took back at once,
-		// inventory's takeBack): the order is the one that goes.
-		if _, err := deleteOrders(db.Session(&gorm.Session{SkipDefaultTransaction: true}), msg.ActivityID,
-			[]string{msg.ReservationID}); err != nil {
-			return false, fmt.Errorf("order: undo the order of failed %s: %w", msg.ReservationID, err)
-		}
+		return false, ErrOrderExists
 	}
 	var reasons []string
 	if err := db.Model(&sql.Compensation{}).Where("reservation_id = ?", msg.ReservationID).

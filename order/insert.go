@@ -407,25 +407,6 @@ func recordRefusals(tx *gorm.DB, rs []refusal) error {
 	return nil
 }
 
-// deleteOrders deletes the orders of rids, all of activity, and takes their units off the
-// activity's sold count, in tx (which holds the activity's row lock: guardIncarnation). It
-// returns how many orders went.
-func deleteOrders(tx *gorm.DB, activity string, rids []string) (int64, error) {
-	var units int64
-	if err := tx.Model(&sql.Order{}).Where("reservation_id IN ?", rids).
-		Select("COALESCE(SUM(quantity), 0)").Scan(&units).Error; err != nil {
-		return 0, err
-	}
-	res := tx.Exec("DELETE FROM orders WHERE reservation_id IN ?", rids)
-	if res.Error != nil || res.RowsAffected == 0 {
-		return 0, res.Error
-	}
-	if err := tx.Exec("UPDATE activities SET sold = sold - ? WHERE id = ?", units, activity).Error; err != nil {
-		return 0, err
-	}
-	return res.RowsAffected, nil
-}
-
 // dropStale drops a message of an incarnation below its activity's in MySQL: a reservation
 // of a Redis state a restore replaced. The restore rebuilt Redis from the orders MySQL held
 // and counted its unit as unsold, so it never becomes an order (that would sell a unit twice)

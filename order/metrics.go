@@ -24,7 +24,6 @@ type Metrics struct {
 	WriterErrors      *prometheus.CounterVec // class: what a failed write meant (see errClass)
 	WriterFailing     prometheus.Gauge       // writes failed in a row since the last successful one
 	WriterLastSuccess prometheus.Gauge       // unix time of the last successful write
-	WriterUndone      prometheus.Counter     // orders removed because their reservation was failed first
 	WriterStale       prometheus.Counter     // messages of an incarnation older than MySQL's, dropped
 	DeadLetters       *prometheus.CounterVec // reason
 	Compensations     prometheus.Counter     // reservations failed for good and stock returned
@@ -77,8 +76,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Writes that failed in a row since the last successful one (0 when healthy)."}),
 		WriterLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_order_writer_last_success_timestamp_seconds",
 			Help: "Unix time of the writer's last successful write (0 before the first)."}),
-		WriterUndone: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_undone_total",
-			Help: "Orders the writer removed because their reservation was failed for good before the confirm."}),
 		WriterStale: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_stale_dropped_total",
 			Help: "Messages of a reservation older than the activity's last restore (an incarnation below MySQL's) dropped without an order: the restore counted their units unsold (the log line names the activity)."}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_dead_letters_total",
@@ -119,7 +116,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.Repairs.WithLabelValues(v)
 	}
 	for _, c := range []prometheus.Collector{m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
-		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.WriterStale, m.DeadLetters, m.Compensations, m.Drift,
+		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterStale, m.DeadLetters, m.Compensations, m.Drift,
 		m.Orphans, m.Repairs, m.ReconcileFails, m.OrdersWritten, m.ActivityCompensations, m.Lost, m.Refused} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("order: register metrics: %w", err)
@@ -153,5 +150,5 @@ func (m *Metrics) Forget(activity string) {
 // writer unregisters them.
 func (m *Metrics) WriterCollectors() []prometheus.Collector {
 	return []prometheus.Collector{m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors,
-		m.WriterFailing, m.WriterLastSuccess, m.WriterUndone, m.WriterStale, m.OrdersWritten, m.Refused}
+		m.WriterFailing, m.WriterLastSuccess, m.WriterStale, m.OrdersWritten, m.Refused}
 }

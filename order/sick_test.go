@@ -18,6 +18,7 @@ import (
 
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/sql"
 )
 
 // compensationRows counts the compensations rows of the activity.
@@ -259,9 +260,10 @@ func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 
 // TestStalledWriterDoesNotCommitOverCompensation stalls a writer before its insert for
 // longer than the (activity, user) lock's TTL (the writer it replaced held that lock; this
-// one relies on MySQL and the record). Meanwhile the reservation is failed for good: fully
-// (compensations row written), or only in Redis (the compensator is between its steps).
-// When the writer resumes, no order may remain for it.
+// one relies on MySQL's row lock). Meanwhile the reservation is failed for good: fully, or
+// only its first step (the compensations row committed, the record still PENDING: the
+// compensator is between its steps). When the writer resumes, no order may be written for it,
+// and the record ends FAILED (the writer finishes a compensation cut short).
 func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.Redis(t)
@@ -293,10 +295,9 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
-				k, n := keysOf(msgs[0])
-				rec := recordAt(t, rdb, k, n)
-				rec.Status = "FAILED"
-				if err := rdb.HSet(ctx, k.Users(), inventory.RecordField(n), rec.String()).Err(); err != nil {
+				m := msgs[0]
+				if err := db.Create(&sql.Compensation{ReservationID: m.ReservationID, ActivityID: m.ActivityID,
+					UserID: m.UserID, Quantity: m.Quantity, Reason: "test"}).Error; err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -306,6 +307,10 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			}
 			if c := countOrders(t, db, a.id); c.rows != 0 {
 				t.Fatalf("orders %+v for a reservation failed for good", c)
+			}
+			k, n := keysOf(msgs[0])
+			if st := recordAt(t, rdb, k, n).Status; st != "FAILED" {
+				t.Fatalf("record %s after the writer met the compensations row, want FAILED", st)
 			}
 		})
 	}

@@ -418,7 +418,7 @@ func (w *Writer) refuse(ctx context.Context, rs []refusal, gens map[string]strin
 }
 
 // confirm confirms in Redis the reservations that have an order (inventory's Confirm: one
-// script call per shard of the batch), and undoes the orders of those whose record is FAILED.
+// script call per shard of the batch).
 func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[string]int64) error {
 	var cs []inventory.Confirmation
 	var msgs []Message
@@ -439,7 +439,6 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 			errs = append(errs, fmt.Errorf("order: %w", err))
 		}
 	}
-	var undo []Message
 	var missing []string
 	for i, res := range results {
 		m := msgs[i]
@@ -448,10 +447,12 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 			w.m.WriterCommits.Inc()
 			w.m.OrdersWritten.WithLabelValues(m.ActivityID).Inc()
 		case inventory.ConfirmConflict:
-			// The record is FAILED with no compensations row (the insert read none): a sale
-			// the store took back at once (inventory's takeBack). The order goes and the
-			// compensation is written now.
-			undo = append(undo, m)
+			// The record is FAILED while MySQL holds the order: a record fails only after its
+			// compensations row is committed, and the insert read none under the activity's
+			// lock, so only a Redis that duplicated state gets here. MySQL has the last word:
+			// the order stands.
+			w.log.Error("order committed; its reservation record is FAILED, the order stands",
+				"reservation", m.ReservationID, "activity", m.ActivityID)
 		case inventory.ConfirmMissing:
 			missing = append(missing, m.ReservationID)
 		case inventory.ConfirmOther:
@@ -465,59 +466,6 @@ func (w *Writer) confirm(ctx context.Context, batch []Message, orderIDs map[stri
 		// The record is gone (an archive): the order stands, as the insert found no
 		// compensations row under the activity's lock.
 		w.log.Warn("orders committed but their reservation records are gone", "reservations", missing)
-	}
-	if err := w.undoOrders(ctx, undo); err != nil {
-		errs = append(errs, err)
-	}
-	for _, m := range undo {
-		if err := w.comp.finish(ctx, m); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// undoOrders deletes the orders of reservations whose record is FAILED: a compensation won
-// the race against this order's confirm, and returned the units already. A writer that dies
-// between its commit and this delete leaves the order until the message comes again: the
-// insert is then a no-op and the confirm finds FAILED once more. Each activity's deletes run
-// under its incarnation guard (guardIncarnation): once a restore claimed a newer incarnation,
-// its read counted these orders as sold and the units the compensation gave back to the old
-// layout are gone with it, so the orders stand (deleting one would lose its unit); a claim in
-// progress waits for the delete, whose absence its read then sees.
-func (w *Writer) undoOrders(ctx context.Context, msgs []Message) error {
-	type group struct {
-		activity string
-		inc      int
-	}
-	var order []group
-	rids := map[group][]string{}
-	for _, m := range msgs {
-		g := group{m.ActivityID, inventory.Incarnation(m.Epoch)}
-		if rids[g] == nil {
-			order = append(order, g)
-		}
-		rids[g] = append(rids[g], m.ReservationID)
-	}
-	var errs []error
-	for _, g := range order {
-		var n int64
-		err := guardIncarnation(ctx, w.db, g.activity, g.inc, func(db *gorm.DB) error {
-			var err error
-			n, err = deleteOrders(db, g.activity, rids[g])
-			return err
-		})
-		switch {
-		case errors.Is(err, ErrStale):
-			w.m.WriterStale.Inc()
-			w.log.Warn("orders of reservations failed meanwhile kept: a restore replaced their incarnation and counted them as sold",
-				"reservations", rids[g], "activity", g.activity, "incarnation", g.inc)
-		case err != nil:
-			errs = append(errs, fmt.Errorf("order: undo orders of failed reservations: %w", err))
-		case n > 0:
-			w.m.WriterUndone.Add(float64(n))
-			w.log.Warn("removed orders of reservations failed for good meanwhile", "orders", n, "reservations", rids[g])
-		}
 	}
 	return errors.Join(errs...)
 }

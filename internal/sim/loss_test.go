@@ -506,11 +506,11 @@ func runLoss(t *testing.T, seed int64, steps, instances int) {
 		return
 	}
 	s.checkLossEnd()
+	t.Logf("seed %d: %d steps, %d losses, noticed %v, stuck busy %v, %d keys answered with a second id after a loss, "+
+		"%d of %d 202s without an order (%d refused by MySQL), trace fingerprint %016x",
+		seed, s.step, s.loss.losses, s.loss.noticed, s.loss.stuck, s.loss.rebound,
+		s.loss.broken, len(s.loss.answered), s.loss.refused, s.fp.Sum64())
 	if len(s.seen) > 0 {
 		t.Fatalf("seed %d: %d steps, ignored violations %v", seed, steps, s.seen)
 	}
-	t.Logf("seed %d: %d steps, %d losses, noticed %v, stuck busy %v, %d keys answered with a second id after a loss, "+
-		"%d of %d 202s without an order (%d refused by MySQL), green, trace fingerprint %016x",
-		seed, s.step, s.loss.losses, s.loss.noticed, s.loss.stuck, s.loss.rebound,
-		s.loss.broken, len(s.loss.answered), s.loss.refused, s.fp.Sum64())
 }
