@@ -302,7 +302,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 				case check != "":
 					unsure = append(unsure, markCheck{e: j.e, l: j.l, i: k, counter: counter, known: check, found: asString(v[2]), prev: j.raw[k]})
 				default:
-					saws = append(saws, sawRead{l: j.l, i: k, e: j.e, counter: counter, mark: asString(v[2]), prev: j.raw[k]})
+					saws = append(saws, sawRead{l: j.l, i: k, e: j.e, mark: asString(v[2]), prev: j.raw[k]})
 				}
 			}
 			n = max(n, 0)
@@ -335,93 +335,61 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	return nil
 }
 
-// sawRead is what a refresh read on shard i of l, for layout.saw.
+// sawRead is the mark a refresh read on shard i of l, for layout.saw.
 type sawRead struct {
-	l       *layout
-	i       int
-	e       *entry
-	counter int64
-	mark    string
-	prev    *string
+	l    *layout
+	i    int
+	e    *entry
+	mark string
+	prev *string
 }
 
-// saw records what the refresh read (layout.saw). In mode replicas:N a read is recorded
-// only once N replicas hold it: a reservation whose WAIT fell short (answered
-// OUTCOME_UNKNOWN) took its number on the master alone, a failover may rightly lose it, and
-// a floor raised over it would fence the activity on the new master as gone back
-// (TestUnacknowledgedCounterRaisesNoFloor); the same holds for a generation mark a debit
-// raised whose WAIT fell short, on a single node. See durableReads.
+// saw records the marks the refresh read (layout.saw). In mode replicas:N on a single node a
+// mark a debit raised is recorded only once N replicas hold it: a debit whose WAIT fell short
+// may rightly be lost by a failover, and a record of its mark would fence the activity on the
+// new master as gone back. See durableReads.
 func (s *Store) saw(ctx context.Context, rs []sawRead) {
 	if d := s.opts.Durability; d.Replicas > 0 {
 		s.durableReads(ctx, d, rs)
 	}
 	for _, r := range rs {
-		r.l.saw(r.i, r.e, r.counter, r.mark, r.prev)
+		r.l.saw(r.i, r.e, r.mark, r.prev)
 	}
 }
 
-// durableReads keeps of rs what N replicas hold. Per master, in parallel, one pipeline on
-// one connection reads the shards' counters and marks again, writes once and WAITs: the
-// WAIT covers everything read before the write there (replication is in order), and the
-// reads again are those of the master the WAIT asks, should the client have moved to
-// another since the refresh (a failover): a counter counts as the lower of the two reads, a
-// mark only if both read it. A read that raises neither a floor nor (on a single node) a
-// mark needs none of this. A master that does not acknowledge in time leaves its shards as
-// they were. On a Cluster a raised mark is recorded without the WAIT: a credit made from
-// the debit that raised it may live on another master and survive the debit's loss, and the
-// mark is what fences the shard then (R2).
+// durableReads keeps of rs the raised marks N replicas hold. On a single node one pipeline
+// reads the shards' marks again, writes once and WAITs: the WAIT covers everything read
+// before the write (replication is in order), and a mark counts only if both reads found it.
+// A master that does not acknowledge in time leaves its marks as they were. On a Cluster a
+// raised mark is recorded without the WAIT: a credit made from the debit that raised it may
+// live on another master and survive the debit's loss, and the mark is what fences the shard
+// then (R2).
 func (s *Store) durableReads(ctx context.Context, d Durability, rs []sawRead) {
-	cc, cluster := s.rdb.(*redis.ClusterClient)
-	byNode := map[string][]int{} // a master's address ("" on a single node) -> reads to confirm
+	if _, cluster := s.rdb.(*redis.ClusterClient); cluster {
+		return
+	}
+	var ns []int
 	for n, r := range rs {
-		raisesMark := !cluster && r.mark != "" && (r.prev == nil || *r.prev != r.mark)
-		if r.counter <= r.l.floorOf(r.i) && !raisesMark {
-			continue
+		if r.mark != "" && (r.prev == nil || *r.prev != r.mark) {
+			ns = append(ns, n)
 		}
-		node := ""
-		if cluster {
-			m, err := cc.MasterForKey(ctx, r.l.keys[r.i].Stats())
-			if err != nil {
-				rs[n].counter = 0
-				continue
-			}
-			node = m.Options().Addr
+	}
+	if len(ns) == 0 {
+		return
+	}
+	stats := rs[ns[0]].l.keys[rs[ns[0]].i].Stats()
+	gens := make([]*redis.StringCmd, len(ns))
+	err := d.Acked(ctx, s.rdb, stats, func(p redis.Pipeliner) {
+		for k, n := range ns {
+			gens[k] = p.Get(ctx, rs[n].l.keys[rs[n].i].Gen())
 		}
-		byNode[node] = append(byNode[node], n)
+		p.HIncrBy(ctx, stats, "durableReads", 1)
+	})
+	for k, n := range ns {
+		if err != nil || gens[k].Val() != rs[n].mark {
+			rs[n].mark = ""
+		}
 	}
-	var wg sync.WaitGroup
-	for _, ns := range byNode {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stats := rs[ns[0]].l.keys[rs[ns[0]].i].Stats()
-			seqs := make([]*redis.StringCmd, len(ns))
-			gens := make([]*redis.StringCmd, len(ns))
-			err := d.Acked(ctx, s.rdb, stats, func(p redis.Pipeliner) {
-				for k, n := range ns {
-					keys := rs[n].l.keys[rs[n].i]
-					seqs[k] = p.Get(ctx, keys.Seq())
-					gens[k] = p.Get(ctx, keys.Gen())
-				}
-				p.HIncrBy(ctx, stats, "durableReads", 1)
-			})
-			for k, n := range ns {
-				if err != nil {
-					rs[n].counter = 0
-					if !cluster {
-						rs[n].mark = ""
-					}
-					continue
-				}
-				again, _ := seqs[k].Int64() // a missing counter is 0
-				rs[n].counter = min(rs[n].counter, again)
-				if !cluster && gens[k].Val() != rs[n].mark {
-					rs[n].mark = ""
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // markCheck is a shard whose refresh found a higher generation mark than the one recorded
@@ -457,7 +425,7 @@ func (s *Store) checkMarks(ctx context.Context, cs []markCheck) []sawRead {
 		switch {
 		case err != nil || fenced[c.e] || c.e.recovering.Load() != nil:
 		case known:
-			saws = append(saws, sawRead{l: c.l, i: c.i, e: c.e, counter: c.counter, mark: c.found, prev: c.prev})
+			saws = append(saws, sawRead{l: c.l, i: c.i, e: c.e, mark: c.found, prev: c.prev})
 		default:
 			s.wentBack(ctx, c.e, c.l, c.i, lostMark(c.known, c.found))
 			fenced[c.e] = true

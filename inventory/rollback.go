@@ -444,23 +444,19 @@ func (s *Store) markKnown(ctx context.Context, k ShardKeys, mark string) (bool, 
 }
 
 // floorOf is the number shard i of l's counter may not be below: the highest this instance
-// handed out there or read there (the refresh).
-func (l *layout) floorOf(i int) int64 { return max(l.issued[i].Load(), l.floor[i].Load()) }
+// handed out there. A counter the refresh read raises no floor: measured on the loss soak,
+// such floors kept no promise (R5 in docs/DESIGN.md) and refused sales a rollback had made
+// good, and in mode replicas:N a floor over an unacknowledged number fenced a healthy
+// activity after a failover.
+func (l *layout) floorOf(i int) int64 { return l.issued[i].Load() }
 
-// saw records what the refresh read on shard i of l (its counter and generation mark, not
-// gone back: wentBack said so): later calls carry them, so the reservation and transfer
-// scripts of this instance refuse the shard if its node goes back below them, whichever
-// instance made the writes it loses.
-// prev is the mark recorded when the refresh was sent (nil: none): a record raised since by
-// a debit of this instance is kept (raiseMarkFrom), as the read may predate it and the node
-// may have lost it.
-func (l *layout) saw(i int, e *entry, counter int64, mark string, prev *string) {
-	for {
-		cur := l.floor[i].Load()
-		if counter <= cur || l.floor[i].CompareAndSwap(cur, counter) {
-			break
-		}
-	}
+// saw records the generation mark the refresh read on shard i of l (not gone back: wentBack
+// said so): later calls carry it, so the reservation and transfer scripts of this instance
+// refuse the shard if its node goes back below it, whichever instance made the debits it
+// loses. prev is the mark recorded when the refresh was sent (nil: none): a record raised
+// since by a debit of this instance is kept (raiseMarkFrom), as the read may predate it and
+// the node may have lost it.
+func (l *layout) saw(i int, e *entry, mark string, prev *string) {
 	if mark == "" {
 		return
 	}

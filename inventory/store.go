@@ -272,7 +272,6 @@ type layout struct {
 	inbound       []atomic.Int64           // per shard: units this instance debited to refill it, not credited yet
 	args          []shardArgs              // per shard: the reservation script's keys and shard arguments, boxed
 	issued        []atomic.Int64           // per shard: the highest reservation number this instance handed out (rollback.go)
-	floor         []atomic.Int64           // per shard: the highest reservation counter the refresh read (rollback.go)
 	marks         []atomic.Pointer[string] // per shard: the generation mark this instance last saw raised or met there (rollback.go); nil: the entry's generation
 	batchers      []batcher                // per shard: the reservations waiting for its call in flight (batch.go)
 }
@@ -280,7 +279,7 @@ type layout struct {
 func newLayout(id string, epoch, shards int) *layout {
 	l := &layout{epoch: epoch, shards: shards, keys: make([]ShardKeys, shards), empty: make([]atomic.Bool, shards),
 		inbound: make([]atomic.Int64, shards), issued: make([]atomic.Int64, shards),
-		marks: make([]atomic.Pointer[string], shards), floor: make([]atomic.Int64, shards),
+		marks:    make([]atomic.Pointer[string], shards),
 		batchers: make([]batcher, shards)}
 	for i := range l.keys {
 		l.keys[i] = Shard(id, epoch, i)
