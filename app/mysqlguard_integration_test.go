@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
@@ -48,6 +51,7 @@ func TestMySQLGuard(t *testing.T) {
 		t.Run(b.name+"/stock", func(t *testing.T) { mysqlGuardDrill(t, b.opts(t), guardStock) })
 		t.Run(b.name+"/limit", func(t *testing.T) { mysqlGuardDrill(t, b.opts(t), guardLimit) })
 	}
+	t.Run("mariadb/failover", func(t *testing.T) { mysqlGuardDrill(t, realOptions(t), guardFailover) })
 }
 
 type guardScenario int
@@ -55,6 +59,10 @@ type guardScenario int
 const (
 	guardStock guardScenario = iota // the shard's stock set back to the activity's stock
 	guardLimit                      // the buyers' held-unit counts set back to 0
+	// a failover to a replica that stopped following before the sales, with the api process
+	// restarted across it (issue 42's shape of the default mode: the relay published orders
+	// whose Redis state the failover takes back, and no floor survives the process)
+	guardFailover
 )
 
 const (
@@ -69,14 +77,35 @@ type guardAccepted struct {
 }
 
 func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
-	ta := startApp(t, opts, testConfig)
 	ctx := context.Background()
+	var replica *redis.Client
+	if sc == guardFailover {
+		master := testsvc.PrivateRedis(t)
+		_, port, _ := strings.Cut(master, ":")
+		addr := testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", port)
+		replica = redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { replica.Close() })
+		opts.RedisAddr = master
+		opts.Namespace = fmt.Sprintf("t%d", time.Now().UnixNano()) // the restarted process's too
+	}
+	ta := startApp(t, opts, testConfig)
 	reason := "stock" // the label of seckill_orders_refused_total
 	if sc == guardLimit {
 		reason = "limit"
 	}
 	id := uniq(t, "guard"+reason)
 	ta.createActivity(t, id, guardStockUnits, guardPerUser, 1, time.Now().Add(-time.Second))
+	if sc == guardFailover {
+		// The replica holds the activity as created, then stops following: it lags by every
+		// sale from here on.
+		testwait.Eventually(t, 30*time.Second, func() bool {
+			n, err := replica.Exists(ctx, inventory.Meta(id), inventory.Shard(id, 0, 0).Stock()).Result()
+			return err == nil && n == 2
+		}, "the replica holds activity %s", id)
+		if err := replica.ReplicaOf(ctx, "NO", "ONE").Err(); err != nil {
+			t.Fatalf("setup: stop the replica: %v", err)
+		}
+	}
 
 	var accepted []guardAccepted
 	first := make([]string, guardFirst)
@@ -100,6 +129,17 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 	shard := inventory.Shard(id, epoch, 0)
 	var again []string // who reserves after the put-back
 	switch sc {
+	case guardFailover:
+		// The api process stops; the replica is promoted; a new process (no number handed
+		// out, no floor) starts on it.
+		ta.cancel()
+		ta.done <- <-ta.done // its cleanup waits on done too
+		opts.RedisAddr = replica.Options().Addr
+		opts.InstanceID = ""
+		ta = startApp(t, opts, testConfig)
+		for i := 0; i < guardStockUnits; i++ {
+			again = append(again, fmt.Sprintf("%s-n%d", id, i))
+		}
 	case guardStock:
 		if err := ta.rdb.Set(ctx, shard.Stock(), guardStockUnits, 0).Err(); err != nil {
 			t.Fatalf("setup: put the stock back: %v", err)
