@@ -91,7 +91,7 @@ const (
 	FailedNow                     // PENDING -> FAILED now, stock returned
 	AlreadyFailed                 // it was FAILED already
 	FailConfirmed                 // the record is CONFIRMED; nothing changed
-	FailMissing                   // no record
+	FailMissing                   // no record of this reservation (gone, or another id under its number)
 	FailedNowMoved                // PENDING -> FAILED now; the shard was drained: units in transit
 	AlreadyFailedMoved            // FAILED already, its units still in transit: finish the credit
 )
@@ -229,7 +229,7 @@ func (l *Ledger) Fail(ctx context.Context, rid, userHash string) (FailResult, in
 	if !ok {
 		return FailUnknown, 0, fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
 	}
-	res, err := l.run(ctx, l.fail, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n)).Int64Slice()
+	res, err := l.run(ctx, l.fail, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n), rid).Int64Slice()
 	if err != nil {
 		return FailUnknown, 0, fmt.Errorf("inventory: fail %s: %w", rid, err)
 	}

@@ -20,7 +20,7 @@ func (l *Ledger) Refuse(ctx context.Context, rid string) (FailResult, error) {
 	if !ok {
 		return FailUnknown, fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
 	}
-	res, err := l.run(ctx, l.fail, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n), "refused").Int64Slice()
+	res, err := l.run(ctx, l.fail, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n), rid, "refused").Int64Slice()
 	if err != nil {
 		return FailUnknown, fmt.Errorf("inventory: refuse %s: %w", rid, err)
 	}

@@ -356,7 +356,9 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 			// Its number raises the floor (the first run's answer never arrived).
 			return s.accept(ctx, e, l, home, rid, sent, later)
 		}
-		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {
+		// A replay answers a sale made before: it stands as accept's does, whatever the
+		// mark's record says (recordLater fences then).
+		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil && !errors.Is(err, ErrRecovering) {
 			return ReserveResult{}, done, err
 		}
 		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil

@@ -37,7 +37,7 @@ func TestCompensationInTransitFromAnOldLayoutIsNotSoldOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := fail.Run(ctx, rdb, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n)).Int64Slice()
+		res, err := fail.Run(ctx, rdb, []string{k.Users(), k.Stock(), k.Stats(), k.Drained(), k.XOut()}, RecordField(n), r.ReservationID).Int64Slice()
 		if err != nil || len(res) != 2 || res[0] != 5 {
 			t.Fatalf("fail on the drained shard = %v, %v; want {5 1} (units in transit)", res, err)
 		}

@@ -2,8 +2,10 @@
 -- KEYS[1] the shard's users hash, which holds its records (lib_record.lua), KEYS[2] shard
 -- stock, KEYS[3] stats hash, KEYS[4] the shard's drained marker, KEYS[5] the shard's xout
 -- hash (all the same shard)
--- ARGV[1] the record's field ("r:<n>")
--- ARGV[2] optional: "refused": MySQL refused the reservation's order (order/insert.go: no unit
+-- ARGV[1] the record's field ("r:<n>"), ARGV[2] the reservation id: a record of another id
+-- under the number (one a Redis that went back handed out again) is not this reservation's,
+-- and is answered as missing, unchanged
+-- ARGV[3] optional: "refused": MySQL refused the reservation's order (order/insert.go: no unit
 -- left of the activity's stock, or the buyer at the limit, where the orders live). Redis
 -- counted that unit twice, so nothing is given back (a credit would put a phantom unit on
 -- sale): PENDING -> FAILED with why = REFUSED, stats.failed += qty, and code 1.
@@ -16,7 +18,7 @@
 -- 6 already failed and the units are still in transit (finish the credit).
 --#include lib_record.lua
 local r = rec_read(KEYS[1], ARGV[1])
-if not r then
+if not r or r.rid ~= ARGV[2] then
   return {4, 0}
 end
 local q = tonumber(r.qty) or 0
@@ -30,7 +32,7 @@ if r.st == 'CONFIRMED' then
   return {3, q}
 end
 r.st = 'FAILED'
-if ARGV[2] == 'refused' then
+if ARGV[3] == 'refused' then
   r.why = 'REFUSED'
   rec_write(KEYS[1], ARGV[1], r)
   redis.call('HINCRBY', KEYS[3], 'failed', q)

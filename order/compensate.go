@@ -87,8 +87,9 @@ func newCompensator(db *gorm.DB, rdb redis.UniversalClient, sc *scripts, lockTTL
 
 // Compensate fails the reservation of msg for good, under the (activity, user) lock, so two
 // compensators of one user never interleave. The writer takes no Redis lock: it never inserts
-// an order over a compensations row, and the reservation record decides between its confirm and
-// inventory's Fail (docs/DESIGN.md), so an order and a compensation never both stand. It returns nil when
+// an order over a compensations row, and the compensation writes its row only where MySQL
+// holds no order, before the record fails (docs/DESIGN.md), so an order and a compensation
+// never both stand. It returns nil when
 // the reservation is FAILED with every step done (now or before), ErrOrderExists when an
 // order exists (the record is then confirmed), ErrAlreadyConfirmed, ErrNoRecord, or a
 // transient error (retry later: the retry finishes the remaining steps).
@@ -117,8 +118,8 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 		return nil
 	}
 	err = c.compensateLocked(ctx, msg, "resumed")
-	if errors.Is(err, ErrNoRecord) || errors.Is(err, ErrStale) {
-		return nil
+	if errors.Is(err, ErrNoRecord) || errors.Is(err, ErrStale) || errors.Is(err, ErrAlreadyConfirmed) {
+		return nil // final: its row, if any, went with it; a redelivery decides again
 	}
 	return err
 }
@@ -158,11 +159,19 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 		return err
 	}
 	if !refused {
+		var code inventory.FailResult
 		err = guardIncarnation(ctx, c.db, msg.ActivityID, inc, func(db *gorm.DB) error {
-			return c.fail(ctx, db, msg, reason)
-		})
-		if err != nil {
+			var err error
+			code, err = c.fail(ctx, db, msg, reason)
 			return err
+		})
+		switch {
+		case err != nil:
+			return err
+		case code == inventory.FailConfirmed:
+			return ErrAlreadyConfirmed
+		case code == inventory.FailMissing:
+			return ErrNoRecord
 		}
 	}
 	if err := c.sc.ledger.MarkCompensated(ctx, msg.ReservationID); err != nil {
@@ -176,8 +185,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 // not below the row's incarnation (else ErrStale), and a restore's claim of a newer
 // incarnation (Reconciler.cut) waits for fn, so what fn changed (in Redis and MySQL) happened
 // before the claim and the cut's read sees it. The lock is the one the writer's insert takes
-// (insert.go): an order fn deletes lowers activities.sold in the same transaction, and no
-// insert counts the activity's orders meanwhile. The lock is explicit, so this holds at any
+// (insert.go): no insert counts the activity's orders or reads its compensations meanwhile. The lock is explicit, so this holds at any
 // isolation level. An activity without a row refuses nothing.
 //
 // The embedded SQLite has no row lock: there the transaction's first statement is a
@@ -258,26 +266,25 @@ func (c *Compensator) decide(ctx context.Context, db *gorm.DB, msg Message, reas
 	return false, nil
 }
 
-// fail is step 2 of compensateLocked, on db (the guard's transaction).
-func (c *Compensator) fail(ctx context.Context, db *gorm.DB, msg Message, reason string) error {
+// fail is step 2 of compensateLocked, on db (the guard's transaction). A record found
+// CONFIRMED or not this reservation's (FailConfirmed, FailMissing: nothing went back) takes
+// its compensations row out again, in this transaction, which the code lets commit.
+func (c *Compensator) fail(ctx context.Context, db *gorm.DB, msg Message, reason string) (inventory.FailResult, error) {
 	code, qty, err := c.sc.ledger.Fail(ctx, msg.ReservationID, msg.UserHash)
 	if err != nil {
-		return fmt.Errorf("order: %w", err)
+		return code, fmt.Errorf("order: %w", err)
 	}
 	switch code {
 	case inventory.FailConfirmed, inventory.FailMissing:
 		if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
 			Where("reservation_id = ? AND reason NOT LIKE ?", msg.ReservationID, refusedPrefix+"%").
 			Delete(&sql.Compensation{}).Error; err != nil {
-			return fmt.Errorf("order: remove the compensations row of %s: %w", msg.ReservationID, err)
+			return code, fmt.Errorf("order: remove the compensations row of %s: %w", msg.ReservationID, err)
 		}
-		if code == inventory.FailConfirmed {
-			return ErrAlreadyConfirmed
-		}
-		return ErrNoRecord
+		return code, nil
 	}
 	if err := c.sc.ledger.Refund(ctx, msg.ReservationID, msg.UserHash, qty); err != nil {
-		return fmt.Errorf("order: %w", err)
+		return code, fmt.Errorf("order: %w", err)
 	}
 	if code == inventory.FailedNow || code == inventory.FailedNowMoved {
 		c.m.Compensations.Inc()
@@ -285,7 +292,7 @@ func (c *Compensator) fail(ctx context.Context, db *gorm.DB, msg Message, reason
 		c.log.Info("reservation compensated", "reservation", msg.ReservationID, "activity", msg.ActivityID,
 			"units", strconv.FormatInt(qty, 10), "reason", reason)
 	}
-	return nil
+	return code, nil
 }
 
 func truncate(s string, n int) string {

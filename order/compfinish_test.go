@@ -261,3 +261,57 @@ func TestCompensationCutShortTakesNoUnitFromTheNextBuyer(t *testing.T) {
 		t.Fatalf("the cut-short compensation is not finished: compensated %v, %v", done, err)
 	}
 }
+
+// TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow: a compensation whose record turns
+// out CONFIRMED (no order in MySQL) or to hold another reservation under its number (a Redis
+// that went back handed the number out again) gives nothing back, and must leave no
+// compensations row: the row's removal commits with the code (before, the error rolled the
+// removal back, and the row stood beside a CONFIRMED record, while a finish answered the same
+// error on every redelivery). The other reservation's record is left as it was: the fail
+// script checks the id, not the number alone (before, it failed the other buyer's record and
+// put its unit back).
+func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		set   func(r *inventory.Record)
+		want  error
+		state string
+	}{
+		{"confirmed", func(r *inventory.Record) { r.Status = "CONFIRMED"; r.OrderID = "7" }, ErrAlreadyConfirmed, "CONFIRMED"},
+		{"another id", func(r *inventory.Record) { r.ReservationID += "x" }, ErrNoRecord, "PENDING"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newTestActivity(t, rdb, db, 1, 10)
+			m := a.reserve(1)[0]
+			k, n := keysOf(m)
+			rec := recordAt(t, rdb, k, n)
+			tc.set(&rec)
+			if err := rdb.HSet(ctx, k.Users(), inventory.RecordField(n), rec.String()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			stock, err := rdb.Get(ctx, k.Stock()).Int64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			comp := must(NewCompensator(db, rdb, testMetrics(), testLogger(t)))
+			if err := comp.Compensate(ctx, m, "test"); !errors.Is(err, tc.want) {
+				t.Fatalf("compensate: %v, want %v", err, tc.want)
+			}
+			if r := compensationRows(t, db, a.id); r != 0 {
+				t.Fatalf("%d compensations rows for a reservation that gave nothing back, want 0", r)
+			}
+			if got := recordAt(t, rdb, k, n); got.Status != tc.state {
+				t.Fatalf("record %s after the compensation, want it left %s", got.Status, tc.state)
+			}
+			if got, _ := rdb.Get(ctx, k.Stock()).Int64(); got != stock {
+				t.Fatalf("stock %d -> %d: a unit went back for a record that was not failed", stock, got)
+			}
+			if err := comp.finish(ctx, m); err != nil {
+				t.Fatalf("finish after it: %v, want nil (final)", err)
+			}
+		})
+	}
+}

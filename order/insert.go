@@ -85,7 +85,7 @@ type staleMsg struct {
 //
 //  1. lock the batch's activity rows (SELECT ... FOR UPDATE, in id order; on SQLite a write
 //     that changes nothing takes the database's write lock first): every transaction that
-//     adds or deletes an activity's orders holds this lock (this one, undoOrders and the
+//     adds an activity's orders or compensations holds this lock (this one and the
 //     compensator through guardIncarnation), so the reads below see every order committed
 //     before, at any isolation level (InnoDB takes a REPEATABLE READ snapshot at the first
 //     plain read, after the lock);

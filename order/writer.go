@@ -331,9 +331,8 @@ func (w *Writer) safeWrite(ctx context.Context, batch []Message, alone bool) (er
 
 // write handles one batch of distinct, valid reservations: insert decides, in one MySQL
 // transaction under the activities' row locks, which become orders, which are refused
-// (refuse) and which are poison (dead-lettered); confirm then settles the orders in Redis,
-// where the record's final state decides between an order and a compensation (an order whose
-// confirm finds FAILED is deleted again; see undoOrders).
+// (refuse), which are poison (dead-lettered) and which were compensated (finished here);
+// confirm then settles the orders in Redis.
 func (w *Writer) write(ctx context.Context, batch []Message, alone bool) error {
 	if err := w.lim.WaitN(ctx, len(batch)); err != nil {
 		return err
