@@ -51,6 +51,8 @@ func TestMySQLGuard(t *testing.T) {
 		t.Run(b.name+"/stock", func(t *testing.T) { mysqlGuardDrill(t, b.opts(t), guardStock) })
 		t.Run(b.name+"/limit", func(t *testing.T) { mysqlGuardDrill(t, b.opts(t), guardLimit) })
 	}
+	// The failover restarts the process: the embedded SQLite lives as long as its process, so
+	// only MariaDB outlives it (the SQLite guard is the one stock and limit run above).
 	t.Run("mariadb/failover", func(t *testing.T) { mysqlGuardDrill(t, realOptions(t), guardFailover) })
 }
 
