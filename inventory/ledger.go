@@ -304,16 +304,18 @@ func (l *Ledger) Compensated(ctx context.Context, rid string) (bool, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("inventory: read compensation state of %s: %w", rid, err)
 	}
-	return v == "1", nil
+	return v == rid, nil
 }
 
-// MarkCompensated records on the reservation that its compensation finished every step.
+// MarkCompensated records on the reservation that its compensation finished every step. The
+// mark holds the reservation id: a number a Redis that went back handed out again names
+// another reservation, whose compensation this mark does not finish.
 func (l *Ledger) MarkCompensated(ctx context.Context, rid string) error {
 	k, n, ok := ParseReservationID(rid)
 	if !ok {
 		return fmt.Errorf("%w: reservation id %q", ErrInvalid, rid)
 	}
-	if err := l.rdb.HSet(ctx, k.Users(), CompField(n), 1).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, k.Users(), CompField(n), rid).Err(); err != nil {
 		return fmt.Errorf("inventory: mark %s compensated: %w", rid, err)
 	}
 	return nil

@@ -24,7 +24,8 @@ import (
 // RecordField is the field of the shard's n-th reservation record in ShardKeys.Users.
 func RecordField(n int64) string { return "r:" + strconv.FormatInt(n, 10) }
 
-// CompField is the field that marks the n-th reservation's compensation finished.
+// CompField is the field that marks the n-th reservation's compensation finished; it holds
+// the reservation id (Ledger.MarkCompensated).
 func CompField(n int64) string { return RecordField(n) + ":c" }
 
 // Record is a reservation record as the shard holds it.

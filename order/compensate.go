@@ -118,10 +118,10 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 		return nil
 	}
 	err = c.compensateLocked(ctx, msg, "resumed")
-	if errors.Is(err, ErrNoRecord) || errors.Is(err, ErrStale) || errors.Is(err, ErrAlreadyConfirmed) {
+	if errors.Is(err, ErrNoRecord) || errors.Is(err, ErrAlreadyConfirmed) {
 		return nil // final: its row, if any, went with it; a redelivery decides again
 	}
-	return err
+	return err // ErrStale is final too: the caller counts it
 }
 
 // compensateLocked is Compensate with the (activity, user) lock held by the caller. MySQL

@@ -315,3 +315,66 @@ func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
 		})
 	}
 }
+
+// TestCompensatedMarkNamesItsReservation: the compensated mark of a number holds the id it
+// finished; another id under the same number (a Redis that went back handed the number out
+// again) is not compensated by it, so its own compensation is not skipped.
+func TestCompensatedMarkNamesItsReservation(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	ctx := context.Background()
+	a := newTestActivity(t, rdb, db, 1, 10)
+	m := a.reserve(1)[0]
+	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
+		t.Fatal(err)
+	}
+	l := must(inventory.NewLedger(rdb))
+	other := m.ReservationID + "7" // the same number, another call
+	if _, n, ok := inventory.ParseReservationID(other); !ok || n != mustNumber(t, m.ReservationID) {
+		t.Fatalf("setup: %q is not another id under the number of %s", other, m.ReservationID)
+	}
+	for rid, want := range map[string]bool{m.ReservationID: true, other: false} {
+		if done, err := l.Compensated(ctx, rid); err != nil || done != want {
+			t.Fatalf("Compensated(%s) = %v, %v; want %v", rid, done, err, want)
+		}
+	}
+}
+
+func mustNumber(t *testing.T, rid string) int64 {
+	t.Helper()
+	_, n, ok := inventory.ParseReservationID(rid)
+	if !ok {
+		t.Fatalf("reservation id %q does not parse", rid)
+	}
+	return n
+}
+
+// TestCompensatedMessageOfAReplacedIncarnationIsCounted: a message whose reservation has a
+// compensations row, of an incarnation a restore replaced since, is acked with nothing done
+// and counted as stale (before, the finish dropped it without a count or a line).
+func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	ctx := context.Background()
+	a := newTestActivity(t, rdb, db, 1, 10)
+	m := a.reserve(1)[0]
+	if err := db.Create(&sql.Compensation{ReservationID: m.ReservationID, ActivityID: m.ActivityID,
+		UserID: m.UserID, Quantity: m.Quantity, Reason: "test"}).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("UPDATE activities SET incarnation = incarnation + 1 WHERE id = ?", a.id).Error; err != nil {
+		t.Fatal(err)
+	}
+	met := testMetrics()
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, met, testLogger(t)))
+	if err := w.Handle(ctx, []Message{m}); err != nil {
+		t.Fatalf("handle: %v", err)
+	}
+	if got := testutil.ToFloat64(met.WriterStale); got != 1 {
+		t.Fatalf("seckill_order_writer_stale_dropped_total %v, want 1", got)
+	}
+	k, n := keysOf(m)
+	if st := recordAt(t, rdb, k, n).Status; st != "PENDING" {
+		t.Fatalf("record %s, want PENDING: a replaced incarnation's record is the restore's", st)
+	}
+}

@@ -361,7 +361,14 @@ func (w *Writer) write(ctx context.Context, batch []Message, alone bool) error {
 	for _, m := range res.compensated {
 		// Compensated before its order: its row is committed; finish the Redis steps of a
 		// compensation cut short after it (one HGET when they are done).
-		if err := w.comp.finish(ctx, m); err != nil {
+		switch err := w.comp.finish(ctx, m); {
+		case errors.Is(err, ErrStale):
+			// A restore replaced its incarnation and counted its unit unsold: nothing of
+			// the compensation is left to do.
+			w.m.WriterStale.Inc()
+			w.log.Warn("compensation of a reservation of an incarnation a restore replaced left as it is (the restore counted its unit unsold)",
+				"reservation", m.ReservationID, "activity", m.ActivityID, "err", err)
+		case err != nil:
 			errs = append(errs, err)
 		}
 	}

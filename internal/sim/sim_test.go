@@ -577,7 +577,7 @@ func (s *sim) journal() []entry {
 					s.t.Fatalf("record of %s: %v", m.ReservationID, err)
 				}
 				k, n, _ := inventory.ParseReservationID(m.ReservationID)
-				comp := s.rdb.HGet(s.ctx, k.Users(), inventory.CompField(n)).Val() == "1"
+				comp := s.rdb.HGet(s.ctx, k.Users(), inventory.CompField(n)).Val() == m.ReservationID
 				out = append(out, entry{m, rv.Status, comp})
 			}
 		}
