@@ -121,7 +121,7 @@ local function reserve_on(KEYS, ARGV, sh)
     redis.call('HSET', KEYS[2], rf, rec, uh, user)
   end
   redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
-    'qty', qs, 'seq', seq, 'home', ARGV[14], 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
+    'qty', qs, 'seq', seq, 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
   return {1, rid, sh.stock}
 end
 

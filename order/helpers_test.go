@@ -57,9 +57,6 @@ type testActivity struct {
 	activities string
 	mu         sync.Mutex
 	users      map[string]int // user id -> units held (seq)
-	// noHome journals the entries without the home field (the reservation script of the
-	// next release).
-	noHome bool
 }
 
 func newTestActivity(t testing.TB, rdb redis.UniversalClient, db *gorm.DB, shards int, stock int64) *testActivity {
@@ -151,7 +148,7 @@ func (a *testActivity) reserveFor(users []string, qty int) []Message {
 			seq := a.users[u]
 			a.mu.Unlock()
 			m := Message{ReservationID: inventory.ReservationID(a.id, 0, homes[i], nrec, testIssuer, nrec), ActivityID: a.id,
-				UserID: u, UserHash: testHasher.UserHash(u), Quantity: qty, Seq: seq, Home: homes[i],
+				UserID: u, UserHash: testHasher.UserHash(u), Quantity: qty, Seq: seq,
 				Shard: homes[i], Epoch: 0, TS: now}
 			out = append(out, m)
 			pipe.DecrBy(ctx, k.Stock(), int64(qty))
@@ -161,9 +158,6 @@ func (a *testActivity) reserveFor(users []string, qty int) []Message {
 			pipe.HIncrBy(ctx, k.Stats(), "taken", int64(qty))
 			vals := []any{"rid", m.ReservationID, "aid", a.id, "uid", u, "uh", m.UserHash, "qty", qty, "seq", seq,
 				"shard", m.Shard, "epoch", 0, "ts", now}
-			if !a.noHome {
-				vals = append(vals, "home", m.Home)
-			}
 			pipe.XAdd(ctx, &redis.XAddArgs{Stream: k.Journal(), Values: vals})
 		}
 		if _, err := pipe.Exec(ctx); err != nil {

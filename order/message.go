@@ -26,7 +26,6 @@ type Message struct {
 	UserHash      string `json:"uh"`
 	Quantity      int    `json:"qty"`
 	Seq           int    `json:"seq"`
-	Home          int    `json:"home"`
 	Shard         int    `json:"shard"`
 	Epoch         int    `json:"epoch"`
 	TS            int64  `json:"ts"`
@@ -77,17 +76,14 @@ func (m Message) Validate() error {
 		return fmt.Errorf("%w: %s: user id", ErrBadMessage, m.ReservationID)
 	case !inventory.ValidUserHash(m.UserHash):
 		return fmt.Errorf("%w: %s: user hash", ErrBadMessage, m.ReservationID)
-	case m.Quantity <= 0 || m.Seq <= 0 || m.Home < 0:
-		return fmt.Errorf("%w: %s: quantity/seq/home", ErrBadMessage, m.ReservationID)
+	case m.Quantity <= 0 || m.Seq <= 0:
+		return fmt.Errorf("%w: %s: quantity/seq", ErrBadMessage, m.ReservationID)
 	}
 	return nil
 }
 
 // messageFromEntry decodes a journal stream entry (fields rid aid uid uh qty seq shard epoch
-// ts ik, and home). home always equals shard (a reservation never spans two shards): an
-// entry without it is read with home = shard. The reservation script still writes home,
-// because relays of the release before this one (a rolling upgrade runs both) require it
-// and would dead-letter an entry without it; it stops writing it in the next release.
+// ts ik). The release before also wrote home, always equal to shard; it is ignored.
 func messageFromEntry(v map[string]any) (Message, error) {
 	s := func(k string) string { x, _ := v[k].(string); return x }
 	n := func(k string) (int64, error) {
@@ -99,15 +95,11 @@ func messageFromEntry(v map[string]any) (Message, error) {
 	}
 	m := Message{ReservationID: s("rid"), ActivityID: s("aid"), UserID: s("uid"), UserHash: s("uh")}
 	m.IdemHash = inventory.IdemHash(s("ik"), m.UserHash)
-	home := "home"
-	if _, ok := v[home]; !ok {
-		home = "shard"
-	}
 	var errs []error
 	for _, f := range []struct {
 		k string
 		p *int
-	}{{"qty", &m.Quantity}, {"seq", &m.Seq}, {home, &m.Home}, {"shard", &m.Shard}, {"epoch", &m.Epoch}} {
+	}{{"qty", &m.Quantity}, {"seq", &m.Seq}, {"shard", &m.Shard}, {"epoch", &m.Epoch}} {
 		x, err := n(f.k)
 		errs = append(errs, err)
 		*f.p = int(x)

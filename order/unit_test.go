@@ -27,7 +27,7 @@ func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
 func TestMessageFromEntry(t *testing.T) {
 	uh := testHasher.UserHash("alice")
 	good := map[string]any{"rid": "act.0.1.7", "aid": "act", "uid": "alice", "uh": uh, "qty": "2", "seq": "2",
-		"home": "1", "shard": "1", "epoch": "0", "ts": "1700000000000"}
+		"shard": "1", "epoch": "0", "ts": "1700000000000"}
 	with := func(k, v string) map[string]any {
 		m := map[string]any{}
 		for a, b := range good {
@@ -47,7 +47,8 @@ func TestMessageFromEntry(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "good", give: good},
-		{name: "without home (home = shard)", give: without("home")},
+		{name: "with home (the release before)", give: with("home", "1")},
+		{name: "without shard", give: without("shard"), wantErr: true},
 		{name: "bad qty", give: with("qty", "x"), wantErr: true},
 		{name: "zero qty", give: with("qty", "0"), wantErr: true},
 		{name: "rid shard mismatch", give: with("shard", "2"), wantErr: true},
@@ -67,7 +68,7 @@ func TestMessageFromEntry(t *testing.T) {
 		if err != nil && !errors.Is(err, ErrBadMessage) {
 			t.Errorf("%s: err %v does not wrap ErrBadMessage", tt.name, err)
 		}
-		if err == nil && (m.Quantity != 2 || m.Shard != 1 || m.Home != 1 || m.TS != 1700000000000) {
+		if err == nil && (m.Quantity != 2 || m.Shard != 1 || m.TS != 1700000000000) {
 			t.Errorf("decoded %+v", m)
 		}
 	}

@@ -13,5 +13,5 @@ end
 local t = redis.call('TIME')
 local now_ms = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('XADD', KEYS[2], '*', 'rid', ARGV[1], 'aid', ARGV[2], 'uid', ARGV[3], 'uh', ARGV[4],
-  'qty', qty, 'seq', left, 'home', ARGV[6], 'shard', ARGV[6], 'epoch', ARGV[7], 'ts', now_ms)
+  'qty', qty, 'seq', left, 'shard', ARGV[6], 'epoch', ARGV[7], 'ts', now_ms)
 return {1, ARGV[1], left}

@@ -570,7 +570,7 @@ func (s *sim) journal() []entry {
 				f := func(k string) string { v, _ := x.Values[k].(string); return v }
 				num := func(k string) int { v, _ := strconv.Atoi(f(k)); return v }
 				m := order.Message{ReservationID: f("rid"), ActivityID: f("aid"), UserID: f("uid"), UserHash: f("uh"),
-					Quantity: num("qty"), Seq: num("seq"), Home: num("home"), Shard: num("shard"), Epoch: num("epoch")}
+					Quantity: num("qty"), Seq: num("seq"), Shard: num("shard"), Epoch: num("epoch")}
 				m.TS, _ = strconv.ParseInt(f("ts"), 10, 64)
 				rv, err := s.store.Reservation(s.ctx, m.ReservationID)
 				if err != nil {
