@@ -17,8 +17,8 @@ import (
 //	<status>|<qty>|<ts ms>|<uh>|<orderId>|<why>|<rid>|<uid>
 //
 // (lua/lib_record.lua reads and writes the same form; the user id comes last, as it may
-// hold '|'). The compensation's mark is a field of its own, "r:<n>:c" = 1 (MarkCompensated:
-// a plain HSET, no read of the record). A record lives as long as its shard's users hash:
+// hold '|'). The compensation's mark is a field of its own, "r:<n>:c" = the reservation id
+// (MarkCompensated: a plain HSET, no read of the record). A record lives as long as its shard's users hash:
 // a retired layout keeps that hash for its records; the archive deletes it.
 
 // RecordField is the field of the shard's n-th reservation record in ShardKeys.Users.

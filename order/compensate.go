@@ -146,13 +146,13 @@ func (c *Compensator) finish(ctx context.Context, msg Message) error {
 // idempotent.
 func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason string) error {
 	inc := inventory.Incarnation(msg.Epoch)
-	var refused bool
+	var refused, fresh bool
 	err := guardIncarnation(ctx, c.db, msg.ActivityID, inc, func(db *gorm.DB) error {
 		if c.afterCheck != nil {
 			c.afterCheck()
 		}
 		var err error
-		refused, err = c.decide(ctx, db, msg, reason)
+		refused, fresh, err = c.decide(ctx, db, msg, reason)
 		return err
 	})
 	if err != nil {
@@ -162,7 +162,7 @@ func (c *Compensator) compensateLocked(ctx context.Context, msg Message, reason 
 		var code inventory.FailResult
 		err = guardIncarnation(ctx, c.db, msg.ActivityID, inc, func(db *gorm.DB) error {
 			var err error
-			code, err = c.fail(ctx, db, msg, reason)
+			code, err = c.fail(ctx, db, msg, reason, fresh)
 			return err
 		})
 		switch {
@@ -218,64 +218,71 @@ func guardIncarnation(ctx context.Context, db *gorm.DB, activity string, inc int
 
 // decide is step 1 of compensateLocked, on db (the guard's transaction). refused: MySQL
 // refused the reservation's order (insert.go), whose record then fails as refused, with no
-// units back (a credit would put a phantom unit on sale).
-func (c *Compensator) decide(ctx context.Context, db *gorm.DB, msg Message, reason string) (refused bool, err error) {
+// units back (a credit would put a phantom unit on sale). fresh: this call wrote the
+// compensations row (none was there).
+func (c *Compensator) decide(ctx context.Context, db *gorm.DB, msg Message, reason string) (refused, fresh bool, err error) {
 	var ids []int64
 	// The order of this reservation: same id, buyer and sequence (an order under the same id
 	// for another buyer is another reservation whose id Redis handed out again).
 	if err := db.Model(&sql.Order{}).Where("reservation_id = ? AND activity_id = ? AND user_id = ? AND seq = ?",
 		msg.ReservationID, msg.ActivityID, msg.UserID, msg.Seq).Limit(1).Pluck("id", &ids).Error; err != nil {
-		return false, fmt.Errorf("order: compensate %s: look up order: %w", msg.ReservationID, err)
+		return false, false, fmt.Errorf("order: compensate %s: look up order: %w", msg.ReservationID, err)
 	}
 	if len(ids) > 0 {
 		res, err := c.sc.ledger.Confirm(ctx, []inventory.Confirmation{{ReservationID: msg.ReservationID, OrderID: ids[0], UserHash: msg.UserHash}})
 		if err != nil {
-			return false, fmt.Errorf("order: %w", err)
+			return false, false, fmt.Errorf("order: %w", err)
 		}
 		if res[0] == inventory.ConfirmConflict {
 			// Only a Redis that duplicated state fails a record with no compensations row
 			// (step 1 below): MySQL has the last word, the order stands.
 			c.log.Error("reservation has an order and its record is FAILED; the order stands", "reservation", msg.ReservationID)
 		}
-		return false, ErrOrderExists
+		return false, false, ErrOrderExists
 	}
 	var reasons []string
 	if err := db.Model(&sql.Compensation{}).Where("reservation_id = ?", msg.ReservationID).
 		Pluck("reason", &reasons).Error; err != nil {
-		return false, fmt.Errorf("order: compensate %s: look up compensation: %w", msg.ReservationID, err)
+		return false, false, fmt.Errorf("order: compensate %s: look up compensation: %w", msg.ReservationID, err)
 	}
 	if len(reasons) > 0 && strings.HasPrefix(reasons[0], refusedPrefix) {
 		code, err := c.sc.ledger.Refuse(ctx, msg.ReservationID)
 		if err != nil {
-			return true, fmt.Errorf("order: %w", err)
+			return true, false, fmt.Errorf("order: %w", err)
 		}
 		if code == inventory.FailedNow {
 			c.m.Refused.WithLabelValues(msg.ActivityID, strings.TrimPrefix(reasons[0], refusedPrefix)).Inc()
 		}
-		return true, nil
+		return true, false, nil
 	}
 	if len(reasons) > 0 {
-		return false, nil // decided before: a compensation cut short
+		return false, false, nil // decided before: a compensation cut short
 	}
 	row := sql.Compensation{ReservationID: msg.ReservationID, ActivityID: msg.ActivityID, UserID: msg.UserID,
 		Quantity: msg.Quantity, Reason: truncate(reason, 255)}
 	if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
 		Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
-		return false, fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
+		return false, false, fmt.Errorf("order: record compensation %s: %w", msg.ReservationID, err)
 	}
-	return false, nil
+	return false, true, nil
 }
 
 // fail is step 2 of compensateLocked, on db (the guard's transaction). A record found
 // CONFIRMED or not this reservation's (FailConfirmed, FailMissing: nothing went back) takes
-// its compensations row out again, in this transaction, which the code lets commit.
-func (c *Compensator) fail(ctx context.Context, db *gorm.DB, msg Message, reason string) (inventory.FailResult, error) {
+// the compensations row out again, in this transaction, which the code lets commit, when
+// this call wrote it (fresh). A row an earlier call wrote stays: that call may have failed
+// the record and given its units back before the record went (an archive, a Redis that lost
+// it), and without the row a redelivery would become an order for a unit sold again.
+func (c *Compensator) fail(ctx context.Context, db *gorm.DB, msg Message, reason string, fresh bool) (inventory.FailResult, error) {
 	code, qty, err := c.sc.ledger.Fail(ctx, msg.ReservationID, msg.UserHash)
 	if err != nil {
 		return code, fmt.Errorf("order: %w", err)
 	}
 	switch code {
 	case inventory.FailConfirmed, inventory.FailMissing:
+		if !fresh {
+			return code, nil
+		}
 		if err := db.Session(&gorm.Session{SkipDefaultTransaction: true}).
 			Where("reservation_id = ? AND reason NOT LIKE ?", msg.ReservationID, refusedPrefix+"%").
 			Delete(&sql.Compensation{}).Error; err != nil {

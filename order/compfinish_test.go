@@ -96,18 +96,7 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 	msgs := a.reserve(1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
-	src, err := lua.Source("inventory_fail.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fail := redis.NewScript(src).Hash()
-	h := &lostReplyHook{match: func(c redis.Cmder) bool {
-		args := c.Args()
-		return c.Name() == "evalsha" && len(args) > 1 && args[1] == fail
-	}}
-	h.armed.Store(true)
-	wrdb := testsvc.Redis(t)
-	wrdb.(*redis.Client).AddHook(h)
+	wrdb, h := scriptReplyLost(t, "inventory_fail.lua")
 	w := must(NewWriter(wdb, wrdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 2}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func([]Message) { panic("transient bug") }
 	if err := w.Handle(ctx, late(msgs, 2)); err == nil {
@@ -140,6 +129,25 @@ func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
 	if c, r := countOrders(t, db, a.id), compensationRows(t, db, a.id); c.rows != 0 || r != 1 {
 		t.Fatalf("orders %+v, compensation rows %d: want 0 orders and 1 compensation row (units were returned)", c, r)
 	}
+}
+
+// scriptReplyLost returns a client on the test Redis whose first run of the embedded script
+// name loses its reply after Redis applied it, and the hook (armed until then).
+func scriptReplyLost(t *testing.T, name string) (redis.UniversalClient, *lostReplyHook) {
+	t.Helper()
+	src, err := lua.Source(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := redis.NewScript(src).Hash()
+	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+		args := c.Args()
+		return c.Name() == "evalsha" && len(args) > 1 && args[1] == sha
+	}}
+	h.armed.Store(true)
+	rdb := testsvc.Redis(t)
+	rdb.(*redis.Client).AddHook(h)
+	return rdb, h
 }
 
 // lostReplyHook runs a matching command and then reports an error, as a reply lost on the
@@ -215,18 +223,7 @@ func TestCompensationCutShortTakesNoUnitFromTheNextBuyer(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 1, 1)
 	first := a.reserve(1)[0]
 	ctx := context.Background()
-	src, err := lua.Source("inventory_refund.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refund := redis.NewScript(src).Hash()
-	h := &lostReplyHook{match: func(c redis.Cmder) bool {
-		args := c.Args()
-		return c.Name() == "evalsha" && len(args) > 1 && args[1] == refund
-	}}
-	h.armed.Store(true)
-	crdb := testsvc.Redis(t)
-	crdb.(*redis.Client).AddHook(h)
+	crdb, h := scriptReplyLost(t, "inventory_refund.lua")
 	if err := must(NewCompensator(db, crdb, testMetrics(), testLogger(t))).Compensate(ctx, first, "test"); err == nil {
 		t.Fatal("compensate with the refund's reply lost: want an error")
 	}
@@ -376,5 +373,34 @@ func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
 	k, n := keysOf(m)
 	if st := recordAt(t, rdb, k, n).Status; st != "PENDING" {
 		t.Fatalf("record %s, want PENDING: a replaced incarnation's record is the restore's", st)
+	}
+}
+
+// TestFinishedCompensationKeepsItsRowWhenItsRecordIsGone: a compensation finished (row,
+// record FAILED, units back, mark), then its record and mark went (an archive, a Redis that
+// lost them). A redelivered message finishes it again: the fail finds no record, and the row
+// an earlier call wrote must stay, or the next delivery becomes an order for a unit that
+// went back and may be sold again.
+func TestFinishedCompensationKeepsItsRowWhenItsRecordIsGone(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	ctx := context.Background()
+	a := newTestActivity(t, rdb, db, 1, 10)
+	m := a.reserve(1)[0]
+	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
+		t.Fatal(err)
+	}
+	k, n := keysOf(m)
+	if err := rdb.HDel(ctx, k.Users(), inventory.RecordField(n), inventory.CompField(n)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
+	for i := 0; i < 2; i++ {
+		if err := w.Handle(ctx, []Message{m}); err != nil {
+			t.Fatalf("delivery %d: %v", i+1, err)
+		}
+	}
+	if c, r := countOrders(t, db, a.id), compensationRows(t, db, a.id); c.rows != 0 || r != 1 {
+		t.Fatalf("orders %+v, compensation rows %d: want 0 orders and the 1 row (its units went back)", c, r)
 	}
 }
