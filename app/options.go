@@ -73,8 +73,9 @@ type Options struct {
 	MySQLPool     int    // SECKILL_MYSQL_POOL: the order writer's connection pool
 	// WriterRate (SECKILL_WRITER_RATE) is the orders per second the writer may commit; 0 = no cap.
 	WriterRate float64
-	// ReserveBatch (SECKILL_RESERVE_BATCH) bounds the reservations of one stock shard sent in
-	// one Redis call (group commit); 1 sends each alone; 0: the inventory's default.
+	// ReserveBatch (SECKILL_RESERVE_BATCH) bounds the reservations of one activity (on a
+	// cluster, of one stock shard) sent in one Redis call (group commit); 1 sends each alone;
+	// 0: the inventory's default.
 	ReserveBatch int
 	Demo         bool   // SECKILL_DEMO: load the demo activity at start (default in embedded mode)
 	Namespace    string // SECKILL_NAMESPACE: keeps deployments sharing one Redis apart
@@ -226,7 +227,7 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 				o.WriterRate = float64(n)
 				return err
 			}},
-		{flag: "reserve-batch", env: "SECKILL_RESERVE_BATCH", def: strconv.Itoa(inventory.DefaultReserveBatch), usage: "most reservations of one stock shard sent in one Redis call: those that arrive while the shard's previous call is in flight (1 = each alone)",
+		{flag: "reserve-batch", env: "SECKILL_RESERVE_BATCH", def: strconv.Itoa(inventory.DefaultReserveBatch), usage: "most reservations sent in one Redis call: those of one activity (on a cluster, of one stock shard) that arrive while its previous call is in flight (1 = each alone)",
 			set: func(o *Options, v string) error {
 				if err := parseInt(v, 1, &o.ReserveBatch); err != nil {
 					return err

@@ -7,21 +7,24 @@ import (
 	"time"
 )
 
-// Group commit: the reservations of one layout shard that arrive while a call of
-// that shard is in flight wait for it, and go together, in arrival order, as one call of
-// inventory_reserve_batch.lua, which runs each exactly as inventory_reserve.lua would, one
-// after the other. Each reservation gets its own answer and its caller decides on it as on
-// the single script's (reserveOn); the shard's checks (open, generation mark, floor) are
-// made for each, with the mark and floor the batch was built with.
+// Group commit: the reservations of one queue that arrive while a call of that queue is in
+// flight wait for it, and go together, in arrival order, as one call of
+// inventory_reserve_batch.lua, which runs each exactly as inventory_reserve.lua would on its
+// shard, one after the other. A queue is a layout's on a single Redis node (a script's keys
+// need no common slot there, so one call carries reservations of every shard, and the
+// batches grow with the whole activity's traffic, not a sixteenth of it) and one shard's on
+// a cluster (batcherOf). Each reservation gets its own answer and its caller decides on it
+// as on the single script's (reserveOn); the shard's checks (open, generation mark, floor)
+// are made for each, with the mark and floor the batch was built with for its shard.
 //
 // Invariants:
 //   - B1: a reservation is sent at most once: a waiter leaves the queue only by being taken
 //     into a batch (then it waits for that batch's answer, whatever its context says) or by
 //     its context ending while still queued (then it was never sent).
-//   - B2: at most one call per shard is in flight from this instance (busy); the queue is
+//   - B2: at most one call per queue is in flight from this instance (busy); the queue is
 //     sent by a waiter of it (the first of the next batch leads it), so no caller's answer
 //     waits for a batch after its own.
-//   - B3: no wait when the shard is idle: a reservation that finds no call in flight is sent
+//   - B3: no wait when the queue is idle: a reservation that finds no call in flight is sent
 //     at once, alone, with the single script (the same command as without batching).
 //   - B4: a batch shares the arguments of the activity, the limits and the IP bucket's
 //     settings: a reservation whose arguments differ from the first's (a limit edited in
@@ -30,7 +33,7 @@ import (
 // DefaultReserveBatch is the default of Options.ReserveBatch.
 const DefaultReserveBatch = 32
 
-// batcher is one layout shard's queue.
+// batcher is one queue: a layout's on a single node, a layout shard's on a cluster.
 type batcher struct {
 	mu    sync.Mutex
 	busy  bool // a call of this shard is in flight (B2)
@@ -40,6 +43,7 @@ type batcher struct {
 // batchItem is one reservation waiting for, or carried by, a batch.
 type batchItem struct {
 	r       *ReserveRequest
+	home    int // the layout shard it reserves on
 	uh, idf string
 	withIP  bool
 	ul      *[4]any // the user limits' boxed arguments: equal pointers, equal limits (B4)
@@ -55,9 +59,10 @@ type batchItem struct {
 
 var batchItems = sync.Pool{New: func() any { return &batchItem{done: make(chan struct{}, 1)} }}
 
-// reserveBatched sends r's reservation on shard home of l, with others of the same shard
+// reserveBatched sends r's reservation on shard home of l, with others of the same queue
 // when a call of it is in flight, and returns its own answer as runCall would, with the
-// mark the call carried and whether this instance had met the shard's generation key.
+// mark the call carried for the shard and whether this instance had met the shard's
+// generation key.
 func (s *Store) reserveBatched(ctx context.Context, e *entry, l *layout, home int, r *ReserveRequest, uh, idf string, withIP bool) (res []any, sent string, seen bool, err error) {
 	if s.opts.ReserveBatch <= 1 { // each alone, in parallel: no queue
 		call := s.reserveCallFor(e, l, home, r, uh, idf, withIP)
@@ -67,9 +72,9 @@ func (s *Store) reserveBatched(ctx context.Context, e *entry, l *layout, home in
 		call.release()
 		return res, sent, seen, err
 	}
-	b := &l.batchers[home]
+	b := s.batcherOf(l, home)
 	it := batchItems.Get().(*batchItem)
-	it.r, it.uh, it.idf, it.withIP, it.ul = r, uh, idf, withIP, e.userLimitArgs(r)
+	it.r, it.home, it.uh, it.idf, it.withIP, it.ul = r, home, uh, idf, withIP, e.userLimitArgs(r)
 	defer func() {
 		*it = batchItem{done: it.done}
 		batchItems.Put(it)
@@ -78,7 +83,7 @@ func (s *Store) reserveBatched(ctx context.Context, e *entry, l *layout, home in
 	if !b.busy {
 		b.busy = true
 		b.mu.Unlock()
-		s.sendBatches(ctx, e, l, home, []*batchItem{it})
+		s.sendBatches(ctx, e, l, b, []*batchItem{it})
 		return it.res, it.sent, it.seen, it.err
 	}
 	b.queue = append(b.queue, it)
@@ -98,21 +103,20 @@ func (s *Store) reserveBatched(ctx context.Context, e *entry, l *layout, home in
 		<-it.done // taken: its batch decides (B1)
 	}
 	if it.lead != nil {
-		s.sendBatches(ctx, e, l, home, it.lead)
+		s.sendBatches(ctx, e, l, b, it.lead)
 	}
 	return it.res, it.sent, it.seen, it.err
 }
 
 // sendBatches sends batch (its first item is the caller's), answers every other item, and
 // hands the queue on: the first of the next batch sends it, or the shard is idle again.
-func (s *Store) sendBatches(ctx context.Context, e *entry, l *layout, home int, batch []*batchItem) {
+func (s *Store) sendBatches(ctx context.Context, e *entry, l *layout, b *batcher, batch []*batchItem) {
 	if len(batch) > 1 {
 		// Others' answers ride on this call: the leader's request ending (a client gone)
 		// must not fail theirs. The client's timeouts bound the call.
 		ctx = context.WithoutCancel(ctx)
 	}
-	s.runBatch(ctx, e, l, home, batch)
-	b := &l.batchers[home]
+	s.runBatch(ctx, e, l, batch)
 	b.mu.Lock()
 	next := s.takeBatch(b)
 	if next == nil {
@@ -150,17 +154,29 @@ func (s *Store) takeBatch(b *batcher) []*batchItem {
 	return batch
 }
 
+// batcherOf is the queue of shard home of l: the layout's on a single Redis node, the
+// shard's on a cluster, where a script's keys must share a slot.
+func (s *Store) batcherOf(l *layout, home int) *batcher {
+	if s.ChecksIP() {
+		return &l.batchers[0]
+	}
+	return &l.batchers[home]
+}
+
 // runBatch makes batch's call and sets each item's answer: one item goes with the single
 // script (B3), more with the batch script. A slot move is waited for once, as reserveOn
 // does for one reservation.
-func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, home int, batch []*batchItem) {
+func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, batch []*batchItem) {
 	first := batch[0]
-	seen := l.seen(home)
-	call := s.reserveCallFor(e, l, home, first.r, first.uh, first.idf, first.withIP)
+	for _, it := range batch {
+		it.seen = l.seen(it.home)
+	}
+	call := s.reserveCallFor(e, l, first.home, first.r, first.uh, first.idf, first.withIP)
 	sc := s.reserve
+	var marks []*string // per item, the mark its shard carried (batch only)
 	if len(batch) > 1 {
 		sc = s.reserveBatch
-		s.batchArgs(call, batch)
+		marks = s.batchArgs(e, l, call, batch)
 	}
 	res, err := s.runReserve(ctx, sc, call.args)
 	sent := *call.mark
@@ -169,7 +185,10 @@ func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, home int, bat
 		s.m.batchSize.Observe(float64(len(batch)))
 	}
 	for i, it := range batch {
-		it.sent, it.seen, it.err = sent, seen, err
+		it.sent, it.err = sent, err
+		if marks != nil {
+			it.sent = *marks[i]
+		}
 		if err != nil {
 			continue
 		}
@@ -191,21 +210,32 @@ func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, home int, bat
 }
 
 // batchArgs turns call, the single script's command of batch[0], into the batch script's
-// (inventory_reserve_batch.lua): its IP keys follow the shard's, ARGV gets the IP bucket's
-// two arguments in any case, then four per further reservation.
-func (s *Store) batchArgs(call *reserveCall, batch []*batchItem) {
-	a := call.args
-	a[1] = s.reserveBatch.hash
+// (inventory_reserve_batch.lua): the six keys of each shard the batch reserves on, in the
+// order of their first reservation, then its IP keys; ARGV gets the IP bucket's two
+// arguments in any case, the shards (number, mark, floor), then five per reservation. It
+// answers the mark each item's shard carries.
+func (s *Store) batchArgs(e *entry, l *layout, call *reserveCall, batch []*batchItem) []*string {
 	const shardKeys, common = 6, 20
 	keysEnd := 3 + shardKeys
 	if batch[0].withIP {
 		keysEnd++
 	}
-	argv := a[keysEnd:]
-	out := make([]any, 0, 3+shardKeys+len(batch)+common+4*(len(batch)-1))
-	out = append(out, a[:3+shardKeys]...)
+	argv := call.args[keysEnd:]
+	place := make(map[int]int, len(batch)) // shard -> its place in the list, from 1
+	var homes []int
+	for _, it := range batch {
+		if place[it.home] == 0 {
+			homes = append(homes, it.home)
+			place[it.home] = len(homes)
+		}
+	}
+	out := make([]any, 0, 3+shardKeys*len(homes)+len(batch)+common+1+3*len(homes)+5*len(batch))
+	out = append(out, call.args[0], s.reserveBatch.hash, shardKeys*len(homes))
+	for _, h := range homes {
+		out = append(out, l.args[h].keys[:]...)
+	}
 	if batch[0].withIP {
-		out[2] = shardKeys + len(batch)
+		out[2] = shardKeys*len(homes) + len(batch)
 		for _, it := range batch {
 			out = append(out, it.r.IPKey)
 		}
@@ -214,10 +244,19 @@ func (s *Store) batchArgs(call *reserveCall, batch []*batchItem) {
 	if !batch[0].withIP {
 		out = append(out, 0, 0)
 	}
-	for _, it := range batch[1:] {
-		out = append(out, it.r.UserID, it.uh, it.r.Quantity, it.idf)
+	out = append(out, len(homes))
+	mark := make([]*string, len(homes))
+	for i, h := range homes {
+		mark[i] = l.mark(h, e)
+		out = append(out, l.args[h].home, mark[i], l.floorOf(h))
+	}
+	marks := make([]*string, len(batch))
+	for i, it := range batch {
+		marks[i] = mark[place[it.home]-1]
+		out = append(out, place[it.home], it.r.UserID, it.uh, it.r.Quantity, it.idf)
 	}
 	call.args = out
+	return marks
 }
 
 // runReserve runs a reservation command (single or batch) as runCall does and, when the

@@ -85,7 +85,7 @@ func newMetrics() *Metrics {
 			Name: "seckill_activity_recovering", Help: "1 while this instance holds the activity in the recovering state: Redis lost its state, reservations are refused until a restore from MySQL.",
 		}, []string{"activity"}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "seckill_reserve_batch_size", Help: "Reservations per reservation script call (group commit: the requests of one shard that arrived while its previous call was in flight).",
+			Name: "seckill_reserve_batch_size", Help: "Reservations per reservation script call (group commit: the requests of one activity, on a cluster of one shard, that arrived while its previous call was in flight).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
 		}),
 	}

@@ -218,7 +218,7 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			// Each raise is a debit that took units from the shard (finite: bounded by the
 			// stock), and the recorded mark is the one read now; a shard refilling others
 			// under many instances can need a few tries. The busy deadline bounds them, but
-			// not the first two: a request that waited out the deadline in its shard's queue
+			// not the first two: a request that waited out the deadline in its queue
 			// (a busy machine) still sends the mark it was refused on again, or it would
 			// answer busy without having tried the shard's current mark.
 			if remarks++; remarks > 2 && time.Now().After(deadline) {
@@ -315,7 +315,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		return ReserveResult{}, done, ErrRecovering // a fence applied without a catalog to refuse it
 	}
 	withIP := r.IPKey != "" // admission's plan: set only where the script can take it
-	// With others of the same shard when its previous call is in flight (batch.go).
+	// With others of the same queue when its previous call is in flight (batch.go).
 	res, sent, seen, err := s.reserveBatched(ctx, e, l, home, r, uh, idf, withIP)
 	if err != nil {
 		return ReserveResult{}, done, err

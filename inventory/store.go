@@ -103,9 +103,9 @@ type Options struct {
 	// Catalog lists the activities MySQL knows (generation.go); nil: a loss of Redis state is
 	// not detected (tests of the inventory alone).
 	Catalog Catalog
-	// ReserveBatch bounds the reservations of one shard sent in one script call (batch.go:
-	// those that arrive while the shard's previous call is in flight). Default
-	// DefaultReserveBatch; 1 sends each alone.
+	// ReserveBatch bounds the reservations of one queue sent in one script call (batch.go:
+	// those of a layout, on a cluster of a layout shard, that arrive while the queue's
+	// previous call is in flight). Default DefaultReserveBatch; 1 sends each alone.
 	ReserveBatch int
 	// Gone, when set, is told of each cached activity whose metadata a refresh no longer
 	// finds in Redis (the activity was deleted): the store has dropped it and its series.
@@ -273,7 +273,7 @@ type layout struct {
 	args          []shardArgs              // per shard: the reservation script's keys and shard arguments, boxed
 	issued        []atomic.Int64           // per shard: the highest reservation number this instance handed out (rollback.go)
 	marks         []atomic.Pointer[string] // per shard: the generation mark this instance last saw raised or met there (rollback.go); nil: the entry's generation
-	batchers      []batcher                // per shard: the reservations waiting for its call in flight (batch.go)
+	batchers      []batcher                // the reservations waiting for their queue's call in flight: [0] on a single node, one per shard on a cluster (batch.go)
 }
 
 func newLayout(id string, epoch, shards int) *layout {

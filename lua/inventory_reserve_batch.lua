@@ -1,37 +1,56 @@
--- inventory_reserve_batch.lua: several reservations on one home stock shard in one call (the
--- group commit of inventory/batch.go). Each runs exactly as inventory_reserve.lua would run
--- it, one after the other in the order given, so two reservations of one user or of one
--- idempotency key in a batch meet each other as if sent one after the other.
--- KEYS[1..6] the single script's KEYS[1..6]; with the IP bucket (single node only), then one
--- IP bucket key per reservation, in order (its KEYS[7]).
+-- inventory_reserve_batch.lua: several reservations in one call (the group commit of
+-- inventory/batch.go), on one or more stock shards of one layout: on a single Redis node a
+-- call carries any shards (a script's keys need no common slot there), on a cluster the
+-- shards of one slot, that is one. Each runs exactly as inventory_reserve.lua would run it on
+-- its shard, one after the other in the order given, so two reservations of one user or of
+-- one idempotency key in a batch meet each other as if sent one after the other (a user's
+-- reservations are on its home shard, so one shard holds its state).
+-- KEYS: six per shard, in the single script's order (stock, users, seq, journal, stats,
+-- generation), the shards in the order of ARGV's shard list; with the IP bucket (single node
+-- only), then one IP bucket key per reservation, in order (its KEYS[7]).
 -- ARGV[1..20] the single script's ARGV for the first reservation (ARGV[19], ARGV[20] the IP
--- bucket's rate and burst, "0" without it); each further reservation adds four: user id,
--- user hash, quantity, idempotency field ("" none), which replace ARGV[2], ARGV[3], ARGV[4]
--- and ARGV[12]; everything else (activity, limits, times, epoch, shard, generation mark,
--- floor, issuer and call number) is the batch's: its reservations' numbers differ, so their
--- ids do.
--- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it. The
--- shard is read once before the first (MGET, the mark's HEXISTS, TIME) and its stock, counter
--- and taken statistic written once after the last (lib_reserve.lua).
+-- bucket's rate and burst, "0" without it): activity, limits, times, epoch, issuer and call
+-- number are the batch's; its reservations' numbers differ, so their ids do. ARGV[21] the
+-- number of shards G, then three per shard (its number, the generation mark and the floor of
+-- numbers the caller gives it: the single script's ARGV[14], ARGV[15], ARGV[16]), then five
+-- per reservation, the first included: its shard's place in that list (1..G), user id, user
+-- hash, quantity, idempotency field ("" none), which replace ARGV[2], ARGV[3], ARGV[4] and
+-- ARGV[12].
+-- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it. A
+-- shard is read once before its first reservation (MGET, the mark's HEXISTS) and its stock,
+-- counter and taken statistic written once after the call's last; Redis TIME is read once
+-- (lib_reserve.lua).
 --#include lib_reserve.lua
-local n = 1 + (#ARGV - 20) / 4
-local ip = #KEYS > 6
-local k = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}
+local g = tonumber(ARGV[21])
+local base = 21 + 3 * g
+local n = (#ARGV - base) / 5
+local ip = #KEYS > 6 * g
 local a = {}
 for i = 1, 20 do a[i] = ARGV[i] end
-local out = {}
-local sh, refused = shard_open(k, a) -- the same for all: the shard, its mark and floor are the batch's
+local shards, out, clk = {}, {}, nil
 for i = 1, n do
-  if not sh then
-    out[i] = refused
+  local b = base + 5 * (i - 1)
+  local j = tonumber(ARGV[b + 1])
+  local s = shards[j]
+  local d = 21 + 3 * (j - 1)
+  a[14], a[15], a[16] = ARGV[d + 1], ARGV[d + 2], ARGV[d + 3]
+  if not s then
+    local o = 6 * (j - 1)
+    s = {k = {KEYS[o + 1], KEYS[o + 2], KEYS[o + 3], KEYS[o + 4], KEYS[o + 5], KEYS[o + 6]}}
+    s.sh, s.refused = shard_open(s.k, a, clk)
+    if s.sh then clk = s.sh.clk end
+    shards[j] = s
+  end
+  if not s.sh then
+    out[i] = s.refused
   else
-    if i > 1 then
-      local b = 20 + 4 * (i - 2)
-      a[2], a[3], a[4], a[12] = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
-    end
-    if ip then k[7] = KEYS[6 + i] end
-    out[i] = answer_on(k, a, sh)
+    a[2], a[3], a[4], a[12] = ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+    if ip then s.k[7] = KEYS[6 * g + i] else s.k[7] = nil end
+    out[i] = answer_on(s.k, a, s.sh)
   end
 end
-if sh then shard_close(k, sh) end
+for j = 1, g do
+  local s = shards[j]
+  if s and s.sh then shard_close(s.k, s.sh) end
+end
 return out

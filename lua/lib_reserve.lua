@@ -1,10 +1,11 @@
 -- lib_reserve.lua: the body of one reservation (inventory_reserve.lua has its contract), as a
--- function of the script's KEYS and ARGV, so a batch of reservations on one shard
+-- function of the script's KEYS and ARGV, so a batch of reservations on one or more shards
 -- (inventory_reserve_batch.lua) runs each exactly as the single script would, one after the
--- other in one call. What the reservations of one call share is read and written once: the
--- shard (shard_open: stock, counter, mark, floor, and Redis TIME, read before the first;
--- shard_close: the stock, the counter and the stats' taken, written after the last). A
--- script is atomic, so each reservation still sees the shard as the ones before it left it.
+-- other in one call. What the reservations of one shard in a call share is read and written
+-- once: the shard (shard_open: stock, counter, mark, floor, read before its first;
+-- shard_close: the stock, the counter and the stats' taken, written after the call's last),
+-- and Redis TIME once per call. A script is atomic, so each reservation still sees its shard
+-- as the ones before it left it.
 --#include lib_bucket.lua
 --#include lib_window.lua
 -- reserve_on decides one reservation on sh, the shard as shard_open read it and the
@@ -126,8 +127,10 @@ local function reserve_on(KEYS, ARGV, sh)
 end
 
 -- shard_open reads the shard the reservations of a call share: nil and the answer of each
--- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK).
-local function shard_open(KEYS, ARGV)
+-- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK). clk is the Redis TIME a
+-- shard opened before in the same call read (nil: none yet, read it): every shard of a call
+-- sells at one time.
+local function shard_open(KEYS, ARGV, clk)
   local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
   if not sd[1] then
     return nil, {10}
@@ -155,11 +158,14 @@ local function shard_open(KEYS, ARGV)
   if (tonumber(sd[2]) or 0) < tonumber(ARGV[16]) then -- rolled back (see ARGV[16])
     return nil, {14, sd[2] or '0'}
   end
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if not clk then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    clk = {t = t, now = now, now_ms = math.floor(now / 1000), ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)}
+  end
   local n = tonumber(sd[2]) or 0
-  return {stock = tonumber(sd[1]), n = n, n0 = n, taken = 0, later = later, t = t, now = now,
-    now_ms = math.floor(now / 1000), ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)}
+  return {stock = tonumber(sd[1]), n = n, n0 = n, taken = 0, later = later, clk = clk, t = clk.t, now = clk.now,
+    now_ms = clk.now_ms, ms = clk.ms}
 end
 
 -- shard_close writes what the call's sales took from sh: the stock, the counter and the taken

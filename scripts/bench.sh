@@ -692,26 +692,41 @@ step_durability() {
 wrk_p99() { awk '$1 == "99%" {print $2}' "$OUT/wrk-$1.txt"; }
 
 # ---- cmdstats: where a 202's Redis time goes, command by command ---------------------------
-# One instance (roles api) on $REDIS_ADDR, an activity of 16 shards, one wrk run of 202s (a new
-# user per request), then INFO commandstats (reset before the run): per command its calls, its
-# server time per call and per 202. Redis counts the commands a script runs beside the EVALSHA
-# that ran them, so EVALSHA's time minus the commands' is the scripts' own time (Lua, arguments,
-# reply; a lower bound: the instance's own reads outside scripts, the refresh's, count as
-# commands too). Run it on a Redis of its own: every client of the server is counted.
+# First the ceiling, in the same run on the same server: internal/ginhello's /one (one EVALSHA
+# of min_reserve.lua: DECRBY + TIME + an XADD of the journal entry), wrk of new users, its
+# EVALSHA time per call. Then one instance (roles api) on $REDIS_ADDR, an activity of $SHARDS
+# shards (default 16), one wrk run of 202s (a new user per request), then INFO commandstats
+# (reset before each run): per command its calls, its server time per call and per 202. Redis
+# counts the commands a script runs beside the EVALSHA that ran them, so EVALSHA's time minus
+# the commands' is the scripts' own time (Lua, arguments, reply; a lower bound: the instance's
+# own reads outside scripts, the refresh's, count as commands too). Run it on a Redis of its
+# own: every client of the server is counted.
 step_cmdstats() {
-  say "cmdstats: one instance, roles api, wrk -t2 -c$CONNS -d${WRK_SECONDS}s of 202s on $REDIS_ADDR"
+  local shards=${SHARDS:-16} gport=$((BASE_PORT + 92)) ceil
+  newuser_script "$OUT/newuser.lua" c
+  say "cmdstats: the ceiling, ginhello /one, wrk -t2 -c$CONNS -d${WRK_SECONDS}s on $REDIS_ADDR"
+  "$BIN/ginhello" --addr 127.0.0.1:$gport --redis "$REDIS_ADDR" --ns "benchcs$RUN" 2>"$OUT/ginhello-cmdstats.log" &
+  PIDS+=($!)
+  wait_http "http://127.0.0.1:$gport/hello"
+  rcli config resetstat >/dev/null
+  wrk_run "one-cmdstats" "http://127.0.0.1:$gport/one" "$OUT/newuser.lua"
+  ceil=$(cmdstat evalsha)
+  ceil=$(awk -v c="$ceil" 'BEGIN { split(c, x, " "); if (x[1] > 0) printf "%.2f", x[2] / x[1] }')
+  echo "  ceiling: $RPS req/s, min_reserve.lua $ceil us per EVALSHA" | tee "$OUT/cmdstats.txt"
+  cleanup
+  say "cmdstats: one instance, roles api, $shards shards, wrk -t2 -c$CONNS -d${WRK_SECONDS}s of 202s on $REDIS_ADDR"
   ROLES=api start_instances 1 qcs
   local adm=${ADMINS[0]} u=${TARGETS[0]} a="cs-$RUN"
-  newuser_script "$OUT/newuser.lua" c
-  create_activity "$adm" "$a" 100000000 16
+  create_activity "$adm" "$a" 100000000 "$shards"
   sleep 1
   rcli config resetstat >/dev/null
   wrk_run "202-cmdstats" "$u/api/v1/activities/$a/reservations" "$OUT/newuser.lua"
-  rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v n="$((REQS - NON2XX))" '
+  echo "  $RPS req/s" | tee -a "$OUT/cmdstats.txt"
+  rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v n="$((REQS - NON2XX))" -v ceil="$ceil" '
     /^cmdstat_/ { sub(/^cmdstat_/, "", $1); if ($3 + 0 >= n / 100) printf "  %-10s %9d calls %7.2f us/call %7.2f us per 202\n", $1, $3, $5 / $3, $5 / n
-                  if ($1 == "evalsha") e = $5; else if ($1 != "config|resetstat" && $1 != "info") c += $5 }
-    END { if (n > 0) printf "  %d 202s; EVALSHA %.1f us per 202, of which the commands above and below 1 %% %.1f, the scripts own %.1f\n", n, e / n, c / n, (e - c) / n }' \
-    | tee "$OUT/cmdstats.txt"
+                  if ($1 == "evalsha") { e = $5; k = $3 } else if ($1 != "config|resetstat" && $1 != "info") c += $5 }
+    END { if (n > 0 && k > 0) printf "  %d 202s, %.1f per script call; EVALSHA %.1f us per 202 (%.2f x the ceiling %s), of which the commands above and below 1 %% %.1f, the scripts own %.1f\n", n, n / k, e / n, e / n / ceil, ceil, c / n, (e - c) / n }' \
+    | tee -a "$OUT/cmdstats.txt"
   cleanup
 }
 
