@@ -79,9 +79,13 @@ func (a *api) postQueue(c *gin.Context) {
 		writeError(c, a.storeError(err))
 		return
 	}
-	st, err := a.room.Status(id, r.UserID, t.N, w, r.Activity.OpensAt, adm.Blocked, a.now())
-	if errors.Is(err, waitroom.ErrUnknownLine) {
+	st, err := a.room.Status(ctx, id, r.UserID, t.N, w, r.Activity.OpensAt, adm.Blocked, a.now())
+	switch {
+	case errors.Is(err, waitroom.ErrUnknownLine):
 		st = waitroom.Status{State: waitroom.StateWaiting, ETA: -1, PollAfter: time.Second}
+	case err != nil: // the place is taken: joining again returns it
+		writeError(c, a.storeError(err))
+		return
 	}
 	code := http.StatusOK
 	if t.New {
@@ -92,7 +96,8 @@ func (a *api) postQueue(c *gin.Context) {
 	c.JSON(code, queueBody(id, t.Token, st, a.now()))
 }
 
-// getQueue answers a poll of a ticket from this instance's memory: no Redis call.
+// getQueue answers a poll of a ticket from this instance's memory: no Redis call, but one
+// for a place whose turn came (is its pass used?).
 func (a *api) getQueue(c *gin.Context) {
 	snap, r, w, ok := a.queueRequest(c, admission.ForPoll)
 	if !ok {
@@ -111,9 +116,13 @@ func (a *api) getQueue(c *gin.Context) {
 		return
 	}
 	now := a.now()
-	st, err := a.room.Status(id, r.UserID, n, w, r.Activity.OpensAt, adm.Blocked, now)
-	if err != nil {
+	st, err := a.room.Status(c.Request.Context(), id, r.UserID, n, w, r.Activity.OpensAt, adm.Blocked, now)
+	switch {
+	case errors.Is(err, waitroom.ErrUnknownLine):
 		writeError(c, unavailable("the line is not known on this instance yet, retry shortly"))
+		return
+	case err != nil:
+		writeError(c, a.storeError(err))
 		return
 	}
 	setOutcome(c, st.State)

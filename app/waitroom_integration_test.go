@@ -41,14 +41,17 @@ func (ta *testApp) reserveWith(t testing.TB, id, user, token string) answer {
 		fmt.Sprintf(`{"token":%q}`, token))
 }
 
-// The pass flow on two instances: one place per user, polls that cost Redis nothing, a pass
-// once the turn came, bound to its user, used once; no reservation without it.
+// The pass flow on two instances: one place per user, polls that cost Redis nothing until the
+// turn came and one command after, a pass once the turn came, bound to its user, used once; no
+// reservation without it.
 func TestWaitingRoomPassFlow(t *testing.T) {
-	id := uniq(t, "wr-flow")
-	cfg := roomConfig(id, "{enabled: true, rate: 5, order: fifo, heartbeat: 3s, passTTL: 10s}")
+	id, later := uniq(t, "wr-flow"), uniq(t, "wr-later")
+	const room = "{enabled: true, rate: 5, order: fifo, heartbeat: 3s, passTTL: 10s}"
+	cfg := roomConfig(id, room) + "  " + later + ":\n    waitingRoom: " + room + "\n"
 	opts := realOptions(t)
 	a, b := startApp(t, opts, cfg), startApp(t, opts, cfg)
 	a.createActivity(t, id, 3, 1, 2, time.Now().Add(-time.Second))
+	a.createActivity(t, later, 3, 1, 2, time.Now().Add(5*time.Minute)) // its line waits for the opening
 
 	j1 := a.join(t, id, "u1")
 	if j1.status != http.StatusCreated {
@@ -87,9 +90,22 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 		t.Fatalf("the pass used twice: %d %v", r.status, r.body)
 	}
 
-	// Polls cost no Redis call: 500 polls send no command on behalf of a request, where a
-	// join (the control: it takes a place in Redis) sends at least one.
+	// Polls of a waiting place cost no Redis call: 500 of them send no command on behalf of a
+	// request, where a join (the control: it takes a place in Redis) sends at least one. A
+	// poll of a place whose turn came sends one (is its pass used?).
 	t2 := j2.body["ticket"].(string)
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		p := b.poll(t, id, "u2", t2)
+		return p.status == http.StatusOK && p.body["status"] == "ADMITTED"
+	}, "u2 admitted")
+	jl := b.join(t, later, "u2")
+	if jl.status != http.StatusCreated {
+		t.Fatalf("join the later line: %d %v", jl.status, jl.body)
+	}
+	tl := jl.body["ticket"].(string)
+	testwait.Eventually(t, 5*time.Second, func() bool {
+		return b.poll(t, later, "u2", tl).status == http.StatusOK
+	}, "the later line read on b")
 	cc := &redishook.Counter{Match: fromRequest}
 	b.rdb.AddHook(cc)
 	if j := b.join(t, id, "u3"); j.status != http.StatusCreated {
@@ -100,12 +116,21 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 		t.Fatal("a join sent no Redis command under its request context: the counter sees nothing")
 	}
 	for i := 0; i < 500; i++ {
-		if p := b.poll(t, id, "u2", t2); p.status != http.StatusOK {
-			t.Fatalf("poll: %d %v", p.status, p.body)
+		if p := b.poll(t, later, "u2", tl); p.status != http.StatusOK || p.body["status"] != "WAITING" {
+			t.Fatalf("poll of the waiting place: %d %v", p.status, p.body)
 		}
 	}
 	if polled := cc.Load() - joined; polled != 0 {
-		t.Fatalf("500 polls sent %d Redis commands (a join sent %d)", polled, joined)
+		t.Fatalf("500 polls of a waiting place sent %d Redis commands (a join sent %d)", polled, joined)
+	}
+	cc.Reset()
+	for i := 0; i < 500; i++ {
+		if p := b.poll(t, id, "u2", t2); p.status != http.StatusOK || p.body["status"] != "ADMITTED" {
+			t.Fatalf("poll of the admitted place: %d %v", p.status, p.body)
+		}
+	}
+	if polled := cc.Load(); polled != 500 {
+		t.Fatalf("500 polls of an admitted place sent %d Redis commands, want 500", polled)
 	}
 }
 

@@ -21,9 +21,10 @@ import (
 // A waiting-room pass is spent only by a reservation that took stock. A buyer whose address
 // shares the per-IP bucket with a neighbour who just emptied it gets 429, and a reservation
 // whose Redis call fails gets 503; neither may cost the buyer the turn: the poll still shows
-// the pass, and the same pass (with the 503's idempotency key, as API.md says) reserves once
-// the limit and Redis allow it, while another reservation with it is refused. Used by a 202,
-// it is spent.
+// the pass after the 429 (after the 503 it shows USED: the pass is bound to that reservation's
+// key), and the same pass (with the 503's idempotency key, as API.md says) reserves once the
+// limit and Redis allow it, while another reservation with it is refused. Used by a 202, it is
+// spent.
 func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 	id, other := uniq(t, "wr-keep"), uniq(t, "wr-nbr")
 	room := "activities:\n  " + id + ":\n    waitingRoom: {enabled: true, rate: 50, heartbeat: 3s, passTTL: 60s}\n"
@@ -77,6 +78,9 @@ func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 	if key == "" {
 		t.Fatalf("the 503 carries no idempotencyKey: %v", r.body)
 	}
+	if p := ta.poll(t, id, "buyer", ticket); p.status != http.StatusOK || p.body["status"] != "USED" || p.body["pass"] != nil {
+		t.Fatalf("the poll after the 503: %d %v, want USED with no pass (bound to the 503's key)", p.status, p.body)
+	}
 	// After an answer it did not get, only the same reservation (its key) may use the pass:
 	// another one (a new key) could buy a second time on one turn.
 	refused := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", map[string]string{"X-User-Id": "buyer", "Idempotency-Key": "another"},
@@ -94,6 +98,47 @@ func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 	}
 	if v := scrapeSum(t, ta, "seckill_waitroom_passes_returned_total"); v != 1 {
 		t.Fatalf("seckill_waitroom_passes_returned_total %v, want 1 (the 429; the 503 keeps it bound to its key)", v)
+	}
+}
+
+// A pass spent by a reservation that took stock is not shown again: a poll after the 202, on
+// the instance that took it and on the other one, answers USED with no pass (the poll answered
+// ADMITTED with the spent pass from memory, which every reservation then refused). A refusal
+// that gives the pass back shows it again: only a used pass is hidden.
+func TestWaitingRoomPollAfterItsPassWasSpent(t *testing.T) {
+	id := uniq(t, "wr-spent")
+	cfg := roomConfig(id, "{enabled: true, rate: 50, heartbeat: 3s, passTTL: 60s}")
+	opts := realOptions(t)
+	a, b := startApp(t, opts, cfg), startApp(t, opts, cfg)
+	a.createActivity(t, id, 5, 1, 1, time.Now().Add(-time.Second))
+
+	j := a.join(t, id, "buyer")
+	if j.status != http.StatusCreated {
+		t.Fatalf("join: %d %v", j.status, j.body)
+	}
+	ticket := j.body["ticket"].(string)
+	var pass string
+	for _, ta := range []*testApp{a, b} {
+		testwait.Eventually(t, 10*time.Second, func() bool {
+			p := ta.poll(t, id, "buyer", ticket)
+			pass, _ = p.body["pass"].(string)
+			return p.status == http.StatusOK && p.body["status"] == "ADMITTED" && pass != ""
+		}, "the buyer admitted with a pass on %s", ta.base)
+	}
+	if r := b.reserveWith(t, id, "buyer", pass); r.status != http.StatusAccepted {
+		t.Fatalf("the reservation with the pass: %d %v, want 202", r.status, r.body)
+	}
+	for _, ta := range []*testApp{b, a} {
+		p := ta.poll(t, id, "buyer", ticket)
+		if p.status != http.StatusOK || p.body["status"] != "USED" || p.body["pass"] != nil || p.body["passExpiresAt"] != nil {
+			t.Fatalf("a poll on %s after the 202: %d %v, want 200 USED with no pass", ta.base, p.status, p.body)
+		}
+	}
+	if j := a.join(t, id, "buyer"); j.status != http.StatusOK || j.body["status"] != "USED" || j.body["pass"] != nil {
+		t.Fatalf("joining again after the 202: %d %v, want 200 USED with no pass", j.status, j.body)
+	}
+	if r := a.reserveWith(t, id, "buyer", pass); r.status != http.StatusForbidden || r.body["code"] != CodeTokenRequired {
+		t.Fatalf("the spent pass again: %d %v, want 403 %s", r.status, r.body, CodeTokenRequired)
 	}
 }
 

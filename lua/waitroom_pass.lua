@@ -4,7 +4,8 @@
 -- again with its key after an answer it did not get (503 OUTCOME_UNKNOWN), may use it again
 -- (the reservation script then replays or makes that one reservation), any other may not.
 -- KEYS[1] live passes zset "sk:{A}:q:live": place -> Redis ms admitted
--- KEYS[2] used passes hash "sk:{A}:q:used": place -> "k:" and the key's hash
+-- KEYS[2] used passes hash "sk:{A}:q:used": place -> "k:" and the key's hash (a poll of a
+--         place whose turn came reads it: a used pass is not shown again)
 -- ARGV[1] place, ARGV[2] pass lifetime, ms, ARGV[3] the hash of the reservation's idempotency key
 -- Returns 1 used now (or again, by the same key) | 0 not admitted, used by another
 -- reservation, or expired.

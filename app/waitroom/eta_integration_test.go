@@ -92,7 +92,7 @@ func etaRun(b *testing.B) {
 			user := "u" + strconv.Itoa(i)
 			for k := 0; ctx.Err() == nil; k++ {
 				now := time.Now()
-				st, err := rooms[k%2].Status(id, user, tickets[i], w, opensAt, false, now)
+				st, err := rooms[k%2].Status(ctx, id, user, tickets[i], w, opensAt, false, now)
 				if errors.Is(err, ErrUnknownLine) {
 					time.Sleep(50 * time.Millisecond)
 					continue
@@ -102,7 +102,7 @@ func etaRun(b *testing.B) {
 					return
 				}
 				switch st.State {
-				case StateAdmitted, StateSkipped, StateExpired:
+				case StateAdmitted, StateSkipped, StateExpired, StateUsed:
 					return
 				}
 				if !preds[i].set && st.ETA >= time.Second && now.Sub(opensAt) >= 5*time.Second+200*time.Millisecond {

@@ -4,10 +4,11 @@
 //
 // Who does what:
 //   - Join is one script (waitroom_join.lua): a place per user hash, idempotent.
-//   - Status answers a poll from memory, with no Redis call: every instance follows the line's
-//     state (the serving position, the order of the prequeue, the recent inlet steps) every
-//     FollowEvery, and remembers the places polled here, which it hands to Redis as heartbeats
-//     in one command per period.
+//   - Status answers a poll from memory: every instance follows the line's state (the serving
+//     position, the order of the prequeue, the recent inlet steps) every FollowEvery, and
+//     remembers the places polled here, which it hands to Redis as heartbeats in one command
+//     per period. Only a poll of a place whose turn came makes a Redis call, one HEXISTS of
+//     the used passes, so that a pass a reservation used (on any instance) is not shown again.
 //   - The inlet: exactly one instance at a time holds the line's lease (waitroom_lease.lua, a
 //     fencing token per holder) and moves the serving position (waitroom_open.lua at the
 //     opening, then waitroom_admit.lua every FollowEvery). The admit script bounds the
@@ -383,7 +384,8 @@ const (
 	StatePrequeue = "PREQUEUE" // joined before the opening; the order is drawn at the opening
 	StateWaiting  = "WAITING"
 	StateAdmitted = "ADMITTED" // the turn has come: Pass is set
-	StateExpired  = "EXPIRED"  // the turn came and its pass has expired
+	StateExpired  = "EXPIRED"  // the turn came and its pass has expired unused
+	StateUsed     = "USED"     // a reservation used the pass (it took stock, or its outcome is unknown): no pass
 	StateSkipped  = "SKIPPED"  // the turn came while the place was not polled within the heartbeat: lost
 )
 
@@ -400,10 +402,13 @@ type Status struct {
 	PassExpires     time.Time
 }
 
-// Status answers a poll of ticket n from this instance's memory (no Redis call) and records
-// that the place is alive, unless blocked (a blacklisted user: the place never advances, its
-// heartbeat is never recorded, and no pass is given).
-func (r *Room) Status(activityID, userID string, n uint64, w config.WaitingRoom, opensAt time.Time, blocked bool, now time.Time) (Status, error) {
+// Status answers a poll of ticket n from this instance's memory and records that the place is
+// alive, unless blocked (a blacklisted user: the place never advances, its heartbeat is never
+// recorded, and no pass is given). A place whose turn came costs one Redis call, which asks
+// whether a reservation used its pass (waitroom_pass.lua's used passes, the truth of every
+// instance): if so the answer is USED, with no pass, before and after the pass's expiry; any
+// other place costs none. The error is ErrUnknownLine, or that call's.
+func (r *Room) Status(ctx context.Context, activityID, userID string, n uint64, w config.WaitingRoom, opensAt time.Time, blocked bool, now time.Time) (Status, error) {
 	ln := r.lineOf(activityID)
 	v := ln.view.Load()
 	if v == nil {
@@ -459,6 +464,13 @@ func (r *Room) Status(activityID, userID string, n uint64, w config.WaitingRoom,
 			at = v.read
 		}
 		exp := at.Add(w.PassTTL.D())
+		used, err := r.rdb.HExists(ctx, ln.k.used, strconv.FormatUint(e, 10)).Result()
+		if err != nil {
+			return Status{}, fmt.Errorf("waitroom: is the pass used: %w", err)
+		}
+		if used {
+			return Status{State: StateUsed, ETA: -1}, nil
+		}
 		if !now.Before(exp) {
 			return Status{State: StateExpired, ETA: -1}, nil
 		}

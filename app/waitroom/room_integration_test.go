@@ -38,7 +38,7 @@ func TestJoinPollPassOnRedis(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	st, err := r.Status(id, "u1", tk.N, w, time.Now(), false, time.Now())
+	st, err := r.Status(ctx, id, "u1", tk.N, w, time.Now(), false, time.Now())
 	if err != nil || st.State != StateAdmitted {
 		t.Fatalf("status %+v %v view %+v", st, err, ln.view.Load())
 	}

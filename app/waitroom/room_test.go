@@ -66,7 +66,7 @@ func TestJoinPollPass(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	st, err = r.Status("a1", "u1", n, w, time.Now(), false, time.Now())
+	st, err = r.Status(ctx, "a1", "u1", n, w, time.Now(), false, time.Now())
 	if err != nil || st.State != StateAdmitted || st.Pass == "" {
 		t.Fatalf("status: %+v %v (view %+v)", st, err, ln.view.Load())
 	}
@@ -115,10 +115,60 @@ func TestSkippedPlaceGetsNoPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if st, err := r.Status("a1", "gone", gone.N, w, now, false, now); err != nil || st.State != StateSkipped || st.Pass != "" {
+	if st, err := r.Status(ctx, "a1", "gone", gone.N, w, now, false, now); err != nil || st.State != StateSkipped || st.Pass != "" {
 		t.Fatalf("the skipped place: %+v %v, want SKIPPED without a pass (view %+v)", st, err, ln.view.Load())
 	}
-	if st, err := r.Status("a1", "live", live.N, w, now, false, now); err != nil || st.State != StateAdmitted || st.Pass == "" {
+	if st, err := r.Status(ctx, "a1", "live", live.N, w, now, false, now); err != nil || st.State != StateAdmitted || st.Pass == "" {
 		t.Fatalf("the live place: %+v %v, want ADMITTED", st, err)
+	}
+}
+
+// A poll never shows a pass that cannot be used: once a reservation used it, the poll answers
+// USED, even past the pass's expiry (EXPIRED says it was not used); given back (a refusal), it
+// is shown again, and a pass nobody used shows EXPIRED once expired.
+func TestUsedPassIsNotShown(t *testing.T) {
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	r, _, _ := newTestRoom(t, w, 10)
+	ctx := context.Background()
+	tk, err := r.Join(ctx, "a1", "u1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := r.lineOf("a1")
+	for i := 0; i < 100; i++ {
+		if err := r.stepLine(ctx, ln, w); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if v := ln.view.Load(); v != nil && v.pos >= 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.stepLine(ctx, ln, w); err != nil { // the view after the move
+		t.Fatal(err)
+	}
+	now := time.Now()
+	st, err := r.Status(ctx, "a1", "u1", tk.N, w, now, false, now)
+	if err != nil || st.State != StateAdmitted || st.Pass == "" {
+		t.Fatalf("before use: %+v %v, want ADMITTED with a pass", st, err)
+	}
+	pass, late := st.Pass, st.PassExpires.Add(time.Second)
+	if ok, err := r.ConsumePass(ctx, "a1", "u1", pass, "k1", w.PassTTL.D()); !ok || err != nil {
+		t.Fatalf("use: %v %v", ok, err)
+	}
+	for _, at := range []time.Time{now, late} {
+		if st, err := r.Status(ctx, "a1", "u1", tk.N, w, at, false, at); err != nil || st.State != StateUsed || st.Pass != "" || !st.PassExpires.IsZero() {
+			t.Fatalf("after use, at %v: %+v %v, want USED with no pass", at, st, err)
+		}
+	}
+	if ok, err := r.ReturnPass(ctx, "a1", "u1", pass, w.PassTTL.D()); !ok || err != nil {
+		t.Fatalf("give back: %v %v", ok, err)
+	}
+	if st, err := r.Status(ctx, "a1", "u1", tk.N, w, now, false, now); err != nil || st.State != StateAdmitted || st.Pass != pass {
+		t.Fatalf("given back: %+v %v, want ADMITTED with the same pass", st, err)
+	}
+	if st, err := r.Status(ctx, "a1", "u1", tk.N, w, late, false, late); err != nil || st.State != StateExpired || st.Pass != "" {
+		t.Fatalf("given back, past its expiry: %+v %v, want EXPIRED", st, err)
 	}
 }
