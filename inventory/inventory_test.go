@@ -957,7 +957,10 @@ func TestUserStateCarriesOn(t *testing.T) {
 			t.Fatalf("after the refund: %+v, %v", r, err)
 		}
 		xs := rdb.XRange(ctx, k.Journal(), "-", "+").Val()
-		if len(xs) != 1 || xs[0].Values["seq"] != "6" {
+		if len(xs) != 1 {
+			t.Fatalf("journal %v, want one entry with seq 6", xs)
+		}
+		if je, err := ParseJournalEntry(xs[0].Values); err != nil || je.Seq != 6 {
 			t.Fatalf("journal %v, want one entry with seq 6", xs)
 		}
 		if _, n, _ := ParseReservationID(r.ReservationID); rdb.Get(ctx, k.Seq()).Val() != strconv.FormatInt(n, 10) {

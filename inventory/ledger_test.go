@@ -178,3 +178,27 @@ func TestReserveCode(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseJournalEntry: any packed entry either fails or reads back the fields it was made
+// of, with the activity, epoch and shard of its reservation id.
+func FuzzParseJournalEntry(f *testing.F) {
+	f.Add("a.0.1.7.0123456789abcdef-3|2|2|1700000000000|ff||alice")
+	f.Add("a.0.1.7|1|1|0|h|h:i:x|u|with|bars")
+	f.Add("|||||||")
+	f.Fuzz(func(t *testing.T, p string) {
+		je, err := ParseJournalEntry(map[string]any{"e": p})
+		if err != nil {
+			return
+		}
+		k, _, ok := ParseReservationID(je.ReservationID)
+		if !ok || k.Activity != je.ActivityID || k.Epoch != je.Epoch || k.Shard != je.Shard {
+			t.Fatalf("%q: %+v does not match its id", p, je)
+		}
+		back := je.ReservationID + "|" + strconv.Itoa(je.Quantity) + "|" + strconv.Itoa(je.Seq) + "|" +
+			strconv.FormatInt(je.TS, 10) + "|" + je.UserHash + "|" + je.IdemField + "|" + je.UserID
+		again, err := ParseJournalEntry(map[string]any{"e": back})
+		if err != nil || again != je {
+			t.Fatalf("%q: read %+v, written back %q, read %+v, %v", p, je, back, again, err)
+		}
+	})
+}

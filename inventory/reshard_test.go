@@ -106,7 +106,11 @@ func TestReshardUnderLoad(t *testing.T) {
 		for _, lay := range []struct{ e, n int }{{0, 4}, {1, 7}, {2, 2}} {
 			for i := 0; i < lay.n; i++ {
 				for _, x := range rdb.XRange(ctx, Shard(a.ID, lay.e, i).Journal(), "-", "+").Val() {
-					uid := fmt.Sprint(x.Values["uid"])
+					je, err := ParseJournalEntry(x.Values)
+					if err != nil {
+						t.Fatal(err)
+					}
+					uid := je.UserID
 					if seen[uid] {
 						t.Fatalf("user %s journaled twice", uid)
 					}

@@ -53,8 +53,11 @@
 -- and stats written. Tokens are not taken when the answer is EMPTY (the caller refills the shard
 -- and asks again).
 -- The record is "PENDING|qty|ts|uh|||rid|uid" (orderId and why are set by the order
--- pipeline; the compensation's mark is r:<n>:c). The journal entry carries the idempotency field too (ik, "" without a key), so
--- the order keeps it and a restore from MySQL rebuilds the binding (inventory/restore.go).
+-- pipeline; the compensation's mark is r:<n>:c). The journal entry is one field,
+-- e = "rid|qty|seq|ts|uh|ik|uid" (inventory/journal.go: activity, epoch and shard are the id's;
+-- one field costs the XADD far less than ten); it carries the idempotency field too (ik, ""
+-- without a key), so the order keeps it and a restore from MySQL rebuilds the binding
+-- (inventory/restore.go).
 -- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET (HGET), HSET
 -- users (with the record), XADD, then DECRBY, INCRBY seq, HINCRBY stats (the batch script
 -- makes the MGET, TIME and the last three once for all its reservations). Numbers are turned into strings

@@ -121,8 +121,7 @@ local function reserve_on(KEYS, ARGV, sh)
   else
     redis.call('HSET', KEYS[2], rf, rec, uh, user)
   end
-  redis.call('XADD', KEYS[4], '*', 'rid', rid, 'aid', ARGV[1], 'uid', ARGV[2], 'uh', uh,
-    'qty', qs, 'seq', seq, 'shard', ARGV[14], 'epoch', ARGV[13], 'ts', ms, 'ik', idf)
+  redis.call('XADD', KEYS[4], '*', 'e', rid .. '|' .. qs .. '|' .. seq .. '|' .. ms .. '|' .. uh .. '|' .. idf .. '|' .. ARGV[2])
   return {1, rid, sh.stock}
 end
 

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/seckill/seckill/inventory"
 )
@@ -82,33 +81,15 @@ func (m Message) Validate() error {
 	return nil
 }
 
-// messageFromEntry decodes a journal stream entry (fields rid aid uid uh qty seq shard epoch
-// ts ik). The release before also wrote home, always equal to shard; it is ignored.
+// messageFromEntry decodes a journal stream entry (inventory.ParseJournalEntry: the packed
+// field e, or the fields of the release before).
 func messageFromEntry(v map[string]any) (Message, error) {
-	s := func(k string) string { x, _ := v[k].(string); return x }
-	n := func(k string) (int64, error) {
-		x, err := strconv.ParseInt(s(k), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: journal field %s=%q", ErrBadMessage, k, s(k))
-		}
-		return x, nil
-	}
-	m := Message{ReservationID: s("rid"), ActivityID: s("aid"), UserID: s("uid"), UserHash: s("uh")}
-	m.IdemHash = inventory.IdemHash(s("ik"), m.UserHash)
-	var errs []error
-	for _, f := range []struct {
-		k string
-		p *int
-	}{{"qty", &m.Quantity}, {"seq", &m.Seq}, {"shard", &m.Shard}, {"epoch", &m.Epoch}} {
-		x, err := n(f.k)
-		errs = append(errs, err)
-		*f.p = int(x)
-	}
-	ts, err := n("ts")
-	errs = append(errs, err)
-	m.TS = ts
-	if err := errors.Join(errs...); err != nil {
-		return m, err
+	je, err := inventory.ParseJournalEntry(v)
+	m := Message{ReservationID: je.ReservationID, ActivityID: je.ActivityID, UserID: je.UserID, UserHash: je.UserHash,
+		Quantity: je.Quantity, Seq: je.Seq, Shard: je.Shard, Epoch: je.Epoch, TS: je.TS,
+		IdemHash: inventory.IdemHash(je.IdemField, je.UserHash)}
+	if err != nil {
+		return m, fmt.Errorf("%w: %w", ErrBadMessage, err)
 	}
 	return m, m.Validate()
 }

@@ -59,6 +59,12 @@ func TestMessageFromEntry(t *testing.T) {
 		{name: "upper-case hash", give: with("uh", strings.ToUpper(uh)), wantErr: true},
 		{name: "hash not hex", give: with("uh", uh[:31]+"g"), wantErr: true},
 		{name: "hash with a colon", give: with("uh", uh[:15]+":"+uh[16:]), wantErr: true},
+		{name: "packed", give: map[string]any{"e": "act.0.1.7|2|2|1700000000000|" + uh + "||alice"}},
+		{name: "packed, a user id with '|'", give: map[string]any{"e": "act.0.1.7|2|2|1700000000000|" + uh + "|" + uh + ":i:ab|al|ice"}},
+		{name: "packed, a field short", give: map[string]any{"e": "act.0.1.7|2|2|1700000000000|" + uh + "|alice"}, wantErr: true},
+		{name: "packed, bad rid", give: map[string]any{"e": "act.0.1|2|2|1700000000000|" + uh + "||alice"}, wantErr: true},
+		{name: "packed, bad ts", give: map[string]any{"e": "act.0.1.7|2|2|x|" + uh + "||alice"}, wantErr: true},
+		{name: "packed, no user", give: map[string]any{"e": "act.0.1.7|2|2|1700000000000|" + uh + "||"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		m, err := messageFromEntry(tt.give)

@@ -700,7 +700,8 @@ wrk_p99() { awk '$1 == "99%" {print $2}' "$OUT/wrk-$1.txt"; }
 # counts the commands a script runs beside the EVALSHA that ran them, so EVALSHA's time minus
 # the commands' is the scripts' own time (Lua, arguments, reply; a lower bound: the instance's
 # own reads outside scripts, the refresh's, count as commands too). Run it on a Redis of its
-# own: every client of the server is counted.
+# own: every client of the server is counted. PPROF=1 also takes a CPU profile of the instance
+# during its run.
 step_cmdstats() {
   local shards=${SHARDS:-16} gport=$((BASE_PORT + 92)) ceil
   newuser_script "$OUT/newuser.lua" c
@@ -720,7 +721,16 @@ step_cmdstats() {
   create_activity "$adm" "$a" 100000000 "$shards"
   sleep 1
   rcli config resetstat >/dev/null
+  local prof=
+  if [ -n "${PPROF:-}" ]; then # a CPU profile of the instance over the run's middle
+    curl -fs -H "Authorization: Bearer $ADMIN_TOKEN" -o "$OUT/cpu-202.pprof" \
+      "$adm/debug/pprof/profile?seconds=$((WRK_SECONDS > 4 ? WRK_SECONDS - 2 : 1))" &
+    prof=$!
+  fi
   wrk_run "202-cmdstats" "$u/api/v1/activities/$a/reservations" "$OUT/newuser.lua"
+  if [ -n "$prof" ]; then
+    wait "$prof" && echo "  CPU profile: go tool pprof -top $BIN/seckill $OUT/cpu-202.pprof" | tee -a "$OUT/cmdstats.txt"
+  fi
   echo "  $RPS req/s" | tee -a "$OUT/cmdstats.txt"
   rcli info commandstats | tr -d '\r' | awk -F'[:=,]' -v n="$((REQS - NON2XX))" -v ceil="$ceil" '
     /^cmdstat_/ { sub(/^cmdstat_/, "", $1); if ($3 + 0 >= n / 100) printf "  %-10s %9d calls %7.2f us/call %7.2f us per 202\n", $1, $3, $5 / $3, $5 / n

@@ -567,11 +567,12 @@ func (s *sim) journal() []entry {
 				s.t.Fatal(err)
 			}
 			for _, x := range xs {
-				f := func(k string) string { v, _ := x.Values[k].(string); return v }
-				num := func(k string) int { v, _ := strconv.Atoi(f(k)); return v }
-				m := order.Message{ReservationID: f("rid"), ActivityID: f("aid"), UserID: f("uid"), UserHash: f("uh"),
-					Quantity: num("qty"), Seq: num("seq"), Shard: num("shard"), Epoch: num("epoch")}
-				m.TS, _ = strconv.ParseInt(f("ts"), 10, 64)
+				je, err := inventory.ParseJournalEntry(x.Values)
+				if err != nil {
+					s.t.Fatalf("journal entry %s: %v", x.ID, err)
+				}
+				m := order.Message{ReservationID: je.ReservationID, ActivityID: je.ActivityID, UserID: je.UserID, UserHash: je.UserHash,
+					Quantity: je.Quantity, Seq: je.Seq, Shard: je.Shard, Epoch: je.Epoch, TS: je.TS}
 				rv, err := s.store.Reservation(s.ctx, m.ReservationID)
 				if err != nil {
 					s.t.Fatalf("record of %s: %v", m.ReservationID, err)
