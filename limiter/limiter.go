@@ -1,8 +1,8 @@
 // Package limiter decides the rate limits of docs/API.md section 3 step 5 for every dimension at once,
 // all or nothing: global, per campaign, per activity, per channel and per IP, plus a local
 // memory of users and IPs that were just rejected. The per-user token bucket and sliding window
-// run in the reservation script (lua/lib_bucket.lua, lua/lib_window.lua); RedisBucket and
-// RedisWindow run the same libraries on their own.
+// run in the reservation script (lua/lib_bucket.lua, lua/lib_window.lua's counter form);
+// RedisBucket runs the same bucket on its own, RedisWindow the library's exact log form.
 //
 // The shared budgets (global, campaign, activity, channel) are leased: each instance takes
 // tokens in batches from a Redis token bucket (lua/limiter_lease.lua) and spends them locally,

@@ -64,9 +64,11 @@ type Window struct {
 	Max  int
 }
 
-// RedisWindow is an exact sliding-window log in Redis (lua/limiter_window.lua over
-// lua/lib_window.lua, the library the reservation script runs for the per-user window). Each
-// call is one round trip; time comes from Redis TIME. Safe for concurrent use.
+// RedisWindow is an exact sliding-window log in Redis (lua/limiter_window.lua: a sorted set
+// of the events, sw_check and sw_commit of lua/lib_window.lua). The reservation script's
+// per-user window is the same library's other form, the two-counter approximation wc_check,
+// kept in the user's field. Each call is one round trip; time comes from Redis TIME. Safe for
+// concurrent use.
 type RedisWindow struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
