@@ -33,6 +33,7 @@ import (
 
 	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
@@ -607,20 +608,14 @@ func (a *App) Run(ctx context.Context) error {
 // miniClockMax late (every TTL the service sets only collects garbage or bounds a lock held
 // for seconds).
 func (a *App) runMiniClock(ctx context.Context) error {
-	t := time.NewTimer(miniClockMin)
-	defer t.Stop()
 	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			start := time.Now()
-			a.mini.FastForward(start.Sub(last))
-			last = start
-			t.Reset(miniClockInterval(time.Since(start)))
-		}
+	for wait := miniClockMin; backoff.Sleep(ctx, wait) == nil; {
+		start := time.Now()
+		a.mini.FastForward(start.Sub(last))
+		last = start
+		wait = miniClockInterval(time.Since(start))
 	}
+	return nil
 }
 
 // Bounds of the embedded Redis's clock steps (runMiniClock), and the wait after a step as a

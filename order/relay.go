@@ -128,7 +128,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			if err := r.discover(ctx); err != nil && ctx.Err() == nil {
 				r.m.RelayErrors.WithLabelValues("discover").Inc()
 				r.rl.Warn("discover", "reading the journal list failed", "err", err)
-				r.sleep(ctx, r.opts.Poll*4)
+				_ = backoff.Sleep(ctx, r.opts.Poll*4)
 				continue
 			}
 			r.rl.OK("discover", "reading the journal list works again")
@@ -159,19 +159,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		if moved > 0 {
 			idle.Reset()
 		} else {
-			r.sleep(ctx, idle.Next())
+			_ = backoff.Sleep(ctx, idle.Next())
 		}
 	}
 	return nil
-}
-
-func (r *Relay) sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // discover reads sk:journals and creates the group on streams seen for the first time.
@@ -394,7 +385,7 @@ func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) erro
 		r.m.RelayErrors.WithLabelValues("publish").Inc()
 		pause := retry.Next()
 		r.rl.Warn("publish", "publish failed; retrying", "stream", stream, "entries", len(msgs), "backoff", pause, "err", err)
-		r.sleep(ctx, pause)
+		_ = backoff.Sleep(ctx, pause)
 	}
 	return nil
 }
