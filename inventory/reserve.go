@@ -133,6 +133,8 @@ func slotMoving(err error) bool {
 	if _, ok := redis.IsAskError(err); ok {
 		return true
 	}
+	// The node refuses such a script with a plain ERR reply ("Script attempted to access a
+	// non local key in a cluster node"): no code of its own, its text is the only signal.
 	return strings.Contains(err.Error(), "non local key")
 }
 

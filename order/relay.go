@@ -178,7 +178,7 @@ func (r *Relay) discover(ctx context.Context) error {
 		}
 		if !r.groups[s] {
 			err := r.rdb.XGroupCreateMkStream(ctx, s, RelayGroup, "0").Err()
-			if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+			if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 				if ctx.Err() != nil {
 					return err
 				}
@@ -290,10 +290,14 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 	return moved, nil
 }
 
-func (r *Relay) checkNoGroup(stream string, err error) {
-	if strings.Contains(err.Error(), "NOGROUP") {
-		delete(r.groups, stream)
+// checkNoGroup forgets the stream's relay group when err is Redis's NOGROUP reply (the group
+// or the stream is gone), so the next discover makes it again; it reports whether it was.
+func (r *Relay) checkNoGroup(stream string, err error) bool {
+	if !redis.HasErrorPrefix(err, "NOGROUP") {
+		return false
 	}
+	delete(r.groups, stream)
+	return true
 }
 
 // advance takes the batch h of the stream as far as it goes: durable in the deployment's
@@ -312,8 +316,7 @@ func (r *Relay) advance(ctx context.Context, stream string, h *heldBatch) (int, 
 				return 0, ctx.Err()
 			}
 			r.m.RelayErrors.WithLabelValues("durable").Inc()
-			if strings.Contains(err.Error(), "NOGROUP") {
-				r.checkNoGroup(stream, err)
+			if r.checkNoGroup(stream, err) {
 				return 0, fmt.Errorf("durable: %w", err)
 			}
 			r.hold(stream, h, true, 0)
