@@ -33,6 +33,7 @@ import (
 
 	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
@@ -184,7 +185,7 @@ func (a *App) activityLoaded(v inventory.ActivityView) {
 
 // New builds the instance; it connects to every configured backing service and starts the
 // embedded stand-ins of the others. Run starts the work.
-func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, opts Options, log *slog.Logger) (_ *App, err error) {
 	a := &App{opts: opts, log: log, reg: prometheus.NewRegistry(), layouts: newShardFollow(), started: time.Now()}
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	b := Build()
@@ -208,23 +209,24 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			a.Close() // whatever was opened before the failure
+		}
+	}()
 	if err := a.openRedis(ctx); err != nil {
-		a.Close()
 		return nil, err
 	}
 	if err := a.openDB(); err != nil {
-		a.Close()
 		return nil, err
 	}
 	if err := a.openQueue(); err != nil {
-		a.Close()
 		return nil, err
 	}
 	opts = a.opts
 	if opts.AdminToken == "" && opts.embedded() {
 		b := make([]byte, minProductionAdminToken)
 		if _, err := rand.Read(b); err != nil {
-			a.Close()
 			return nil, fmt.Errorf("admin token: %w", err)
 		}
 		a.opts.AdminToken = hex.EncodeToString(b)
@@ -235,7 +237,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	}
 
 	if a.cfgM, err = config.NewMetrics(a.reg); err != nil {
-		a.Close()
 		return nil, err
 	}
 	a.cfg = config.NewReloader(keys.buildSnapshot, a.cfgM, log.With("part", "config"))
@@ -244,7 +245,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	if opts.NacosAddr != "" {
 		// A wrong password is a start-up error, not a service that never gets ready.
 		if err := config.CheckNacosLogin(ctx, opts.NacosAddr, opts.NacosUsername, opts.NacosPassword, opts.NacosNamespace); err != nil {
-			a.Close()
 			return nil, err
 		}
 		host, port := splitHostPort(opts.HTTPAddr)
@@ -259,31 +259,26 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 
 	invM, err := inventory.NewMetrics(a.reg)
 	if err != nil {
-		a.Close()
 		return nil, err
 	}
 	a.inv, err = inventory.New(a.rdb, inventory.Options{InstanceID: opts.InstanceID, Namespace: opts.Namespace, UserHashKey: opts.UserHashKey,
 		Durability: opts.RedisDurability, Catalog: &adminStore{db: a.db}, Gone: a.activityGone, Loaded: a.activityLoaded, ReserveBatch: opts.ReserveBatch}, invM, log.With("part", "inventory"))
 	if err != nil {
-		a.Close()
 		if len(opts.UserHashKey) == 0 {
 			return nil, fmt.Errorf("%w (without SECKILL_USER_HASH_KEY the key is read from Redis at start)", err)
 		}
 		return nil, err
 	}
 	if err := a.buildParts(opts, healthy, invM, log); err != nil {
-		a.Close()
 		return nil, err
 	}
 
 	wm, err := waitroom.NewMetrics(a.reg)
 	if err != nil {
-		a.Close()
 		return nil, err
 	}
 	a.room, err = waitroom.New(a.rdb, a.inv.Hasher(), a.inv, a.currentConfig, waitroom.Options{InstanceID: opts.InstanceID}, wm, log.With("part", "waitroom"))
 	if err != nil {
-		a.Close()
 		return nil, err
 	}
 	fun := newFunnel(a.rdb, userHash64, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now)
@@ -302,7 +297,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*App, error) {
 	}
 	a.api.activityCreated = a.layouts.activityCreated
 	if err := a.listen(); err != nil {
-		a.Close()
 		return nil, err
 	}
 	if len(a.embedded) > 0 {
@@ -607,20 +601,14 @@ func (a *App) Run(ctx context.Context) error {
 // miniClockMax late (every TTL the service sets only collects garbage or bounds a lock held
 // for seconds).
 func (a *App) runMiniClock(ctx context.Context) error {
-	t := time.NewTimer(miniClockMin)
-	defer t.Stop()
 	last := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			start := time.Now()
-			a.mini.FastForward(start.Sub(last))
-			last = start
-			t.Reset(miniClockInterval(time.Since(start)))
-		}
+	for wait := miniClockMin; backoff.Sleep(ctx, wait) == nil; {
+		start := time.Now()
+		a.mini.FastForward(start.Sub(last))
+		last = start
+		wait = miniClockInterval(time.Since(start))
 	}
+	return nil
 }
 
 // Bounds of the embedded Redis's clock steps (runMiniClock), and the wait after a step as a

@@ -524,7 +524,7 @@ func pendingJournal(ctx context.Context, rdb redis.UniversalClient, namespace st
 	for _, s := range streams {
 		p, err := rdb.XPending(ctx, s, order.RelayGroup).Result()
 		if err != nil {
-			if strings.Contains(err.Error(), "NOGROUP") {
+			if redis.HasErrorPrefix(err, "NOGROUP") {
 				continue
 			}
 			return 0, err

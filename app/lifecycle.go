@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/order"
 	"github.com/seckill/seckill/sql"
@@ -226,10 +227,7 @@ func (a *api) postArchive(c *gin.Context) {
 	}
 	n, err := a.inv.Purge(ctx, id)
 	if err == nil {
-		select {
-		case <-time.After(archiveSettle):
-		case <-ctx.Done():
-		}
+		_ = backoff.Sleep(ctx, archiveSettle)
 		var m int
 		m, err = a.inv.Purge(ctx, id)
 		n += m

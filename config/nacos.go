@@ -257,6 +257,8 @@ func (w *nacosWorker) fetch(ctx context.Context, get func() (string, error)) (re
 	w.seq++
 	seq := w.seq
 	content, err := get()
+	// The library's own query limiter refuses with errors.New("ConfigQueryRequest is
+	// limited"), which GetConfig passes on formatted (%v): its text is the only signal.
 	w.limited = err != nil && strings.Contains(err.Error(), "is limited")
 	if err != nil {
 		w.src.Metrics.sourceError(SourceNacos)

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // Group commit: the reservations of one queue that arrive while a call of that queue is in
@@ -268,12 +269,8 @@ func (s *Store) runReserve(ctx context.Context, sc *script, args []any) ([]any, 
 	if err == nil || !slotMoving(err) {
 		return res, err
 	}
-	t := time.NewTimer(slotWait)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		return nil, ctx.Err()
-	case <-t.C:
+	if err := backoff.Sleep(ctx, slotWait); err != nil {
+		return nil, err
 	}
 	s.slotRetries.Add(1)
 	return s.runCall(ctx, sc, args)

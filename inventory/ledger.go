@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/lua"
 )
@@ -284,10 +285,8 @@ func (l *Ledger) Refund(ctx context.Context, rid, userHash string, qty int64) er
 		if res != refundClosed {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		if err := backoff.Sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("inventory: refund %s: the layout kept changing", rid)

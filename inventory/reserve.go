@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/tokenbucket"
 )
@@ -132,6 +133,8 @@ func slotMoving(err error) bool {
 	if _, ok := redis.IsAskError(err); ok {
 		return true
 	}
+	// The node refuses such a script with a plain ERR reply ("Script attempted to access a
+	// non local key in a cluster node"): no code of its own, its text is the only signal.
 	return strings.Contains(err.Error(), "non local key")
 }
 
@@ -249,12 +252,8 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			}
 			until := time.Now().Add(pauseWait)
 			for (next == landing || l.inbound[home].Load() > 0) && time.Now().Before(until) {
-				t := time.NewTimer(step)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return ReserveResult{}, ctx.Err()
-				case <-t.C:
+				if err := backoff.Sleep(ctx, step); err != nil {
+					return ReserveResult{}, err
 				}
 			}
 			continue
@@ -278,12 +277,8 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 			break
 		}
 		// Same layout: a reshard is still moving stock. Wait a little.
-		t := time.NewTimer(time.Duration(min(2*(i+1), 25)) * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ReserveResult{}, ctx.Err()
-		case <-t.C:
+		if err := backoff.Sleep(ctx, backoff.Linear(2*time.Millisecond, 25*time.Millisecond, i+1)); err != nil {
+			return ReserveResult{}, err
 		}
 	}
 	return ReserveResult{}, ErrBusy

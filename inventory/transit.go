@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/lua"
 )
@@ -281,12 +282,8 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: units of %s stay in transit while %s reshards", ErrBusy, id, src.Activity)
 		}
-		t := time.NewTimer(time.Duration(min(5*(i+1), 50)) * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := backoff.Sleep(ctx, backoff.Linear(5*time.Millisecond, 50*time.Millisecond, i+1)); err != nil {
+			return err
 		}
 	}
 }

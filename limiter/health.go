@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
@@ -152,13 +153,8 @@ func (l *Limiter) confirm(ctx context.Context) {
 		for i := range confirmRounds {
 			wg.Go(func() {
 				if i > 0 {
-					t := time.NewTimer(time.Duration(i) * roundGap)
-					defer t.Stop()
-					select {
-					case <-ctx.Done():
-						errs[i] = ctx.Err()
+					if errs[i] = backoff.Sleep(ctx, time.Duration(i)*roundGap); errs[i] != nil {
 						return
-					case <-t.C:
 					}
 				}
 				excess[i], errs[i] = l.round(ctx, l.pingers[i], nil, fb, l.callsConfirm)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/internal/keyspace"
 )
 
@@ -50,10 +51,8 @@ func lockUser(ctx context.Context, rdb redis.UniversalClient, activity, userHash
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("%w: %s held elsewhere", ErrLockBusy, l.key)
 		}
-		select {
-		case <-time.After(10 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := backoff.Sleep(ctx, 10*time.Millisecond); err != nil {
+			return nil, err
 		}
 	}
 }

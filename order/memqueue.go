@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // ErrClosed is returned by queue operations after Close.
@@ -121,9 +123,7 @@ func (q *MemQueue) deliver(ctx context.Context, handler func(ctx context.Context
 		}
 		if err := safeHandle(ctx, handler, batch, q.log); err != nil {
 			retry = batch
-			select {
-			case <-time.After(q.retry):
-			case <-ctx.Done():
+			if backoff.Sleep(ctx, q.retry) != nil {
 				return
 			}
 		}

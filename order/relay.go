@@ -128,7 +128,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			if err := r.discover(ctx); err != nil && ctx.Err() == nil {
 				r.m.RelayErrors.WithLabelValues("discover").Inc()
 				r.rl.Warn("discover", "reading the journal list failed", "err", err)
-				r.sleep(ctx, r.opts.Poll*4)
+				_ = backoff.Sleep(ctx, r.opts.Poll*4)
 				continue
 			}
 			r.rl.OK("discover", "reading the journal list works again")
@@ -159,19 +159,10 @@ func (r *Relay) Run(ctx context.Context) error {
 		if moved > 0 {
 			idle.Reset()
 		} else {
-			r.sleep(ctx, idle.Next())
+			_ = backoff.Sleep(ctx, idle.Next())
 		}
 	}
 	return nil
-}
-
-func (r *Relay) sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 // discover reads sk:journals and creates the group on streams seen for the first time.
@@ -187,7 +178,7 @@ func (r *Relay) discover(ctx context.Context) error {
 		}
 		if !r.groups[s] {
 			err := r.rdb.XGroupCreateMkStream(ctx, s, RelayGroup, "0").Err()
-			if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+			if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 				if ctx.Err() != nil {
 					return err
 				}
@@ -299,10 +290,14 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 	return moved, nil
 }
 
-func (r *Relay) checkNoGroup(stream string, err error) {
-	if strings.Contains(err.Error(), "NOGROUP") {
-		delete(r.groups, stream)
+// checkNoGroup forgets the stream's relay group when err is Redis's NOGROUP reply (the group
+// or the stream is gone), so the next discover makes it again; it reports whether it was.
+func (r *Relay) checkNoGroup(stream string, err error) bool {
+	if !redis.HasErrorPrefix(err, "NOGROUP") {
+		return false
 	}
+	delete(r.groups, stream)
+	return true
 }
 
 // advance takes the batch h of the stream as far as it goes: durable in the deployment's
@@ -321,8 +316,7 @@ func (r *Relay) advance(ctx context.Context, stream string, h *heldBatch) (int, 
 				return 0, ctx.Err()
 			}
 			r.m.RelayErrors.WithLabelValues("durable").Inc()
-			if strings.Contains(err.Error(), "NOGROUP") {
-				r.checkNoGroup(stream, err)
+			if r.checkNoGroup(stream, err) {
 				return 0, fmt.Errorf("durable: %w", err)
 			}
 			r.hold(stream, h, true, 0)
@@ -394,7 +388,7 @@ func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) erro
 		r.m.RelayErrors.WithLabelValues("publish").Inc()
 		pause := retry.Next()
 		r.rl.Warn("publish", "publish failed; retrying", "stream", stream, "entries", len(msgs), "backoff", pause, "err", err)
-		r.sleep(ctx, pause)
+		_ = backoff.Sleep(ctx, pause)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/backoff"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/sql"
 )
@@ -87,7 +88,7 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 		}
 	}()
 	r.log.Warn("restore of an activity from MySQL started: reservations refused on every instance", "activity", id)
-	if err := sleepCtx(ctx, o.Settle); err != nil {
+	if err := backoff.Sleep(ctx, o.Settle); err != nil {
 		return RestoreReport{}, err
 	}
 	old, err := inv.OldLayouts(ctx, id)
@@ -234,7 +235,7 @@ func (r *Reconciler) waitJournals(ctx context.Context, id string, old [][2]int, 
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: %d units still in the journals of %s", ErrNotDrained, c.Taken-c.Relayed, id)
 		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -262,7 +263,7 @@ func (r *Reconciler) waitQuiet(ctx context.Context, id string, quiet time.Durati
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w: orders of %s still being written", ErrNotDrained, id)
 		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+		if err := backoff.Sleep(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
 		n, err := count()
@@ -274,15 +275,4 @@ func (r *Reconciler) waitQuiet(ctx context.Context, id string, quiet time.Durati
 		}
 	}
 	return nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

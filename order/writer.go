@@ -310,10 +310,8 @@ func (w *Writer) writeRetrying(ctx context.Context, batch []Message, alone bool)
 			}
 			return err
 		}
-		select {
-		case <-time.After(w.backoff()):
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := backoff.Sleep(ctx, w.backoff()); err != nil {
+			return err
 		}
 	}
 }

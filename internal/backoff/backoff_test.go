@@ -1,6 +1,8 @@
 package backoff
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -49,5 +51,45 @@ func TestNthIsDoublingsSequence(t *testing.T) {
 				t.Errorf("Nth(%v, %v, %d) = %v, want %v", b.lo, b.hi, n, got, want)
 			}
 		}
+	}
+}
+
+func TestLinear(t *testing.T) {
+	const ms = time.Millisecond
+	var got []time.Duration
+	for n := range 15 {
+		got = append(got, Linear(2*ms, 25*ms, n))
+	}
+	want := []time.Duration{2 * ms, 2 * ms, 4 * ms, 6 * ms, 8 * ms, 10 * ms, 12 * ms, 14 * ms, 16 * ms, 18 * ms, 20 * ms, 22 * ms, 24 * ms, 25 * ms, 25 * ms}
+	if !slices.Equal(got, want) {
+		t.Errorf("pauses %v, want %v", got, want)
+	}
+}
+
+func TestSleep(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		d       time.Duration
+		want    error
+		atLeast time.Duration
+	}{
+		{name: "waits d", ctx: context.Background(), d: 20 * time.Millisecond, atLeast: 20 * time.Millisecond},
+		{name: "no wait", ctx: context.Background(), d: 0},
+		{name: "cancelled", ctx: done, d: time.Hour, want: context.Canceled},
+		{name: "cancelled, no wait", ctx: done, d: -time.Second, want: context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			if err := Sleep(tt.ctx, tt.d); !errors.Is(err, tt.want) {
+				t.Errorf("Sleep = %v, want %v", err, tt.want)
+			}
+			if took := time.Since(start); took < tt.atLeast {
+				t.Errorf("Sleep took %v, want at least %v", took, tt.atLeast)
+			}
+		})
 	}
 }

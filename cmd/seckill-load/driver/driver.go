@@ -19,6 +19,7 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckill-load/report"
 	"github.com/seckill/seckill/cmd/seckill-load/scenario"
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // maxBody bounds what is read of one answer.
@@ -184,7 +185,7 @@ func (r *Driver) worker(ctx context.Context, stopAll context.CancelFunc, users [
 	heap.Init(&q)
 	for q.Len() > 0 {
 		u := q[0]
-		if !sleepCtx(ctx, time.Until(u.due)) {
+		if backoff.Sleep(ctx, time.Until(u.due)) != nil {
 			return
 		}
 		if n := r.sent.Add(1); r.cfg.MaxRequests > 0 && n > r.cfg.MaxRequests {
@@ -198,19 +199,5 @@ func (r *Driver) worker(ctx context.Context, stopAll context.CancelFunc, users [
 		} else {
 			heap.Pop(&q)
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

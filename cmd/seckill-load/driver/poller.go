@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/cmd/seckill-load/report"
 	"github.com/seckill/seckill/cmd/seckill-load/scenario"
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // ShardSampler reads the activity's stock shards once and returns the smallest stock among
@@ -106,7 +107,7 @@ func (p *Poller) WaitZero(ctx context.Context, d time.Duration) {
 		if p.Report().Last == 0 && p.allSeen() {
 			return
 		}
-		if !sleepCtx(ctx, p.cfg.PollEvery) {
+		if backoff.Sleep(ctx, p.cfg.PollEvery) != nil {
 			return
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // CreateActivity posts the scenario's activity to the admin listener (AdminURL, else the
@@ -62,7 +64,7 @@ func (r *Driver) CreateActivity(ctx context.Context) error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("activity %s created but not visible on %s: %v", cfg.Activity, t, err)
 			}
-			if !sleepCtx(ctx, 50*time.Millisecond) {
+			if backoff.Sleep(ctx, 50*time.Millisecond) != nil {
 				return ctx.Err()
 			}
 		}

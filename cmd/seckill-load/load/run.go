@@ -21,6 +21,7 @@ import (
 	"github.com/seckill/seckill/cmd/seckill-load/driver"
 	"github.com/seckill/seckill/cmd/seckill-load/report"
 	"github.com/seckill/seckill/cmd/seckill-load/scenario"
+	"github.com/seckill/seckill/internal/backoff"
 )
 
 // soldOutSettle is how long the poller may take to see remaining 0 on every target after a
@@ -135,10 +136,7 @@ func saleReport(ctx context.Context, d *driver.Driver, rep *report.Report, base 
 		if settled && (base < 0 || added >= got && added <= got+unresolved) || time.Now().After(deadline) || ctx.Err() != nil {
 			break
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+		_ = backoff.Sleep(ctx, 100*time.Millisecond)
 	}
 	rep.Sale = sale
 	if base < 0 {
