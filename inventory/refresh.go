@@ -225,13 +225,16 @@ func (s *Store) Refresh(ctx context.Context) error {
 }
 
 // refreshStock reads the stock of every shard of the entries' current layouts in one
-// pipeline and updates remaining, the shards believed empty and the sold-out mark.
+// pipeline and updates remaining, the shards believed empty and the sold-out mark. Units in
+// transit (the xout hashes of every layout meta names) decide only whether an activity
+// whose current shards read 0 is marked sold out: they are read then (soldOutUnlessMoving),
+// and not for an activity with stock or already marked (an idle instance would read every
+// shard of every layout kept until it retires four times a second).
 func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	type job struct {
 		e    *entry
 		l    *layout
 		cmds []*redis.SliceCmd
-		xout []*redis.IntCmd
 		// floors and marks are the shards' floors and marks before the read: a reservation
 		// or debit answered after the pipeline was sent may have raised them past what it read.
 		floors []int64
@@ -243,8 +246,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	pipe := s.rdb.Pipeline()
 	for _, e := range entries {
 		l := e.layout.Load()
-		xk := e.xoutKeys(l)
-		j := job{e: e, l: l, cmds: make([]*redis.SliceCmd, l.shards), xout: make([]*redis.IntCmd, len(xk)),
+		j := job{e: e, l: l, cmds: make([]*redis.SliceCmd, l.shards),
 			floors: make([]int64, l.shards), marks: make([]*string, l.shards), raw: make([]*string, l.shards), seen: make([]bool, l.shards)}
 		for k := range l.keys {
 			j.floors[k], j.raw[k], j.seen[k] = l.floorOf(k), l.marks[k].Load(), l.seen(k)
@@ -252,9 +254,6 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			// The shard's counter and generation mark come with its stock (one command, one
 			// slot): what they were is what no later read may find them below (rollback.go).
 			j.cmds[k] = pipe.MGet(ctx, l.keys[k].Stock(), l.keys[k].Seq(), l.keys[k].Gen())
-		}
-		for k, key := range xk {
-			j.xout[k] = pipe.HLen(ctx, key)
 		}
 		jobs = append(jobs, j)
 	}
@@ -267,12 +266,10 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	}
 	var unsure []markCheck
 	var saws []sawRead
+	var empty []emptyRead
 	for _, j := range jobs {
-		var sum, moving int64
+		var sum int64
 		missing := false
-		for _, c := range j.xout {
-			moving += c.Val()
-		}
 		wentBack := false
 		for k, c := range j.cmds {
 			v := c.Val()
@@ -316,10 +313,8 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		j.e.remaining.Store(sum)
 		j.e.gauge.Set(float64(sum))
 		switch {
-		case sum == 0 && moving == 0:
-			// Units in transit between shards (a transfer debited, not yet credited)
-			// are still for sale: only an activity with none is sold out.
-			s.markSoldOut(ctx, j.e, "refresh")
+		case sum == 0 && !j.e.soldOut.Load():
+			empty = append(empty, emptyRead{j.e, j.l})
 		case sum > 0 && j.e.soldOut.Load() && j.e.soldOutAt.Load() < started:
 			// Only units on a shard lift the mark. Units in transit land on a shard first
 			// (their settler or Recover finishes every move) and the pass after that lifts
@@ -331,7 +326,76 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			}
 		}
 	}
+	err := s.soldOutUnlessMoving(ctx, empty)
 	s.saw(ctx, append(saws, s.checkMarks(ctx, unsure)...))
+	return err
+}
+
+// emptyRead is an entry whose current layout l a refresh read with 0 units on every shard,
+// not marked sold out.
+type emptyRead struct {
+	e *entry
+	l *layout
+}
+
+// soldOutUnlessMoving marks sold out each entry of js that has no units in transit from a
+// shard of any layout meta names (those are still for sale: a transfer debited, not yet
+// credited; a compensation of a drained shard) and whose current shards still read 0 after
+// that. One pipeline of HLEN for all of them, then one of GET of their current shards' stock,
+// sent once the HLENs have answered (a Cluster pipeline runs each node's commands apart, so
+// within one pipeline a GET could run before an HLEN of another node): a transfer that
+// credits its target and deletes its transit entry after the first stock read is seen by the
+// second (an HLEN that reads its entry gone came after its credit), and its unit is not
+// marked sold out. A missing or unreadable stock key marks nothing, as in the first read.
+func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
+	if len(js) == 0 {
+		return nil
+	}
+	pipe := s.rdb.Pipeline()
+	xout := make([][]*redis.IntCmd, len(js))
+	for n, j := range js {
+		for _, key := range j.e.xoutKeys(j.l) {
+			xout[n] = append(xout[n], pipe.HLen(ctx, key))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return err
+	}
+	still := js[:0:0]
+	for n, j := range js {
+		var moving int64
+		for _, c := range xout[n] {
+			moving += c.Val()
+		}
+		if moving == 0 {
+			still = append(still, j)
+		}
+	}
+	if len(still) == 0 {
+		return nil
+	}
+	pipe = s.rdb.Pipeline()
+	stock := make([][]*redis.StringCmd, len(still))
+	for n, j := range still {
+		for k := range j.l.keys {
+			stock[n] = append(stock[n], pipe.Get(ctx, j.l.keys[k].Stock()))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	for n, j := range still {
+		empty := true
+		for _, c := range stock[n] {
+			if v, err := c.Int64(); err != nil || v > 0 {
+				empty = false
+				break
+			}
+		}
+		if empty && !j.e.resharding.Load() && j.e.layout.Load() == j.l {
+			s.markSoldOut(ctx, j.e, "refresh")
+		}
+	}
 	return nil
 }
 
