@@ -37,8 +37,11 @@ import (
 //     ReshardRunLimit < RetireAfter, and its drain, credit, copy and seal are refused by the
 //     scripts (inventory_drain.lua, inventory_credit.lua, inventory_copy.lua): a stalled run
 //     that wakes finds no deleted key it could take for a loss, nor write one again.
-// Each condition, once true, stays true (nothing makes a drained shard take a reservation or
-// a transfer again), so checking them one after another is enough. The reservation records
+// Each condition, once true, stays true once the ones before it hold (nothing makes a drained
+// shard take a reservation or a transfer again; a transit entry appears on a drained shard
+// only with the fail of a PENDING reservation), so checking them one after another, in that
+// order, is enough: on each shard the reads that decide "nothing PENDING" come before the
+// read that decides "nothing in transit" (retireLayout). The reservation records
 // are not deleted: a reservation id names them until the archive deletes the activity's
 // keys, and a confirm, fail or compensation mark of a settled record changes no count. A
 // PENDING record keeps its layout (an orphan, a 202 whose order never came, keeps it until
@@ -111,46 +114,70 @@ func (s *Store) Retire(ctx context.Context, id string) (int, error) {
 
 // retireLayout retires layout l, stamped at least RetireAfter ago, when nothing can address
 // it; false when it must stay.
+//
+// The order of its reads keeps a unit from being lost: a read that decides "nothing PENDING"
+// on a shard (its stats, and the records pendingOn reads when they disagree) comes before the
+// read that decides "nothing in transit" there (HLEN xout). A compensation fails a PENDING
+// record on a drained shard and writes its transit entry in one script (inventory_fail.lua),
+// so an xout read after a pending read that missed the record (already failed) sees the
+// entry; read the other way round, a fail between the two reads passed both, the layout's
+// keys went and the compensator's Settle found no entry to credit. The xout reads are a
+// pipeline of their own, sent once the pending reads answered: a Cluster pipeline resends a
+// command answered ASK during a slot migration after the others, so within one pipeline the
+// order of a shard's commands is not kept. The stats of a shard whose records were read are
+// read again there too: a fail between its first read and the records would leave its sums
+// short in meta.
 func (s *Store) retireLayout(ctx context.Context, id string, l Layout) (bool, error) {
 	type shard struct {
 		k       ShardKeys
 		present *redis.IntCmd // the stock key (a drained shard has none)
 		drained *redis.IntCmd
 		journal *redis.IntCmd
-		xout    *redis.IntCmd
 		stats   *redis.SliceCmd
 		seq     *redis.StringCmd
+		xout    *redis.IntCmd
+		again   *redis.SliceCmd // the stats read after pendingOn, nil when it was not asked
 	}
 	shards := make([]shard, l.Shards)
 	pipe := s.rdb.Pipeline()
 	for i := range shards {
 		k := Shard(id, l.Epoch, i)
-		shards[i] = shard{k: k, present: pipe.Exists(ctx, k.Stock()), drained: pipe.Exists(ctx, k.Drained()),
-			journal: pipe.XLen(ctx, k.Journal()), xout: pipe.HLen(ctx, k.XOut()),
-			stats: pipe.HMGet(ctx, k.Stats(), retireStats...), seq: pipe.Get(ctx, k.Seq())}
+		shards[i] = shard{k: k, stats: pipe.HMGet(ctx, k.Stats(), retireStats...), seq: pipe.Get(ctx, k.Seq()),
+			present: pipe.Exists(ctx, k.Stock()), drained: pipe.Exists(ctx, k.Drained()), journal: pipe.XLen(ctx, k.Journal())}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return false, fmt.Errorf("inventory: read layout %d of %s: %w", l.Epoch, id, err)
 	}
-	sums := make([]int64, len(retireStats))
-	for _, sh := range shards {
-		if sh.present.Val() != 0 || sh.drained.Val() != 1 || sh.journal.Val() != 0 || sh.xout.Val() != 0 {
+	pipe = s.rdb.Pipeline()
+	for i := range shards {
+		sh := &shards[i]
+		if sh.present.Val() != 0 || sh.drained.Val() != 1 || sh.journal.Val() != 0 {
 			return false, nil
 		}
-		vals := sh.stats.Val()
-		var st [7]int64
-		for j := range st {
-			if j < len(vals) {
-				st[j], _ = asInt(vals[j])
-			}
-			sums[j] += st[j]
-		}
-		if st[0] != st[2]+st[3] { // taken != confirmed + failed: a reservation may be PENDING
+		if st := statsOf(sh.stats); st[0] != st[2]+st[3] { // taken != confirmed + failed: a reservation may be PENDING
 			top, _ := sh.seq.Int64()
 			pending, err := s.pendingOn(ctx, sh.k, top)
 			if err != nil || pending {
 				return false, err
 			}
+			sh.again = pipe.HMGet(ctx, sh.k.Stats(), retireStats...)
+		}
+		sh.xout = pipe.HLen(ctx, sh.k.XOut())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("inventory: read transit of layout %d of %s: %w", l.Epoch, id, err)
+	}
+	sums := make([]int64, len(retireStats))
+	for _, sh := range shards {
+		if sh.xout.Val() != 0 {
+			return false, nil
+		}
+		st := statsOf(sh.stats)
+		if sh.again != nil {
+			st = statsOf(sh.again)
+		}
+		for j := range sums {
+			sums[j] += st[j]
 		}
 	}
 	args := []any{"retire", strconv.Itoa(l.Epoch) + ":" + strconv.Itoa(l.Shards)}
@@ -172,6 +199,18 @@ func (s *Store) retireLayout(ctx context.Context, id string, l Layout) (bool, er
 	s.collected[id+"/"+strconv.Itoa(l.Epoch)] = true
 	s.collectMu.Unlock()
 	return true, nil
+}
+
+// statsOf is a shard's retireStats as c read them, 0 for a missing or unreadable field.
+func statsOf(c *redis.SliceCmd) [7]int64 {
+	var st [7]int64
+	vals := c.Val()
+	for j := range st {
+		if j < len(vals) {
+			st[j], _ = asInt(vals[j])
+		}
+	}
+	return st
 }
 
 // pendingOn reports whether one of the records 1..top of shard k is PENDING (a missing
