@@ -22,7 +22,8 @@ import (
 //   - B1: a reservation is sent at most once: a waiter leaves the queue only by being taken
 //     into a batch (then it waits for that batch's answer, whatever its context says) or by
 //     its context ending while still queued (then it was never sent).
-//   - B2: at most one call per queue is in flight from this instance (busy); the queue is
+//   - B2: at most queueCalls calls per queue are in flight from this instance (busy): one,
+//     or two for a layout's queue when each call waits for a replica (replicas:N); the queue is
 //     sent by a waiter of it (the first of the next batch leads it), so no caller's answer
 //     waits for a batch after its own.
 //   - B3: no wait when the queue is idle: a reservation that finds no call in flight is sent
@@ -37,7 +38,7 @@ const DefaultReserveBatch = 32
 // batcher is one queue: a layout's on a single node, a layout shard's on a cluster.
 type batcher struct {
 	mu    sync.Mutex
-	busy  bool // a call of this shard is in flight (B2)
+	busy  int // calls of this queue in flight (B2)
 	queue []*batchItem
 }
 
@@ -81,8 +82,8 @@ func (s *Store) reserveBatched(ctx context.Context, e *entry, l *layout, home in
 		batchItems.Put(it)
 	}()
 	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
+	if b.busy < s.queueCalls {
+		b.busy++
 		b.mu.Unlock()
 		s.sendBatches(ctx, e, l, b, []*batchItem{it})
 		return it.res, it.sent, it.seen, it.err
@@ -121,7 +122,7 @@ func (s *Store) sendBatches(ctx context.Context, e *entry, l *layout, b *batcher
 	b.mu.Lock()
 	next := s.takeBatch(b)
 	if next == nil {
-		b.busy = false
+		b.busy--
 	}
 	b.mu.Unlock()
 	for _, it := range batch[1:] {

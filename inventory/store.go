@@ -128,11 +128,12 @@ const (
 // Store is the inventory of every activity. Safe for concurrent use; Run keeps its cache
 // fresh.
 type Store struct {
-	rdb  redis.UniversalClient
-	opts Options
-	m    *Metrics
-	log  *slog.Logger
-	rl   *logrepeat.Log // the background passes' failures: one line per kind per 10 s
+	rdb        redis.UniversalClient
+	queueCalls int // the calls of one reservation queue in flight at most (batch.go B2)
+	opts       Options
+	m          *Metrics
+	log        *slog.Logger
+	rl         *logrepeat.Log // the background passes' failures: one line per kind per 10 s
 
 	reserve, create, load, drain, credit, copy, reshard, token, restore, retire *script
 	reserveBatch, end, issued                                                   *script
@@ -344,7 +345,12 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	}
 	s := &Store{rdb: rdb, opts: opts, m: m, log: log, rl: logrepeat.New(log, 0), acts: map[string]*entry{}, neg: lru.New[struct{}](maxNegative), hasher: hasher,
 		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{},
-		collected: map[string]bool{}, settledTo: map[string]int64{}}
+		collected: map[string]bool{}, settledTo: map[string]int64{}, queueCalls: 1}
+	if s.ChecksIP() && opts.Durability.Replicas > 0 {
+		// A layout's queue on a single node whose calls each wait for a replica: a second
+		// call goes out while the first waits (batch.go B2).
+		s.queueCalls = 2
+	}
 	var base [8]byte
 	_, _ = rand.Read(base[:])
 	s.attemptBase = binary.BigEndian.Uint64(base[:])

@@ -628,7 +628,7 @@ step_durability() {
   cleanup
 
   local mode i=0
-  for mode in none aof-everysec aof-always replicas-1; do
+  for mode in ${DUR_MODES:-none aof-everysec aof-always replicas-1}; do
     local port=$((DUR_PORT + 1 + i * 2)) dur args=()
     i=$((i + 1))
     case $mode in
