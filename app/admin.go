@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/order"
@@ -49,7 +50,7 @@ func (a *api) requireAdmin(c *gin.Context) {
 		// The connection's address, never X-Forwarded-For: the admin port is reached
 		// directly by operators, and a forwarded address is the client's to choose.
 		if ip := connAddr(c.Request); ip.IsValid() && !snap.Cfg.AdminAllowed(ip) {
-			writeError(c, newError(http.StatusForbidden, CodeForbidden, "admin API not allowed from this address"))
+			writeError(c, newError(http.StatusForbidden, admission.CodeForbidden, "admin API not allowed from this address"))
 			return
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -40,7 +41,7 @@ func TestAPIErrorModel(t *testing.T) {
 		{"long idempotency key", "POST", "/api/v1/activities/" + open + "/reservations", map[string]string{"X-User-Id": "u", "Idempotency-Key": strings.Repeat("k", 129)}, "", 400, CodeBadRequest},
 		{"unknown activity", "POST", "/api/v1/activities/nope-" + open + "/reservations", user, "", 404, CodeNotFound},
 		{"unknown activity read", "GET", "/api/v1/activities/nope-" + open, nil, "", 404, CodeNotFound},
-		{"not open", "POST", "/api/v1/activities/" + later + "/reservations", user, "", 425, CodeNotOpen},
+		{"not open", "POST", "/api/v1/activities/" + later + "/reservations", user, "", 425, admission.CodeNotOpen},
 		{"unknown route", "GET", "/api/v2/nothing", nil, "", 404, CodeNotFound},
 		{"wrong method", "DELETE", "/api/v1/activities/" + open, nil, "", 405, CodeMethodNotAllowed},
 		{"unknown reservation", "GET", "/api/v1/reservations/" + open + ".0.0.999999", user, "", 404, CodeNotFound},
@@ -92,7 +93,7 @@ func TestReservationLifecycle(t *testing.T) {
 		t.Fatalf("replay: %d %v, want %s", replay.status, replay.body, rid)
 	}
 	again := ta.reserve(t, id, "alice", "key-2")
-	if again.status != http.StatusConflict || again.body["code"] != CodeAlreadyPurchased || again.body["reservationId"] != rid {
+	if again.status != http.StatusConflict || again.body["code"] != admission.CodeAlreadyPurchased || again.body["reservationId"] != rid {
 		t.Fatalf("second purchase: %d %v", again.status, again.body)
 	}
 	// Another user's reservation is invisible.
@@ -106,7 +107,7 @@ func TestReservationLifecycle(t *testing.T) {
 			t.Fatalf("%s: %d %v", u, a.status, a.body)
 		}
 	}
-	if a := ta.reserve(t, id, "dave", ""); a.status != http.StatusGone || a.body["code"] != CodeSoldOut {
+	if a := ta.reserve(t, id, "dave", ""); a.status != http.StatusGone || a.body["code"] != admission.CodeSoldOut {
 		t.Fatalf("after sell-out: %d %v", a.status, a.body)
 	}
 	var a answer
@@ -128,7 +129,7 @@ func TestOperatorControls(t *testing.T) {
 
 	ta.setConfig(t, testConfig+"killSwitch: true\n")
 	a := ta.reserve(t, id, "k-1", "")
-	if a.status != 503 || a.body["code"] != CodeDisabled || a.header.Get("Retry-After") == "" || a.body["retryAfterSeconds"] == nil {
+	if a.status != 503 || a.body["code"] != admission.CodeDisabled || a.header.Get("Retry-After") == "" || a.body["retryAfterSeconds"] == nil {
 		t.Fatalf("kill switch: %d %v %v", a.status, a.body, a.header)
 	}
 	if r := ta.do(t, "GET", "/api/v1/activities/"+id, nil, ""); r.body["status"] != "DISABLED" {
@@ -136,12 +137,12 @@ func TestOperatorControls(t *testing.T) {
 	}
 
 	ta.setConfig(t, testConfig+"activities:\n  "+id+":\n    killSwitch: true\n")
-	if a := ta.reserve(t, id, "k-2", ""); a.status != 503 || a.body["code"] != CodeDisabled {
+	if a := ta.reserve(t, id, "k-2", ""); a.status != 503 || a.body["code"] != admission.CodeDisabled {
 		t.Fatalf("activity kill switch: %d %v", a.status, a.body)
 	}
 
 	ta.setConfig(t, testConfig+"blacklist: {users: [bad-user], ips: []}\n")
-	if a := ta.reserve(t, id, "bad-user", ""); a.status != 403 || a.body["code"] != CodeForbidden {
+	if a := ta.reserve(t, id, "bad-user", ""); a.status != 403 || a.body["code"] != admission.CodeForbidden {
 		t.Fatalf("blacklist: %d %v", a.status, a.body)
 	}
 	if a := ta.reserve(t, id, "good-user", ""); a.status != 202 {
@@ -150,7 +151,7 @@ func TestOperatorControls(t *testing.T) {
 
 	ta.setConfig(t, testConfig+"activities:\n  "+id+":\n    canaryRatio: 0\n")
 	a = ta.reserve(t, id, "c-1", "")
-	if a.status != 429 || a.body["code"] != CodeNotAdmitted || a.header.Get("Retry-After") == "" {
+	if a.status != 429 || a.body["code"] != admission.CodeNotAdmitted || a.header.Get("Retry-After") == "" {
 		t.Fatalf("canary 0: %d %v", a.status, a.body)
 	}
 
@@ -166,7 +167,7 @@ func TestOperatorControls(t *testing.T) {
 	if cfgAnswer.body["source"] != "file" || cfgAnswer.body["lastError"] == nil || cfgAnswer.body["version"] != before {
 		t.Fatalf("admin config: %v", cfgAnswer.body)
 	}
-	if a := ta.reserve(t, id, "c-2", ""); a.status != 429 || a.body["code"] != CodeNotAdmitted {
+	if a := ta.reserve(t, id, "c-2", ""); a.status != 429 || a.body["code"] != admission.CodeNotAdmitted {
 		t.Fatalf("after a refused edit the canary must still apply: %d %v", a.status, a.body)
 	}
 
@@ -178,7 +179,7 @@ func TestOperatorControls(t *testing.T) {
 		t.Fatalf("first: %d %v", a.status, a.body)
 	}
 	a = ta.reserve(t, id2, "r-1", "")
-	if a.status != 429 || a.body["code"] != CodeRateLimited || a.header.Get("Retry-After") == "" {
+	if a.status != 429 || a.body["code"] != admission.CodeRateLimited || a.header.Get("Retry-After") == "" {
 		t.Fatalf("user rate: %d %v", a.status, a.body)
 	}
 }
@@ -239,7 +240,7 @@ func TestOneRedisCallPerAdmittedRequest(t *testing.T) {
 		}
 	}
 	a := ta.reserve(t, id2, "ipu-2", "")
-	if a.status != 429 || a.body["code"] != CodeRateLimited || a.body["dimension"] != "ip" || a.header.Get("Retry-After") == "" {
+	if a.status != 429 || a.body["code"] != admission.CodeRateLimited || a.body["dimension"] != "ip" || a.header.Get("Retry-After") == "" {
 		t.Fatalf("third user of one IP: %d %v", a.status, a.body)
 	}
 }

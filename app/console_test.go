@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 )
@@ -323,7 +324,7 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 	var res <-chan []time.Duration
 	c.edit("false", "true", func(at time.Time) {
 		res = watchAll(bases, activity, at, 10*time.Second, func(s int, code string) bool {
-			return s == http.StatusServiceUnavailable && code == CodeDisabled
+			return s == http.StatusServiceUnavailable && code == admission.CodeDisabled
 		})
 	})
 	checkWithin(t, "kill switch pulled in the console", <-res, time.Second)

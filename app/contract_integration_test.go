@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
@@ -38,7 +39,7 @@ func TestAPINoConfigurationAnswers503(t *testing.T) {
 		{"GET", "/readyz"},
 	}
 	for _, r := range routes {
-		must503(t, r.method+" "+r.path, ta.do(t, r.method, r.path, user, ""), CodeUnavailable)
+		must503(t, r.method+" "+r.path, ta.do(t, r.method, r.path, user, ""), admission.CodeUnavailable)
 	}
 	if a := ta.do(t, "GET", "/healthz", nil, ""); a.status != http.StatusOK {
 		t.Fatalf("healthz: %d %v", a.status, a.body)
@@ -148,7 +149,7 @@ func TestAPIRepostWithoutOpensAt(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := ta.admin(t, "POST", "/admin/v1/activities", body2)
-	must503(t, "create with MySQL down", a, CodeUnavailable)
+	must503(t, "create with MySQL down", a, admission.CodeUnavailable)
 	if err := p.Enable(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +189,7 @@ func TestAPIReplayOnTokenActivity(t *testing.T) {
 	}
 	// Without a valid token a new key is still refused.
 	h["Idempotency-Key"] = "tk-2"
-	if a := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", h, rb); a.status != http.StatusForbidden || a.body["code"] != CodeTokenRequired {
+	if a := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", h, rb); a.status != http.StatusForbidden || a.body["code"] != admission.CodeTokenRequired {
 		t.Fatalf("spent token, new key: %d %v", a.status, a.body)
 	}
 }
@@ -222,7 +223,7 @@ func TestAPIReplayAnswersCurrentStatus(t *testing.T) {
 	if replay.status != http.StatusOK || replay.body["reservationId"] != rid || replay.body["status"] != "CONFIRMED" {
 		t.Fatalf("replay of a confirmed reservation after sell-out: %d %v, want 200 %s CONFIRMED", replay.status, replay.body, rid)
 	}
-	if a := ta.reserve(t, id, "rs-user", "another-key"); a.status != http.StatusGone || a.body["code"] != CodeSoldOut {
+	if a := ta.reserve(t, id, "rs-user", "another-key"); a.status != http.StatusGone || a.body["code"] != admission.CodeSoldOut {
 		t.Fatalf("a new key after sell-out: %d %v, want 410 SOLD_OUT", a.status, a.body)
 	}
 }
@@ -293,7 +294,7 @@ func TestAPIOutcomeUnknownRetryFindsReservation(t *testing.T) {
 	if err := p.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	must503(t, "reservation with Redis refusing connections", a, CodeUnavailable)
+	must503(t, "reservation with Redis refusing connections", a, admission.CodeUnavailable)
 }
 
 // Issue 14: the token endpoint goes through kill switch, blacklist and state, and one user
@@ -321,7 +322,7 @@ func TestAPITokenAdmission(t *testing.T) {
 		}
 	}
 	a := post("minter")
-	if a.status != http.StatusTooManyRequests || a.body["code"] != CodeRateLimited || a.header.Get("Retry-After") == "" {
+	if a.status != http.StatusTooManyRequests || a.body["code"] != admission.CodeRateLimited || a.header.Get("Retry-After") == "" {
 		t.Fatalf("fourth token of one user: %d %v", a.status, a.body)
 	}
 	if a := post("other"); a.status != http.StatusOK {
@@ -342,7 +343,7 @@ func TestAPITokenAdmission(t *testing.T) {
 		t.Fatalf("blacklisted user: %d %v", a.status, a.body)
 	}
 	ta.setConfig(t, cfg+"killSwitch: true\n")
-	must503(t, "token under the kill switch", post("k"), CodeDisabled)
+	must503(t, "token under the kill switch", post("k"), admission.CodeDisabled)
 	ta.setConfig(t, strings.Replace(cfg, "tokens:   {rate: 1000000, burst: 1000000}", "tokens:   {rate: 0.01, burst: 2}", 1))
 	post("ip-1")
 	post("ip-2")

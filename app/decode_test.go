@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/keyspace"
 )
@@ -153,8 +154,8 @@ func hopsFrom(from, to int) string {
 
 func TestRetryAfterAlwaysOnThrottle(t *testing.T) {
 	for _, e := range []*apiError{
-		newError(http.StatusTooManyRequests, CodeRateLimited, "x"),
-		newError(http.StatusServiceUnavailable, CodeUnavailable, "x").after(1500 * time.Millisecond),
+		newError(http.StatusTooManyRequests, admission.CodeRateLimited, "x"),
+		newError(http.StatusServiceUnavailable, admission.CodeUnavailable, "x").after(1500 * time.Millisecond),
 	} {
 		w := httptest.NewRecorder()
 		c, _ := gin.CreateTestContext(w)

@@ -24,19 +24,9 @@ const (
 	CodeBadRequest       = "BAD_REQUEST"
 	CodeTooLarge         = "PAYLOAD_TOO_LARGE"
 	CodeUnauthenticated  = "UNAUTHENTICATED"
-	CodeForbidden        = admission.CodeForbidden
-	CodeTokenRequired    = admission.CodeTokenRequired
 	CodeNotFound         = "NOT_FOUND"
 	CodeMethodNotAllowed = "METHOD_NOT_ALLOWED"
 	CodeConflict         = "CONFLICT"
-	CodeAlreadyPurchased = admission.CodeAlreadyPurchased
-	CodeSoldOut          = admission.CodeSoldOut
-	CodeClosed           = admission.CodeClosed
-	CodeNotOpen          = admission.CodeNotOpen
-	CodeRateLimited      = admission.CodeRateLimited
-	CodeNotAdmitted      = admission.CodeNotAdmitted
-	CodeDisabled         = admission.CodeDisabled
-	CodeUnavailable      = admission.CodeUnavailable
 	// CodeOutcomeUnknown is a 503 whose reservation may have been made (the script may have
 	// run after the request gave up): retry with the idempotencyKey of the answer.
 	CodeOutcomeUnknown = "OUTCOME_UNKNOWN"
@@ -89,7 +79,7 @@ func rejectionError(r *admission.Rejection) apiError {
 	if !r.OpensAt.IsZero() {
 		e.has |= fOpensAt
 	}
-	if r.Code == CodeAlreadyPurchased {
+	if r.Code == admission.CodeAlreadyPurchased {
 		e.has |= fReservationID
 	}
 	return e
@@ -138,7 +128,7 @@ func (e *apiError) after(d time.Duration) *apiError {
 func badRequest(msg string) *apiError { return newError(http.StatusBadRequest, CodeBadRequest, msg) }
 
 func unavailable(msg string) *apiError {
-	return newError(http.StatusServiceUnavailable, CodeUnavailable, msg).after(time.Second)
+	return newError(http.StatusServiceUnavailable, admission.CodeUnavailable, msg).after(time.Second)
 }
 
 // neverSent reports whether a failed Redis call surely did not run its command: the

@@ -53,10 +53,10 @@ func TestErrorBodyMatchesEncodingJSON(t *testing.T) {
 		status int
 		code   string
 	}{
-		{400, CodeBadRequest}, {413, CodeTooLarge}, {401, CodeUnauthenticated}, {403, CodeForbidden},
-		{403, CodeTokenRequired}, {404, CodeNotFound}, {405, CodeMethodNotAllowed}, {409, CodeConflict},
-		{409, CodeAlreadyPurchased}, {410, CodeSoldOut}, {410, CodeClosed}, {425, CodeNotOpen},
-		{429, CodeRateLimited}, {429, CodeNotAdmitted}, {503, CodeDisabled}, {503, CodeUnavailable},
+		{400, CodeBadRequest}, {413, CodeTooLarge}, {401, CodeUnauthenticated}, {403, admission.CodeForbidden},
+		{403, admission.CodeTokenRequired}, {404, CodeNotFound}, {405, CodeMethodNotAllowed}, {409, CodeConflict},
+		{409, admission.CodeAlreadyPurchased}, {410, admission.CodeSoldOut}, {410, admission.CodeClosed}, {425, admission.CodeNotOpen},
+		{429, admission.CodeRateLimited}, {429, admission.CodeNotAdmitted}, {503, admission.CodeDisabled}, {503, admission.CodeUnavailable},
 		{503, CodeOutcomeUnknown}, {500, CodeInternal},
 	}
 	type variant struct {
@@ -130,7 +130,7 @@ func TestErrorBodyMatchesEncodingJSON(t *testing.T) {
 // TestAppendErrorAllocatesNothing: a 429 body with its dimension is written into a buffer with
 // no heap allocation.
 func TestAppendErrorAllocatesNothing(t *testing.T) {
-	e := newError(http.StatusTooManyRequests, CodeRateLimited, "too many requests").after(2 * time.Second).withDimension("activity")
+	e := newError(http.StatusTooManyRequests, admission.CodeRateLimited, "too many requests").after(2 * time.Second).withDimension("activity")
 	buf := make([]byte, 0, 512)
 	n := testing.AllocsPerRun(100, func() {
 		b, err := appendError(buf[:0], e, 2)
@@ -208,14 +208,14 @@ func TestAdmissionErrorMapping(t *testing.T) {
 		give error
 		want string // the body
 	}{
-		{"rate limited", &admission.Rejection{Status: 429, Code: CodeRateLimited, Message: "too many requests",
+		{"rate limited", &admission.Rejection{Status: 429, Code: admission.CodeRateLimited, Message: "too many requests",
 			RetryAfter: 1500 * time.Millisecond, Dimension: "activity"},
 			`{"code":"RATE_LIMITED","dimension":"activity","message":"too many requests","retryAfterSeconds":2}`},
-		{"not open", &admission.Rejection{Status: 425, Code: CodeNotOpen, Message: "the activity is not open yet", OpensAt: opens},
+		{"not open", &admission.Rejection{Status: 425, Code: admission.CodeNotOpen, Message: "the activity is not open yet", OpensAt: opens},
 			`{"code":"NOT_OPEN","message":"the activity is not open yet","opensAt":"2026-12-01T08:00:00.000Z"}`},
-		{"already purchased, no id", &admission.Rejection{Status: 409, Code: CodeAlreadyPurchased, Message: "the per-user limit is reached"},
+		{"already purchased, no id", &admission.Rejection{Status: 409, Code: admission.CodeAlreadyPurchased, Message: "the per-user limit is reached"},
 			`{"code":"ALREADY_PURCHASED","message":"the per-user limit is reached","reservationId":""}`},
-		{"wrapped rejection", fmt.Errorf("x: %w", &admission.Rejection{Status: 410, Code: CodeSoldOut, Message: "sold out"}),
+		{"wrapped rejection", fmt.Errorf("x: %w", &admission.Rejection{Status: 410, Code: admission.CodeSoldOut, Message: "sold out"}),
 			`{"code":"SOLD_OUT","message":"sold out"}`},
 		{"script may have run", &admission.Fault{Err: context.DeadlineExceeded, IdempotencyKey: "srv-k"},
 			`{"code":"OUTCOME_UNKNOWN","idempotencyKey":"srv-k","message":"the reservation may or may not have been made: retry with the same Idempotency-Key","retryAfterSeconds":1}`},

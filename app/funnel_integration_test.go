@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/sql"
 )
@@ -46,23 +47,23 @@ func clientLayer(t testing.TB, a answer) string {
 		return "accepted"
 	case a.status == http.StatusOK:
 		return "replayed"
-	case code == CodeDisabled:
+	case code == admission.CodeDisabled:
 		return "killswitch"
-	case code == CodeNotOpen:
+	case code == admission.CodeNotOpen:
 		return "not_open"
-	case code == CodeClosed:
+	case code == admission.CodeClosed:
 		return "closed"
-	case code == CodeForbidden:
+	case code == admission.CodeForbidden:
 		return "blacklist"
-	case code == CodeNotAdmitted:
+	case code == admission.CodeNotAdmitted:
 		return "canary"
-	case code == CodeTokenRequired:
+	case code == admission.CodeTokenRequired:
 		return "token"
-	case code == CodeAlreadyPurchased:
+	case code == admission.CodeAlreadyPurchased:
 		return "user_limit"
-	case code == CodeSoldOut:
+	case code == admission.CodeSoldOut:
 		return "sold_out"
-	case code == CodeRateLimited:
+	case code == admission.CodeRateLimited:
 		d, _ := a.body["dimension"].(string)
 		if d == "user" || d == "ip" {
 			return "user_ip"

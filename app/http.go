@@ -286,7 +286,7 @@ func (a *api) postToken(c *gin.Context) {
 		return
 	}
 	if n > int64(snap.Cfg.Limits.TokensPerUser) {
-		writeError(c, newError(http.StatusTooManyRequests, CodeRateLimited, "too many grab tokens").after(ttl).withDimension("user"))
+		writeError(c, newError(http.StatusTooManyRequests, admission.CodeRateLimited, "too many grab tokens").after(ttl).withDimension("user"))
 		return
 	}
 	tok, exp, err := a.inv.IssueToken(ctx, id, user, admission.TokenTTL)

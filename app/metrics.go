@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/app/admission"
 )
 
 // Outcomes of a successful request (the outcome label); an error's outcome is its code.
@@ -15,9 +17,9 @@ const (
 
 // errorOutcomes are the error codes of the JSON error model.
 var errorOutcomes = []string{
-	CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeForbidden, CodeTokenRequired,
-	CodeNotFound, CodeMethodNotAllowed, CodeConflict, CodeAlreadyPurchased, CodeSoldOut,
-	CodeClosed, CodeNotOpen, CodeRateLimited, CodeNotAdmitted, CodeDisabled, CodeUnavailable,
+	CodeBadRequest, CodeTooLarge, CodeUnauthenticated, admission.CodeForbidden, admission.CodeTokenRequired,
+	CodeNotFound, CodeMethodNotAllowed, CodeConflict, admission.CodeAlreadyPurchased, admission.CodeSoldOut,
+	admission.CodeClosed, admission.CodeNotOpen, admission.CodeRateLimited, admission.CodeNotAdmitted, admission.CodeDisabled, admission.CodeUnavailable,
 	CodeInternal,
 }
 
@@ -28,8 +30,8 @@ var httpOutcomes = append([]string{outcomeReserved, outcomeReplayed, outcomeOK},
 // 0 so the dashboard's panels of that route never read "No data".
 var reservationOutcomes = []string{
 	outcomeReserved, outcomeReplayed, CodeBadRequest, CodeTooLarge, CodeUnauthenticated,
-	CodeForbidden, CodeTokenRequired, CodeNotFound, CodeAlreadyPurchased, CodeSoldOut, CodeClosed,
-	CodeNotOpen, CodeRateLimited, CodeNotAdmitted, CodeDisabled, CodeUnavailable, CodeInternal,
+	admission.CodeForbidden, admission.CodeTokenRequired, CodeNotFound, admission.CodeAlreadyPurchased, admission.CodeSoldOut, admission.CodeClosed,
+	admission.CodeNotOpen, admission.CodeRateLimited, admission.CodeNotAdmitted, admission.CodeDisabled, admission.CodeUnavailable, CodeInternal,
 }
 
 // reservationRoute is the route label of the reservation endpoint (Gin's full path).
@@ -92,7 +94,7 @@ func outcomeLabel(set string, status int) string {
 	case http.StatusUnauthorized:
 		return CodeUnauthenticated
 	case http.StatusForbidden:
-		return CodeForbidden
+		return admission.CodeForbidden
 	case http.StatusNotFound:
 		return CodeNotFound
 	case http.StatusMethodNotAllowed:
@@ -102,9 +104,9 @@ func outcomeLabel(set string, status int) string {
 	case http.StatusRequestEntityTooLarge:
 		return CodeTooLarge
 	case http.StatusTooManyRequests:
-		return CodeRateLimited
+		return admission.CodeRateLimited
 	case http.StatusServiceUnavailable:
-		return CodeUnavailable
+		return admission.CodeUnavailable
 	}
 	if status >= http.StatusInternalServerError {
 		return CodeInternal

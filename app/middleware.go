@@ -103,7 +103,7 @@ func (a *api) recover(c *gin.Context) {
 func (a *api) requireSnapshot(c *gin.Context) {
 	snap := a.cfg.Current()
 	if snap == nil {
-		writeError(c, newError(http.StatusServiceUnavailable, CodeUnavailable, "no configuration loaded yet").after(time.Second))
+		writeError(c, newError(http.StatusServiceUnavailable, admission.CodeUnavailable, "no configuration loaded yet").after(time.Second))
 		return
 	}
 	if st := state(c); st != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
@@ -199,7 +200,7 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 			accepted = append(accepted, guardAccepted{rid: a.body["reservationId"].(string), user: again[i]})
 			n202++
 		case a.status == http.StatusServiceUnavailable && code == CodeRecovering,
-			code == CodeSoldOut, code == CodeAlreadyPurchased:
+			code == admission.CodeSoldOut, code == admission.CodeAlreadyPurchased:
 		default:
 			t.Errorf("reserve %s after the put-back: %d %v, want 202 or a refusal", again[i], a.status, a.body)
 		}
@@ -281,7 +282,7 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 	}
 	want, wantCode := http.StatusAccepted, ""
 	if units == guardStockUnits {
-		want, wantCode = http.StatusGone, CodeSoldOut
+		want, wantCode = http.StatusGone, admission.CodeSoldOut
 	}
 	if a := ta.reserve(t, id, id+"-after", ""); a.status != want || wantCode != "" && a.body["code"] != wantCode {
 		t.Fatalf("reserve after the restore: %d %v, want %d %s", a.status, a.body, want, wantCode)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
@@ -116,7 +117,7 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 
 	took := waitAll(testConfig+"killSwitch: true\n", func(ta *testApp, u string) bool {
 		s, c := reserveCode(ta, u)
-		return s == 503 && c == CodeDisabled
+		return s == 503 && c == admission.CodeDisabled
 	})
 	t.Logf("kill switch in force on all three instances after %v (slowest)", took[2])
 	took = waitAll(testConfig, func(ta *testApp, u string) bool {
@@ -126,7 +127,7 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 	t.Logf("kill switch released on all three after %v", took[2])
 	took = waitAll(testConfig+"activities:\n  "+id+":\n    canaryRatio: 0\n", func(ta *testApp, u string) bool {
 		s, c := reserveCode(ta, u)
-		return s == 429 && c == CodeNotAdmitted
+		return s == 429 && c == admission.CodeNotAdmitted
 	})
 	t.Logf("canary 0 in force on all three after %v", took[2])
 
@@ -144,7 +145,7 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 		if !strings.Contains(st.LastError, "limits.user.rate") || st.Version != versions[i] {
 			t.Fatalf("instance %d: invalid edit not refused (version %s, was %s, lastError %q)", i, st.Version, versions[i], st.LastError)
 		}
-		if s, c := reserveCode(ta, fmt.Sprintf("after-bad-%d", i)); s != 429 || c != CodeNotAdmitted {
+		if s, c := reserveCode(ta, fmt.Sprintf("after-bad-%d", i)); s != 429 || c != admission.CodeNotAdmitted {
 			t.Fatalf("instance %d after a refused edit: %d %v", i, s, c)
 		}
 	}
@@ -166,8 +167,8 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 		u := fmt.Sprintf("canary-%d", i)
 		s1, c1 := reserveCode(apps[i%3], u)
 		s2, c2 := reserveCode(apps[(i+1)%3], u)
-		out1 := s1 == 429 && c1 == CodeNotAdmitted
-		out2 := s2 == 429 && c2 == CodeNotAdmitted
+		out1 := s1 == 429 && c1 == admission.CodeNotAdmitted
+		out2 := s2 == 429 && c2 == admission.CodeNotAdmitted
 		mu.Lock()
 		defer mu.Unlock()
 		codes[fmt.Sprint(s1, c1)]++

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/seckill/seckill/app/admission"
 )
 
 // health serves /healthz and /readyz; detail (the admin port) adds the order writer's raw
@@ -45,7 +47,7 @@ func (a *api) readyz(c *gin.Context, detail bool) {
 		body["writer"] = writer
 	}
 	if !ok {
-		e := newError(http.StatusServiceUnavailable, CodeUnavailable, reason).with("ready", false).
+		e := newError(http.StatusServiceUnavailable, admission.CodeUnavailable, reason).with("ready", false).
 			with("reason", reason).with("configSource", st.Source)
 		if writerErr != nil {
 			e = e.with("writer", writer)

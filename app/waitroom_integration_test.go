@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/lua"
@@ -84,7 +85,7 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 	if p := a.poll(t, id, "u2", ticket); p.status != http.StatusNotFound {
 		t.Fatalf("another user's ticket: %d %v, want 404", p.status, p.body)
 	}
-	if r := a.reserve(t, id, "u1", ""); r.status != http.StatusForbidden || r.body["code"] != CodeTokenRequired {
+	if r := a.reserve(t, id, "u1", ""); r.status != http.StatusForbidden || r.body["code"] != admission.CodeTokenRequired {
 		t.Fatalf("reservation without a pass: %d %v", r.status, r.body)
 	}
 	var pass string
@@ -186,7 +187,7 @@ func TestWaitingRoomSoldOutAnswers410(t *testing.T) {
 	for _, ta := range []*testApp{a, b} {
 		testwait.Eventually(t, 2*time.Second, func() bool {
 			p := ta.poll(t, id, loser, tickets[loser])
-			return p.status == http.StatusGone && p.body["code"] == CodeSoldOut
+			return p.status == http.StatusGone && p.body["code"] == admission.CodeSoldOut
 		}, "410 SOLD_OUT for %s on %s", loser, ta.base)
 	}
 	if j := b.join(t, id, "w3"); j.status != http.StatusGone {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -85,16 +86,16 @@ func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 	// another one (a new key) could buy a second time on one turn.
 	refused := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", map[string]string{"X-User-Id": "buyer", "Idempotency-Key": "another"},
 		fmt.Sprintf(`{"token":%q}`, first))
-	if refused.status != http.StatusForbidden || refused.body["code"] != CodeTokenRequired {
-		t.Fatalf("another reservation with the pass after the 503: %d %v, want 403 %s", refused.status, refused.body, CodeTokenRequired)
+	if refused.status != http.StatusForbidden || refused.body["code"] != admission.CodeTokenRequired {
+		t.Fatalf("another reservation with the pass after the 503: %d %v, want 403 %s", refused.status, refused.body, admission.CodeTokenRequired)
 	}
 	h := map[string]string{"X-User-Id": "buyer", "Idempotency-Key": key}
 	ok := ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", h, fmt.Sprintf(`{"token":%q}`, first))
 	if ok.status != http.StatusAccepted {
 		t.Fatalf("the retry with the same pass after a 429 and a 503: %d %v, want 202", ok.status, ok.body)
 	}
-	if again := ta.reserveWith(t, id, "buyer", first); again.status != http.StatusForbidden || again.body["code"] != CodeTokenRequired {
-		t.Fatalf("the pass after its 202: %d %v, want 403 %s", again.status, again.body, CodeTokenRequired)
+	if again := ta.reserveWith(t, id, "buyer", first); again.status != http.StatusForbidden || again.body["code"] != admission.CodeTokenRequired {
+		t.Fatalf("the pass after its 202: %d %v, want 403 %s", again.status, again.body, admission.CodeTokenRequired)
 	}
 	if v := scrapeSum(t, ta, "seckill_waitroom_passes_returned_total"); v != 1 {
 		t.Fatalf("seckill_waitroom_passes_returned_total %v, want 1 (the 429; the 503 keeps it bound to its key)", v)
@@ -137,8 +138,8 @@ func TestWaitingRoomPollAfterItsPassWasSpent(t *testing.T) {
 	if j := a.join(t, id, "buyer"); j.status != http.StatusOK || j.body["status"] != "USED" || j.body["pass"] != nil {
 		t.Fatalf("joining again after the 202: %d %v, want 200 USED with no pass", j.status, j.body)
 	}
-	if r := a.reserveWith(t, id, "buyer", pass); r.status != http.StatusForbidden || r.body["code"] != CodeTokenRequired {
-		t.Fatalf("the spent pass again: %d %v, want 403 %s", r.status, r.body, CodeTokenRequired)
+	if r := a.reserveWith(t, id, "buyer", pass); r.status != http.StatusForbidden || r.body["code"] != admission.CodeTokenRequired {
+		t.Fatalf("the spent pass again: %d %v, want 403 %s", r.status, r.body, admission.CodeTokenRequired)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/app/waitroom"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
@@ -432,13 +433,13 @@ func TestWaitingRoomQueuedSale(t *testing.T) {
 	}
 
 	// The inlet: no 1 s span over 500 admissions; places served in order.
-	type admission struct {
+	type admitted struct {
 		e  uint64
 		ms int64
 	}
-	byPlace := make([]admission, 0, len(adm))
+	byPlace := make([]admitted, 0, len(adm))
 	for e, ms := range adm {
-		byPlace = append(byPlace, admission{e, ms})
+		byPlace = append(byPlace, admitted{e, ms})
 	}
 	sort.Slice(byPlace, func(i, j int) bool { return byPlace[i].e < byPlace[j].e })
 	for i := 1; i < len(byPlace); i++ {
@@ -526,7 +527,7 @@ func TestWaitingRoomQueuedSale(t *testing.T) {
 		if !p.sent.Before(sold.Add(time.Second)) {
 			late++
 			polledLate[p.user] = true
-			if p.status != http.StatusGone || p.body.Code != CodeSoldOut {
+			if p.status != http.StatusGone || p.body.Code != admission.CodeSoldOut {
 				lateBad++
 			}
 		}
@@ -541,7 +542,7 @@ func TestWaitingRoomQueuedSale(t *testing.T) {
 		}
 		swept.Add(1)
 		a, err := cr.do("GET", queueURL(apps[i%2], "/"+ticket), user, "")
-		if err != nil || a.status != http.StatusGone || a.body.Code != CodeSoldOut {
+		if err != nil || a.status != http.StatusGone || a.body.Code != admission.CodeSoldOut {
 			sweepBad.Add(1)
 			sweepSample.Store(fmt.Sprintf("%s on %s: %d %+v %v", user, apps[i%2].base, a.status, a.body, err))
 		}
