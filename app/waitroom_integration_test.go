@@ -125,8 +125,18 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 	testwait.Eventually(t, 5*time.Second, func() bool {
 		return b.poll(t, later, "u2", tl).status == http.StatusOK
 	}, "the later line read on b")
-	cc := &redishook.Counter{Match: roomCommand}
-	b.rdb.AddHook(cc)
+	var mu sync.Mutex
+	sent := map[string]int{} // what was counted, by command and key (named when the count is off)
+	cc := &redishook.Counter{Match: func(ctx context.Context, cmd redis.Cmder) bool {
+		if !roomCommand(ctx, cmd) {
+			return false
+		}
+		mu.Lock()
+		sent[fmt.Sprint(cmd.Args()[:min(2, len(cmd.Args()))])]++
+		mu.Unlock()
+		return true
+	}}
+	b.rdb.AddHook(cc) // set before the hook is added: the instance's goroutines read it
 	if j := b.join(t, id, "u3"); j.status != http.StatusCreated {
 		t.Fatalf("join u3: %d %v", j.status, j.body)
 	}
@@ -142,18 +152,10 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 	if polled := cc.Load() - joined; polled != 0 {
 		t.Fatalf("500 polls of a waiting place sent %d Redis commands (a join sent %d)", polled, joined)
 	}
-	var mu sync.Mutex
-	sent := map[string]int{} // what the admitted place's polls sent, by command and key
-	cc.Match = func(ctx context.Context, cmd redis.Cmder) bool {
-		if !roomCommand(ctx, cmd) {
-			return false
-		}
-		mu.Lock()
-		sent[fmt.Sprint(cmd.Args()[:min(2, len(cmd.Args()))])]++
-		mu.Unlock()
-		return true
-	}
 	cc.Reset()
+	mu.Lock()
+	clear(sent)
+	mu.Unlock()
 	for i := 0; i < 500; i++ {
 		if p := b.poll(t, id, "u2", t2); p.status != http.StatusOK || p.body["status"] != "ADMITTED" {
 			t.Fatalf("poll of the admitted place: %d %v", p.status, p.body)
