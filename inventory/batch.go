@@ -223,12 +223,20 @@ func (s *Store) batchArgs(e *entry, l *layout, call *reserveCall, batch []*batch
 		keysEnd++
 	}
 	argv := call.args[keysEnd:]
-	place := make(map[int]int, len(batch)) // shard -> its place in the list, from 1
+	// A batch holds at most ReserveBatch items and a few shards: finding an item's shard in
+	// homes by a scan costs less than a map per call.
+	place := func(home int, homes []int) int { // its place in homes, from 1; 0 when absent
+		for i, h := range homes {
+			if h == home {
+				return i + 1
+			}
+		}
+		return 0
+	}
 	var homes []int
 	for _, it := range batch {
-		if place[it.home] == 0 {
+		if place(it.home, homes) == 0 {
 			homes = append(homes, it.home)
-			place[it.home] = len(homes)
 		}
 	}
 	out := make([]any, 0, 3+shardKeys*len(homes)+len(batch)+common+1+3*len(homes)+5*len(batch))
@@ -254,8 +262,9 @@ func (s *Store) batchArgs(e *entry, l *layout, call *reserveCall, batch []*batch
 	}
 	marks := make([]*string, len(batch))
 	for i, it := range batch {
-		marks[i] = mark[place[it.home]-1]
-		out = append(out, place[it.home], it.r.UserID, it.uh, it.r.Quantity, it.idf)
+		j := place(it.home, homes)
+		marks[i] = mark[j-1]
+		out = append(out, j, it.r.UserID, it.uh, it.r.Quantity, it.idf)
 	}
 	call.args = out
 	return marks
