@@ -5,7 +5,7 @@
 #   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest queue durability cmdstats
 #                                        # (default: all of them, in that order)
 #
-# "ratios" is the table of docs/BENCHMARKS.md section 0: the ceiling routes of internal/ginhello
+# "ratios" is the table of docs/BENCHMARKS.md, "Ratios against the ceilings" (formerly section 0): the ceiling routes of internal/ginhello
 # (hello, hello with a JSON body decoded, one EVALSHA, the two-call design) and the service's
 # 410, 429 and 202 paths (roles api, then all roles in one process), each without a body and
 # with the JSON body clients send, one wrk run each, in one go, with the ratios, the Redis time
@@ -333,7 +333,7 @@ step_gotest() {
   go test -tags integration -run XXX -bench 'HTTP' -benchtime 3s ./app/ 2>&1 | tee "$OUT/gotest-app.txt"
 }
 
-# ---- ratios: ceilings and the service's paths in one run (docs/BENCHMARKS.md section 0) ----
+# ---- ratios: ceilings and the service's paths in one run (docs/BENCHMARKS.md, "Ratios against the ceilings") ----
 # Every row is one wrk -t2 -c$CONNS -d${WRK_SECONDS}s run. POST rows send a new X-User-Id on every
 # request (newuser.lua); the "JSON body" rows send what clients send, Content-Type:
 # application/json and {"quantity":1} (newuser-body.lua), and their rejections are measured
