@@ -3,7 +3,7 @@
 #
 #   bash scripts/services.sh up          # Redis, MariaDB, RocketMQ, Nacos (once)
 #   bash scripts/bench.sh [step...]      # steps: ratios ceilings gin redis mysql rush counts scaling gotest queue durability cmdstats
-#                                        # (default: all of them, in that order)
+#                                        # (default: ratios ceilings rush counts scaling gotest)
 #
 # "ratios" is the table of docs/BENCHMARKS.md, "Ratios against the ceilings" (formerly section 0): the ceiling routes of internal/ginhello
 # (hello, hello with a JSON body decoded, one EVALSHA, the two-call design) and the service's
