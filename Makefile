@@ -1,4 +1,4 @@
-# seckill: the README's commands.
+# seckill: the README's two commands (make run is its go run; make test), and the rest.
 #   make run            start the service in embedded mode (no setup needed)
 #   make build          bin/seckill and bin/seckill-load, stamped with the release and commit
 #   make test-build     compile what make test compiles (every -race test binary, and the

@@ -190,6 +190,6 @@ func TestOneAddressHoldsAShareOfTheCap(t *testing.T) {
 		t.Fatal("192.0.2.1 refused after one of its connections closed")
 	}
 	if l.max != DefaultMaxConns || l.maxPerAddr != 512 {
-		t.Fatalf("cap %d, share %d: want 4096 and 512 as the README says", l.max, l.maxPerAddr)
+		t.Fatalf("cap %d, share %d: want 4096 and 512 as docs/security.md says", l.max, l.maxPerAddr)
 	}
 }

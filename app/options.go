@@ -115,7 +115,7 @@ func (e *UsageError) Error() string { return e.Err.Error() }
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // optionSpec is one start-up option: its flag, its environment variable, the default shown in
-// --help and the README, and a strict parser that stores the value.
+// --help and docs/configuration.md, and a strict parser that stores the value.
 type optionSpec struct {
 	flag, env string
 	def       string // the value parsed when neither the flag nor the variable is set
@@ -355,7 +355,7 @@ func ParseOptions(args []string, getenv func(string) string, out io.Writer) (Opt
 	_, durEnv := lookup(getenv, "SECKILL_REDIS_DURABILITY")
 	switch {
 	case !durEnv && !given["redis-durability"] && o.RedisAddr != "":
-		// The production default: see README "Durability".
+		// The production default: see docs/durability.md.
 		o.RedisDurability = inventory.Durability{AOF: true}
 	case o.RedisAddr == "" && o.RedisDurability != (inventory.Durability{}):
 		return o, &UsageError{fmt.Errorf("SECKILL_REDIS_DURABILITY (--redis-durability) %s needs a real Redis (SECKILL_REDIS_ADDR); the embedded one keeps nothing (mode none)", o.RedisDurability)}
@@ -488,7 +488,7 @@ func (s optionSpec) defaultText() string {
 	return "empty"
 }
 
-// FlagTable is the README's table of flags, built from the same list as --help.
+// FlagTable is the table of flags of docs/configuration.md, built from the same list as --help.
 func FlagTable() string {
 	var b strings.Builder
 	b.WriteString("| flag | environment | default | meaning |\n|---|---|---|---|\n")

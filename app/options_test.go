@@ -201,9 +201,10 @@ func TestHelpListsEveryFlagWithVariableAndDefault(t *testing.T) {
 	}
 }
 
-// TestReadmeFlagTable keeps the README's flag table identical to the option list.
+// TestReadmeFlagTable keeps the flag table of docs/configuration.md (once the README's)
+// identical to the option list.
 func TestReadmeFlagTable(t *testing.T) {
-	raw, err := os.ReadFile("../README.md")
+	raw, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +212,10 @@ func TestReadmeFlagTable(t *testing.T) {
 	s := string(raw)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %q ... %q section", begin, end)
+		t.Fatalf("docs/configuration.md has no %q ... %q section", begin, end)
 	}
 	if got, want := s[i+len(begin):j], FlagTable(); got != want {
-		t.Fatalf("README flag table is stale; replace it with:\n%s", want)
+		t.Fatalf("the flag table of docs/configuration.md is stale; replace it with:\n%s", want)
 	}
 }
 

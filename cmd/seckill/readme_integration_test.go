@@ -16,8 +16,9 @@ import (
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-// The README's production example runs as pasted, against the servers scripts/services.sh
-// starts: the block is taken from README.md and given to bash whole (it builds the binary,
+// The production example (once the README's, now docs/production.md's) runs as pasted, against
+// the servers scripts/services.sh starts: the block is taken from docs/production.md and given
+// to bash whole (it builds the binary,
 // exports the settings, publishes the configuration to Nacos, migrates and starts the
 // service), with three variables set before it so that the run keeps to its own Nacos data
 // id, RocketMQ topic and namespace; the service must answer /readyz 200 on the address the
@@ -26,13 +27,13 @@ func TestREADMEProductionExampleRunsAsPasted(t *testing.T) {
 	testsvc.Redis(t)
 	testsvc.MySQL(t)
 	nacos := testsvc.NacosAdmin(t)
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/production.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := readmeBlock(t, string(raw), "Example against the services `scripts/services.sh up` starts")
+	block := docBlock(t, "docs/production.md", string(raw), "Example against the services `scripts/services.sh up` starts")
 	if !strings.Contains(block, "go build -o seckill ./cmd/seckill") || !strings.HasSuffix(strings.TrimSpace(block), "./seckill") {
-		t.Fatalf("the README's production example is not the block this test runs:\n%s", block)
+		t.Fatalf("the production example of docs/production.md is not the block this test runs:\n%s", block)
 	}
 	addr := "127.0.0.1:8080" // what the block gives
 	if !strings.Contains(block, "SECKILL_HTTP_ADDR="+addr) {
@@ -85,12 +86,13 @@ func TestREADMEProductionExampleRunsAsPasted(t *testing.T) {
 	}
 }
 
-// readmeBlock is the first ```sh block after the line that holds marker.
-func readmeBlock(t *testing.T, doc, marker string) string {
+// docBlock is the first ```sh block after the line that holds marker in doc, the text of the
+// file named name.
+func docBlock(t *testing.T, name, doc, marker string) string {
 	t.Helper()
 	i := strings.Index(doc, marker)
 	if i < 0 {
-		t.Fatalf("README.md has no %q", marker)
+		t.Fatalf("%s has no %q", name, marker)
 	}
 	rest := doc[i:]
 	start := strings.Index(rest, "```sh\n")
