@@ -556,39 +556,8 @@ func (a *App) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	if a.mini != nil {
-		start("embedded-redis-clock", a.runMiniClock)
-	}
-	start("config", a.cfg.Run)
-	start("config-source", a.runSource)
-	if a.registry != nil {
-		start("registry", a.registry.Run)
-	}
-	start("inventory", a.inv.Run)
-	start("restores", a.api.restores.Run)
-	start("limiter", a.lim.Run)
-	start("reshard", a.runReshard)
-	start("fallback", a.runFallbackFollow)
-	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
-		start("durability-check", a.runDurabilityCheck)
-	}
-	if a.opts.has("api") {
-		start("funnel", a.api.funnel.Run)
-		start("waitroom", a.room.Run)
-	}
-	if a.opts.has("relay") {
-		start("relay", a.relay.Run)
-	}
-	if a.opts.has("writer") {
-		if err := a.queue.Subscribe(a.writer.Handle); err != nil {
-			return fmt.Errorf("writer: %w", err)
-		}
-	}
-	if a.opts.has("reconciler") {
-		start("reconciler", a.rec.Run)
-	}
-	if a.opts.Demo {
-		start("demo", a.loadDemo)
+	if err := a.startParts(start); err != nil {
+		return err
 	}
 	serve := func(name string, srv *http.Server, ln net.Listener) {
 		wg.Add(1)
@@ -628,6 +597,47 @@ func (a *App) Run(ctx context.Context) error {
 	cancel()
 	wg.Wait()
 	return runErr
+}
+
+// startParts starts, through start, every background part the instance's roles and
+// backing services call for, and subscribes the writer to the queue; it fails only when
+// that subscription does, leaving the parts started before it running.
+func (a *App) startParts(start func(name string, f func(context.Context) error)) error {
+	if a.mini != nil {
+		start("embedded-redis-clock", a.runMiniClock)
+	}
+	start("config", a.cfg.Run)
+	start("config-source", a.runSource)
+	if a.registry != nil {
+		start("registry", a.registry.Run)
+	}
+	start("inventory", a.inv.Run)
+	start("restores", a.api.restores.Run)
+	start("limiter", a.lim.Run)
+	start("reshard", a.runReshard)
+	start("fallback", a.runFallbackFollow)
+	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
+		start("durability-check", a.runDurabilityCheck)
+	}
+	if a.opts.has("api") {
+		start("funnel", a.api.funnel.Run)
+		start("waitroom", a.room.Run)
+	}
+	if a.opts.has("relay") {
+		start("relay", a.relay.Run)
+	}
+	if a.opts.has("writer") {
+		if err := a.queue.Subscribe(a.writer.Handle); err != nil {
+			return fmt.Errorf("writer: %w", err)
+		}
+	}
+	if a.opts.has("reconciler") {
+		start("reconciler", a.rec.Run)
+	}
+	if a.opts.Demo {
+		start("demo", a.loadDemo)
+	}
+	return nil
 }
 
 // runMiniClock moves the embedded Redis's clock for key expiry: miniredis expires keys only
