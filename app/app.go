@@ -224,16 +224,8 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (_ *App, err error
 		return nil, err
 	}
 	opts = a.opts
-	if opts.AdminToken == "" && opts.embedded() {
-		b := make([]byte, minProductionAdminToken)
-		if _, err := rand.Read(b); err != nil {
-			return nil, fmt.Errorf("admin token: %w", err)
-		}
-		a.opts.AdminToken = hex.EncodeToString(b)
-		a.tokenGenerated = true
-	}
-	if a.opts.AdminToken == "" {
-		log.Warn("admin API refuses every request: no admin token set (SECKILL_ADMIN_TOKEN)")
+	if err := a.ensureAdminToken(); err != nil {
+		return nil, err
 	}
 
 	if a.cfgM, err = config.NewMetrics(a.reg); err != nil {
@@ -241,6 +233,50 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (_ *App, err error
 	}
 	a.cfg = config.NewReloader(keys.buildSnapshot, a.cfgM, log.With("part", "config"))
 
+	healthy, err := a.newRegistry(ctx, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	invM, err := a.newInventory(opts, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.buildParts(opts, healthy, invM, log); err != nil {
+		return nil, err
+	}
+	if err := a.buildRoomAndAPI(opts, log); err != nil {
+		return nil, err
+	}
+	if err := a.listen(); err != nil {
+		return nil, err
+	}
+	if len(a.embedded) > 0 {
+		log.Info("embedded stand-ins in use", "parts", strings.Join(a.embedded, ","))
+	}
+	return a, nil
+}
+
+// ensureAdminToken generates a random admin token when none is set and the instance runs
+// embedded stand-ins, and warns when the admin API is left without one; it changes only
+// a.opts.AdminToken and a.tokenGenerated.
+func (a *App) ensureAdminToken() error {
+	if a.opts.AdminToken == "" && a.opts.embedded() {
+		b := make([]byte, minProductionAdminToken)
+		if _, err := rand.Read(b); err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		a.opts.AdminToken = hex.EncodeToString(b)
+		a.tokenGenerated = true
+	}
+	if a.opts.AdminToken == "" {
+		a.log.Warn("admin API refuses every request: no admin token set (SECKILL_ADMIN_TOKEN)")
+	}
+	return nil
+}
+
+// newRegistry checks the Nacos login and sets up the instance's Nacos service registration
+// when a Nacos address is configured, and returns its health probe (nil without Nacos).
+func (a *App) newRegistry(ctx context.Context, opts Options, log *slog.Logger) (func() int, error) {
 	var healthy func() int
 	if opts.NacosAddr != "" {
 		// A wrong password is a start-up error, not a service that never gets ready.
@@ -256,7 +292,12 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (_ *App, err error
 		}
 		healthy = a.registry.Healthy
 	}
+	return healthy, nil
+}
 
+// newInventory registers the inventory's metrics and opens the inventory store on a.rdb;
+// a failure without a configured user-hash key says the key is read from Redis at start.
+func (a *App) newInventory(opts Options, log *slog.Logger) (*inventory.Metrics, error) {
 	invM, err := inventory.NewMetrics(a.reg)
 	if err != nil {
 		return nil, err
@@ -269,17 +310,19 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (_ *App, err error
 		}
 		return nil, err
 	}
-	if err := a.buildParts(opts, healthy, invM, log); err != nil {
-		return nil, err
-	}
+	return invM, nil
+}
 
+// buildRoomAndAPI builds the waiting room, the funnel and the HTTP API on the parts built
+// before; it starts nothing and opens no listener.
+func (a *App) buildRoomAndAPI(opts Options, log *slog.Logger) error {
 	wm, err := waitroom.NewMetrics(a.reg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.room, err = waitroom.New(a.rdb, a.inv.Hasher(), a.inv, a.currentConfig, waitroom.Options{InstanceID: opts.InstanceID}, wm, log.With("part", "waitroom"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fun := newFunnel(a.rdb, userHash64, newFunnelMetrics(a.reg), log.With("part", "funnel"), time.Now)
 	fun.local = a.mini != nil
@@ -296,13 +339,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (_ *App, err error
 		a.api.writerHealthy = a.writer.Healthy
 	}
 	a.api.activityCreated = a.layouts.activityCreated
-	if err := a.listen(); err != nil {
-		return nil, err
-	}
-	if len(a.embedded) > 0 {
-		log.Info("embedded stand-ins in use", "parts", strings.Join(a.embedded, ","))
-	}
-	return a, nil
+	return nil
 }
 
 // currentConfig is the configuration in force, nil while none is loaded.
@@ -519,39 +556,8 @@ func (a *App) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	if a.mini != nil {
-		start("embedded-redis-clock", a.runMiniClock)
-	}
-	start("config", a.cfg.Run)
-	start("config-source", a.runSource)
-	if a.registry != nil {
-		start("registry", a.registry.Run)
-	}
-	start("inventory", a.inv.Run)
-	start("restores", a.api.restores.Run)
-	start("limiter", a.lim.Run)
-	start("reshard", a.runReshard)
-	start("fallback", a.runFallbackFollow)
-	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
-		start("durability-check", a.runDurabilityCheck)
-	}
-	if a.opts.has("api") {
-		start("funnel", a.api.funnel.Run)
-		start("waitroom", a.room.Run)
-	}
-	if a.opts.has("relay") {
-		start("relay", a.relay.Run)
-	}
-	if a.opts.has("writer") {
-		if err := a.queue.Subscribe(a.writer.Handle); err != nil {
-			return fmt.Errorf("writer: %w", err)
-		}
-	}
-	if a.opts.has("reconciler") {
-		start("reconciler", a.rec.Run)
-	}
-	if a.opts.Demo {
-		start("demo", a.loadDemo)
+	if err := a.startParts(start); err != nil {
+		return err
 	}
 	serve := func(name string, srv *http.Server, ln net.Listener) {
 		wg.Add(1)
@@ -591,6 +597,47 @@ func (a *App) Run(ctx context.Context) error {
 	cancel()
 	wg.Wait()
 	return runErr
+}
+
+// startParts starts, through start, every background part the instance's roles and
+// backing services call for, and subscribes the writer to the queue; it fails only when
+// that subscription does, leaving the parts started before it running.
+func (a *App) startParts(start func(name string, f func(context.Context) error)) error {
+	if a.mini != nil {
+		start("embedded-redis-clock", a.runMiniClock)
+	}
+	start("config", a.cfg.Run)
+	start("config-source", a.runSource)
+	if a.registry != nil {
+		start("registry", a.registry.Run)
+	}
+	start("inventory", a.inv.Run)
+	start("restores", a.api.restores.Run)
+	start("limiter", a.lim.Run)
+	start("reshard", a.runReshard)
+	start("fallback", a.runFallbackFollow)
+	if d := a.opts.RedisDurability; a.mini == nil && (d.AOF || d.Replicas > 0) {
+		start("durability-check", a.runDurabilityCheck)
+	}
+	if a.opts.has("api") {
+		start("funnel", a.api.funnel.Run)
+		start("waitroom", a.room.Run)
+	}
+	if a.opts.has("relay") {
+		start("relay", a.relay.Run)
+	}
+	if a.opts.has("writer") {
+		if err := a.queue.Subscribe(a.writer.Handle); err != nil {
+			return fmt.Errorf("writer: %w", err)
+		}
+	}
+	if a.opts.has("reconciler") {
+		start("reconciler", a.rec.Run)
+	}
+	if a.opts.Demo {
+		start("demo", a.loadDemo)
+	}
+	return nil
 }
 
 // runMiniClock moves the embedded Redis's clock for key expiry: miniredis expires keys only

@@ -361,52 +361,10 @@ func (f *funnel) flush(ctx context.Context) {
 
 func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	now := f.now()
-	bySecond := af.bySecond(now.Unix())
-	sec := strconv.FormatInt(now.Unix(), 10)
-	var fields []any
-	add := func(name string, n int64) {
-		if n != 0 {
-			fields = append(fields, name, n)
-		}
-	}
-	attempts := af.dAttempts.Swap(0)
-	add("attempts", attempts)
-	if bySecond {
-		add("s:a:"+sec, attempts)
-	}
-	for o := fAccepted; o < nFunnelOutcomes; o++ {
-		add("o:"+funnelOutcomeNames[o], af.dAnswers[o].Swap(0))
-	}
-	if accepted := fieldValue(fields, "o:accepted"); bySecond {
-		add("s:r:"+sec, accepted)
-	}
-	add("units", af.dUnits.Swap(0))
-	for i, kind := range [2]string{"lat:a:", "lat:r:"} {
-		for b := range af.dLatency[i] {
-			add(kind+strconv.Itoa(b), af.dLatency[i][b].Swap(0))
-		}
-	}
+	fields := af.takeCounts(now)
 	// The sets are taken only when not empty (an empty one stays the activity's, and is not
 	// read again here: attempts may add to it as soon as the lock is released).
-	var tried, bought []byte
-	af.mu.Lock()
-	first, last := af.first, af.last
-	if f.local {
-		if af.tried.dirty || af.bought.dirty {
-			f.m.users.WithLabelValues(af.id, "tried").Set(float64(af.tried.count()))
-			f.m.users.WithLabelValues(af.id, "bought").Set(float64(af.bought.count()))
-			af.tried.dirty, af.bought.dirty = false, false
-		}
-	} else {
-		if af.tried.dirty {
-			tried = af.tried.dense(nil)
-		}
-		if af.bought.dirty {
-			bought = af.bought.dense(nil)
-		}
-	}
-	af.first, af.last = 0, 0
-	af.mu.Unlock()
+	tried, bought, first, last := f.takeSketches(af)
 	if len(fields) == 0 && tried == nil && bought == nil {
 		return nil
 	}
@@ -468,6 +426,62 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	f.m.users.WithLabelValues(af.id, "tried").Set(float64(nTried.Val()))
 	f.m.users.WithLabelValues(af.id, "bought").Set(float64(nBought.Val()))
 	return nil
+}
+
+// takeCounts swaps the activity's counters since the last flush to zero and returns the
+// non-zero ones as hash field, increment pairs (per-second fields when af counts seconds now).
+func (af *actFunnel) takeCounts(now time.Time) []any {
+	bySecond := af.bySecond(now.Unix())
+	sec := strconv.FormatInt(now.Unix(), 10)
+	var fields []any
+	add := func(name string, n int64) {
+		if n != 0 {
+			fields = append(fields, name, n)
+		}
+	}
+	attempts := af.dAttempts.Swap(0)
+	add("attempts", attempts)
+	if bySecond {
+		add("s:a:"+sec, attempts)
+	}
+	for o := fAccepted; o < nFunnelOutcomes; o++ {
+		add("o:"+funnelOutcomeNames[o], af.dAnswers[o].Swap(0))
+	}
+	if accepted := fieldValue(fields, "o:accepted"); bySecond {
+		add("s:r:"+sec, accepted)
+	}
+	add("units", af.dUnits.Swap(0))
+	for i, kind := range [2]string{"lat:a:", "lat:r:"} {
+		for b := range af.dLatency[i] {
+			add(kind+strconv.Itoa(b), af.dLatency[i][b].Swap(0))
+		}
+	}
+	return fields
+}
+
+// takeSketches, under af.mu, takes the first and last acceptance times since the last flush
+// (resetting them) and the dirty distinct-user sketches to merge into Redis; on a local
+// funnel it sets the distinct-user gauges instead and returns no sketch.
+func (f *funnel) takeSketches(af *actFunnel) (tried, bought []byte, first, last int64) {
+	af.mu.Lock()
+	first, last = af.first, af.last
+	if f.local {
+		if af.tried.dirty || af.bought.dirty {
+			f.m.users.WithLabelValues(af.id, "tried").Set(float64(af.tried.count()))
+			f.m.users.WithLabelValues(af.id, "bought").Set(float64(af.bought.count()))
+			af.tried.dirty, af.bought.dirty = false, false
+		}
+	} else {
+		if af.tried.dirty {
+			tried = af.tried.dense(nil)
+		}
+		if af.bought.dirty {
+			bought = af.bought.dense(nil)
+		}
+	}
+	af.first, af.last = 0, 0
+	af.mu.Unlock()
+	return tried, bought, first, last
 }
 
 // funnelBySecondFor is how long after its opening an activity's attempts and acceptances are

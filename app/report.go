@@ -163,9 +163,24 @@ func (a *api) saleReport(ctx context.Context, v inventory.ActivityView) (*saleRe
 		s := millis(v.ClosesAt)
 		r.ClosesAt = &s
 	}
+	r.readFunnel(fields.Val())
+	r.readTimes(times.Val(), v.OpensAt)
+	if r.Attempts > 0 {
+		r.Conversion.OrdersPerAttempt = ratio(orders.Count, r.Attempts)
+		r.BlockRate = ratio(r.Answers["blacklist"]+r.Answers["remembered"]+r.Answers["rate_ip"], r.Attempts)
+	}
+	if r.DistinctUsers.Tried > 0 {
+		r.Conversion.OrdersPerTriedUser = ratio(orders.Count, r.DistinctUsers.Tried)
+	}
+	return r, nil
+}
+
+// readFunnel fills the report's counts, answers, refusals, busiest second and latency
+// quantiles from the funnel hash's fields; a field whose value is not an integer is skipped.
+func (r *saleReport) readFunnel(fields map[string]string) {
 	var lat [2][nFunnelBuckets]int64
 	seconds := map[int64]*reportPeak{}
-	for k, s := range fields.Val() {
+	for k, s := range fields {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			continue
@@ -218,7 +233,12 @@ func (a *api) saleReport(ctx context.Context, v inventory.ActivityView) (*saleRe
 	}
 	r.Latency.Accepted = quantiles(lat[0][:])
 	r.Latency.Refused = quantiles(lat[1][:])
-	for _, z := range times.Val() {
+}
+
+// readTimes sets the report's first and last accepted times from the funnel's times set,
+// and the time to sell out (from opensAt to the last acceptance) when the sale sold out.
+func (r *saleReport) readTimes(times []redis.Z, opensAt time.Time) {
+	for _, z := range times {
 		t := millis(time.UnixMilli(int64(z.Score)))
 		switch z.Member {
 		case "first":
@@ -226,19 +246,11 @@ func (a *api) saleReport(ctx context.Context, v inventory.ActivityView) (*saleRe
 		case "last":
 			r.LastAccepted = &t
 			if r.SoldOut {
-				d := int64(z.Score) - v.OpensAt.UnixMilli()
+				d := int64(z.Score) - opensAt.UnixMilli()
 				r.TimeToSellOutMs = &d
 			}
 		}
 	}
-	if r.Attempts > 0 {
-		r.Conversion.OrdersPerAttempt = ratio(orders.Count, r.Attempts)
-		r.BlockRate = ratio(r.Answers["blacklist"]+r.Answers["remembered"]+r.Answers["rate_ip"], r.Attempts)
-	}
-	if r.DistinctUsers.Tried > 0 {
-		r.Conversion.OrdersPerTriedUser = ratio(orders.Count, r.DistinctUsers.Tried)
-	}
-	return r, nil
 }
 
 func ratio(n, d int64) *float64 {

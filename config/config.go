@@ -376,45 +376,77 @@ func (c *Config) index(data []byte) {
 // *ValidationError listing all problems, or nil.
 func (c *Config) Validate() error {
 	var v validator
-	v.limit("limits.global", c.Limits.Global)
-	v.limit("limits.campaign", c.Limits.Campaign)
-	v.limit("limits.activity", c.Limits.Activity)
-	v.limit("limits.user", c.Limits.User)
-	v.limit("limits.ip", c.Limits.IP)
-	if w := c.Limits.UserWindow.Window; w <= 0 || w.D() > MaxRefill {
+	v.limits(&c.Limits)
+	v.fallback(&c.Fallback)
+	v.activities(c.Activities)
+	for _, id := range sortedKeys(c.Campaigns) {
+		p := "campaigns." + id
+		v.id(p, id)
+		if l := c.Campaigns[id].Limits; l != nil {
+			v.limit(p+".limits", *l)
+		}
+	}
+	v.blacklist(&c.Blacklist)
+	v.prefixes("trustedProxies", c.TrustedProxies)
+	v.prefixes("admin.allowFrom", c.Admin.AllowFrom)
+	v.auth(&c.Auth)
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+// limits checks the limits section, recording its problems in field order; it keeps no
+// state beyond v.problems.
+func (v *validator) limits(l *Limits) {
+	v.limit("limits.global", l.Global)
+	v.limit("limits.campaign", l.Campaign)
+	v.limit("limits.activity", l.Activity)
+	v.limit("limits.user", l.User)
+	v.limit("limits.ip", l.IP)
+	if w := l.UserWindow.Window; w <= 0 || w.D() > MaxRefill {
 		v.addf("limits.userWindow.window", "%s not in (0s, %s]", w, MaxRefill)
 	}
-	if m := c.Limits.UserWindow.Max; m < 0 || m > MaxBurst {
+	if m := l.UserWindow.Max; m < 0 || m > MaxBurst {
 		v.addf("limits.userWindow.max", "%d not in 0..%d", m, MaxBurst)
 	}
-	v.limit("limits.tokens", c.Limits.Tokens)
-	v.limit("limits.reads", c.Limits.Reads)
-	if c.Limits.TokensPerUser < 1 || c.Limits.TokensPerUser > 1000 {
-		v.addf("limits.tokensPerUser", "%d not in 1..1000", c.Limits.TokensPerUser)
+	v.limit("limits.tokens", l.Tokens)
+	v.limit("limits.reads", l.Reads)
+	if l.TokensPerUser < 1 || l.TokensPerUser > 1000 {
+		v.addf("limits.tokensPerUser", "%d not in 1..1000", l.TokensPerUser)
 	}
-	if c.Limits.IPv6Prefix < 1 || c.Limits.IPv6Prefix > 128 {
-		v.addf("limits.ipv6Prefix", "%d not in 1..128", c.Limits.IPv6Prefix)
+	if l.IPv6Prefix < 1 || l.IPv6Prefix > 128 {
+		v.addf("limits.ipv6Prefix", "%d not in 1..128", l.IPv6Prefix)
 	}
-	for _, name := range sortedKeys(c.Limits.Channels) {
+	for _, name := range sortedKeys(l.Channels) {
 		p := "limits.channels." + name
 		v.id(p, name)
-		v.limit(p, c.Limits.Channels[name])
+		v.limit(p, l.Channels[name])
 	}
-	if c.Fallback.RedisSlowMs < 1 {
-		v.addf("fallback.redisSlowMs", "%d must be >= 1", c.Fallback.RedisSlowMs)
+}
+
+// fallback checks the fallback section, recording its problems in field order.
+func (v *validator) fallback(f *Fallback) {
+	if f.RedisSlowMs < 1 {
+		v.addf("fallback.redisSlowMs", "%d must be >= 1", f.RedisSlowMs)
 	}
-	if c.Fallback.SlowCallsToDegrade < 1 {
-		v.addf("fallback.slowCallsToDegrade", "%d must be >= 1", c.Fallback.SlowCallsToDegrade)
+	if f.SlowCallsToDegrade < 1 {
+		v.addf("fallback.slowCallsToDegrade", "%d must be >= 1", f.SlowCallsToDegrade)
 	}
-	if c.Fallback.ProbeEvery < minProbeEvery || c.Fallback.ProbeEvery > maxProbeEvery {
+	if f.ProbeEvery < minProbeEvery || f.ProbeEvery > maxProbeEvery {
 		// One Redis probe per period per instance: a tiny period would hammer a Redis
 		// that is already struggling, a long one would keep the looser local limits in
 		// force long after Redis came back.
-		v.addf("fallback.probeEvery", "%s not in %s..%s", c.Fallback.ProbeEvery, minProbeEvery, maxProbeEvery)
+		v.addf("fallback.probeEvery", "%s not in %s..%s", f.ProbeEvery, minProbeEvery, maxProbeEvery)
 	}
-	v.limit("fallback.global", c.Fallback.Global)
-	for _, id := range sortedKeys(c.Activities) {
-		a, p := c.Activities[id], "activities."+id
+	v.limit("fallback.global", f.Global)
+}
+
+// activities checks every activity's overrides, in the order of their ids, recording the
+// problems of each under its path.
+func (v *validator) activities(acts map[string]Activity) {
+	for _, id := range sortedKeys(acts) {
+		a, p := acts[id], "activities."+id
 		v.id(p, id)
 		if a.CanaryRatio != nil {
 			if r := *a.CanaryRatio; math.IsNaN(r) || r < 0 || r > 1 {
@@ -431,55 +463,52 @@ func (c *Config) Validate() error {
 			v.waitingRoom(p+".waitingRoom", *w)
 		}
 	}
-	for _, id := range sortedKeys(c.Campaigns) {
-		p := "campaigns." + id
-		v.id(p, id)
-		if l := c.Campaigns[id].Limits; l != nil {
-			v.limit(p+".limits", *l)
-		}
-	}
-	for i, u := range c.Blacklist.Users {
+}
+
+// blacklist checks every blacklisted user id and IP prefix, recording a problem per entry
+// that would never match, users first.
+func (v *validator) blacklist(b *Blacklist) {
+	for i, u := range b.Users {
 		if !ValidUserID(u) {
 			v.addf(fmt.Sprintf("blacklist.users[%d]", i), "%q is not 1 to %d bytes of printable UTF-8 (NFC, no format characters, no leading or trailing space)", u, keyspace.MaxUserID)
 		}
 	}
-	for i, s := range c.Blacklist.IPs {
+	for i, s := range b.IPs {
 		if _, err := parsePrefix(s); err != nil {
 			v.addf(fmt.Sprintf("blacklist.ips[%d]", i), "%q is not an IP address or CIDR prefix", s)
 		}
 	}
-	v.prefixes("trustedProxies", c.TrustedProxies)
-	v.prefixes("admin.allowFrom", c.Admin.AllowFrom)
-	if c.Auth.JWTHS256SecretEnv != "" {
+}
+
+// auth checks the auth section: no key material in the live configuration, a known mode
+// with the gateway trust it needs, and leeway and token age within their bounds.
+func (v *validator) auth(a *Auth) {
+	if a.JWTHS256SecretEnv != "" {
 		v.addf("auth.jwtHS256SecretEnv", "not a live key: give the HS256 secret at start-up (SECKILL_JWT_HS256_SECRET)")
 	}
-	if c.Auth.JWTRS256PublicKeyFile != "" {
+	if a.JWTRS256PublicKeyFile != "" {
 		v.addf("auth.jwtRS256PublicKeyFile", "not a live key: give the RS256 public key file at start-up (--jwt-rs256-public-key-file)")
 	}
-	switch c.Auth.Mode {
+	switch a.Mode {
 	case "":
 	case AuthHeader:
-		if !c.Auth.TrustedGateway {
+		if !a.TrustedGateway {
 			v.addf("auth.trustedGateway", "header mode believes X-User-Id as sent: set trustedGateway: true "+
 				"to state that a gateway authenticates every request and overwrites the header, or use mode jwt")
 		}
 	case AuthJWT:
-		if c.Auth.TrustedGateway {
+		if a.TrustedGateway {
 			v.addf("auth.trustedGateway", "only meaningful with mode header")
 		}
 	default:
-		v.addf("auth.mode", "%q is not one of header, jwt", c.Auth.Mode)
+		v.addf("auth.mode", "%q is not one of header, jwt", a.Mode)
 	}
-	if c.Auth.Leeway < 0 || c.Auth.Leeway.D() > MaxLeeway {
-		v.addf("auth.leeway", "%s not in 0s..%s", c.Auth.Leeway, MaxLeeway)
+	if a.Leeway < 0 || a.Leeway.D() > MaxLeeway {
+		v.addf("auth.leeway", "%s not in 0s..%s", a.Leeway, MaxLeeway)
 	}
-	if c.Auth.MaxTokenAge.D() < time.Second || c.Auth.MaxTokenAge.D() > MaxTokenAge {
-		v.addf("auth.maxTokenAge", "%s not in 1s..%s", c.Auth.MaxTokenAge, MaxTokenAge)
+	if a.MaxTokenAge.D() < time.Second || a.MaxTokenAge.D() > MaxTokenAge {
+		v.addf("auth.maxTokenAge", "%s not in 1s..%s", a.MaxTokenAge, MaxTokenAge)
 	}
-	if len(v.problems) == 0 {
-		return nil
-	}
-	return &ValidationError{Problems: v.problems}
 }
 
 // Bounds of the JWT time checks.

@@ -142,6 +142,14 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 	if reached, _ := w.fetch(ctx, get); !reached {
 		w.offerSnapshot(false)
 	}
+	w.follow(ctx, get, wake, &heard)
+	return nil
+}
+
+// follow fetches through get whenever the listener wakes it or the poll timer fires, until
+// ctx is done; it polls faster until the listener has called back once (heard) and retries
+// sooner after a failed or an unchanged notified fetch.
+func (w *nacosWorker) follow(ctx context.Context, get func() (string, error), wake <-chan struct{}, heard *atomic.Bool) {
 	// The poll timer restarts after every fetch, so polling adds no queries while pushes
 	// keep arriving. The library subscribes in a loop that first runs up to 5 s after
 	// ListenConfig, so until the listener has called back once (or startupFastPoll has
@@ -149,9 +157,9 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 	started := time.Now()
 	interval := func() time.Duration {
 		if !heard.Load() && time.Since(started) < startupFastPoll {
-			return min(src.PollEvery, 500*time.Millisecond)
+			return min(w.src.PollEvery, 500*time.Millisecond)
 		}
-		return src.PollEvery
+		return w.src.PollEvery
 	}
 	poll := time.NewTimer(interval())
 	defer poll.Stop()
@@ -160,7 +168,7 @@ func (s *NacosSource) Run(ctx context.Context, offer func(Payload)) error {
 		notified := false
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-wake:
 			notified = true
 		case <-poll.C:

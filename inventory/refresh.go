@@ -231,32 +231,8 @@ func (s *Store) Refresh(ctx context.Context) error {
 // and not for an activity with stock or already marked (an idle instance would read every
 // shard of every layout kept until it retires four times a second).
 func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
-	type job struct {
-		e    *entry
-		l    *layout
-		cmds []*redis.SliceCmd
-		// floors and marks are the shards' floors and marks before the read: a reservation
-		// or debit answered after the pipeline was sent may have raised them past what it read.
-		floors []int64
-		marks  []*string
-		raw    []*string // the marks recorded (layout.marks, nil: none), for saw
-		seen   []bool
-	}
-	jobs := make([]job, 0, len(entries))
 	pipe := s.rdb.Pipeline()
-	for _, e := range entries {
-		l := e.layout.Load()
-		j := job{e: e, l: l, cmds: make([]*redis.SliceCmd, l.shards),
-			floors: make([]int64, l.shards), marks: make([]*string, l.shards), raw: make([]*string, l.shards), seen: make([]bool, l.shards)}
-		for k := range l.keys {
-			j.floors[k], j.raw[k], j.seen[k] = l.floorOf(k), l.marks[k].Load(), l.seen(k)
-			j.marks[k] = l.mark(k, e)
-			// The shard's counter and generation mark come with its stock (one command, one
-			// slot): what they were is what no later read may find them below (rollback.go).
-			j.cmds[k] = pipe.MGet(ctx, l.keys[k].Stock(), l.keys[k].Seq(), l.keys[k].Gen())
-		}
-		jobs = append(jobs, j)
-	}
+	jobs := s.queueStockReads(ctx, pipe, entries)
 	if len(jobs) == 0 {
 		return nil
 	}
@@ -264,48 +240,10 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	var unsure []markCheck
-	var saws []sawRead
-	var empty []emptyRead
-	for _, j := range jobs {
-		var sum int64
-		missing := false
-		wentBack := false
-		for k, c := range j.cmds {
-			v := c.Val()
-			if c.Err() != nil || len(v) != 3 {
-				missing = true
-				continue
-			}
-			if v[0] == nil {
-				missing = true
-				if !j.e.resharding.Load() {
-					s.checkShard(ctx, j.e, j.l, k)
-				}
-				continue
-			}
-			n, ok := asInt(v[0])
-			if !ok {
-				missing = true
-				continue
-			}
-			if j.e.recovering.Load() == nil && !wentBack {
-				counter, _ := asInt(v[1])
-				what, check := wentBackFrom(j.floors[k], *j.marks[k], j.seen[k], counter, asString(v[2]))
-				switch {
-				case what != "":
-					s.wentBack(ctx, j.e, j.l, k, what)
-					wentBack = true
-				case check != "":
-					unsure = append(unsure, markCheck{e: j.e, l: j.l, i: k, counter: counter, known: check, found: asString(v[2]), prev: j.raw[k]})
-				default:
-					saws = append(saws, sawRead{l: j.l, i: k, e: j.e, mark: asString(v[2]), prev: j.raw[k]})
-				}
-			}
-			n = max(n, 0)
-			j.l.empty[k].Store(n == 0)
-			sum += n
-		}
+	var found stockFindings
+	for i := range jobs {
+		j := &jobs[i]
+		sum, missing := s.readShards(ctx, j, &found)
 		// While stock moves between layouts the sum means nothing: keep the last answer.
 		if missing || j.e.resharding.Load() || j.e.layout.Load() != j.l {
 			continue
@@ -314,7 +252,7 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 		j.e.gauge.Set(float64(sum))
 		switch {
 		case sum == 0 && !j.e.soldOut.Load():
-			empty = append(empty, emptyRead{j.e, j.l})
+			found.empty = append(found.empty, emptyRead{j.e, j.l})
 		case sum > 0 && j.e.soldOut.Load() && j.e.soldOutAt.Load() < started:
 			// Only units on a shard lift the mark. Units in transit land on a shard first
 			// (their settler or Recover finishes every move) and the pass after that lifts
@@ -326,9 +264,95 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			}
 		}
 	}
-	err := s.soldOutUnlessMoving(ctx, empty)
-	s.saw(ctx, append(saws, s.checkMarks(ctx, unsure)...))
+	err := s.soldOutUnlessMoving(ctx, found.empty)
+	s.saw(ctx, append(found.saws, s.checkMarks(ctx, found.unsure)...))
 	return err
+}
+
+// stockRead is refreshStock's read of one entry's current layout: the layout read, one
+// command per shard, and what the shards' floors and marks were before the read.
+type stockRead struct {
+	e    *entry
+	l    *layout
+	cmds []*redis.SliceCmd
+	// floors and marks are the shards' floors and marks before the read: a reservation
+	// or debit answered after the pipeline was sent may have raised them past what it read.
+	floors []int64
+	marks  []*string
+	raw    []*string // the marks recorded (layout.marks, nil: none), for saw
+	seen   []bool
+}
+
+// stockFindings gathers what refreshStock's reads found to act on after them: marks to
+// check, marks seen, and layouts that read empty.
+type stockFindings struct {
+	unsure []markCheck
+	saws   []sawRead
+	empty  []emptyRead
+}
+
+// queueStockReads queues on pipe one read per shard (stock, counter and mark in one MGET)
+// of each entry's current layout, taking the shards' floors and marks before it; it runs
+// nothing.
+func (s *Store) queueStockReads(ctx context.Context, pipe redis.Pipeliner, entries []*entry) []stockRead {
+	jobs := make([]stockRead, 0, len(entries))
+	for _, e := range entries {
+		l := e.layout.Load()
+		j := stockRead{e: e, l: l, cmds: make([]*redis.SliceCmd, l.shards),
+			floors: make([]int64, l.shards), marks: make([]*string, l.shards), raw: make([]*string, l.shards), seen: make([]bool, l.shards)}
+		for k := range l.keys {
+			j.floors[k], j.raw[k], j.seen[k] = l.floorOf(k), l.marks[k].Load(), l.seen(k)
+			j.marks[k] = l.mark(k, e)
+			// The shard's counter and generation mark come with its stock (one command, one
+			// slot): what they were is what no later read may find them below (rollback.go).
+			j.cmds[k] = pipe.MGet(ctx, l.keys[k].Stock(), l.keys[k].Seq(), l.keys[k].Gen())
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// readShards sums the stock j read and marks each shard empty or not; a shard whose
+// counter or mark went back is reported at once (first one per entry), marks to check or
+// seen go to found, and missing says some shard had no readable stock.
+func (s *Store) readShards(ctx context.Context, j *stockRead, found *stockFindings) (sum int64, missing bool) {
+	wentBack := false
+	for k, c := range j.cmds {
+		v := c.Val()
+		if c.Err() != nil || len(v) != 3 {
+			missing = true
+			continue
+		}
+		if v[0] == nil {
+			missing = true
+			if !j.e.resharding.Load() {
+				s.checkShard(ctx, j.e, j.l, k)
+			}
+			continue
+		}
+		n, ok := asInt(v[0])
+		if !ok {
+			missing = true
+			continue
+		}
+		if j.e.recovering.Load() == nil && !wentBack {
+			counter, _ := asInt(v[1])
+			what, check := wentBackFrom(j.floors[k], *j.marks[k], j.seen[k], counter, asString(v[2]))
+			switch {
+			case what != "":
+				s.wentBack(ctx, j.e, j.l, k, what)
+				wentBack = true
+			case check != "":
+				found.unsure = append(found.unsure, markCheck{e: j.e, l: j.l, i: k, counter: counter, known: check, found: asString(v[2]), prev: j.raw[k]})
+			default:
+				found.saws = append(found.saws, sawRead{l: j.l, i: k, e: j.e, mark: asString(v[2]), prev: j.raw[k]})
+			}
+		}
+		n = max(n, 0)
+		j.l.empty[k].Store(n == 0)
+		sum += n
+	}
+	return sum, missing
 }
 
 // emptyRead is an entry whose current layout l a refresh read with 0 units on every shard,

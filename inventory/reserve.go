@@ -246,42 +246,59 @@ func (s *Store) Reserve(ctx context.Context, r ReserveRequest) (ReserveResult, e
 				return ReserveResult{Code: SoldOut}, nil
 			}
 			paused = true
-			home, step := HomeShard(uh, l.shards), time.Millisecond
-			if next == landing {
-				step = pauseWait
-			}
-			until := time.Now().Add(pauseWait)
-			for (next == landing || l.inbound[home].Load() > 0) && time.Now().Before(until) {
-				if err := backoff.Sleep(ctx, step); err != nil {
-					return ReserveResult{}, err
-				}
+			if err := waitUnits(ctx, l, HomeShard(uh, l.shards), next == landing); err != nil {
+				return ReserveResult{}, err
 			}
 			continue
 		}
-		if _, _, err := s.lookup(ctx, r.ActivityID); err != nil {
-			return ReserveResult{}, err
-		}
-		if e.layout.Load() != l {
-			continue
-		}
-		if !e.resharding.Load() {
-			// Closed shard, same epoch, no reshard recorded: the shard's node lost it (the
-			// recovering state, fenced now as the refresh would), or the activity is not
-			// loaded (a Create that has not finished). Waiting will not help.
-			if s.checkShard(ctx, e, l, HomeShard(uh, l.shards)); e.recovering.Load() != nil {
-				return ReserveResult{}, ErrRecovering
-			}
-			return ReserveResult{}, fmt.Errorf("%w: %s has a closed shard outside a reshard", ErrBusy, r.ActivityID)
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		// Same layout: a reshard is still moving stock. Wait a little.
-		if err := backoff.Sleep(ctx, backoff.Linear(2*time.Millisecond, 25*time.Millisecond, i+1)); err != nil {
+		if err := s.awaitReshard(ctx, e, l, r.ActivityID, uh, deadline, i); err != nil {
 			return ReserveResult{}, err
 		}
 	}
-	return ReserveResult{}, ErrBusy
+}
+
+// waitUnits waits once, without Redis calls and up to pauseWait, for units on their way:
+// to the home shard until they land (pause), or between shards the whole pauseWait
+// (landing, which covers the two script calls of a transfer). Only ctx's end fails it.
+func waitUnits(ctx context.Context, l *layout, home int, landing bool) error {
+	step := time.Millisecond
+	if landing {
+		step = pauseWait
+	}
+	until := time.Now().Add(pauseWait)
+	for (landing || l.inbound[home].Load() > 0) && time.Now().Before(until) {
+		if err := backoff.Sleep(ctx, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// awaitReshard handles a home shard found closed in layout l (attempt i of Reserve): it
+// re-reads meta and answers nil to try again when the layout changed, or, while a reshard
+// is recorded, after a short wait; ErrBusy once deadline has passed. A closed shard outside
+// a reshard fails with ErrRecovering when the check fenced the activity, else ErrBusy.
+func (s *Store) awaitReshard(ctx context.Context, e *entry, l *layout, activityID, uh string, deadline time.Time, i int) error {
+	if _, _, err := s.lookup(ctx, activityID); err != nil {
+		return err
+	}
+	if e.layout.Load() != l {
+		return nil
+	}
+	if !e.resharding.Load() {
+		// Closed shard, same epoch, no reshard recorded: the shard's node lost it (the
+		// recovering state, fenced now as the refresh would), or the activity is not
+		// loaded (a Create that has not finished). Waiting will not help.
+		if s.checkShard(ctx, e, l, HomeShard(uh, l.shards)); e.recovering.Load() != nil {
+			return ErrRecovering
+		}
+		return fmt.Errorf("%w: %s has a closed shard outside a reshard", ErrBusy, activityID)
+	}
+	if time.Now().After(deadline) {
+		return ErrBusy
+	}
+	// Same layout: a reshard is still moving stock. Wait a little.
+	return backoff.Sleep(ctx, backoff.Linear(2*time.Millisecond, 25*time.Millisecond, i+1))
 }
 
 // accept takes the sale of number rid on the home shard, made by this call or, for a keyless
@@ -341,22 +358,7 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 		e.issued.Inc()
 		return s.accept(ctx, e, l, home, asString(arg(1)), sent, later)
 	case Replayed:
-		if err := s.durableRead(ctx, l.keys[home]); err != nil {
-			return ReserveResult{}, done, err
-		}
-		rid := asString(arg(1))
-		if r.IdempotencyKey == "" {
-			// The binding of this request's own attempt (attemptField): the client sent the
-			// script again after a lost reply, and this is the reservation the first run made.
-			// Its number raises the floor (the first run's answer never arrived).
-			return s.accept(ctx, e, l, home, rid, sent, later)
-		}
-		// A replay answers a sale made before: it stands as accept's does, whatever the
-		// mark's record says (recordLater fences then).
-		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil && !errors.Is(err, ErrRecovering) {
-			return ReserveResult{}, done, err
-		}
-		return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil
+		return s.replayedOn(ctx, e, l, home, r, asString(arg(1)), sent, later)
 	case AlreadyPurchased:
 		return ReserveResult{Code: AlreadyPurchased, ReservationID: asString(arg(1))}, done, nil
 	case NotOpen:
@@ -370,74 +372,111 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	case IPRateLimited:
 		return ReserveResult{Code: IPRateLimited, RetryAfter: time.Duration(num(1)) * time.Millisecond}, done, nil
 	case SoldOut:
-		here := num(1)
-		if here <= 0 {
-			l.empty[home].Store(true)
-		}
-		if mayRefill && s.opts.MaxOtherShards >= 0 && l.shards > 1 {
-			moved, closed, err := s.refill(ctx, e, l, home, int64(r.Quantity)-here)
-			if err != nil {
-				return ReserveResult{}, done, err
-			}
-			if closed {
-				return ReserveResult{}, relayout, nil
-			}
-			if moved > 0 {
-				return ReserveResult{}, refilled, nil
-			}
-			return ReserveResult{}, recheck, nil
-		}
-		if l.inbound[home].Load() > 0 {
-			// Units debited by a refill of this instance are on their way; they may be
-			// for this shard.
-			return ReserveResult{}, pause, nil
-		}
-		if here <= 0 && l.allEmpty() {
-			// Every shard reads empty. Units another instance is moving between shards
-			// (debited, not yet credited) are still for sale: then wait for them once
-			// instead of marking the activity sold out.
-			moving, err := s.inTransit(ctx, e.xoutKeys(l))
-			if err != nil {
-				return ReserveResult{}, done, err
-			}
-			if moving {
-				return ReserveResult{}, landing, nil
-			}
-			s.markSoldOut(ctx, e, "reserve")
-		}
-		return ReserveResult{Code: SoldOut}, done, nil
+		return s.soldOutOn(ctx, e, l, home, r, num(1), mayRefill)
 	case rcShardClosed:
 		return ReserveResult{}, relayout, nil
 	case rcRolledBack:
 		return ReserveResult{}, done, s.rolledBack(ctx, e, l, home, num(1))
 	case rcGeneration:
-		switch s.meetMark(ctx, e, l, home, sent, asString(arg(1)), seen, num(2) == 1) {
-		case markRaised:
-			return ReserveResult{}, remarked, nil
-		case markWentBack:
-			return ReserveResult{}, done, ErrRecovering
-		case markAdopt:
-			ok, moved, err := s.adoptGeneration(ctx, e, l, home)
-			if err != nil {
-				return ReserveResult{}, done, err
-			}
-			if ok {
-				return ReserveResult{}, adopted, nil
-			}
-			if moved {
-				// A reshard moved the epoch on since this layout was cached: the shard was
-				// closed before it was given a generation. Re-read meta, as for a closed shard.
-				return ReserveResult{}, relayout, nil
-			}
-		}
-		// Fenced by a restore, or lost: the refresh puts the activity in the recovering
-		// state (it reads meta and the catalog now, not at its next pass).
-		if _, _, err := s.lookup(ctx, r.ActivityID); err != nil && !errors.Is(err, ErrNotFound) {
-			return ReserveResult{}, done, err
-		}
-		return ReserveResult{}, done, ErrRecovering
+		return s.generationOn(ctx, e, l, home, r, sent, asString(arg(1)), seen, num(2) == 1)
 	}
 	return ReserveResult{}, done, fmt.Errorf("inventory: reserve script: unexpected answer %v", res)
+}
+
+// replayedOn answers a script that replayed the reservation rid made before: after a
+// durable read of the home shard, the request's own lost attempt is accepted as accept
+// does, and a replay of an idempotency key answers REPLAYED with rid; the later mark is
+// recorded either way.
+func (s *Store) replayedOn(ctx context.Context, e *entry, l *layout, home int, r *ReserveRequest, rid, sent, later string) (ReserveResult, attempt, error) {
+	if err := s.durableRead(ctx, l.keys[home]); err != nil {
+		return ReserveResult{}, done, err
+	}
+	if r.IdempotencyKey == "" {
+		// The binding of this request's own attempt (attemptField): the client sent the
+		// script again after a lost reply, and this is the reservation the first run made.
+		// Its number raises the floor (the first run's answer never arrived).
+		return s.accept(ctx, e, l, home, rid, sent, later)
+	}
+	// A replay answers a sale made before: it stands as accept's does, whatever the
+	// mark's record says (recordLater fences then).
+	if err := s.recordLater(ctx, e, l, home, sent, later); err != nil && !errors.Is(err, ErrRecovering) {
+		return ReserveResult{}, done, err
+	}
+	return ReserveResult{Code: Replayed, ReservationID: rid}, done, nil
+}
+
+// soldOutOn answers a script that found the home shard short of r's quantity (here: the
+// units it has): it refills the shard from others when mayRefill, waits for units on their
+// way, or answers SOLD_OUT, marking the activity sold out only when every shard reads empty
+// and nothing is in transit.
+func (s *Store) soldOutOn(ctx context.Context, e *entry, l *layout, home int, r *ReserveRequest, here int64, mayRefill bool) (ReserveResult, attempt, error) {
+	if here <= 0 {
+		l.empty[home].Store(true)
+	}
+	if mayRefill && s.opts.MaxOtherShards >= 0 && l.shards > 1 {
+		moved, closed, err := s.refill(ctx, e, l, home, int64(r.Quantity)-here)
+		if err != nil {
+			return ReserveResult{}, done, err
+		}
+		if closed {
+			return ReserveResult{}, relayout, nil
+		}
+		if moved > 0 {
+			return ReserveResult{}, refilled, nil
+		}
+		return ReserveResult{}, recheck, nil
+	}
+	if l.inbound[home].Load() > 0 {
+		// Units debited by a refill of this instance are on their way; they may be
+		// for this shard.
+		return ReserveResult{}, pause, nil
+	}
+	if here <= 0 && l.allEmpty() {
+		// Every shard reads empty. Units another instance is moving between shards
+		// (debited, not yet credited) are still for sale: then wait for them once
+		// instead of marking the activity sold out.
+		moving, err := s.inTransit(ctx, e.xoutKeys(l))
+		if err != nil {
+			return ReserveResult{}, done, err
+		}
+		if moving {
+			return ReserveResult{}, landing, nil
+		}
+		s.markSoldOut(ctx, e, "reserve")
+	}
+	return ReserveResult{Code: SoldOut}, done, nil
+}
+
+// generationOn answers a script that refused the generation mark sent (found: the shard's
+// mark; inHistory: the script found the mark sent in the shard's history): a raised mark
+// is tried again and an adoptable one adopted; any other (fenced by a restore, or lost)
+// reads meta now and answers ErrRecovering.
+func (s *Store) generationOn(ctx context.Context, e *entry, l *layout, home int, r *ReserveRequest, sent, found string, seen, inHistory bool) (ReserveResult, attempt, error) {
+	switch s.meetMark(ctx, e, l, home, sent, found, seen, inHistory) {
+	case markRaised:
+		return ReserveResult{}, remarked, nil
+	case markWentBack:
+		return ReserveResult{}, done, ErrRecovering
+	case markAdopt:
+		ok, moved, err := s.adoptGeneration(ctx, e, l, home)
+		if err != nil {
+			return ReserveResult{}, done, err
+		}
+		if ok {
+			return ReserveResult{}, adopted, nil
+		}
+		if moved {
+			// A reshard moved the epoch on since this layout was cached: the shard was
+			// closed before it was given a generation. Re-read meta, as for a closed shard.
+			return ReserveResult{}, relayout, nil
+		}
+	}
+	// Fenced by a restore, or lost: the refresh puts the activity in the recovering
+	// state (it reads meta and the catalog now, not at its next pass).
+	if _, _, err := s.lookup(ctx, r.ActivityID); err != nil && !errors.Is(err, ErrNotFound) {
+		return ReserveResult{}, done, err
+	}
+	return ReserveResult{}, done, ErrRecovering
 }
 
 // adoptGeneration gives shard home of l the activity's generation when the shard has none

@@ -126,6 +126,47 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 	// older than its limit: layout e may be retired since, its keys deleted). What a drain found is
 	// checked against what this instance handed out and saw on the shard (rollback.go): a
 	// shard whose node went back must not have its users hash and stock carried forward.
+	drained, err := s.drainOld(ctx, id, r)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, d := range drained {
+		total += d
+	}
+	// 2. Credit: source i spreads its units over the new shards, remainder from shard i on;
+	// one call per new shard carries the share of every source.
+	if err := s.creditNew(ctx, id, r, drained); err != nil {
+		return err
+	}
+	// 3. Copy buyer records (the users hashes) to their new home shards. A target already sealed means another
+	// run finished copying; the copy script refuses to write there.
+	err = s.parallel(from, func(i int) error {
+		_, err := s.copyShard(ctx, id, Shard(id, e, i), r)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// 4. Seal the new shards: their stock keys appear.
+	if err := s.sealNew(ctx, id, r); err != nil {
+		return err
+	}
+	// 5. Switch the layout.
+	if err := s.switchLayout(ctx, id, r, total); err != nil {
+		return err
+	}
+	if _, _, err := s.lookup(ctx, id); err != nil {
+		return err
+	}
+	return nil
+}
+
+// drainOld drains every shard of the run's old layout (step 1 of move) and returns what each
+// handed back; a shard whose keys are gone or whose node went back fences the activity and
+// fails the run with ErrRecovering.
+func (s *Store) drainOld(ctx context.Context, id string, r run) ([]int64, error) {
+	e, from := r.e, r.from
 	drained := make([]int64, from)
 	ent, seen := s.cachedLayout(id, e, from)
 	err := s.parallel(from, func(i int) error {
@@ -188,16 +229,14 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	var total int64
-	for _, d := range drained {
-		total += d
-	}
-	// 2. Credit: source i spreads its units over the new shards, remainder from shard i on;
-	// one call per new shard carries the share of every source.
-	err = s.parallel(to, func(j int) error {
+	return drained, err
+}
+
+// creditNew credits every shard of the run's new layout with its share of each old shard's
+// drained units (step 2 of move); a shard credited before or sealed already counts as done.
+func (s *Store) creditNew(ctx context.Context, id string, r run, drained []int64) error {
+	e, from, to := r.e, r.from, r.to
+	return s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
 		args := make([]any, 0, 3+2*from)
 		args = append(args, "credit", r.start, r.limit)
@@ -216,20 +255,13 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		}
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	// 3. Copy buyer records (the users hashes) to their new home shards. A target already sealed means another
-	// run finished copying; the copy script refuses to write there.
-	err = s.parallel(from, func(i int) error {
-		_, err := s.copyShard(ctx, id, Shard(id, e, i), r)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	// 4. Seal the new shards: their stock keys appear.
-	err = s.parallel(to, func(j int) error {
+}
+
+// sealNew seals every shard of the run's new layout so its stock key appears (step 4 of
+// move); a shard drained already means a later reshard moved on and fails the run with ErrBusy.
+func (s *Store) sealNew(ctx context.Context, id string, r run) error {
+	e, from, to := r.e, r.from, r.to
+	return s.parallel(to, func(j int) error {
 		k := Shard(id, e+1, j)
 		res, err := s.run(ctx, s.credit, append(s.creditKeys(k), k.Gen()), "seal", r.start, r.limit, from, r.gen)
 		if err != nil {
@@ -250,10 +282,13 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	// 5. Switch the layout.
+}
+
+// switchLayout switches meta to the run's new layout (step 5 of move) and, when this call
+// made the switch, logs it and publishes the layout event; a meta that changed under the run
+// fails it with ErrBusy.
+func (s *Store) switchLayout(ctx context.Context, id string, r run, total int64) error {
+	e, from, to := r.e, r.from, r.to
 	res, err := s.run(ctx, s.reshard, []string{Meta(id)}, "switch", e, to)
 	if err != nil {
 		return err
@@ -270,9 +305,6 @@ func (s *Store) move(ctx context.Context, id string, r run) error {
 		if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "layout "+id).Err(); err != nil {
 			s.log.Warn("publish layout failed", "activity", id, "err", err)
 		}
-	}
-	if _, _, err := s.lookup(ctx, id); err != nil {
-		return err
 	}
 	return nil
 }

@@ -194,22 +194,45 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 			return Restored{}, fmt.Errorf("%w: epoch %d of an older layout is not below the restore's %d", ErrInvalid, l[0], epoch)
 		}
 	}
-	type user struct {
-		id         string
-		count, seq int
-		bindings   []string
-		shard      int
-		uh         string
-		lastRID    string
+	users, sold, bindings := s.tallyRestore(plan)
+	if sold > a.Stock {
+		return Restored{}, fmt.Errorf("%w: the orders hold %d units of a stock of %d", ErrInvalid, sold, a.Stock)
 	}
-	users := map[string]*user{}
+	remaining := a.Stock - sold
+
+	pipe := s.rdb.Pipeline()
+	s.queueRebuild(ctx, pipe, plan, old, users, epoch, remaining)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Restored{}, fmt.Errorf("inventory: rebuild %s: %w", a.ID, err)
+	}
+	if err := s.openRebuilt(ctx, tok, plan, epoch); err != nil {
+		return Restored{}, err
+	}
+	return Restored{Epoch: epoch, Shards: plan.Shards, Sold: sold, Remaining: remaining, Users: len(users), Bindings: bindings}, nil
+}
+
+// rebuiltUser is what Rebuild gathers of one buyer from the plan's orders: units held,
+// highest sequence and its reservation, idempotency bindings, and home shard in the new layout.
+type rebuiltUser struct {
+	id         string
+	count, seq int
+	bindings   []string
+	shard      int
+	uh         string
+	lastRID    string
+}
+
+// tallyRestore gathers the plan's orders per buyer and returns the buyers, the units sold
+// and the number of idempotency bindings; it reads nothing from Redis.
+func (s *Store) tallyRestore(plan RestorePlan) (map[string]*rebuiltUser, int64, int) {
+	users := map[string]*rebuiltUser{}
 	var sold int64
 	bindings := 0
 	for _, o := range plan.Orders {
 		u := users[o.UserID]
 		if u == nil {
 			uh := s.UserHash(o.UserID)
-			u = &user{id: o.UserID, uh: uh, shard: HomeShard(uh, plan.Shards)}
+			u = &rebuiltUser{id: o.UserID, uh: uh, shard: HomeShard(uh, plan.Shards)}
 			users[o.UserID] = u
 		}
 		u.count += o.Quantity
@@ -222,12 +245,14 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 		}
 		sold += int64(o.Quantity)
 	}
-	if sold > a.Stock {
-		return Restored{}, fmt.Errorf("%w: the orders hold %d units of a stock of %d", ErrInvalid, sold, a.Stock)
-	}
-	remaining := a.Stock - sold
+	return users, sold, bindings
+}
 
-	pipe := s.rdb.Pipeline()
+// queueRebuild queues on pipe every write of the rebuild before meta: the older shards
+// closed with their confirmed records, the new layout's shards reset with their stock and
+// buyers, and the user-hash key, journals and activity registered; it runs nothing.
+func (s *Store) queueRebuild(ctx context.Context, pipe redis.Pipeliner, plan RestorePlan, old [][2]int, users map[string]*rebuiltUser, epoch int, remaining int64) {
+	a := plan.Activity
 	// Close every older shard: no instance on an old layout can sell from it again.
 	closed := map[[2]int]bool{}
 	closeShard := func(e, i int) {
@@ -275,15 +300,18 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 	pipe.SetNX(ctx, UserHashKeyName, s.hashKey, 0)
 	pipe.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...)
 	pipe.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), a.ID)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return Restored{}, fmt.Errorf("inventory: rebuild %s: %w", a.ID, err)
-	}
+}
+
+// openRebuilt writes the rebuilt activity's meta with the new layout, which opens it, under
+// the restore lock tok; a lock expired or taken since fails with ErrBusy.
+func (s *Store) openRebuilt(ctx context.Context, tok string, plan RestorePlan, epoch int) error {
+	a := plan.Activity
 	// The journals' consumer group is made by the relay when it discovers a stream; the meta
 	// write is what opens the new layout.
 	def, err := json.Marshal(definition{a.ID, a.CampaignID, a.Stock, a.PerUserLimit,
 		unixMs(a.OpensAt), unixMs(a.ClosesAt), a.Shards, a.RequireToken})
 	if err != nil {
-		return Restored{}, err
+		return err
 	}
 	rt := 0
 	if a.RequireToken {
@@ -299,12 +327,12 @@ func (s *Store) Rebuild(ctx context.Context, tok string, plan RestorePlan, old [
 	}
 	res, err := s.run(ctx, s.restore, []string{Meta(a.ID), RestoreLockKey(a.ID)}, args...)
 	if err != nil {
-		return Restored{}, err
+		return err
 	}
 	if n, _ := asInt(res[0]); n != 1 {
-		return Restored{}, fmt.Errorf("%w: the restore lock of %s was lost (expired or taken)", ErrBusy, a.ID)
+		return fmt.Errorf("%w: the restore lock of %s was lost (expired or taken)", ErrBusy, a.ID)
 	}
-	return Restored{Epoch: epoch, Shards: plan.Shards, Sold: sold, Remaining: remaining, Users: len(users), Bindings: bindings}, nil
+	return nil
 }
 
 // Announce tells every instance that the activity's Redis state changed (a restore): each

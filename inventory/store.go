@@ -311,6 +311,45 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		return nil, err
 	}
 	opts.UserHashKey = nil // the Hasher keeps its own copy; hashKey one for Rebuild
+	if opts, err = storeDefaults(opts); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = newMetrics()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Store{rdb: rdb, opts: opts, m: m, log: log, rl: logrepeat.New(log, 0), acts: map[string]*entry{}, neg: lru.New[struct{}](maxNegative), hasher: hasher,
+		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{},
+		collected: map[string]bool{}, settledTo: map[string]int64{}, queueCalls: 1}
+	if s.ChecksIP() && opts.Durability.Replicas > 0 {
+		// A layout's queue on a single node whose calls each wait for a replica: a second
+		// call goes out while the first waits (batch.go B2).
+		s.queueCalls = 2
+	}
+	var base [8]byte
+	_, _ = rand.Read(base[:])
+	s.attemptBase = binary.BigEndian.Uint64(base[:])
+	if err := s.loadScripts(m); err != nil {
+		return nil, err
+	}
+	mv, err := NewMover(rdb)
+	if err != nil {
+		return nil, err
+	}
+	mv.dur = opts.Durability
+	mv.calls = m.calls.WithLabelValues("inventory_transfer")
+	mv.secs = m.callSeconds.WithLabelValues("inventory_transfer")
+	s.mover = mv
+	s.issuer = mv.inc + "-"
+	return s, nil
+}
+
+// storeDefaults returns opts with a random instance id and the default of every unset
+// count and duration filled in; it fails when RetireAfter does not exceed ReshardRunLimit
+// by a second at least.
+func storeDefaults(opts Options) (Options, error) {
 	if opts.InstanceID == "" {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
@@ -335,25 +374,14 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 		opts.RetireAfter = 5 * time.Minute
 	}
 	if opts.RetireAfter < opts.ReshardRunLimit+time.Second {
-		return nil, fmt.Errorf("%w: RetireAfter %v must exceed ReshardRunLimit %v by a second at least", ErrInvalid, opts.RetireAfter, opts.ReshardRunLimit)
+		return opts, fmt.Errorf("%w: RetireAfter %v must exceed ReshardRunLimit %v by a second at least", ErrInvalid, opts.RetireAfter, opts.ReshardRunLimit)
 	}
-	if m == nil {
-		m = newMetrics()
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &Store{rdb: rdb, opts: opts, m: m, log: log, rl: logrepeat.New(log, 0), acts: map[string]*entry{}, neg: lru.New[struct{}](maxNegative), hasher: hasher,
-		hashKey: hex.EncodeToString(key), swept: map[string]time.Time{},
-		collected: map[string]bool{}, settledTo: map[string]int64{}, queueCalls: 1}
-	if s.ChecksIP() && opts.Durability.Replicas > 0 {
-		// A layout's queue on a single node whose calls each wait for a replica: a second
-		// call goes out while the first waits (batch.go B2).
-		s.queueCalls = 2
-	}
-	var base [8]byte
-	_, _ = rand.Read(base[:])
-	s.attemptBase = binary.BigEndian.Uint64(base[:])
+	return opts, nil
+}
+
+// loadScripts reads the store's Lua scripts and gives each its call metrics from m; the
+// first script that cannot be read fails it.
+func (s *Store) loadScripts(m *Metrics) error {
 	for _, p := range []struct {
 		dst  **script
 		name string
@@ -365,23 +393,14 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	} {
 		src, err := lua.Source("inventory_" + p.name + ".lua")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sc := redis.NewScript(src)
 		*p.dst = &script{name: p.name, s: sc, src: src, hash: sc.Hash(),
 			calls: m.calls.WithLabelValues("inventory_" + p.name),
 			secs:  m.callSeconds.WithLabelValues("inventory_" + p.name)}
 	}
-	mv, err := NewMover(rdb)
-	if err != nil {
-		return nil, err
-	}
-	mv.dur = opts.Durability
-	mv.calls = m.calls.WithLabelValues("inventory_transfer")
-	mv.secs = m.callSeconds.WithLabelValues("inventory_transfer")
-	s.mover = mv
-	s.issuer = mv.inc + "-"
-	return s, nil
+	return nil
 }
 
 // UserHash is the user hash of userID under the deployment's key (see Hasher).
@@ -585,33 +604,14 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 	case createConflict:
 		return Activity{}, false, fmt.Errorf("%w: %s", ErrConflict, a.ID)
 	}
-	// Load (or finish loading) epoch 0. Each shard loads at most once, so a concurrent or
-	// repeated Create never adds stock.
-	for i := 0; i < a.Shards; i++ {
-		k := Shard(a.ID, 0, i)
-		res, err := s.run(ctx, s.load, []string{k.Stock(), k.Drained()}, split(a.Stock, a.Shards, i))
-		if err != nil {
-			return Activity{}, false, err
-		}
-		if _, err := answer(s.load, res, loadedBefore, loadedNow); err != nil {
-			return Activity{}, false, err
-		}
+	if err := s.loadFirstLayout(ctx, a); err != nil {
+		return Activity{}, false, err
 	}
 	if err := s.giveGeneration(ctx, a, created); err != nil {
 		return Activity{}, false, err
 	}
-	journals := make([]any, a.Shards)
-	for i := range journals {
-		journals[i] = Shard(a.ID, 0, i).Journal()
-	}
-	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
-		return Activity{}, false, fmt.Errorf("inventory: register journals: %w", err)
-	}
-	if err := s.rdb.HSet(ctx, Meta(a.ID), "loaded", 1).Err(); err != nil {
-		return Activity{}, false, fmt.Errorf("inventory: mark loaded: %w", err)
-	}
-	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), a.ID).Err(); err != nil {
-		return Activity{}, false, fmt.Errorf("inventory: register activity: %w", err)
+	if err := s.registerLoaded(ctx, a); err != nil {
+		return Activity{}, false, err
 	}
 	if created {
 		if err := s.rdb.Publish(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Events), "created "+a.ID).Err(); err != nil {
@@ -625,6 +625,42 @@ func (s *Store) Create(ctx context.Context, a Activity) (Activity, bool, error) 
 		return Activity{}, false, err
 	}
 	return v.Activity, created, nil
+}
+
+// loadFirstLayout loads (or finishes loading) the stock of epoch 0 over a.Shards shards,
+// one call per shard in order. Each shard loads at most once, so a concurrent or repeated
+// Create never adds stock.
+func (s *Store) loadFirstLayout(ctx context.Context, a Activity) error {
+	for i := 0; i < a.Shards; i++ {
+		k := Shard(a.ID, 0, i)
+		res, err := s.run(ctx, s.load, []string{k.Stock(), k.Drained()}, split(a.Stock, a.Shards, i))
+		if err != nil {
+			return err
+		}
+		if _, err := answer(s.load, res, loadedBefore, loadedNow); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// registerLoaded registers epoch 0's journals, marks meta loaded and registers the
+// activity, in that order; the first write that fails stops it.
+func (s *Store) registerLoaded(ctx context.Context, a Activity) error {
+	journals := make([]any, a.Shards)
+	for i := range journals {
+		journals[i] = Shard(a.ID, 0, i).Journal()
+	}
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Journals), journals...).Err(); err != nil {
+		return fmt.Errorf("inventory: register journals: %w", err)
+	}
+	if err := s.rdb.HSet(ctx, Meta(a.ID), "loaded", 1).Err(); err != nil {
+		return fmt.Errorf("inventory: mark loaded: %w", err)
+	}
+	if err := s.rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), a.ID).Err(); err != nil {
+		return fmt.Errorf("inventory: register activity: %w", err)
+	}
+	return nil
 }
 
 // Activity returns the cached view of an activity without any Redis call; false when the

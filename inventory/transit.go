@@ -210,32 +210,18 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 		if err != nil {
 			return fmt.Errorf("inventory: read transit %s: %w", id, err)
 		}
-		parts := strings.SplitN(v, "|", 3)
-		if len(parts) != 3 {
-			return fmt.Errorf("inventory: transit %s: bad entry %q", id, v)
+		units, at, target, err := parseTransit(id, v)
+		if err != nil {
+			return err
 		}
-		units, err1 := strconv.ParseInt(parts[0], 10, 64)
-		at, err2 := strconv.ParseInt(parts[2], 10, 64)
-		if err1 != nil || err2 != nil {
-			return fmt.Errorf("inventory: transit %s: bad entry %q", id, v)
-		}
-		target := parts[1]
 		credited := false
 		if target != "" {
-			te, ts, ok := parseLoc(target)
-			if !ok {
-				return fmt.Errorf("inventory: transit %s: bad target %q", id, target)
-			}
-			tk := Shard(src.Activity, te, ts)
-			res, err := m.run(ctx, tk, tk.XIn(), "credit", id, units, src.Loc(), at, creditKeep.Milliseconds())
+			var stale bool
+			credited, stale, err = m.creditTarget(ctx, src, id, target, units, at)
 			if err != nil {
 				return err
 			}
-			c, err := transferAnswerOf(res, xfDone, xfBefore, xfClosed, xfStale)
-			if err != nil {
-				return err
-			}
-			if c == xfStale {
+			if stale {
 				// Too old to be credited under its id: move it to a fresh one (or find it
 				// settled by someone else) and read it again.
 				nid := m.newID("k")
@@ -248,7 +234,6 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 				}
 				continue
 			}
-			credited = c == xfDone || c == xfBefore
 		}
 		if credited {
 			res, err := m.run(ctx, src, src.XOut(), "finish", id)
@@ -286,6 +271,41 @@ func (m *Mover) Settle(ctx context.Context, src ShardKeys, id, userHash string) 
 			return err
 		}
 	}
+}
+
+// parseTransit splits the transit entry v of id ("units|target|at") into its units, its
+// time and its target ("" when none is recorded yet); an entry of another form is an error.
+func parseTransit(id, v string) (units, at int64, target string, err error) {
+	parts := strings.SplitN(v, "|", 3)
+	if len(parts) != 3 {
+		return 0, 0, "", fmt.Errorf("inventory: transit %s: bad entry %q", id, v)
+	}
+	units, err1 := strconv.ParseInt(parts[0], 10, 64)
+	at, err2 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, "", fmt.Errorf("inventory: transit %s: bad entry %q", id, v)
+	}
+	return units, at, parts[1], nil
+}
+
+// creditTarget credits the units in transit under id from src to target, a location of
+// src's activity: credited when the target took them (now or before), stale when the entry
+// is too old to be credited under its id, neither when the target is closed.
+func (m *Mover) creditTarget(ctx context.Context, src ShardKeys, id, target string, units, at int64) (credited, stale bool, err error) {
+	te, ts, ok := parseLoc(target)
+	if !ok {
+		return false, false, fmt.Errorf("inventory: transit %s: bad target %q", id, target)
+	}
+	tk := Shard(src.Activity, te, ts)
+	res, err := m.run(ctx, tk, tk.XIn(), "credit", id, units, src.Loc(), at, creditKeep.Milliseconds())
+	if err != nil {
+		return false, false, err
+	}
+	c, err := transferAnswerOf(res, xfDone, xfBefore, xfClosed, xfStale)
+	if err != nil {
+		return false, false, err
+	}
+	return c == xfDone || c == xfBefore, c == xfStale, nil
 }
 
 // current names a shard of the activity's current layout for the transit id, or "" while

@@ -286,26 +286,7 @@ type Limiter struct {
 // New builds a Limiter over rdb (standalone or cluster: every script touches one key). m may be
 // nil (unregistered metrics), log may be nil (slog.Default()).
 func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) (*Limiter, error) {
-	if opts.InstanceID == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		opts.InstanceID = "inst-" + hex.EncodeToString(b[:])
-	}
-	if opts.Clock == nil {
-		opts.Clock = systemClock{}
-	}
-	if opts.LeaseWindow <= 0 {
-		opts.LeaseWindow = 50 * time.Millisecond
-	}
-	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = 100 * time.Millisecond
-	}
-	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = 300 * time.Millisecond
-	}
-	if opts.MaxKeys <= 0 {
-		opts.MaxKeys = 100_000
-	}
+	opts = limiterDefaults(opts)
 	if m == nil {
 		m = newMetrics()
 	}
@@ -354,18 +335,53 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 			l.rejectC[d][r] = m.rejectCounter(dn, rn)
 		}
 	}
+	if err := l.loadScripts(); err != nil {
+		return nil, err
+	}
+	l.degradedG.Set(0)
+	return l, nil
+}
+
+// limiterDefaults returns opts with a random instance id, the system clock and the default
+// of every unset duration and count filled in; it keeps every value given.
+func limiterDefaults(opts Options) Options {
+	if opts.InstanceID == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		opts.InstanceID = "inst-" + hex.EncodeToString(b[:])
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.LeaseWindow <= 0 {
+		opts.LeaseWindow = 50 * time.Millisecond
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = 100 * time.Millisecond
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 300 * time.Millisecond
+	}
+	if opts.MaxKeys <= 0 {
+		opts.MaxKeys = 100_000
+	}
+	return opts
+}
+
+// loadScripts loads the limiter's three Lua scripts; the first that cannot be loaded fails
+// it, wrapped as the limiter's.
+func (l *Limiter) loadScripts() error {
 	for _, x := range []struct {
 		dst  **redis.Script
 		name string
 	}{{&l.leaseScript, "limiter_lease.lua"}, {&l.bucketScript, "limiter_bucket.lua"}, {&l.heartbeatScript, "limiter_heartbeat.lua"}} {
 		s, err := lua.Load(x.name)
 		if err != nil {
-			return nil, fmt.Errorf("limiter: %w", err)
+			return fmt.Errorf("limiter: %w", err)
 		}
 		*x.dst = s
 	}
-	l.degradedG.Set(0)
-	return l, nil
+	return nil
 }
 
 // Allow decides r for every dimension at once, all or nothing: when one dimension rejects, the

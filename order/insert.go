@@ -161,6 +161,29 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 	if err != nil {
 		return out, err
 	}
+	fit, err := w.judgeBatch(tx, batch, acts, byRID, holds, compensated, rowByRow, &out)
+	if err != nil {
+		return out, err
+	}
+	if err := insertFitting(tx, fit, !rowByRow, &out); err != nil {
+		return out, err
+	}
+	if err := recordRefusals(tx, out.refused); err != nil {
+		return out, err
+	}
+	if err := addSold(tx, acts); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// judgeBatch sorts each message of the batch, in order, into out (written before,
+// compensated, refused, stale, unknown or poison) or the orders that fit, which it returns;
+// each fitting order adds its units to its activity's and buyer's counts, so later
+// messages are judged by them. rowByRow inserts each fitting order at once; a transient
+// error of that insert ends the walk.
+func (w *Writer) judgeBatch(tx *gorm.DB, batch []Message, acts map[string]*guarded, byRID map[string]orderKey,
+	holds map[string]*held, compensated map[string]string, rowByRow bool, out *written) ([]Message, error) {
 	var fit []Message
 	for _, m := range batch {
 		if f, ok := byRID[m.ReservationID]; ok {
@@ -212,7 +235,7 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 			if rowByRow {
 				if err := insertOrders(tx, []Message{m}); err != nil {
 					if isTransient(err) {
-						return out, err
+						return fit, err
 					}
 					out.poison = append(out.poison, poisoned{m, causeInsert, err.Error()})
 					continue
@@ -224,20 +247,20 @@ func (w *Writer) insertTx(tx *gorm.DB, batch []Message, rowByRow bool) (written,
 			h.seqs[m.Seq] = true
 		}
 	}
-	if err := insertFitting(tx, fit, !rowByRow, &out); err != nil {
-		return out, err
-	}
-	if err := recordRefusals(tx, out.refused); err != nil {
-		return out, err
-	}
+	return fit, nil
+}
+
+// addSold adds to each locked activity's sold count the units the batch's fitting orders
+// took, in the order of the activity ids; an activity with none is not written.
+func addSold(tx *gorm.DB, acts map[string]*guarded) error {
 	for _, id := range slices.Sorted(maps.Keys(acts)) {
 		if a := acts[id]; a.add != 0 {
 			if err := tx.Exec("UPDATE activities SET sold = sold + ? WHERE id = ?", a.add, id).Error; err != nil {
-				return out, fmt.Errorf("count the units sold of %s: %w", id, err)
+				return fmt.Errorf("count the units sold of %s: %w", id, err)
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // lockActivities locks and reads the rows of the batch's activities (step 1 of insert).

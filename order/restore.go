@@ -57,25 +57,10 @@ type RestoreReport struct {
 // the new generation in MySQL (which reopens the activity everywhere) and lists the
 // reservations lost with Redis. ErrUnknownActivity when MySQL does not know the activity.
 func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id string, o RestoreOptions) (RestoreReport, error) {
-	if o.Settle <= 0 {
-		o.Settle = 1500 * time.Millisecond
-	}
-	if o.Quiet <= 0 {
-		o.Quiet = 3 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 2 * time.Minute
-	}
-	var row sql.Activity
-	err := r.db.WithContext(ctx).Where("id = ?", id).First(&row).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return RestoreReport{}, fmt.Errorf("%w: %s", ErrUnknownActivity, id)
-	}
+	o = restoreDefaults(o)
+	row, err := r.restoreRow(ctx, id)
 	if err != nil {
-		return RestoreReport{}, fmt.Errorf("order: read activity %s: %w", id, err)
-	}
-	if row.ArchivedAt != nil {
-		return RestoreReport{}, fmt.Errorf("%w: %s was archived", ErrRestoreRace, id)
+		return RestoreReport{}, err
 	}
 	tok, err := inv.Fence(ctx, id)
 	if err != nil {
@@ -106,6 +91,82 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if err != nil {
 		return RestoreReport{}, err
 	}
+	inc := restoreIncarnation(row, old, marks)
+	orders, comps, err := r.cut(ctx, id, row, inc)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	claimed := inc
+	plan, known := restorePlan(row, old, orders, comps, inc)
+	inc = plan.Incarnation
+	lost := lostReservations(id, marks, known)
+	restored, err := inv.Rebuild(ctx, tok, plan, old)
+	if err != nil {
+		return RestoreReport{}, err
+	}
+	if err := r.recordGeneration(ctx, id, row, claimed, plan); err != nil {
+		return RestoreReport{}, err
+	}
+	total, err := r.recordLost(ctx, id, lost)
+	if err != nil {
+		r.log.Warn("recording the lost reservations failed", "activity", id, "err", err)
+	}
+	done = true
+	if err := inv.Unlock(ctx, id, tok); err != nil {
+		r.log.Warn("releasing the restore lock failed (it expires)", "activity", id, "err", err)
+	}
+	if err := inv.Announce(ctx, id); err != nil {
+		r.log.Warn("announcing the restore failed; instances see it within a refresh", "activity", id, "err", err)
+	}
+	r.log.Warn("activity restored from MySQL", "activity", id, "generation", plan.Generation, "incarnation", inc,
+		"epoch", restored.Epoch, "sold", restored.Sold, "remaining", restored.Remaining, "users", restored.Users,
+		"lost", len(lost))
+	if lost == nil {
+		lost = []string{}
+	}
+	refused, err := r.Refused(ctx, id)
+	if err != nil {
+		r.log.Warn("listing the refused reservations failed (the reconciliation lists them)", "activity", id, "err", err)
+	}
+	return RestoreReport{ActivityID: id, Generation: plan.Generation, Incarnation: inc, Restored: restored,
+		Orders: len(orders), Lost: lost, LostTotal: total, Refused: refused}, nil
+}
+
+// restoreDefaults returns o with each zero or negative duration replaced by the default
+// RestoreOptions names; it keeps every positive value as given.
+func restoreDefaults(o RestoreOptions) RestoreOptions {
+	if o.Settle <= 0 {
+		o.Settle = 1500 * time.Millisecond
+	}
+	if o.Quiet <= 0 {
+		o.Quiet = 3 * time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Minute
+	}
+	return o
+}
+
+// restoreRow reads the activity's MySQL row for Restore: ErrUnknownActivity when there is
+// none, ErrRestoreRace when it was archived; it writes nothing.
+func (r *Reconciler) restoreRow(ctx context.Context, id string) (sql.Activity, error) {
+	var row sql.Activity
+	err := r.db.WithContext(ctx).Where("id = ?", id).First(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return row, fmt.Errorf("%w: %s", ErrUnknownActivity, id)
+	}
+	if err != nil {
+		return row, fmt.Errorf("order: read activity %s: %w", id, err)
+	}
+	if row.ArchivedAt != nil {
+		return row, fmt.Errorf("%w: %s was archived", ErrRestoreRace, id)
+	}
+	return row, nil
+}
+
+// restoreIncarnation is the incarnation the restore claims: one above the row's and above
+// that of every old layout and every issued mark, so no new number repeats an old one.
+func restoreIncarnation(row sql.Activity, old [][2]int, marks map[[2]int]int64) int {
 	inc := row.Incarnation + 1
 	for _, l := range old {
 		inc = max(inc, inventory.Incarnation(l[0])+1)
@@ -113,11 +174,13 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	for es := range marks {
 		inc = max(inc, inventory.Incarnation(es[0])+1)
 	}
-	orders, comps, err := r.cut(ctx, id, row, inc)
-	if err != nil {
-		return RestoreReport{}, err
-	}
-	claimed := inc
+	return inc
+}
+
+// restorePlan builds the rebuild's plan from the row, the last old layout and the cut's
+// orders, and returns it with the reservations MySQL knows (orders, then compensations);
+// the plan's incarnation is inc raised above that of every order's reservation.
+func restorePlan(row sql.Activity, old [][2]int, orders []sql.Order, comps []string, inc int) (inventory.RestorePlan, []string) {
 	known := make([]string, 0, len(orders)+len(comps))
 	plan := inventory.RestorePlan{
 		Activity: inventory.Activity{ID: row.ID, CampaignID: row.CampaignID, Stock: row.Stock, PerUserLimit: row.PerUserLimit,
@@ -144,42 +207,22 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	}
 	known = append(known, comps...)
 	plan.Incarnation = inc
-	lost := lostReservations(id, marks, known)
-	restored, err := inv.Rebuild(ctx, tok, plan, old)
-	if err != nil {
-		return RestoreReport{}, err
-	}
+	return plan, known
+}
+
+// recordGeneration records the plan's generation and incarnation on the activity's row,
+// only if the row still has the generation read and the incarnation claimed; any other
+// row fails with ErrRestoreRace.
+func (r *Reconciler) recordGeneration(ctx context.Context, id string, row sql.Activity, claimed int, plan inventory.RestorePlan) error {
 	res := r.db.WithContext(ctx).Model(&sql.Activity{}).Where("id = ? AND generation = ? AND incarnation = ?", id, row.Generation, claimed).
-		Updates(map[string]any{"generation": plan.Generation, "incarnation": inc})
+		Updates(map[string]any{"generation": plan.Generation, "incarnation": plan.Incarnation})
 	if res.Error != nil {
-		return RestoreReport{}, fmt.Errorf("order: record the new generation of %s: %w", id, res.Error)
+		return fmt.Errorf("order: record the new generation of %s: %w", id, res.Error)
 	}
 	if res.RowsAffected != 1 {
-		return RestoreReport{}, fmt.Errorf("%w: %s", ErrRestoreRace, id)
+		return fmt.Errorf("%w: %s", ErrRestoreRace, id)
 	}
-	total, err := r.recordLost(ctx, id, lost)
-	if err != nil {
-		r.log.Warn("recording the lost reservations failed", "activity", id, "err", err)
-	}
-	done = true
-	if err := inv.Unlock(ctx, id, tok); err != nil {
-		r.log.Warn("releasing the restore lock failed (it expires)", "activity", id, "err", err)
-	}
-	if err := inv.Announce(ctx, id); err != nil {
-		r.log.Warn("announcing the restore failed; instances see it within a refresh", "activity", id, "err", err)
-	}
-	r.log.Warn("activity restored from MySQL", "activity", id, "generation", plan.Generation, "incarnation", inc,
-		"epoch", restored.Epoch, "sold", restored.Sold, "remaining", restored.Remaining, "users", restored.Users,
-		"lost", len(lost))
-	if lost == nil {
-		lost = []string{}
-	}
-	refused, err := r.Refused(ctx, id)
-	if err != nil {
-		r.log.Warn("listing the refused reservations failed (the reconciliation lists them)", "activity", id, "err", err)
-	}
-	return RestoreReport{ActivityID: id, Generation: plan.Generation, Incarnation: inc, Restored: restored,
-		Orders: len(orders), Lost: lost, LostTotal: total, Refused: refused}, nil
+	return nil
 }
 
 // cut claims incarnation inc for the activity (row is what Restore read at its start), sets

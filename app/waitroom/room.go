@@ -425,64 +425,85 @@ func (r *Room) Status(ctx context.Context, activityID, userID string, n uint64, 
 	}
 	e, known := v.place(n)
 	if !v.opened || !known {
-		st := Status{State: StatePrequeue, ETA: -1}
-		wait := opensAt.Sub(now)
-		if wait < 0 {
-			wait = 0
-		}
-		if known { // fifo: the place is the ticket
-			st.State, st.Known, st.Position, st.Ahead = StateWaiting, true, e, e-1
-			st.ETA = wait + secs(float64(e)/w.Rate)
-		} else {
-			st.ETA = wait
-		}
-		// after is the prequeue's first poll after the opening, spread by ticket over the time
-		// the line as it stands takes to serve, within a poll bound.
-		after := wait + time.Duration(float64(min(maxPoll, secs(float64(v.seq)/w.Rate)))*spread(n))
-		switch {
-		case !known && after <= 3*maxPoll:
-			// This poll is a sign of life recent enough for that one (3 of the 4 poll bounds
-			// of a heartbeat): no poll before the opening.
-			st.PollAfter = max(after, 100*time.Millisecond)
-		case wait > maxPoll:
-			// No heartbeat counts before the opening: one poll between 2 and 1 poll bounds
-			// before it keeps the place alive (spread by ticket, so that the prequeue does not
-			// poll all at once; a minute apart at most, to hear of a kill switch).
-			early := maxPoll + time.Duration(float64(maxPoll)*spread(n))
-			st.PollAfter = clamp(wait-early, 500*time.Millisecond, time.Minute)
-		default:
-			st.PollAfter = clamp(wait/2, 500*time.Millisecond, maxPoll)
-		}
-		return st, nil
+		return prequeueStatus(v, n, e, known, w.Rate, opensAt, now, maxPoll), nil
 	}
 	if e <= v.pos && !blocked && v.wasSkipped(e) {
 		return Status{State: StateSkipped, ETA: -1}, nil
 	}
 	if e <= v.pos && !blocked {
-		at, ok := v.admittedAt(e)
-		if !ok {
-			at = v.read
-		}
-		exp := at.Add(w.PassTTL.D())
-		used, err := r.rdb.HExists(ctx, ln.k.used, strconv.FormatUint(e, 10)).Result()
-		if err != nil {
-			return Status{}, fmt.Errorf("waitroom: is the pass used: %w", err)
-		}
-		if used {
-			return Status{State: StateUsed, ETA: -1}, nil
-		}
-		if !now.Before(exp) {
-			return Status{State: StateExpired, ETA: -1}, nil
-		}
-		return Status{State: StateAdmitted, Pass: r.passToken(activityID, userID, e, exp), PassExpires: exp}, nil
+		return r.turnStatus(ctx, ln, v, activityID, userID, e, w.PassTTL.D(), now)
 	}
+	return waitingStatus(ln, v, e, w.Rate, blocked, now, maxPoll), nil
+}
+
+// prequeueStatus answers a poll of ticket n, at place e if known, before the line opens or
+// before the ticket has a place: the wait until the opening, the place's ETA at rate, and
+// a PollAfter that spreads the prequeue's polls by ticket within maxPoll. It touches no state.
+func prequeueStatus(v *view, n, e uint64, known bool, rate float64, opensAt, now time.Time, maxPoll time.Duration) Status {
+	st := Status{State: StatePrequeue, ETA: -1}
+	wait := opensAt.Sub(now)
+	if wait < 0 {
+		wait = 0
+	}
+	if known { // fifo: the place is the ticket
+		st.State, st.Known, st.Position, st.Ahead = StateWaiting, true, e, e-1
+		st.ETA = wait + secs(float64(e)/rate)
+	} else {
+		st.ETA = wait
+	}
+	// after is the prequeue's first poll after the opening, spread by ticket over the time
+	// the line as it stands takes to serve, within a poll bound.
+	after := wait + time.Duration(float64(min(maxPoll, secs(float64(v.seq)/rate)))*spread(n))
+	switch {
+	case !known && after <= 3*maxPoll:
+		// This poll is a sign of life recent enough for that one (3 of the 4 poll bounds
+		// of a heartbeat): no poll before the opening.
+		st.PollAfter = max(after, 100*time.Millisecond)
+	case wait > maxPoll:
+		// No heartbeat counts before the opening: one poll between 2 and 1 poll bounds
+		// before it keeps the place alive (spread by ticket, so that the prequeue does not
+		// poll all at once; a minute apart at most, to hear of a kill switch).
+		early := maxPoll + time.Duration(float64(maxPoll)*spread(n))
+		st.PollAfter = clamp(wait-early, 500*time.Millisecond, time.Minute)
+	default:
+		st.PollAfter = clamp(wait/2, 500*time.Millisecond, maxPoll)
+	}
+	return st
+}
+
+// turnStatus answers a poll of place e whose turn came: USED when a reservation used its
+// pass (one Redis call), EXPIRED once passTTL after the admission has passed, else
+// ADMITTED with a pass that expires then.
+func (r *Room) turnStatus(ctx context.Context, ln *line, v *view, activityID, userID string, e uint64, passTTL time.Duration, now time.Time) (Status, error) {
+	at, ok := v.admittedAt(e)
+	if !ok {
+		at = v.read
+	}
+	exp := at.Add(passTTL)
+	used, err := r.rdb.HExists(ctx, ln.k.used, strconv.FormatUint(e, 10)).Result()
+	if err != nil {
+		return Status{}, fmt.Errorf("waitroom: is the pass used: %w", err)
+	}
+	if used {
+		return Status{State: StateUsed, ETA: -1}, nil
+	}
+	if !now.Before(exp) {
+		return Status{State: StateExpired, ETA: -1}, nil
+	}
+	return Status{State: StateAdmitted, Pass: r.passToken(activityID, userID, e, exp), PassExpires: exp}, nil
+}
+
+// waitingStatus answers a poll of place e still waiting (or of a blocked user): its position,
+// an ETA at the measured outflow (configured rate until measured; none when blocked), and
+// a PollAfter within maxPoll; it records the ETA as a prediction under ln.mu when measured.
+func waitingStatus(ln *line, v *view, e uint64, configured float64, blocked bool, now time.Time, maxPoll time.Duration) Status {
 	st := Status{State: StateWaiting, Known: true, Position: 1, ETA: -1}
 	if e > v.pos {
 		st.Position, st.Ahead = e-v.pos, e-v.pos-1
 	}
 	rate := v.outflow
 	if v.measured < 2*time.Second {
-		rate = w.Rate // not measured yet: the configured inlet
+		rate = configured // not measured yet: the configured inlet
 	}
 	if rate > 0 && !blocked {
 		st.ETA = secs(float64(st.Position) / rate)
@@ -499,7 +520,7 @@ func (r *Room) Status(ctx context.Context, activityID, userID string, n uint64, 
 	} else {
 		st.PollAfter = maxPoll
 	}
-	return st, nil
+	return st
 }
 
 // spread is a fraction in [0, 1) fixed by the ticket number, evenly spread over tickets.
@@ -606,18 +627,35 @@ func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
 		v.openAt = time.UnixMilli(int64(u(3))).Add(-offset)
 	}
 	if v.opened && v.seed != 0 && v.pre > 0 {
-		if ln.permFor != v.seed || len(ln.perm) != int(v.pre) {
-			order := Shuffle(v.seed, v.pre)
-			perm, byPlace := make([]uint32, v.pre), make([]uint32, v.pre)
-			for i, n := range order {
-				perm[n-1] = uint32(i + 1)
-				byPlace[i] = uint32(n)
-			}
-			ln.perm, ln.order, ln.permFor = perm, byPlace, v.seed
-		}
+		ln.shuffle(v.seed, v.pre)
 		v.perm = ln.perm
 	}
-	raw := steps.Val()
+	v.readSteps(steps.Val())
+	if v.opened {
+		v.measureOutflow(now)
+	}
+	old := ln.view.Swap(v)
+	r.observe(ln, old, v)
+	return v, nil
+}
+
+// shuffle sets the line's permutation of its pre places (and its inverse) for seed, unless
+// it has it already; the same seed and count always give the same permutation.
+func (ln *line) shuffle(seed, pre uint64) {
+	if ln.permFor != seed || len(ln.perm) != int(pre) {
+		order := Shuffle(seed, pre)
+		perm, byPlace := make([]uint32, pre), make([]uint32, pre)
+		for i, n := range order {
+			perm[n-1] = uint32(i + 1)
+			byPlace[i] = uint32(n)
+		}
+		ln.perm, ln.order, ln.permFor = perm, byPlace, seed
+	}
+}
+
+// readSteps sets the view's steps, oldest first, from the steps set read newest first,
+// each at our clock (v.offset taken off); a member that does not parse is skipped.
+func (v *view) readSteps(raw []string) {
 	v.steps = make([]step, 0, len(raw))
 	for i := len(raw) - 1; i >= 0; i-- {
 		var ms int64
@@ -627,34 +665,35 @@ func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
 		if _, err := fmt.Sscanf(raw[i], "%d:%d:%d:%d", &ms, &adm, &pos, &skipped); err != nil {
 			continue
 		}
-		v.steps = append(v.steps, step{at: time.UnixMilli(ms).Add(-offset), pos: pos, admitted: adm})
+		v.steps = append(v.steps, step{at: time.UnixMilli(ms).Add(-v.offset), pos: pos, admitted: adm})
 	}
-	if v.opened {
-		span := now.Sub(v.openAt)
-		if span > outflowWindow {
-			span = outflowWindow
-		}
-		if span > 0 {
-			var served uint64
-			from := now.Add(-span)
-			base := uint64(0)
-			for _, s := range v.steps {
-				if !s.at.After(from) {
-					base = s.pos
-				}
-			}
-			if v.pos > base {
-				served = v.pos - base
-			}
-			if len(v.steps) > 0 && !v.steps[0].at.After(from) || span < outflowWindow {
-				v.outflow = float64(served) / span.Seconds()
-				v.measured = span
+}
+
+// measureOutflow sets the opened view's outflow, the places served per second over the
+// last outflowWindow (or since the opening, if later), and the span it was measured over;
+// it leaves both zero when the span is the full window and no step read is that old.
+func (v *view) measureOutflow(now time.Time) {
+	span := now.Sub(v.openAt)
+	if span > outflowWindow {
+		span = outflowWindow
+	}
+	if span > 0 {
+		var served uint64
+		from := now.Add(-span)
+		base := uint64(0)
+		for _, s := range v.steps {
+			if !s.at.After(from) {
+				base = s.pos
 			}
 		}
+		if v.pos > base {
+			served = v.pos - base
+		}
+		if len(v.steps) > 0 && !v.steps[0].at.After(from) || span < outflowWindow {
+			v.outflow = float64(served) / span.Seconds()
+			v.measured = span
+		}
 	}
-	old := ln.view.Swap(v)
-	r.observe(ln, old, v)
-	return v, nil
 }
 
 // observe updates the gauges and measures the ETA error of the places the inlet just reached.

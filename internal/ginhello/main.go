@@ -67,6 +67,50 @@ func run() error {
 
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
+	baseRoutes(r)
+
+	var rdb *redis.Client
+	if *redisAddr != "" {
+		rdb = redis.NewClient(&redis.Options{Addr: *redisAddr, DisableIdentity: true, PoolSize: 128,
+			MinIdleConns: 16, MaxRetries: 1})
+		defer rdb.Close()
+		stock := keyspace.Prefix + "{ginhello:" + *ns + "}:stock"
+		journal := keyspace.Prefix + "{ginhello:" + *ns + "}:journal"
+		if err := rdb.Set(ctx, stock, int64(1e15), 0).Err(); err != nil {
+			return fmt.Errorf("set %s: %w", stock, err)
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := rdb.Unlink(cctx, stock, journal).Err(); err != nil {
+				slog.Warn("ginhello: keys left behind", "err", err)
+			}
+		}()
+		if err := redisRoutes(r, rdb, *ns, stock, journal); err != nil {
+			return err
+		}
+	}
+
+	srv := &http.Server{Addr: *addr, Handler: r, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	slog.Info("ginhello listening", "addr", *addr, "redis", *redisAddr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// baseRoutes adds the routes that need no Redis: /hello, /hello-body (which decodes a
+// small JSON body first) and /debug/mallocs (the process's allocation count).
+func baseRoutes(r *gin.Engine) {
 	r.GET("/hello", func(c *gin.Context) {
 		c.JSON(http.StatusOK, gin.H{"message": "hello"})
 	})
@@ -86,66 +130,38 @@ func run() error {
 		runtime.ReadMemStats(&ms)
 		c.String(http.StatusOK, "%d\n", ms.Mallocs)
 	})
+}
 
-	var rdb *redis.Client
-	if *redisAddr != "" {
-		rdb = redis.NewClient(&redis.Options{Addr: *redisAddr, DisableIdentity: true, PoolSize: 128,
-			MinIdleConns: 16, MaxRetries: 1})
-		defer rdb.Close()
-		stock := keyspace.Prefix + "{ginhello:" + *ns + "}:stock"
-		journal := keyspace.Prefix + "{ginhello:" + *ns + "}:journal"
-		if err := rdb.Set(ctx, stock, int64(1e15), 0).Err(); err != nil {
-			return fmt.Errorf("set %s: %w", stock, err)
-		}
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := rdb.Unlink(cctx, stock, journal).Err(); err != nil {
-				slog.Warn("ginhello: keys left behind", "err", err)
-			}
-		}()
-		script := redis.NewScript(minReserveSrc)
-		bucket, err := limiter.NewRedisBucket(rdb)
-		if err != nil {
-			return err
-		}
-		var seq atomic.Int64
-		reserve := func(c *gin.Context, user string) {
-			rid := *ns + "-" + strconv.FormatInt(seq.Add(1), 10)
-			res, err := script.Run(c.Request.Context(), rdb, []string{stock, journal}, rid, "ginhello",
-				user, "0123456789abcdef", 1, 0, 1).Slice()
-			if err != nil || len(res) != 3 {
-				c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE", "message": fmt.Sprint(err)})
-				return
-			}
-			c.JSON(http.StatusAccepted, gin.H{"reservationId": rid, "activityId": "ginhello", "status": "PENDING"})
-		}
-		r.POST("/one", func(c *gin.Context) { reserve(c, c.GetHeader("X-User-Id")) })
-		r.POST("/two", func(c *gin.Context) {
-			user := c.GetHeader("X-User-Id")
-			ok, _, err := bucket.Take(c.Request.Context(), keyspace.Prefix+"{ginhello-tb:"+*ns+":"+user+"}",
-				tokenbucket.Limit{Rate: 1000, Burst: 1000}, 1)
-			if err != nil || !ok {
-				c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE", "message": fmt.Sprint(err)})
-				return
-			}
-			reserve(c, user)
-		})
-	}
-
-	srv := &http.Server{Addr: *addr, Handler: r, ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	slog.Info("ginhello listening", "addr", *addr, "redis", *redisAddr)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+// redisRoutes adds /one (one reservation script call on stock and journal) and /two (a
+// token bucket, then the same call); reservation ids are ns and a counter. It fails only
+// when the bucket's script cannot be loaded.
+func redisRoutes(r *gin.Engine, rdb *redis.Client, ns, stock, journal string) error {
+	script := redis.NewScript(minReserveSrc)
+	bucket, err := limiter.NewRedisBucket(rdb)
+	if err != nil {
 		return err
 	}
+	var seq atomic.Int64
+	reserve := func(c *gin.Context, user string) {
+		rid := ns + "-" + strconv.FormatInt(seq.Add(1), 10)
+		res, err := script.Run(c.Request.Context(), rdb, []string{stock, journal}, rid, "ginhello",
+			user, "0123456789abcdef", 1, 0, 1).Slice()
+		if err != nil || len(res) != 3 {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE", "message": fmt.Sprint(err)})
+			return
+		}
+		c.JSON(http.StatusAccepted, gin.H{"reservationId": rid, "activityId": "ginhello", "status": "PENDING"})
+	}
+	r.POST("/one", func(c *gin.Context) { reserve(c, c.GetHeader("X-User-Id")) })
+	r.POST("/two", func(c *gin.Context) {
+		user := c.GetHeader("X-User-Id")
+		ok, _, err := bucket.Take(c.Request.Context(), keyspace.Prefix+"{ginhello-tb:"+ns+":"+user+"}",
+			tokenbucket.Limit{Rate: 1000, Burst: 1000}, 1)
+		if err != nil || !ok {
+			c.JSON(http.StatusServiceUnavailable, gin.H{"code": "UNAVAILABLE", "message": fmt.Sprint(err)})
+			return
+		}
+		reserve(c, user)
+	})
 	return nil
 }

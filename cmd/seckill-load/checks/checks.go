@@ -374,24 +374,35 @@ func (c *Checkers) checkOrders(ctx context.Context, res *driver.Result, stock in
 	default:
 		rep.Add(name, report.Pass, "%d orders + %d compensations for %d reservations (%d unresolved attempts)", st.count, st.compensations, known, slack)
 	}
+	checkOrderedStock(rep, st.units, stock, res.SoldOut)
+	c.checkPerUserLimit(ctx, rep, limit)
+	c.checkDuplicateOrders(ctx, rep)
+}
 
+// checkOrderedStock adds mysql.stock (no more units ordered than the stock) and, after an
+// observed sell-out, mysql.sold_exactly_stock; a stock of 0 is unknown and skipped.
+func checkOrderedStock(rep *report.Report, units, stock int64, soldOut bool) {
 	if stock > 0 {
 		status := report.Pass
-		if st.units > stock {
+		if units > stock {
 			status = report.Fail
 		}
-		rep.Add("mysql.stock", status, "%d units ordered for a stock of %d", st.units, stock)
-		if rep.Remaining.Observed && rep.Remaining.Last == 0 && res.SoldOut {
+		rep.Add("mysql.stock", status, "%d units ordered for a stock of %d", units, stock)
+		if rep.Remaining.Observed && rep.Remaining.Last == 0 && soldOut {
 			status := report.Pass
-			if st.units != stock {
+			if units != stock {
 				status = report.Fail
 			}
-			rep.Add("mysql.sold_exactly_stock", status, "sold out: %d units ordered for a stock of %d", st.units, stock)
+			rep.Add("mysql.sold_exactly_stock", status, "sold out: %d units ordered for a stock of %d", units, stock)
 		}
 	} else {
 		rep.Add("mysql.stock", report.Skip, "stock unknown")
 	}
+}
 
+// checkPerUserLimit adds mysql.per_user_limit: no user of the activity ordered more than
+// limit units, with an example user when one did; a limit of 0 is unknown and skipped.
+func (c *Checkers) checkPerUserLimit(ctx context.Context, rep *report.Report, limit int) {
 	if limit > 0 {
 		var over int64
 		var example string
@@ -412,10 +423,14 @@ func (c *Checkers) checkOrders(ctx context.Context, res *driver.Result, stock in
 	} else {
 		rep.Add("mysql.per_user_limit", report.Skip, "per-user limit unknown")
 	}
+}
 
+// checkDuplicateOrders adds mysql.duplicate_reservation: no reservation id of the activity
+// has two orders, with an example id when one has.
+func (c *Checkers) checkDuplicateOrders(ctx context.Context, rep *report.Report) {
 	var dups int64
 	var example2 string
-	err = c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT reservation_id FROM orders WHERE activity_id = ?
+	err := c.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT reservation_id FROM orders WHERE activity_id = ?
 		GROUP BY reservation_id HAVING COUNT(*) > 1) d`, c.cfg.Activity).Scan(&dups)
 	if err == nil && dups > 0 {
 		c.db.QueryRowContext(ctx, `SELECT reservation_id FROM orders WHERE activity_id = ? GROUP BY reservation_id

@@ -324,7 +324,16 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %-20s %10d\n", status, o.Code, o.Count)
 	}
+	r.writeLatency(w)
+	r.writeUsers(w)
+	if r.Sale != nil {
+		writeSale(w, r.Sale)
+	}
+	r.writeChecks(w)
+}
 
+// writeLatency writes the latency section: one line per request class, in class order.
+func (r *Report) writeLatency(w io.Writer) {
 	fmt.Fprintln(w, "\nlatency (ms):")
 	fmt.Fprintf(w, "  %-28s %9s %9s %9s %9s %9s\n", "class", "count", "p50", "p95", "p99", "max")
 	classes := make([]string, 0, len(r.Latency))
@@ -336,7 +345,11 @@ func (r *Report) WriteText(w io.Writer) {
 		l := r.Latency[c]
 		fmt.Fprintf(w, "  %-28s %9d %9.2f %9.2f %9.2f %9.2f\n", c, l.Count, l.P50Ms, l.P95Ms, l.P99Ms, l.MaxMs)
 	}
+}
 
+// writeUsers writes the users section (how users ended, in order), then the reservations
+// and, when observed or checked, the remaining stock and the orders in MySQL.
+func (r *Report) writeUsers(w io.Writer) {
 	fmt.Fprintln(w, "\nusers:")
 	fmt.Fprintf(w, "  with a reservation: %d\n", r.Users.WithReservation)
 	ends := make([]string, 0, len(r.Users.Ended))
@@ -357,11 +370,11 @@ func (r *Report) WriteText(w io.Writer) {
 	if r.Orders.Checked {
 		fmt.Fprintf(w, "orders in MySQL: %d (%d units), %d compensated\n", r.Orders.Count, r.Orders.Units, r.Orders.Compensations)
 	}
+}
 
-	if r.Sale != nil {
-		writeSale(w, r.Sale)
-	}
-
+// writeChecks writes the checks, the warnings and the verdict last: PASS (with the count
+// skipped) or FAIL with the checks that failed, and a pointer to the warnings if any.
+func (r *Report) writeChecks(w io.Writer) {
 	fmt.Fprintln(w, "\nchecks:")
 	for _, c := range r.Checks {
 		fmt.Fprintf(w, "  %-4s %-32s %s\n", c.Status, c.Name, c.Detail)
