@@ -13,7 +13,7 @@ package app
 // processes are the drill's own seckill binaries.
 //
 // The drills and the acceptance tests run in parallel with each other (t.Parallel: -parallel
-// of them at once, GOMAXPROCS by default, so two on the CI machine), after the package's other
+// of them at once, four in scripts/test.sh, GOMAXPROCS by default), after the package's other
 // tests: each has its own namespace, topic, proxy and processes, and they assert exact counts
 // and the order of events within generous bounds, never a latency (the rushes log their p95s;
 // the load tool measures them), so a second test on the same cores slows them without changing

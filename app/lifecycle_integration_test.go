@@ -21,6 +21,7 @@ import (
 // its orders are all in MySQL (MySQL keeps the final counts and report, Redis's keys go), and
 // the archived activity is never taken for a Redis loss, on this instance or a new one.
 func TestLifecycleEndAndArchive(t *testing.T) {
+	t.Parallel() // with the drills (see drills_test.go): states and counts, no latency
 	t.Run("mariadb", func(t *testing.T) { lifecycleDrill(t, realOptions(t), true) })
 	t.Run("embedded", func(t *testing.T) { lifecycleDrill(t, Options{}, false) })
 }

@@ -37,6 +37,7 @@ import (
 //
 // Each runs on MariaDB and on the embedded SQLite (with the real Redis, and fully embedded).
 func TestMySQLGuard(t *testing.T) {
+	t.Parallel() // with the drills (see drills_test.go): exact counts from MySQL, no latency
 	backends := []struct {
 		name string
 		opts func(t *testing.T) Options
@@ -48,13 +49,15 @@ func TestMySQLGuard(t *testing.T) {
 		}},
 		{"embedded", func(t *testing.T) Options { return Options{} }}, // miniredis and SQLite
 	}
+	// Each scenario has its own activity, instance and (for the failover) Redis servers, and
+	// mostly waits for orders to land: they run side by side.
 	for _, b := range backends {
-		t.Run(b.name+"/stock", func(t *testing.T) { mysqlGuardDrill(t, b.opts(t), guardStock) })
-		t.Run(b.name+"/limit", func(t *testing.T) { mysqlGuardDrill(t, b.opts(t), guardLimit) })
+		t.Run(b.name+"/stock", func(t *testing.T) { t.Parallel(); mysqlGuardDrill(t, b.opts(t), guardStock) })
+		t.Run(b.name+"/limit", func(t *testing.T) { t.Parallel(); mysqlGuardDrill(t, b.opts(t), guardLimit) })
 	}
 	// The failover restarts the process: the embedded SQLite lives as long as its process, so
 	// only MariaDB outlives it (the SQLite guard is the one stock and limit run above).
-	t.Run("mariadb/failover", func(t *testing.T) { mysqlGuardDrill(t, realOptions(t), guardFailover) })
+	t.Run("mariadb/failover", func(t *testing.T) { t.Parallel(); mysqlGuardDrill(t, realOptions(t), guardFailover) })
 }
 
 type guardScenario int
