@@ -1,7 +1,3 @@
-// Package inventory owns an activity's stock in Redis: the stock split over shards, the
-// reservation script on the user's home shard, the fallback to other shards, sold-out
-// learning, resharding, grab tokens and reservation records. docs/DESIGN.md describes the
-// key layout and the protocol.
 package inventory
 
 import (
