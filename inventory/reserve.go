@@ -338,7 +338,6 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	if err != nil {
 		return ReserveResult{}, done, err
 	}
-	s.m.countLimits(c, res, r, withIP) // as the IP key was passed above
 	later := laterMark(c, res)
 	if c != Reserved && c != Replayed {
 		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {

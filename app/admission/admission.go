@@ -45,6 +45,11 @@ type Limiter interface {
 	Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error)
 	Refund(d limiter.Decision)
 	Remember(version, userKey, ipKey string, retryAfter time.Duration)
+	// ScriptAdmitted and ScriptRejected count what the reservation script decided of the
+	// limits it checks (the user's bucket and window, the IP's when it takes the token) as
+	// the limiter's own decisions (Gate.Reserve reports them).
+	ScriptAdmitted(user, ip bool)
+	ScriptRejected(dimension, reason string, retryAfter time.Duration)
 	ObserveRedis(d time.Duration, err error)
 	IPKey(addr netip.Addr, ipv6Prefix int) string
 }
@@ -350,9 +355,10 @@ type Reservation struct {
 // in one script on the user's home shard; the per-IP token too when the script takes it). A
 // request without an idempotency key gets one, so that a reservation whose answer is lost can
 // be found again by retrying with it. Every answer but a new reservation refunds what the
-// limiter took; a rate rejection of the script is remembered by the limiter, so the next
-// request of that user or IP is answered locally. It returns the reservation, a *Rejection, or
-// a *Fault whose IdempotencyKey is set (the script may have run).
+// limiter took. What the script decided of the limits is counted by the limiter, from the
+// answer's rejection (scriptRejections): a rate rejection is remembered, so the next request
+// of that user or IP is answered locally. It returns the reservation, a *Rejection, or a
+// *Fault whose IdempotencyKey is set (the script may have run).
 func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	req := a.reserve
 	if req.IdempotencyKey == "" {
@@ -362,6 +368,7 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	res, err := g.stock.Reserve(ctx, req)
 	g.lim.ObserveRedis(time.Since(start), err)
 	if err == nil && res.Code == inventory.Reserved {
+		g.scriptPassed(&a.reserve)
 		return Reservation{ID: res.ReservationID}, nil
 	}
 	g.lim.Refund(a.decision)
@@ -396,12 +403,25 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	}
 	switch x.Dimension {
 	case limiter.DimIP:
+		g.lim.ScriptRejected(x.Dimension, x.Reason, res.RetryAfter)
 		g.lim.Remember(a.decision.Version, "", a.reserve.IPKey, res.RetryAfter)
 	case limiter.DimUser:
+		g.lim.ScriptRejected(x.Dimension, x.Reason, res.RetryAfter)
 		g.lim.Remember(a.decision.Version, r.UserID, "", res.RetryAfter)
+	default:
+		if x.Code == CodeAlreadyPurchased || x.Code == CodeSoldOut {
+			g.scriptPassed(&a.reserve) // answered after the limits' checks
+		}
 	}
 	_, e := r.reject(x)
 	return Reservation{}, e
+}
+
+// scriptPassed counts a request that the reservation script let through the limits it
+// checks (before the per-user limit and the stock): the user's when a per-user bucket or
+// window was in force, the IP's when the script took the IP token.
+func (g *Gate) scriptPassed(r *inventory.ReserveRequest) {
+	g.lim.ScriptAdmitted(r.UserRate.Limited() || (r.WindowMax > 0 && r.Window > 0), r.IPKey != "")
 }
 
 // passReturnTimeout bounds the call that gives a pass back (the client may be gone).
