@@ -109,7 +109,6 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 	if a.lim, err = limiter.New(a.rdb, limiter.Options{InstanceID: opts.InstanceID, Healthy: healthy, Namespace: opts.Namespace}, lm, log.With("part", "limiter")); err != nil {
 		return err
 	}
-	invM.CountLimits(a.lim) // the reservation script's user and IP decisions count as the limiter's
 
 	om, err := order.NewMetrics(a.reg)
 	if err != nil {

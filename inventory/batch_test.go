@@ -150,7 +150,7 @@ func runHeld(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, re
 }
 
 func newHoldHook(s *Store) *holdHook {
-	return &holdHook{single: s.reserve.s.Hash(), batch: s.reserveBatch.s.Hash(), batchSrc: s.reserveBatch.src, held: make(chan struct{}), release: make(chan struct{})}
+	return &holdHook{single: s.reserve.s.Hash(), batch: s.reserveBatch.s.Hash(), batchSrc: s.reserveBatch.s.Source(), held: make(chan struct{}), release: make(chan struct{})}
 }
 
 // TestBatchRunsEachAsIfAlone: reservations queued behind a call in flight go as one batch,

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
 )
 
 // ErrNotDurable: a write that changes stock or a user's state ran, but fewer replicas than
@@ -164,28 +166,15 @@ func (d Durability) process(ctx context.Context, rdb redis.UniversalClient, cmd 
 	return cmd.Err()
 }
 
-// eval runs script s (source src) with EVALSHA, EVAL on NOSCRIPT, as d.process runs a command.
-func (d Durability) eval(ctx context.Context, rdb redis.UniversalClient, s *redis.Script, src string, keys []string, args ...any) *redis.Cmd {
-	if d.Replicas <= 0 {
-		return s.Run(ctx, rdb, keys, args...)
-	}
-	build := func(name string, body any) *redis.Cmd {
-		a := make([]any, 0, 3+len(keys)+len(args))
-		a = append(a, name, body, len(keys))
-		for _, k := range keys {
-			a = append(a, k)
-		}
-		a = append(a, args...)
-		cmd := redis.NewCmd(ctx, a...)
-		cmd.SetFirstKeyPos(3)
-		return cmd
-	}
-	cmd := build("evalsha", s.Hash())
-	if err := d.process(ctx, rdb, cmd); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		cmd = build("eval", src)
-		_ = d.process(ctx, rdb, cmd)
-	}
-	return cmd
+// eval runs script s with keys and args as evalArgs does.
+func (d Durability) eval(ctx context.Context, rdb redis.UniversalClient, s *lua.Script, keys []string, args ...any) *redis.Cmd {
+	return d.evalArgs(ctx, rdb, s, s.Args(keys, args...))
+}
+
+// evalArgs sends cmdArgs, an EVALSHA command of s (lua.Script.Args), as d.process sends a
+// command, and once more as EVAL on NOSCRIPT (lua.Script.Process).
+func (d Durability) evalArgs(ctx context.Context, rdb redis.UniversalClient, s *lua.Script, cmdArgs []any) *redis.Cmd {
+	return s.Process(ctx, func(ctx context.Context, cmd redis.Cmder) error { return d.process(ctx, rdb, cmd) }, cmdArgs)
 }
 
 func firstErr(cmds []redis.Cmder, err error) error {

@@ -25,8 +25,7 @@ import (
 // Safe for concurrent use.
 type Ledger struct {
 	rdb                        redis.UniversalClient
-	ack, confirm, fail, refund *redis.Script
-	src                        map[*redis.Script]string // each script's source, for EVAL on NOSCRIPT
+	ack, confirm, fail, refund *lua.Script
 	mv                         *Mover
 	d                          Durability // SetDurability
 }
@@ -40,26 +39,25 @@ type Ledger struct {
 func (l *Ledger) SetDurability(d Durability) { l.d = d }
 
 // run runs script s as Durability.eval does.
-func (l *Ledger) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return l.d.eval(ctx, l.rdb, s, l.src[s], keys, args...)
+func (l *Ledger) run(ctx context.Context, s *lua.Script, keys []string, args ...any) *redis.Cmd {
+	return l.d.eval(ctx, l.rdb, s, keys, args...)
 }
 
 // NewLedger returns a ledger on rdb; an error means an embedded script did not load.
 func NewLedger(rdb redis.UniversalClient) (*Ledger, error) {
-	l := &Ledger{rdb: rdb, src: map[*redis.Script]string{}}
+	l := &Ledger{rdb: rdb}
 	for _, x := range []struct {
 		name string
-		dst  **redis.Script
+		dst  **lua.Script
 	}{
 		{"inventory_ack.lua", &l.ack}, {"inventory_confirm.lua", &l.confirm},
 		{"inventory_fail.lua", &l.fail}, {"inventory_refund.lua", &l.refund},
 	} {
-		src, err := lua.Source(x.name)
+		s, err := lua.Open(x.name)
 		if err != nil {
 			return nil, fmt.Errorf("inventory: %w", err)
 		}
-		*x.dst = redis.NewScript(src)
-		l.src[*x.dst] = src
+		*x.dst = s
 	}
 	mv, err := NewMover(rdb)
 	if err != nil {

@@ -3,8 +3,6 @@ package inventory
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -20,24 +18,7 @@ type Metrics struct {
 	soldOut     *prometheus.CounterVec   // seckill_soldout_marks_total{activity,source}
 	recovering  *prometheus.GaugeVec     // seckill_activity_recovering{activity}
 	batchSize   prometheus.Histogram     // seckill_reserve_batch_size
-
-	limits atomic.Pointer[limitRecorderBox] // set by CountLimits; nil: not counted
 }
-
-// LimitRecorder counts the rate-limit decisions the reservation script makes: for the user
-// (token bucket, sliding window) and for the IP when the script takes the IP token
-// (ReserveRequest.IPKey). *limiter.Limiter implements it. Its methods must be safe for
-// concurrent use.
-type LimitRecorder interface {
-	// ScriptAdmitted counts one request admitted by the script: user is true when a per-user
-	// limit was in force, ip when the script took the IP token.
-	ScriptAdmitted(user, ip bool)
-	// ScriptRejected counts one rejection: dimension "user" with reason "rate" or "window",
-	// or "ip" with reason "rate", and its Retry-After.
-	ScriptRejected(dimension, reason string, retryAfter time.Duration)
-}
-
-type limitRecorderBox struct{ r LimitRecorder }
 
 // NewMetrics builds the collectors and registers them with reg (nil: not registered); New
 // creates the series of every script at 0. A collector that another part already
@@ -90,45 +71,6 @@ func newMetrics() *Metrics {
 		}),
 	}
 	return m
-}
-
-// CountLimits makes r count the rate-limit decisions of the reservation script from now on.
-// Call it before the store serves requests; a nil r stops counting.
-func (m *Metrics) CountLimits(r LimitRecorder) {
-	if r == nil {
-		m.limits.Store(nil)
-		return
-	}
-	m.limits.Store(&limitRecorderBox{r})
-}
-
-// countLimits reports the rate-limit decision carried by res, one answer of the reservation
-// script to r, to the LimitRecorder: the script checks the user's bucket and window, then the
-// IP bucket (ipInScript), before the per-user limit and the stock, so every answer from
-// ALREADY on admitted the request. Answers given before those checks (replay, not open,
-// closed, shard closed, pending) decided nothing.
-func (m *Metrics) countLimits(c Code, res []any, r *ReserveRequest, ipInScript bool) {
-	b := m.limits.Load()
-	if b == nil || len(res) == 0 {
-		return
-	}
-	retry := func() time.Duration {
-		if len(res) < 2 {
-			return 0
-		}
-		n, _ := asInt(res[1])
-		return time.Duration(n) * time.Millisecond
-	}
-	switch c {
-	case Reserved, AlreadyPurchased, SoldOut:
-		b.r.ScriptAdmitted(r.UserRate.Rate > 0 || (r.WindowMax > 0 && r.Window > 0), ipInScript)
-	case UserRateLimited:
-		b.r.ScriptRejected("user", "rate", retry())
-	case UserWindowLimited:
-		b.r.ScriptRejected("user", "window", retry())
-	case IPRateLimited:
-		b.r.ScriptRejected("ip", "rate", retry())
-	}
 }
 
 // register registers c, or returns the collector already registered under its name; any

@@ -1,10 +1,7 @@
 package inventory
 
 import (
-	"fmt"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -108,23 +105,3 @@ func TestSplitSpreadsRemainder(t *testing.T) {
 		}
 	}
 }
-
-// limitLog is a LimitRecorder that keeps what it was told.
-type limitLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *limitLog) ScriptAdmitted(user, ip bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, fmt.Sprintf("admitted user=%v ip=%v", user, ip))
-}
-
-func (l *limitLog) ScriptRejected(dim, reason string, retry time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, fmt.Sprintf("rejected %s %s retry>0=%v", dim, reason, retry > 0))
-}
-
-var _ LimitRecorder = (*limitLog)(nil)

@@ -31,10 +31,12 @@ type ReserveRequest struct {
 	UserRate       tokenbucket.Limit
 	Window         time.Duration
 	WindowMax      int
-	// IPKey, when set, is the limiter's per-IP token bucket: the reservation script takes one
-	// token from it (at IPRate) along with the user's, in the same round trip
-	// (IPRateLimited when empty). The caller sets it only when Store.ChecksIP (single node):
-	// on Redis Cluster the key lives in another slot and the limiter takes the IP token.
+	// IPKey, when set, is the request's per-IP plan as admission decided it (the Redis key of
+	// the client's IP bucket, limiter.Limiter.IPKey, the value the limiter got): the
+	// reservation script takes one token from it (at IPRate) along with the user's, in the
+	// same round trip (IPRateLimited when empty). The caller sets it only when Store.ChecksIP
+	// (single node): on Redis Cluster the key lives in another slot and the limiter takes the
+	// IP token.
 	IPKey  string
 	IPRate tokenbucket.Limit
 }
@@ -336,7 +338,6 @@ func (s *Store) reserveOn(ctx context.Context, e *entry, l *layout, r *ReserveRe
 	if err != nil {
 		return ReserveResult{}, done, err
 	}
-	s.m.countLimits(c, res, r, withIP) // as the IP key was passed above
 	later := laterMark(c, res)
 	if c != Reserved && c != Replayed {
 		if err := s.recordLater(ctx, e, l, home, sent, later); err != nil {

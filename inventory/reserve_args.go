@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The reservation script runs on every admitted request, so its command is built with as
@@ -150,17 +148,6 @@ func (c *reserveCall) release() {
 // and the same metrics and answer.
 func (s *Store) runCall(ctx context.Context, sc *script, args []any) ([]any, error) {
 	start := time.Now()
-	cmd := redis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(3)
-	_ = s.opts.Durability.process(ctx, s.rdb, cmd)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		ev := make([]any, len(args))
-		copy(ev, args)
-		ev[0], ev[1] = "eval", sc.src
-		cmd = redis.NewCmd(ctx, ev...)
-		cmd.SetFirstKeyPos(3)
-		_ = s.opts.Durability.process(ctx, s.rdb, cmd)
-	}
-	v, err := cmd.Result()
+	v, err := s.opts.Durability.evalArgs(ctx, s.rdb, sc.s, args).Result()
 	return sc.answerOf(v, err, start)
 }

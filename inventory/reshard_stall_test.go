@@ -48,7 +48,7 @@ func (h *stallHook) calls(cmd redis.Cmder) bool {
 	case "evalsha":
 		return a[1] == h.sc.s.Hash()
 	case "eval":
-		return a[1] == h.sc.src
+		return a[1] == h.sc.s.Source()
 	}
 	return false
 }

@@ -178,9 +178,8 @@ type Store struct {
 // script is a Lua script with its metrics.
 type script struct {
 	name  string
-	s     *redis.Script
-	src   string // the source, for EVAL when Redis lost the script (runCall)
-	hash  any    // s.Hash() boxed once (reserveCallFor)
+	s     *lua.Script
+	hash  any // s.Hash() boxed once (reserveCallFor)
 	calls prometheus.Counter
 	secs  prometheus.Observer
 }
@@ -387,12 +386,11 @@ func (s *Store) loadScripts(m *Metrics) error {
 		{&s.reshard, "reshard"}, {&s.token, "token"}, {&s.restore, "restore"}, {&s.retire, "retire"},
 		{&s.reserveBatch, "reserve_batch"}, {&s.end, "end"}, {&s.issued, "issued"},
 	} {
-		src, err := lua.Source("inventory_" + p.name + ".lua")
+		sc, err := lua.Open("inventory_" + p.name + ".lua")
 		if err != nil {
 			return err
 		}
-		sc := redis.NewScript(src)
-		*p.dst = &script{name: p.name, s: sc, src: src, hash: sc.Hash(),
+		*p.dst = &script{name: p.name, s: sc, hash: sc.Hash(),
 			calls: m.calls.WithLabelValues("inventory_" + p.name),
 			secs:  m.callSeconds.WithLabelValues("inventory_" + p.name)}
 	}
@@ -408,7 +406,7 @@ func (s *Store) Hasher() *Hasher { return s.hasher }
 // run runs sc with EVALSHA (EVAL on NOSCRIPT) and returns its array answer.
 func (s *Store) run(ctx context.Context, sc *script, keys []string, args ...any) ([]any, error) {
 	start := time.Now()
-	v, err := s.opts.Durability.eval(ctx, s.rdb, sc.s, sc.src, keys, args...).Result()
+	v, err := s.opts.Durability.eval(ctx, s.rdb, sc.s, keys, args...).Result()
 	return sc.answerOf(v, err, start)
 }
 

@@ -29,8 +29,7 @@ import (
 // concurrent use.
 type Mover struct {
 	rdb   redis.UniversalClient
-	sc    *redis.Script
-	src   string
+	sc    *lua.Script
 	dur   Durability          // set by New from Options.Durability
 	calls prometheus.Counter  // may be nil
 	secs  prometheus.Observer // may be nil
@@ -50,7 +49,7 @@ const creditKeep = 10 * time.Minute
 
 // NewMover returns a mover on rdb.
 func NewMover(rdb redis.UniversalClient) (*Mover, error) {
-	src, err := lua.Source("inventory_transfer.lua")
+	sc, err := lua.Open("inventory_transfer.lua")
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +57,7 @@ func NewMover(rdb redis.UniversalClient) (*Mover, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("inventory: transfer incarnation: %w", err)
 	}
-	return &Mover{rdb: rdb, sc: redis.NewScript(src), src: src, inc: hex.EncodeToString(b[:])}, nil
+	return &Mover{rdb: rdb, sc: sc, inc: hex.EncodeToString(b[:])}, nil
 }
 
 // newID mints a transfer id that no process ever minted before: prefix (the instance's
@@ -99,7 +98,7 @@ func (m *Mover) run(ctx context.Context, k ShardKeys, keys4 string, args ...any)
 
 func (m *Mover) runKeys(ctx context.Context, keys []string, args ...any) ([]any, error) {
 	start := time.Now()
-	v, err := m.dur.eval(ctx, m.rdb, m.sc, m.src, keys, args...).Result()
+	v, err := m.dur.eval(ctx, m.rdb, m.sc, keys, args...).Result()
 	if m.calls != nil {
 		m.calls.Inc()
 		m.secs.Observe(time.Since(start).Seconds())

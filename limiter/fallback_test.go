@@ -60,7 +60,7 @@ func TestDegradeOnLatencyAndRecover(t *testing.T) {
 	proxy, rdb := proxied(t)
 	l := newTestLimiter(t, rdb, nil, Options{CallTimeout: 2 * time.Second})
 	runLimiter(t, l)
-	r := Request{IP: tokenbucket.Limit{Rate: 10000, Burst: 10000}, IPLimitKey: "10.2.0.1", Fallback: drillFallback}
+	r := Request{IP: tokenbucket.Limit{Rate: 10000, Burst: 10000}, IPKey: ipKeyOf(l, "10.2.0.1"), Fallback: drillFallback}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed || l.Degraded() {
 		t.Fatalf("before the drill: %+v, degraded %v", d, l.Degraded())
 	}
@@ -151,7 +151,7 @@ func TestRedisDownFallsBackAndRecovers(t *testing.T) {
 	proxy, rdb := proxied(t)
 	l := newTestLimiter(t, rdb, nil, Options{})
 	runLimiter(t, l)
-	r := Request{Global: tokenbucket.Limit{Rate: 1, Burst: 100}, IP: tokenbucket.Limit{Rate: 100, Burst: 100}, IPLimitKey: "10.3.0.1",
+	r := Request{Global: tokenbucket.Limit{Rate: 1, Burst: 100}, IP: tokenbucket.Limit{Rate: 100, Burst: 100}, IPKey: ipKeyOf(l, "10.3.0.1"),
 		Fallback: Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
 			ProbeEvery: 50 * time.Millisecond, Global: tokenbucket.Limit{Rate: 0.001, Burst: 3}}}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
@@ -193,7 +193,7 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 	admitted := func(l *Limiter, ipLimit tokenbucket.Limit) int {
 		n := 0
 		for i := range 100 {
-			r := Request{Fallback: fb, IP: ipLimit, IPLimitKey: "10.4.0." + string(rune('a'+i%26))}
+			r := Request{Fallback: fb, IP: ipLimit, IPKey: ipKeyOf(l, "10.4.0."+string(rune('a'+i%26)))}
 			if d, _ := l.Allow(context.Background(), r); d.Allowed {
 				n++
 			}
@@ -263,7 +263,7 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 	t.Run("per-IP fallback is divided too and remembered", func(t *testing.T) {
 		l := newTestLimiter(t, rdb, newFakeClock(), Options{Healthy: func() int { return 2 }})
 		l.degrade("test", nil)
-		r := Request{Fallback: fb, IP: tokenbucket.Limit{Rate: 0.001, Burst: 6}, IPLimitKey: "10.4.1.1"}
+		r := Request{Fallback: fb, IP: tokenbucket.Limit{Rate: 0.001, Burst: 6}, IPKey: ipKeyOf(l, "10.4.1.1")}
 		n := 0
 		var last Decision
 		for range 10 {
@@ -326,7 +326,7 @@ func TestDegradeUnderConcurrentLoad(t *testing.T) {
 	runLimiter(t, l)
 	fb := Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 20,
 		ProbeEvery: 100 * time.Millisecond, Global: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}}
-	r := Request{IP: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}, IPLimitKey: "10.5.0.1", Fallback: fb}
+	r := Request{IP: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}, IPKey: ipKeyOf(l, "10.5.0.1"), Fallback: fb}
 	_, _ = l.Allow(context.Background(), r)
 	proxy.SetLatency(100 * time.Millisecond)
 	const callers = 32
@@ -371,7 +371,7 @@ func TestDegradeOnCluster(t *testing.T) {
 	l := newTestLimiter(t, rdb, nil, Options{})
 	runLimiter(t, l)
 	r := Request{Activity: tokenbucket.Limit{Rate: 1, Burst: 1000}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 100, Burst: 100},
-		IPLimitKey: "10.5.1.1", Fallback: drillFallback}
+		IPKey: ipKeyOf(l, "10.5.1.1"), Fallback: drillFallback}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatal(d)
 	}
@@ -428,7 +428,7 @@ func TestProbeEveryEditReachesTheRunningProber(t *testing.T) {
 	slow := Fallback{RedisSlow: 20 * time.Millisecond, SlowCallsToDegrade: 5,
 		ProbeEvery: time.Hour, Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}}
 	r := Request{Global: tokenbucket.Limit{Rate: 1, Burst: 100}, IP: tokenbucket.Limit{Rate: 100, Burst: 100},
-		IPLimitKey: "10.3.0.2", Fallback: slow}
+		IPKey: ipKeyOf(l, "10.3.0.2"), Fallback: slow}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("before the drill: %+v", d)
 	}

@@ -14,6 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ipKeyOf is l's Redis key of the per-IP bucket of the limit key ip (Request.IPKey).
+func ipKeyOf(l *Limiter, ip string) string { return l.ipKey([]byte(ip)) }
+
 // fakeClock is a Clock that moves only when told to. Safe for concurrent use.
 type fakeClock struct {
 	mu sync.Mutex

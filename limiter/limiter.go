@@ -33,8 +33,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -85,15 +85,17 @@ type Request struct {
 	Global, Campaign, Activity, Channel, IP tokenbucket.Limit
 
 	CampaignID, ActivityID, ChannelName string
-	// IPLimitKey is the client's IP as the per-IP limits key it (admission.LimitKey: the IPv4
-	// address, or the IPv6 address cut to its configured prefix); empty: not limited by IP.
-	IPLimitKey string
+	// IPKey is the per-IP plan of the request, one value: the Redis key of the client's IP
+	// token bucket (Limiter.IPKey); empty: not limited by IP. Allow takes the IP token with
+	// it (unless IPInReservation), and the local memory of rejected IPs and the fallback
+	// buckets are keyed by it.
+	IPKey string
 	// UserKey is the user's key in the local memory of rejected users: the raw user id (the
 	// memory never leaves the process, so nothing is hashed for it).
 	UserKey string
 
 	// IPInReservation says the caller's reservation script takes the per-IP token itself,
-	// in the same round trip as the reservation (single-node Redis; see IPKey): Allow then
+	// with IPKey, in the same round trip as the reservation (single-node Redis): Allow then
 	// makes no Redis call for the IP. Remembered IPs and, while degraded, the local per-IP
 	// bucket still apply.
 	IPInReservation bool
@@ -407,8 +409,8 @@ func (l *Limiter) allow(ctx context.Context, r *Request) (Decision, error) {
 			return l.reject(dUser, rRemembered, u.Sub(now)), nil
 		}
 	}
-	if r.IPLimitKey != "" {
-		if u, ok := l.ips.until(r.IPLimitKey, now); ok {
+	if r.IPKey != "" {
+		if u, ok := l.ips.until(r.IPKey, now); ok {
 			return l.reject(dIP, rRemembered, u.Sub(now)), nil
 		}
 	}
@@ -477,20 +479,19 @@ func (l *Limiter) allowRedis(ctx context.Context, now time.Time, r *Request) (De
 		}
 		t.pools[d] = p
 	}
-	if r.IP.Limited() && r.IPLimitKey != "" && !r.IPInReservation {
-		key := l.ipKey(r.IPLimitKey)
-		ok, retry, err := l.bucketCall(ctx, key, r.IP, 1)
+	if r.IP.Limited() && r.IPKey != "" && !r.IPInReservation {
+		ok, retry, err := l.bucketCall(ctx, r.IPKey, r.IP, 1)
 		if err != nil {
 			return l.redisFailed(ctx, &t, now, r)
 		}
 		if !ok {
 			l.giveBack(&t, now)
 			if l.currentVersion(r.Version) {
-				l.ips.remember(r.IPLimitKey, now.Add(retry), now)
+				l.ips.remember(r.IPKey, now.Add(retry), now)
 			}
 			return l.reject(dIP, rRate, retry), nil
 		}
-		t.ipKey, t.ipLimit = key, r.IP
+		t.ipKey, t.ipLimit = r.IPKey, r.IP
 	}
 	return l.pass(r, t), nil
 }
@@ -516,16 +517,16 @@ func (l *Limiter) allowLocal(now time.Time, r *Request) Decision {
 		}
 		t.local[d] = b
 	}
-	if r.IP.Limited() && r.IPLimitKey != "" {
+	if r.IP.Limited() && r.IPKey != "" {
 		lim := r.IP.Share(n)
-		b := l.ipLoc.getOrAdd(r.IPLimitKey, func() *tokenbucket.Bucket { return tokenbucket.NewBucket(lim, now) },
+		b := l.ipLoc.getOrAdd(r.IPKey, func() *tokenbucket.Bucket { return tokenbucket.NewBucket(lim, now) },
 			func(b *tokenbucket.Bucket) bool { return b.IdleSince(now.Add(-time.Minute)) })
 		b.Configure(lim, now)
 		ok, retry := b.Take(now)
 		if !ok {
 			l.giveBack(&t, now)
 			if l.currentVersion(r.Version) {
-				l.ips.remember(r.IPLimitKey, now.Add(retry), now)
+				l.ips.remember(r.IPKey, now.Add(retry), now)
 			}
 			return l.reject(dIP, rFallback, retry)
 		}
@@ -600,13 +601,14 @@ func (l *Limiter) Refund(d Decision) {
 	}
 }
 
-// Remember answers the user (by the key of Request.UserKey) and the IP (Request.IPLimitKey) locally with 429 until retryAfter from now,
-// with no Redis call: the app calls it when the reservation script rejected the user for rate.
+// Remember answers the user (by the key of Request.UserKey) and the IP (by Request.IPKey)
+// locally with 429 until retryAfter from now, with no Redis call: the app calls it when the
+// reservation script rejected the user or the IP for rate.
 // Empty keys are skipped; a non-positive retryAfter remembers nothing; a longer deadline already
 // remembered is kept. The user memory is per user across activities. version is the
 // configuration the refusal was decided under (Decision.Version): a refusal of an older
 // configuration than the latest seen is not remembered.
-func (l *Limiter) Remember(version, userKey, ipLimitKey string, retryAfter time.Duration) {
+func (l *Limiter) Remember(version, userKey, ipKey string, retryAfter time.Duration) {
 	if retryAfter <= 0 || !l.currentVersion(version) {
 		return
 	}
@@ -615,8 +617,8 @@ func (l *Limiter) Remember(version, userKey, ipLimitKey string, retryAfter time.
 	if userKey != "" {
 		l.users.remember(userKey, until, now)
 	}
-	if ipLimitKey != "" {
-		l.ips.remember(ipLimitKey, until, now)
+	if ipKey != "" {
+		l.ips.remember(ipKey, until, now)
 	}
 }
 
@@ -656,16 +658,49 @@ func (l *Limiter) healthyCount() int {
 	return 1
 }
 
-// IPKey is the Redis key of the per-IP token bucket of ip, for a reservation script that
-// takes the IP token in its own round trip (Request.IPInReservation).
-func (l *Limiter) IPKey(ip string) string { return l.ipKey(ip) }
+// IPKey is the Redis key of the per-IP token bucket of addr, "" for an invalid address: the
+// one value of a request's per-IP plan (Request.IPKey; the reservation script takes the
+// token with it when it takes it, see Request.IPInReservation). The bucket is the client's
+// limit key's (AppendLimitKey) under FNV-1a. It allocates the key only.
+func (l *Limiter) IPKey(addr netip.Addr, ipv6Prefix int) string {
+	if !addr.IsValid() {
+		return ""
+	}
+	var b [64]byte
+	return l.ipKey(AppendLimitKey(b[:0], addr, ipv6Prefix))
+}
 
-func (l *Limiter) ipKey(ip string) string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(ip))
+func (l *Limiter) ipKey(limitKey []byte) string {
+	h := uint64(fnvOffset64)
+	for _, c := range limitKey { // hash/fnv's New64a, without its interface
+		h ^= uint64(c)
+		h *= fnvPrime64
+	}
 	var buf [16]byte
-	s := strconv.AppendUint(buf[:0], h.Sum64(), 16)
+	s := strconv.AppendUint(buf[:0], h, 16)
 	return l.prefix + "{ip:" + string(s) + "}:tk" + l.suffix
+}
+
+// FNV-1a, 64 bits (hash/fnv).
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// AppendLimitKey appends to dst the per-IP limit key of addr, a valid address: the address
+// itself for IPv4, its prefix of prefixLen bits for IPv6 (one subscriber usually holds a
+// whole /64), without a zone.
+func AppendLimitKey(dst []byte, addr netip.Addr, prefixLen int) []byte {
+	addr = addr.WithZone("")
+	if addr.Is4() || prefixLen <= 0 || prefixLen >= 128 {
+		return addr.AppendTo(dst)
+	}
+	p, err := addr.Prefix(prefixLen)
+	if err != nil {
+		return addr.AppendTo(dst)
+	}
+	dst = append(p.Addr().AppendTo(dst), '/')
+	return strconv.AppendInt(dst, int64(prefixLen), 10)
 }
 
 func (l *Limiter) budgetKey(d int, name string) string {

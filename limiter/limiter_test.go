@@ -59,7 +59,7 @@ func TestAllowAllOrNothing(t *testing.T) {
 	}{
 		{
 			name:  "ip rejection consumes no activity tokens",
-			give:  Request{Activity: slow(100), ActivityID: "act", IP: slow(3), IPLimitKey: "10.0.0.1"},
+			give:  Request{Activity: slow(100), ActivityID: "act", IP: slow(3), IPKey: "10.0.0.1"}, // the limit key: the test takes l's Redis key of it
 			tries: 20, wantAllowed: 3, wantDim: DimIP,
 			checkDim: dActivity, checkName: "act", wantRemained: 97,
 		},
@@ -82,8 +82,12 @@ func TestAllowAllOrNothing(t *testing.T) {
 			l := newTestLimiter(t, rdb, clk, Options{})
 			allowed := 0
 			var last Decision
+			r := tt.give
+			if r.IPKey != "" {
+				r.IPKey = ipKeyOf(l, r.IPKey)
+			}
 			for range tt.tries {
-				d, err := l.Allow(context.Background(), tt.give)
+				d, err := l.Allow(context.Background(), r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -111,7 +115,7 @@ func TestRefundGivesBackEverything(t *testing.T) {
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
 	r := Request{Activity: tokenbucket.Limit{Rate: 0.0001, Burst: 10}, ActivityID: "act",
-		IP: tokenbucket.Limit{Rate: 0.0001, Burst: 1}, IPLimitKey: "10.0.0.2"}
+		IP: tokenbucket.Limit{Rate: 0.0001, Burst: 1}, IPKey: ipKeyOf(l, "10.0.0.2")}
 	d, _ := l.Allow(context.Background(), r)
 	if !d.Allowed {
 		t.Fatalf("first request rejected: %+v", d)
@@ -136,7 +140,7 @@ func TestRememberedCostsNoRedisCall(t *testing.T) {
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
 	r := Request{Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}, IP: tokenbucket.Limit{Rate: 1, Burst: 2},
-		IPLimitKey: "10.1.1.1", UserKey: "00000000000000aa"}
+		IPKey: ipKeyOf(l, "10.1.1.1"), UserKey: "00000000000000aa"}
 
 	l.Remember("", r.UserKey, "", 2*time.Second)
 	before := calls.Load()
@@ -277,7 +281,7 @@ func TestLeasedBudgetOnCluster(t *testing.T) {
 	allowed := 0
 	for i := range 40 {
 		r := Request{Global: tokenbucket.Limit{Rate: 1, Burst: 30}, Activity: tokenbucket.Limit{Rate: 1, Burst: 25}, ActivityID: "a",
-			IP: tokenbucket.Limit{Rate: 1, Burst: 1}, IPLimitKey: "10.9.0." + strconv.Itoa(i)}
+			IP: tokenbucket.Limit{Rate: 1, Burst: 1}, IPKey: ipKeyOf(l, "10.9.0."+strconv.Itoa(i))}
 		if d, _ := l.Allow(context.Background(), r); d.Allowed {
 			allowed++
 		}
@@ -366,11 +370,11 @@ func TestLeasingErrorOfGlobalRate(t *testing.T) {
 func TestRememberedRefusalsHoldForOneVersion(t *testing.T) {
 	rdb := testsvc.Redis(t).(*redis.Client)
 	l := newTestLimiter(t, rdb, newFakeClock(), Options{})
-	r := Request{Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}, IPLimitKey: "10.1.1.9", UserKey: "00000000000000ab", Version: "v1"}
+	r := Request{Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}, IPKey: ipKeyOf(l, "10.1.1.9"), UserKey: "00000000000000ab", Version: "v1"}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed || d.Version != "v1" {
 		t.Fatalf("first: %+v", d)
 	}
-	l.Remember("v1", r.UserKey, r.IPLimitKey, time.Hour)
+	l.Remember("v1", r.UserKey, r.IPKey, time.Hour)
 	if d, _ := l.Allow(context.Background(), r); d.Allowed || d.Reason != ReasonRemembered {
 		t.Fatalf("remembered under v1: %+v", d)
 	}
@@ -378,7 +382,7 @@ func TestRememberedRefusalsHoldForOneVersion(t *testing.T) {
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("the first request of v2 is still refused from memory: %+v", d)
 	}
-	l.Remember("v1", r.UserKey, r.IPLimitKey, time.Hour) // decided under v1, answered after v2
+	l.Remember("v1", r.UserKey, r.IPKey, time.Hour) // decided under v1, answered after v2
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("a refusal of v1 was remembered after v2: %+v", d)
 	}

@@ -90,8 +90,8 @@ func (l *Limiter) countReject(d, reason int, retry time.Duration) {
 // ScriptAdmitted counts a request that the reservation script admitted: one pass of the user
 // dimension when user is true (a per-user token bucket or sliding window was in force) and
 // one of the IP dimension when ip is true (the script took the IP token, see
-// Request.IPInReservation). The limiter's own decisions are counted by Allow. Safe for
-// concurrent use.
+// Request.IPInReservation). The admission step reports it, once per answer of the script;
+// the limiter's own decisions are counted by Allow. Safe for concurrent use.
 func (l *Limiter) ScriptAdmitted(user, ip bool) {
 	if user {
 		l.passC[dUser].Inc()

@@ -84,7 +84,7 @@ func TestMetricsCountDecisions(t *testing.T) {
 func TestBurstZeroActsAsOne(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	l := newTestLimiter(t, rdb, newFakeClock(), Options{})
-	r := Request{Activity: tokenbucket.Limit{Rate: 0.001}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 0.001}, IPLimitKey: "10.6.0.1"}
+	r := Request{Activity: tokenbucket.Limit{Rate: 0.001}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 0.001}, IPKey: ipKeyOf(l, "10.6.0.1")}
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatalf("burst 0 never admits: %+v", d)
 	}

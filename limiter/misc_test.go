@@ -3,7 +3,10 @@ package limiter
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
+	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,7 +26,7 @@ func TestScriptsRunOnMiniredis(t *testing.T) {
 	r := Request{Global: tokenbucket.Limit{Rate: 0.001, Burst: 3}, IP: tokenbucket.Limit{Rate: 0.001, Burst: 2}}
 	allowed := 0
 	for i := range 5 {
-		r.IPLimitKey = "10.8.0." + string(rune('0'+i))
+		r.IPKey = ipKeyOf(l, "10.8.0."+string(rune('0'+i)))
 		d, err := l.Allow(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)
@@ -88,9 +91,40 @@ func TestKeyNames(t *testing.T) {
 		if l.instancesKey != tt.wantIns {
 			t.Errorf("instances %q, want %q", l.instancesKey, tt.wantIns)
 		}
-		if ip := l.ipKey("10.0.0.1"); len(ip) < 10 || ip[:6] != "sk:{ip" || (tt.ns != "" && ip[len(ip)-5:] != ":"+tt.ns) {
+		if ip := ipKeyOf(l, "10.0.0.1"); len(ip) < 10 || ip[:6] != "sk:{ip" || (tt.ns != "" && ip[len(ip)-5:] != ":"+tt.ns) {
 			t.Errorf("ip key %q", ip)
 		}
+	}
+}
+
+// TestIPKeyOfAddress: IPKey is the bucket of the client's limit key (the IPv4 address, the
+// IPv6 address cut to its prefix, no zone) under FNV-1a, the key the limiter has always used,
+// so a rolling deploy shares the buckets; "" for an unknown address.
+func TestIPKeyOfAddress(t *testing.T) {
+	l := must(New(nil, Options{Namespace: "ns"}, nil, slog.New(slog.DiscardHandler)))
+	want := func(limitKey string) string {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(limitKey))
+		return "sk:{ip:" + strconv.FormatUint(h.Sum64(), 16) + "}:tk:ns"
+	}
+	tests := []struct {
+		give   string
+		prefix int
+		want   string
+	}{
+		{"10.0.0.1", 64, "10.0.0.1"},
+		{"2001:db8:1:2:3:4:5:6", 64, "2001:db8:1:2::/64"},
+		{"fe80::1%eth0", 0, "fe80::1"},
+		{"fe80::1%eth0", 48, "fe80::/48"},
+		{"::ffff:10.0.0.1", 128, "::ffff:10.0.0.1"},
+	}
+	for _, tt := range tests {
+		if got := l.IPKey(netip.MustParseAddr(tt.give), tt.prefix); got != want(tt.want) {
+			t.Errorf("IPKey(%s, %d) = %s, want the bucket of %s", tt.give, tt.prefix, got, tt.want)
+		}
+	}
+	if got := l.IPKey(netip.Addr{}, 64); got != "" {
+		t.Errorf("IPKey of an unknown address = %q", got)
 	}
 }
 

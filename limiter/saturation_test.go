@@ -77,9 +77,12 @@ func saturate() (stop func()) {
 func TestNoDegradeUnderCPUSaturation(t *testing.T) {
 	run := saturationFor(t)
 	fb := Fallback{Global: tokenbucket.Limit{Rate: 1e6, Burst: 1e6}} // RedisSlow 20 ms, 20 slow calls, probe 1 s
-	r := Request{IP: tokenbucket.Limit{Rate: 1e9, Burst: 1e9}, IPLimitKey: "10.6.0.1", Fallback: fb}
+	// The IP key is l's: load sets it.
+	r := Request{IP: tokenbucket.Limit{Rate: 1e9, Burst: 1e9}, Fallback: fb}
 	// load runs 32 callers against l until the returned stop is called.
 	load := func(l *Limiter, rdb redis.UniversalClient) (stop func()) {
+		r := r
+		r.IPKey = ipKeyOf(l, "10.6.0.1")
 		var done atomic.Bool
 		var wg sync.WaitGroup
 		for range 32 {

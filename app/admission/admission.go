@@ -44,9 +44,14 @@ type Stock interface {
 type Limiter interface {
 	Allow(ctx context.Context, r limiter.Request) (limiter.Decision, error)
 	Refund(d limiter.Decision)
-	Remember(version, userKey, ipLimitKey string, retryAfter time.Duration)
+	Remember(version, userKey, ipKey string, retryAfter time.Duration)
+	// ScriptAdmitted and ScriptRejected count what the reservation script decided of the
+	// limits it checks (the user's bucket and window, the IP's when it takes the token) as
+	// the limiter's own decisions (Gate.Reserve reports them).
+	ScriptAdmitted(user, ip bool)
+	ScriptRejected(dimension, reason string, retryAfter time.Duration)
 	ObserveRedis(d time.Duration, err error)
-	IPKey(ip string) string
+	IPKey(addr netip.Addr, ipv6Prefix int) string
 }
 
 // Passes uses waiting-room passes (waitroom.Room): ConsumePass is true once, for a pass issued
@@ -145,7 +150,6 @@ type Admission struct {
 
 	r        *Request
 	decision limiter.Decision // what the limiter took, refunded when a later layer refuses
-	ipKey    string           // limit key of the client's IP, "" when unknown
 	reserve  inventory.ReserveRequest
 	// passTTL is set when the admission used a waiting-room pass (r.Token): Reserve gives it
 	// back unless the reservation took stock.
@@ -211,19 +215,21 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 		return Admission{}, rejNotAdmitted
 	}
 	// 5. Rate limits.
-	ipKey := LimitKey(r.Addr, p.ipv6Prefix)
 	if r.Kind == ForToken || r.Kind == ForQueue {
-		if ipKey != "" {
-			if ok, wait := g.budgets.Allow("t|ip|"+ipKey, p.tokens, now); !ok {
+		if k := LimitKey(r.Addr, p.ipv6Prefix); k != "" {
+			if ok, wait := g.budgets.Allow("t|ip|"+k, p.tokens, now); !ok {
 				return r.reject(rateLimited(limiter.DimIP, wait))
 			}
 		}
-		return Admission{r: r, ipKey: ipKey, Blocked: blocked}, nil
+		return Admission{r: r, Blocked: blocked}, nil
 	}
-	// The limiter's memory of rejected users is in this process only: the user id keys it,
-	// so no request hashes the user here (the reservation script does, once).
+	// The per-IP plan, decided once: the key of the client's IP bucket, taken by the limiter
+	// or, in the same round trip as the reservation, by its script (ipInReservation). The
+	// limiter's memory of rejected users is in this process only: the user id keys it, so no
+	// request hashes the user here (the reservation script does, once).
+	ipKey := g.ipKey(p, r.Addr)
+	ipInScript := g.ipInReservation(ipKey)
 	lreq := p.limiterRequest(v.ID, v.CampaignID, r.Channel, ipKey, r.UserID)
-	ipInScript := g.ipInReservation(p, ipKey)
 	lreq.IPInReservation = ipInScript
 	dec, err := g.lim.Allow(ctx, lreq)
 	if err != nil {
@@ -250,20 +256,29 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 			return adm, err
 		}
 	}
-	adm := Admission{r: r, decision: dec, ipKey: ipKey, passTTL: passTTL, reserve: inventory.ReserveRequest{
+	adm := Admission{r: r, decision: dec, passTTL: passTTL, reserve: inventory.ReserveRequest{
 		ActivityID: v.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey, Quantity: r.Quantity,
 		UserRate: p.userRate, Window: p.window, WindowMax: p.windowMax,
 	}}
 	if ipInScript {
-		adm.reserve.IPKey, adm.reserve.IPRate = g.lim.IPKey(ipKey), p.ipRate
+		adm.reserve.IPKey, adm.reserve.IPRate = ipKey, p.ipRate
 	}
 	return adm, nil
 }
 
-// ipInReservation is the one place that decides who takes the per-IP token: the reservation
-// script when it can (single Redis node) and the IP is limited, else the limiter.
-func (g *Gate) ipInReservation(p *Policy, ipKey string) bool {
-	return g.checksIP && ipKey != "" && p.ip.Rate > 0
+// ipKey is the per-IP plan of a reservation: the Redis key of the client's IP bucket, ""
+// when the IP is not limited (no per-IP limit, or the address is unknown).
+func (g *Gate) ipKey(p *Policy, addr netip.Addr) string {
+	if !p.ip.Limited() {
+		return ""
+	}
+	return g.lim.IPKey(addr, p.ipv6Prefix)
+}
+
+// ipInReservation is the one place that decides who takes the per-IP token of ipKey: the
+// reservation script when it can (single Redis node) and the IP is limited, else the limiter.
+func (g *Gate) ipInReservation(ipKey string) bool {
+	return g.checksIP && ipKey != ""
 }
 
 // replay answers a request whose idempotency key is bound to a reservation already, before
@@ -340,9 +355,10 @@ type Reservation struct {
 // in one script on the user's home shard; the per-IP token too when the script takes it). A
 // request without an idempotency key gets one, so that a reservation whose answer is lost can
 // be found again by retrying with it. Every answer but a new reservation refunds what the
-// limiter took; a rate rejection of the script is remembered by the limiter, so the next
-// request of that user or IP is answered locally. It returns the reservation, a *Rejection, or
-// a *Fault whose IdempotencyKey is set (the script may have run).
+// limiter took. What the script decided of the limits is counted by the limiter, from the
+// answer's rejection (scriptRejections): a rate rejection is remembered, so the next request
+// of that user or IP is answered locally. It returns the reservation, a *Rejection, or a
+// *Fault whose IdempotencyKey is set (the script may have run).
 func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	req := a.reserve
 	if req.IdempotencyKey == "" {
@@ -352,6 +368,7 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	res, err := g.stock.Reserve(ctx, req)
 	g.lim.ObserveRedis(time.Since(start), err)
 	if err == nil && res.Code == inventory.Reserved {
+		g.scriptPassed(&a.reserve)
 		return Reservation{ID: res.ReservationID}, nil
 	}
 	g.lim.Refund(a.decision)
@@ -386,12 +403,25 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	}
 	switch x.Dimension {
 	case limiter.DimIP:
-		g.lim.Remember(a.decision.Version, "", a.ipKey, res.RetryAfter)
+		g.lim.ScriptRejected(x.Dimension, x.Reason, res.RetryAfter)
+		g.lim.Remember(a.decision.Version, "", a.reserve.IPKey, res.RetryAfter)
 	case limiter.DimUser:
+		g.lim.ScriptRejected(x.Dimension, x.Reason, res.RetryAfter)
 		g.lim.Remember(a.decision.Version, r.UserID, "", res.RetryAfter)
+	default:
+		if x.Code == CodeAlreadyPurchased || x.Code == CodeSoldOut {
+			g.scriptPassed(&a.reserve) // answered after the limits' checks
+		}
 	}
 	_, e := r.reject(x)
 	return Reservation{}, e
+}
+
+// scriptPassed counts a request that the reservation script let through the limits it
+// checks (before the per-user limit and the stock): the user's when a per-user bucket or
+// window was in force, the IP's when the script took the IP token.
+func (g *Gate) scriptPassed(r *inventory.ReserveRequest) {
+	g.lim.ScriptAdmitted(r.UserRate.Limited() || (r.WindowMax > 0 && r.Window > 0), r.IPKey != "")
 }
 
 // passReturnTimeout bounds the call that gives a pass back (the client may be gone).

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -354,11 +356,11 @@ func TestScriptAnswersAsRejections(t *testing.T) {
 		{inventory.ReserveResult{Code: inventory.NotOpen}, // no opening in the answer: the snapshot's
 			Rejection{Status: 425, Code: CodeNotOpen, Message: msgNotOpen, OpensAt: v.OpensAt}},
 		{inventory.ReserveResult{Code: inventory.UserRateLimited, RetryAfter: 1500 * time.Millisecond},
-			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimUser, RetryAfter: 1500 * time.Millisecond}},
+			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimUser, Reason: limiter.ReasonRate, RetryAfter: 1500 * time.Millisecond}},
 		{inventory.ReserveResult{Code: inventory.UserWindowLimited, RetryAfter: time.Minute},
-			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimUser, RetryAfter: time.Minute}},
+			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimUser, Reason: limiter.ReasonWindow, RetryAfter: time.Minute}},
 		{inventory.ReserveResult{Code: inventory.IPRateLimited, RetryAfter: 2 * time.Second},
-			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimIP, RetryAfter: 2 * time.Second}},
+			Rejection{Status: 429, Code: CodeRateLimited, Message: msgRateLimited, Dimension: limiter.DimIP, Reason: limiter.ReasonRate, RetryAfter: 2 * time.Second}},
 		{inventory.ReserveResult{Code: inventory.Unknown}, *rejUnexpected},
 		{inventory.ReserveResult{Code: inventory.Code(99)}, *rejUnexpected},
 	}
@@ -373,5 +375,82 @@ func TestScriptAnswersAsRejections(t *testing.T) {
 				t.Fatalf("got %+v\nwant %+v", *got, tt.want)
 			}
 		})
+	}
+}
+
+// recordingLimiter is a limiter that keeps what the admission step reports to it of the
+// reservation script's decisions.
+type recordingLimiter struct {
+	*limiter.Limiter
+	events []string
+}
+
+func (l *recordingLimiter) ScriptAdmitted(user, ip bool) {
+	l.events = append(l.events, fmt.Sprintf("admitted user=%v ip=%v", user, ip))
+	l.Limiter.ScriptAdmitted(user, ip)
+}
+
+func (l *recordingLimiter) ScriptRejected(dim, reason string, retry time.Duration) {
+	l.events = append(l.events, fmt.Sprintf("rejected %s %s retry>0=%v", dim, reason, retry > 0))
+	l.Limiter.ScriptRejected(dim, reason, retry)
+}
+
+// TestScriptLimitDecisionsAreCounted: what the reservation script decides of the user's and
+// the IP's limits reaches the limiter from the admission step, once per answer; answers
+// that decide nothing (replays) are not counted.
+func TestScriptLimitDecisionsAreCounted(t *testing.T) {
+	f := newGateFixture(t)
+	if !f.inv.ChecksIP() {
+		t.Fatal("a single Redis node must let the script take the IP token")
+	}
+	v := f.create(t, inventory.Activity{ID: "counted", Stock: 10, PerUserLimit: 1, OpensAt: f.now.Add(-time.Minute)})
+	rec := &recordingLimiter{Limiter: f.lim}
+	g := NewGate(f.inv, rec, f.price, nil, func() time.Time { return f.now }, nil)
+	limits := `
+auth: {mode: header, trustedGateway: true}
+limits:
+  user: {rate: 0.001, burst: 2}
+  ip:   {rate: 0.001, burst: 3}
+`
+	plain, windowed := policy(t, limits), policy(t, limits+"  userWindow: {window: 60s, max: 1}\n")
+	addr := netip.MustParseAddr("198.51.100.9")
+	want := []string{}
+	for i, c := range []struct {
+		p        *Policy
+		user     string
+		key      string
+		wantCode string // "" a reservation, "REPLAYED" a replay
+		want     string
+	}{
+		{plain, "u1", "k1", "", "admitted user=true ip=true"},
+		{plain, "u1", "k1", "REPLAYED", ""},
+		{plain, "u1", "", CodeAlreadyPurchased, "admitted user=true ip=true"},
+		{plain, "u1", "", CodeRateLimited, "rejected user rate retry>0=true"},
+		{windowed, "u2", "", "", "admitted user=true ip=true"},
+		{windowed, "u2", "", CodeRateLimited, "rejected user window retry>0=true"},
+		{plain, "u3", "", CodeRateLimited, "rejected ip rate retry>0=true"},
+	} {
+		r := &Request{Kind: ForReservation, Activity: v, UserID: c.user, Addr: addr, Quantity: 1, IdempotencyKey: c.key}
+		adm, err := g.Admit(context.Background(), c.p, r)
+		if err != nil {
+			t.Fatalf("%d: admit: %v", i, err)
+		}
+		res, err := g.Reserve(context.Background(), &adm)
+		got := ""
+		switch {
+		case err != nil:
+			got = rejection(t, err).Code
+		case res.Replayed:
+			got = "REPLAYED"
+		}
+		if got != c.wantCode {
+			t.Fatalf("%d: %s: got %q (%v), want %q", i, c.user, got, err, c.wantCode)
+		}
+		if c.want != "" {
+			want = append(want, c.want)
+		}
+	}
+	if got := strings.Join(rec.events, "\n"); got != strings.Join(want, "\n") {
+		t.Fatalf("counted:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 }

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/seckill/seckill/config"
@@ -94,15 +93,15 @@ func NewPolicy(cfg *config.Config) *Policy {
 func (p *Policy) Config() *config.Config { return p.cfg }
 
 // limiterRequest is the limiter's request for one reservation: the thresholds of every
-// dimension, as values, and the names they apply to.
-func (p *Policy) limiterRequest(activityID, campaignID, channel, ip, user string) limiter.Request {
+// dimension, as values, and the names they apply to (ipKey: Gate.ipKey).
+func (p *Policy) limiterRequest(activityID, campaignID, channel, ipKey, user string) limiter.Request {
 	r := limiter.Request{
 		Global:     p.global,
 		Activity:   p.activity,
 		IP:         p.ip,
 		ActivityID: activityID,
 		CampaignID: campaignID,
-		IPLimitKey: ip,
+		IPKey:      ipKey,
 		UserKey:    user,
 		Fallback:   p.fallback,
 		Version:    p.cfg.Version(),
@@ -135,13 +134,6 @@ func LimitKey(addr netip.Addr, prefixLen int) string {
 	if !addr.IsValid() {
 		return ""
 	}
-	addr = addr.WithZone("")
-	if addr.Is4() || prefixLen <= 0 || prefixLen >= 128 {
-		return addr.String()
-	}
-	p, err := addr.Prefix(prefixLen)
-	if err != nil {
-		return addr.String()
-	}
-	return p.Addr().String() + "/" + strconv.Itoa(prefixLen)
+	var b [64]byte
+	return string(limiter.AppendLimitKey(b[:0], addr, prefixLen))
 }

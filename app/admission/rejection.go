@@ -40,9 +40,10 @@ type Rejection struct {
 	RetryAfter time.Duration
 	// Dimension names the budget of a RATE_LIMITED answer (limiter.DimGlobal ... DimUser).
 	Dimension string
-	// Reason is the limiter's reason of a RATE_LIMITED answer (limiter.ReasonRate,
-	// ReasonRemembered, ...), "" when the reservation script refused; not answered to the
-	// client, counted by the sale funnel.
+	// Reason is the reason of a RATE_LIMITED answer as the limiter's metrics name it
+	// (limiter.ReasonRate, ReasonWindow, ReasonRemembered, ...), the limiter's or the
+	// reservation script's; not answered to the client, counted by the sale funnel and, for
+	// the script's, by the limiter.
 	Reason string
 	// OpensAt is the opening of a NOT_OPEN answer.
 	OpensAt time.Time
@@ -115,17 +116,25 @@ func rateLimited(dimension string, retryAfter time.Duration) Rejection {
 }
 
 // scriptRejections is the one table from a refusing answer of the reservation script
-// (inventory.Code, the script's own number) to its rejection; Reserve adds what the answer
-// carries (RetryAfter, OpensAt, ReservationID). Reserved and Replayed are no rejection.
+// (inventory.Code, the script's own number) to its rejection, the limiter's metrics included
+// (Dimension, Reason); Reserve adds what the answer carries (RetryAfter, OpensAt,
+// ReservationID). Reserved and Replayed are no rejection.
 var scriptRejections = [...]Rejection{
 	inventory.AlreadyPurchased: {Status: http.StatusConflict, Code: CodeAlreadyPurchased,
 		Message: "the per-user limit is reached"},
 	inventory.NotOpen:           notOpen(time.Time{}),
 	inventory.Closed:            *rejClosed,
-	inventory.UserRateLimited:   rateLimited(limiter.DimUser, 0),
-	inventory.UserWindowLimited: rateLimited(limiter.DimUser, 0),
+	inventory.UserRateLimited:   scriptRateLimited(limiter.DimUser, limiter.ReasonRate),
+	inventory.UserWindowLimited: scriptRateLimited(limiter.DimUser, limiter.ReasonWindow),
 	inventory.SoldOut:           *rejSoldOut,
-	inventory.IPRateLimited:     rateLimited(limiter.DimIP, 0),
+	inventory.IPRateLimited:     scriptRateLimited(limiter.DimIP, limiter.ReasonRate),
+}
+
+// scriptRateLimited is the rejection of a limit the reservation script checks.
+func scriptRateLimited(dimension, reason string) Rejection {
+	x := rateLimited(dimension, 0)
+	x.Reason = reason
+	return x
 }
 
 // scriptRejection is the rejection of script answer c, false when c refuses nothing or is
