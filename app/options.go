@@ -153,7 +153,7 @@ func optionSpecs(getenv func(string) string) []optionSpec {
 			set: str(func(o *Options) *string { return &o.RedisSentinelMaster })},
 		{flag: "redis-username", env: "SECKILL_REDIS_USERNAME", usage: "Redis ACL user (its password comes from SECKILL_REDIS_PASSWORD, environment only; the sentinels' from SECKILL_REDIS_SENTINEL_PASSWORD)",
 			set: str(func(o *Options) *string { return &o.RedisUsername })},
-		{flag: "redis-tls", env: "SECKILL_REDIS_TLS", isBool: true, usage: "dial Redis and the sentinels over TLS (true or false)",
+		{flag: "redis-tls", env: "SECKILL_REDIS_TLS", def: "false", isBool: true, usage: "dial Redis and the sentinels over TLS (true or false)",
 			set: func(o *Options, v string) error {
 				b, err := strconv.ParseBool(v)
 				if err != nil {
@@ -467,6 +467,8 @@ func writeUsage(w io.Writer, specs []optionSpec) {
 		"service starts in embedded mode (in-process stand-ins, demo activity).\n\n"+
 		"  seckill --version             print the build and exit\n"+
 		"  seckill config check FILE     validate a configuration as a live edit would (exit 1 if refused)\n"+
+		"  seckill config publish [--force] FILE  check FILE, then publish it to the Nacos data id (an\n"+
+		"                                existing different one only with --force; it shows the diff)\n"+
 		"  seckill migrate [--mysql-dsn=DSN]  apply the MySQL schema files (table schema_migrations)\n\n")
 	for _, s := range specs {
 		fmt.Fprintf(w, "  --%s  (%s, default %s)\n        %s\n", s.flag, s.env, s.defaultText(), s.usage)
