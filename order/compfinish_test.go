@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/lua"
@@ -140,37 +141,32 @@ func scriptReplyLost(t *testing.T, name string) (redis.UniversalClient, *lostRep
 		t.Fatal(err)
 	}
 	sha := redis.NewScript(src).Hash()
-	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+	return replyLost(t, func(c redis.Cmder) bool {
 		args := c.Args()
 		return c.Name() == "evalsha" && len(args) > 1 && args[1] == sha
-	}}
+	})
+}
+
+// replyLost returns a client on the test Redis whose first command match reports true for
+// runs and then reports an error, as a reply lost on the network after Redis applied the
+// command, and the hook (armed until then).
+func replyLost(t *testing.T, match func(redis.Cmder) bool) (redis.UniversalClient, *lostReplyHook) {
+	t.Helper()
+	h := &lostReplyHook{}
 	h.armed.Store(true)
 	rdb := testsvc.Redis(t)
-	rdb.(*redis.Client).AddHook(h)
+	rdb.(*redis.Client).AddHook(redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		err := next(ctx, cmd)
+		if err == nil && match(cmd) && h.armed.CompareAndSwap(true, false) {
+			err = redishook.Fail(cmd, errors.New("injected: the reply was lost after Redis applied the command"))
+		}
+		return err
+	}})
 	return rdb, h
 }
 
-// lostReplyHook runs a matching command and then reports an error, as a reply lost on the
-// network after Redis applied the command.
-type lostReplyHook struct {
-	match func(redis.Cmder) bool
-	armed atomic.Bool
-}
-
-func (h *lostReplyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *lostReplyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil && h.match(cmd) && h.armed.CompareAndSwap(true, false) {
-			err = errors.New("injected: the reply was lost after Redis applied the command")
-			cmd.SetErr(err)
-		}
-		return err
-	}
-}
-func (h *lostReplyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
+// lostReplyHook is armed until its client lost the reply of the command it waits for.
+type lostReplyHook struct{ armed atomic.Bool }
 
 // TestCompensatedMarkAfterItsRow: the compensation's last step marks the record compensated
 // in Redis (so a redelivery skips it). When that mark is applied but its reply is lost, the
@@ -186,13 +182,10 @@ func TestCompensatedMarkAfterItsRow(t *testing.T) {
 	a := newTestActivity(t, rdb, db, 1, 10)
 	msgs := a.reserve(1)
 	ctx := context.Background()
-	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+	crdb, h := replyLost(t, func(c redis.Cmder) bool {
 		args := c.Args()
 		return c.Name() == "hset" && len(args) >= 3 && strings.HasSuffix(fmt.Sprint(args[2]), ":c")
-	}}
-	h.armed.Store(true)
-	crdb := testsvc.Redis(t)
-	crdb.(*redis.Client).AddHook(h)
+	})
 	comp := must(NewCompensator(db, crdb, testMetrics(), testLogger(t)))
 	if err := comp.Compensate(ctx, msgs[0], "test"); err == nil {
 		t.Fatal("compensate with the mark's reply lost: want an error")
