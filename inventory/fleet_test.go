@@ -108,9 +108,7 @@ func TestRestartUnderSameInstanceIDLosesNoUnit(t *testing.T) {
 // credited under a new id, never under its own (whose record may be forgotten).
 func TestCreditRecordsAreForgottenAndOldEntriesRekeyed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 10, 1, 2))
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 10, 1, 2))
 		src, dst := Shard(a.ID, 0, 0), Shard(a.ID, 0, 1)
 		old := time.Now().Add(-creditKeep - time.Minute).UnixMilli()
 		// A debit left in transit long ago: 2 units from shard 0 to shard 1.
@@ -154,9 +152,7 @@ func TestCreditRecordsAreForgottenAndOldEntriesRekeyed(t *testing.T) {
 // no users hash over the newer one, no stock re-created on a drained shard.
 func TestStalledReshardRunWritesNothingOnALaterLayout(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
-		s := newStore(t, rdb, Options{ReshardWorkers: 1})
-		a := mustCreate(t, s, openActivity(t, 10, 2, 2))
+		s, a, ctx := storeWith(t, rdb, Options{ReshardWorkers: 1}, openActivity(t, 10, 2, 2))
 		var reserved int64
 		u := userOn(s, "u", 0, 2)
 		take := func() {

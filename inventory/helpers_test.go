@@ -102,6 +102,14 @@ func newStore(t testing.TB, rdb redis.UniversalClient, opts Options) *Store {
 	return s
 }
 
+// storeWith is the start of most tests: a store (opts) on rdb with the activity def created,
+// and the test's context.
+func storeWith(t testing.TB, rdb redis.UniversalClient, opts Options, def Activity) (*Store, Activity, context.Context) {
+	t.Helper()
+	s := newStore(t, rdb, opts)
+	return s, mustCreate(t, s, def), ctxT(t)
+}
+
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

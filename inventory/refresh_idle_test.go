@@ -27,9 +27,7 @@ func hlenCounter(rdb redis.UniversalClient) *redishook.Counter {
 // holds stock, a refresh pass reads none.
 func TestIdleRefreshReadsNoTransitWithStock(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute})
-		a := mustCreate(t, s, openActivity(t, 100, 1, 3))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute}, openActivity(t, 100, 1, 3))
 		for i := 1; i <= 6; i++ {
 			if err := s.Reshard(ctx, a.ID, []int{3, 2}[i%2]); err != nil {
 				t.Fatal(err)
@@ -59,9 +57,7 @@ func TestIdleRefreshReadsNoTransitWithStock(t *testing.T) {
 // a unit is in transit (debited, not yet credited), whatever the transit reads cost.
 func TestRefreshMarksSoldOutOnlyWhenNothingMoves(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 1))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute}, openActivity(t, 1, 1, 1))
 		if err := s.Reshard(ctx, a.ID, 2); err != nil {
 			t.Fatal(err)
 		}
@@ -125,9 +121,7 @@ func landBeforeHLen(rdb redis.UniversalClient, land func(ctx context.Context)) (
 // the activity sold out (before, it did, until the next pass 250 ms later).
 func TestTransferLandingBetweenTheRefreshReadsIsNotSoldOut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{Namespace: uniqueID(t)})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t)}, openActivity(t, 1, 1, 2))
 		_, src := unitInTransit(t, s, rdb, a, "late", 0, 1, "landing-1")
 		armed := landBeforeHLen(rdb, func(ctx context.Context) {
 			if err := s.mover.Settle(ctx, src, "landing-1", ""); err != nil {

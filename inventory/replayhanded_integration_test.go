@@ -33,14 +33,8 @@ func TestKeylessRetryRecordsItsNumber(t *testing.T) {
 		}})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := ctxT(t)
-	cat := &fakeCatalog{}
-	s := newStore(t, rdb, Options{Catalog: cat})
+	s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 5, 1), Options{})
 	marker = []byte(s.reserve.s.Hash())
-	a := mustCreate(t, s, openActivity(t, 10, 5, 1))
-	cat.put(a)
-	if err := s.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "warm", Quantity: 1}); err != nil || res.Code != Reserved {
 		t.Fatalf("warm-up: %+v %v", res, err)
 	}

@@ -132,9 +132,7 @@ func TestReshardUnderLoad(t *testing.T) {
 // for, and never moves a unit twice.
 func TestReshardResumes(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1000, 2, 3))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1000, 2, 3))
 		for i := 0; i < 30; i++ {
 			if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("early", i), Quantity: 2}); err != nil || r.Code != Reserved {
 				t.Fatalf("reserve = %+v, %v", r, err)

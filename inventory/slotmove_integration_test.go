@@ -154,9 +154,7 @@ func moveSlot(t *testing.T, nodes map[string]*redis.Client, key string, first []
 // entries and the reservations taken).
 func TestSlotMoveCostsAtMostARetry(t *testing.T) {
 	nodes, rdb := privateCluster(t)
-	ctx := ctxT(t)
-	s := newStore(t, rdb, Options{MaxOtherShards: -1})
-	a := mustCreate(t, s, openActivity(t, 4000, 1, 4))
+	s, a, ctx := storeWith(t, rdb, Options{MaxOtherShards: -1}, openActivity(t, 4000, 1, 4))
 	const home = 0
 	// Every key the shard's reservations touch exists before the move (a first reservation).
 	if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: userOn(s, "warm", home, 4), Quantity: 1}); err != nil || r.Code != Reserved {

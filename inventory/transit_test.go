@@ -50,9 +50,7 @@ func scriptOp(cmd redis.Cmder) string {
 // (TestOtherShardsNeverExceedLimit/miniredis failed so under a CPU hog: reserved 2 of 12).
 func TestRefillFinishesItsMoveOnASlowRedis(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 4, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 4, 1, 2))
 		user := "patient"
 		home := HomeShard(s.UserHash(user), 2)
 		k := Shard(a.ID, 0, home)
@@ -97,9 +95,7 @@ func TestRefillFinishesItsMoveOnASlowRedis(t *testing.T) {
 // the entry, and nothing was sold twice.
 func TestSoldOutDoesNotFlapWhileATransferIsUnfinished(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 2, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 2, 1, 2))
 		users := homedOn(s, 2, 2)
 		// A move of src's unit to the home shard whose settler gave up after the credit.
 		k, src := unitInTransit(t, s, rdb, a, users[0], 1, 1, "cut-1")
@@ -159,9 +155,7 @@ func TestSoldOutDoesNotFlapWhileATransferIsUnfinished(t *testing.T) {
 // sold: a mark held through a move loses nothing.
 func TestSoldOutMarkLiftsWhenTransitLands(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1, 1, 2))
 		user := "late"
 		unitInTransit(t, s, rdb, a, user, 0, 1, "moving-1")
 		s.handleEvent(ctx, "soldout "+a.ID)
