@@ -28,9 +28,7 @@ import (
 // and writes no order. The record expires before a redelivery, which must not leave an order
 // beside the compensation either.
 func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	x := msgs[0]
 	ctx := context.Background()
@@ -91,9 +89,7 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 // is finished (the buyer's count lowered, the mark set). A late duplicate after the record is
 // gone must not become an order for a unit that went back to stock.
 func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -177,9 +173,7 @@ type lostReplyHook struct{ armed atomic.Bool }
 // the record's TTL becomes an order for a unit sold again; the protocol simulation's seed 4
 // found it on SQLite once the embedded guard became a transaction).
 func TestCompensatedMarkAfterItsRow(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	_, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	ctx := context.Background()
 	crdb, h := replyLost(t, func(c redis.Cmder) bool {
@@ -211,9 +205,7 @@ func TestCompensatedMarkAfterItsRow(t *testing.T) {
 // compensations row is now committed before Redis hears of the compensation: the failed
 // reservation takes no unit, its compensation is finished, and the next buyer gets the order.
 func TestCompensationCutShortTakesNoUnitFromTheNextBuyer(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 1)
+	rdb, db, a := activityOn(t, 1, 1)
 	first := a.reserve(1)[0]
 	ctx := context.Background()
 	crdb, h := scriptReplyLost(t, "inventory_refund.lua")
@@ -310,10 +302,8 @@ func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
 // finished; another id under the same number (a Redis that went back handed the number out
 // again) is not compensated by it, so its own compensation is not skipped.
 func TestCompensatedMarkNamesItsReservation(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
-	a := newTestActivity(t, rdb, db, 1, 10)
 	m := a.reserve(1)[0]
 	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
 		t.Fatal(err)
@@ -343,10 +333,8 @@ func mustNumber(t *testing.T, rid string) int64 {
 // compensations row, of an incarnation a restore replaced since, is acked with nothing done
 // and counted as stale (before, the finish dropped it without a count or a line).
 func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
-	a := newTestActivity(t, rdb, db, 1, 10)
 	m := a.reserve(1)[0]
 	if err := db.Create(&sql.Compensation{ReservationID: m.ReservationID, ActivityID: m.ActivityID,
 		UserID: m.UserID, Quantity: m.Quantity, Reason: "test"}).Error; err != nil {
@@ -375,10 +363,8 @@ func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
 // an earlier call wrote must stay, or the next delivery becomes an order for a unit that
 // went back and may be sold again.
 func TestFinishedCompensationKeepsItsRowWhenItsRecordIsGone(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
-	a := newTestActivity(t, rdb, db, 1, 10)
 	m := a.reserve(1)[0]
 	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
 		t.Fatal(err)
