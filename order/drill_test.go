@@ -172,7 +172,7 @@ func TestMySQLUnavailable(t *testing.T) {
 	t.Cleanup(func() { proxy.Close() })
 	dsn := strings.Replace(testsvc.MySQLDSN, "127.0.0.1:3306", proxy.Addr(), 1) + "&timeout=1s&readTimeout=3s&writeTimeout=3s"
 	w := must(NewWriter(openDB(t, dsn), rdb, WriterOptions{BatchSize: 50, MaxOrdersPerSecond: 500, PoolSize: 3}, m, log))
-	peak := poolWatch(t, w)
+	peak := testsvc.PoolPeak(t, w.db)
 	q := memQueue(t, 4096)
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,34 +14,6 @@ import (
 
 	"github.com/seckill/seckill/internal/testsvc"
 )
-
-// poolWatch samples the writer pool's open connections until stopped and reports the peak.
-func poolWatch(t testing.TB, w *Writer) (peak func() int) {
-	sdb, err := w.db.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var max atomic.Int64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			if n := int64(sdb.Stats().OpenConnections); n > max.Load() {
-				max.Store(n)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(done) }); wg.Wait() })
-	return func() int { return int(max.Load()) }
-}
 
 // activityOn is the start of most tests: the test Redis and MySQL, and an activity of stock
 // units on shards in both.
@@ -130,7 +101,7 @@ func TestPipeline5000(t *testing.T) {
 	}
 	t.Cleanup(func() { q.Close() })
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 4}, m, log))
-	peak := poolWatch(t, w)
+	peak := testsvc.PoolPeak(t, w.db)
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
