@@ -3,14 +3,13 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/syncbuf"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
@@ -65,22 +64,7 @@ func TestDurabilityCheckFollowsAppendonly(t *testing.T) {
 }
 
 // lockedLog is a log sink safe for the instance's goroutines and the test's reads.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type lockedLog struct{ syncbuf.Buffer }
 
 // count is how many lines hold s.
 func (l *lockedLog) count(s string) int {
