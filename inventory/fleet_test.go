@@ -16,44 +16,33 @@ import (
 func groundUnits(t testing.TB, rdb redis.UniversalClient, id string) int64 {
 	t.Helper()
 	ctx := ctxT(t)
-	m, err := rdb.HGetAll(ctx, Meta(id)).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, _ := strconv.Atoi(m["epoch"])
-	moving := m["reshard"] != ""
 	var sum int64
-	for _, lay := range strings.Split(m["layouts"], ",") {
-		e, n, ok := parseTarget(lay)
-		if !ok {
-			t.Fatalf("bad layouts %q", m["layouts"])
+	forShards(t, rdb, id, func(m map[string]string, _ string, e, _ int, k ShardKeys) {
+		cur, _ := strconv.Atoi(m["epoch"])
+		moving := m["reshard"] != ""
+		if !(moving && e == cur+1) {
+			if v, err := rdb.Get(ctx, k.Stock()).Int64(); err == nil {
+				sum += v
+			}
 		}
-		for i := 0; i < n; i++ {
-			k := Shard(id, e, i)
-			if !(moving && e == cur+1) {
-				if v, err := rdb.Get(ctx, k.Stock()).Int64(); err == nil {
-					sum += v
-				}
+		if moving && e == cur {
+			if v, err := rdb.Get(ctx, k.Drained()).Int64(); err == nil {
+				sum += v
 			}
-			if moving && e == cur {
-				if v, err := rdb.Get(ctx, k.Drained()).Int64(); err == nil {
-					sum += v
-				}
-			}
-			all, err := rdb.HGetAll(ctx, k.XOut()).Result()
+		}
+		all, err := rdb.HGetAll(ctx, k.XOut()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tid, v := range all {
+			u, _, _ := strings.Cut(v, "|")
+			n, err := strconv.ParseInt(u, 10, 64)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("transit %s on %s: bad entry %q", tid, k.XOut(), v)
 			}
-			for tid, v := range all {
-				u, _, _ := strings.Cut(v, "|")
-				n, err := strconv.ParseInt(u, 10, 64)
-				if err != nil {
-					t.Fatalf("transit %s on %s: bad entry %q", tid, k.XOut(), v)
-				}
-				sum += n
-			}
+			sum += n
 		}
-	}
+	})
 	return sum
 }
 
