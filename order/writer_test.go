@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/syncbuf"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
 )
@@ -157,7 +158,7 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	rdb, db, a := activityOn(t, 2, 100)
 	msgs := a.reserve(50)
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	q := NewMemQueue(100, slog.New(slog.NewJSONHandler(&logged, nil)))
 	var panics atomic.Int32
 	if err := q.Subscribe(func(ctx context.Context, ms []Message) error {
@@ -178,7 +179,7 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	}
 	// Each panic is logged once, by the queue, with the panic and where it happened.
 	var lines int
-	for _, rec := range logged.lines(t) {
+	for _, rec := range logged.Records(t) {
 		if rec["msg"] != "message handler panicked; the batch will be delivered again" {
 			continue
 		}

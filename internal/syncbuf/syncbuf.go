@@ -3,8 +3,10 @@
 package syncbuf
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Buffer collects what is written to it. Write and String are safe for concurrent use; the
@@ -26,4 +28,35 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// Records decodes every non-empty line written as a JSON log record (slog's JSONHandler); a
+// line that is not JSON fails t.
+func (b *Buffer) Records(t testing.TB) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %q", l)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// Count is how many of recs carry the message msg, and the sum of their number field (a
+// record without it adds 0).
+func Count(recs []map[string]any, msg, field string) (n int, sum float64) {
+	for _, r := range recs {
+		if r["msg"] == msg {
+			n++
+			v, _ := r[field].(float64)
+			sum += v
+		}
+	}
+	return n, sum
 }

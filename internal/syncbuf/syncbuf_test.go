@@ -30,3 +30,21 @@ func TestBufferTakesConcurrentWritesWhileRead(t *testing.T) {
 		t.Fatal("a line is missing")
 	}
 }
+
+func TestRecordsAndCount(t *testing.T) {
+	var b Buffer
+	fmt.Fprintln(&b, `{"msg":"a failed","suppressed":3}`)
+	fmt.Fprintln(&b, `{"msg":"a failed"}`)
+	fmt.Fprintln(&b, `{"msg":"b"}`)
+	recs := b.Records(t)
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3", len(recs))
+	}
+	if n, sum := Count(recs, "a failed", "suppressed"); n != 2 || sum != 3 {
+		t.Fatalf("Count = %d, %v; want 2, 3", n, sum)
+	}
+	var empty Buffer
+	if recs := empty.Records(t); len(recs) != 0 {
+		t.Fatalf("an empty buffer has %d records", len(recs))
+	}
+}
