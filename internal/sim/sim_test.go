@@ -731,9 +731,9 @@ func (s *sim) checkAlways() {
 	}
 }
 
-// settle lets everything in flight finish (parked requests, a reshard, the writer on every
-// message), then checks that the books balance exactly.
-func (s *sim) settle() {
+// releaseParked lets every parked request go on, oldest first, and checks each answer
+// against the model (then with then, when set).
+func (s *sim) releaseParked(then func(r *req, out result)) {
 	for len(s.parked) > 0 {
 		r := s.parked[0]
 		s.parked = s.parked[1:]
@@ -741,7 +741,16 @@ func (s *sim) settle() {
 		out := <-r.done
 		r.cancel()
 		s.answered(r, out)
+		if then != nil {
+			then(r, out)
+		}
 	}
+}
+
+// settle lets everything in flight finish (parked requests, a reshard, the writer on every
+// message), then checks that the books balance exactly.
+func (s *sim) settle() {
+	s.releaseParked(nil)
 	for i := 0; i < 5; i++ {
 		rs, err := s.rdb.HGet(s.ctx, inventory.Meta(s.aid), "reshard").Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
