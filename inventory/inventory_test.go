@@ -808,18 +808,9 @@ func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1, 1, 2))
 		user := "waiter"
-		home := HomeShard(s.UserHash(user), 2)
-		k := Shard(a.ID, 0, home)
-		src := Shard(a.ID, 0, 1-home)
-		// The one unit on the other shard, whichever shard Create gave it to.
-		rdb.Set(ctx, k.Stock(), 0, 0)
-		rdb.Set(ctx, src.Stock(), 1, 0)
-		// Another instance's transfer, cut short between debit and credit.
-		d, err := s.mover.debit(ctx, src, k, "slow-1", 1, "", 0)
-		units, closed := d.units, d.closed
-		if err != nil || closed || units != 1 {
-			t.Fatalf("debit = %d, %v, %v", units, closed, err)
-		}
+		// The one unit on the other shard, whichever shard Create gave it to, in another
+		// instance's transfer cut short between debit and credit.
+		unitInTransit(t, s, rdb, a, user, 0, 1, "slow-1")
 		if err := s.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
