@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,6 +87,29 @@ func uniqueID(t testing.TB) string {
 		name = name[len(name)-48:]
 	}
 	return name + "-" + hex.EncodeToString(b[:])
+}
+
+// workers runs n goroutines that each call step until stop is closed or step returns false;
+// wait waits for them all.
+func workers(n int, stop <-chan struct{}, step func() bool) (wait func()) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !step() {
+					return
+				}
+			}
+		}()
+	}
+	return wg.Wait
 }
 
 // testIssuer is the issuer part of the reservation ids the tests make themselves.
