@@ -269,17 +269,8 @@ func (p *proc) kill() {
 // app is a handle for the harness's request helpers (do, admin, reserve) on the process.
 func (p *proc) app() *testApp { return &testApp{base: p.base, adminBase: p.admin} }
 
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+// tail is the last n lines of a log file.
+var tail = testsvc.Tail
 
 // ---------------------------------------------------------------------------- the client
 
@@ -1088,19 +1079,8 @@ transactionTimeOut=3000
 transactionCheckInterval=5000
 messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s
 `, r.nsPort, r.brokerPort, store))
-	booted := make(chan error, 1)
-	go func() { booted <- r.boot() }()
-	var once sync.Once
-	var err error
-	wait := func() { once.Do(func() { err = <-booted }) }
 	// The cleanup waits for the boot first: kill then sees every process boot started.
-	t.Cleanup(func() { wait(); r.kill() })
-	return r, func() {
-		t.Helper()
-		if wait(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return r, testsvc.Boot(t, r.boot, r.kill)
 }
 
 func (r *privateRocketMQ) java(main, logback, conf, out string, heap ...string) (*exec.Cmd, chan struct{}, error) {
