@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -332,14 +331,8 @@ func userStatements(t *testing.T) (selects, updates, others int64) {
 
 func scrapeSum(t *testing.T, ta *testApp, metric string) float64 {
 	t.Helper()
-	resp, err := http.Get(ta.adminBase + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	var sum float64
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range strings.Split(metricsText(t, ta), "\n") {
 		if strings.HasPrefix(line, metric+"{") || strings.HasPrefix(line, metric+" ") {
 			var v float64
 			fmt.Sscanf(line[strings.LastIndexByte(line, ' ')+1:], "%g", &v)

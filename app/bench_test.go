@@ -68,14 +68,9 @@ func BenchmarkHTTPGinHello(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.GET("/hello", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"message": "hello"}) })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: r}
-	go srv.Serve(ln)
-	defer srv.Close()
-	url := "http://" + ln.Addr().String() + "/hello"
+	base, stop := benchServe(b, r)
+	defer stop()
+	url := base + "/hello"
 	client := benchClient()
 	b.ReportAllocs()
 	b.SetParallelism(benchParallelism)
@@ -89,6 +84,17 @@ func BenchmarkHTTPGinHello(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchServe serves h on a loopback port of its own until stop, and returns its base URL.
+func benchServe(b *testing.B, h http.Handler) (base string, stop func()) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String(), func() { srv.Close() }
 }
 
 // benchApp starts an instance for a benchmark: embedded (in-process Redis, SQLite, queue) or
@@ -159,6 +165,75 @@ func benchCreate(b *testing.B, c *http.Client, a *App, id string, stock, shards 
 	}
 }
 
+// benchActivity creates activity id (stock units on shards) on a, deleted at the end of b when
+// a runs on the real Redis, and returns the URL of its reservations.
+func benchActivity(b *testing.B, c *http.Client, a *App, real bool, id string, stock, shards int) (url string) {
+	b.Helper()
+	benchCreate(b, c, a, id, stock, shards)
+	if real {
+		b.Cleanup(func() { benchCleanup(a, id, shards) })
+	}
+	return "http://" + a.Addr() + "/api/v1/activities/" + id + "/reservations"
+}
+
+// benchPost sends a reservation's POST to url as user and returns the answer's status.
+func benchPost(c *http.Client, url, user string) (int, error) {
+	req, _ := http.NewRequest(http.MethodPost, url, nil)
+	req.Header.Set("X-User-Id", user)
+	return benchDo(c, req)
+}
+
+// benchWarm posts to url as new users (prefix and a number) until ready reports true of the
+// try (its number and status), pausing between tries, and fails b when what was not reached
+// within 5 s: it brings the activity to the state a benchmark measures.
+func benchWarm(b *testing.B, c *http.Client, url, prefix string, pause time.Duration, what string, ready func(i, code int) bool) {
+	b.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for i := 0; ; i++ {
+		code, err := benchPost(c, url, prefix+strconv.Itoa(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ready(i, code) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s not reached within 5 s (last %d)", what, code)
+		}
+		time.Sleep(pause)
+	}
+}
+
+// benchParallel is the measured loop: POSTs to url from benchParallelism goroutines per CPU,
+// each by a new user (prefix and a sequence number), which must answer want or a status
+// other reports true for (other may be nil); what names the request in an error. With a, it
+// reports the instance's Redis calls per request (redis-calls/op).
+func benchParallel(b *testing.B, a *App, c *http.Client, url, prefix, what string, want int, other func(code int) bool) {
+	var calls0 float64
+	if a != nil {
+		calls0 = redisCalls(b, a)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			code, err := benchPost(c, url, prefix+strconv.FormatInt(benchSeq.Add(1), 10))
+			if other != nil && other(code) {
+				continue
+			}
+			if err != nil || code != want {
+				b.Errorf("%s: %d %v", what, code, err)
+				return
+			}
+		}
+	})
+	if a != nil {
+		b.StopTimer()
+		b.ReportMetric((redisCalls(b, a)-calls0)/float64(b.N), "redis-calls/op")
+	}
+}
+
 // benchCleanup deletes by name the keys an activity made in the shared Redis (no SCAN):
 // meta, and per shard its keys and reservation records 1..seq. Bucket and window keys of
 // users expire by themselves.
@@ -200,31 +275,11 @@ func benchVariants(b *testing.B, f func(b *testing.B, real bool)) {
 // HTTP + admission layers + one reserve script per request.
 func BenchmarkHTTPReserve(b *testing.B) {
 	benchVariants(b, func(b *testing.B, real bool) {
-		a, base := benchApp(b, real)
+		a, _ := benchApp(b, real)
 		client := benchClient()
-		const shards = 16
 		id := fmt.Sprintf("bench-res-%d", time.Now().UnixNano()%1_000_000_000_000)
-		benchCreate(b, client, a, id, 10_000_000, shards)
-		if real {
-			b.Cleanup(func() { benchCleanup(a, id, shards) })
-		}
-		url := base + "/api/v1/activities/" + id + "/reservations"
-		calls0 := redisCalls(b, a)
-		b.ReportAllocs()
-		b.SetParallelism(benchParallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				req, _ := http.NewRequest(http.MethodPost, url, nil)
-				req.Header.Set("X-User-Id", "bu-"+strconv.FormatInt(benchSeq.Add(1), 10))
-				if code, err := benchDo(client, req); err != nil || code != http.StatusAccepted {
-					b.Errorf("reserve: %d %v", code, err)
-					return
-				}
-			}
-		})
-		b.StopTimer()
-		b.ReportMetric((redisCalls(b, a)-calls0)/float64(b.N), "redis-calls/op")
+		url := benchActivity(b, client, a, real, id, 10_000_000, 16)
+		benchParallel(b, a, client, url, "bu-", "reserve", http.StatusAccepted, nil)
 	})
 }
 
@@ -232,54 +287,20 @@ func BenchmarkHTTPReserve(b *testing.B) {
 // new user who gets 410 SOLD_OUT from the local snapshot, with no Redis call.
 func BenchmarkHTTPSoldOut(b *testing.B) {
 	benchVariants(b, func(b *testing.B, real bool) {
-		a, base := benchApp(b, real)
+		a, _ := benchApp(b, real)
 		client := benchClient()
-		const shards = 1
 		id := fmt.Sprintf("bench-so-%d", time.Now().UnixNano()%1_000_000_000_000)
-		benchCreate(b, client, a, id, 1, shards)
-		if real {
-			b.Cleanup(func() { benchCleanup(a, id, shards) })
-		}
-		url := base + "/api/v1/activities/" + id + "/reservations"
+		url := benchActivity(b, client, a, real, id, 1, 1)
 		// sell the unit, then wait until the instance answers 410 without asking Redis
-		deadline := time.Now().Add(5 * time.Second)
-		for i := 0; ; i++ {
-			req, _ := http.NewRequest(http.MethodPost, url, nil)
-			req.Header.Set("X-User-Id", "bs-warm-"+strconv.Itoa(i))
-			code, err := benchDo(client, req)
-			if err != nil {
-				b.Fatal(err)
+		benchWarm(b, client, url, "bs-warm-", 20*time.Millisecond, "sell-out known locally", func(i, code int) bool {
+			if code != http.StatusGone {
+				return false
 			}
-			if code == http.StatusGone {
-				c0 := redisCalls(b, a)
-				req, _ = http.NewRequest(http.MethodPost, url, nil)
-				req.Header.Set("X-User-Id", "bs-warm-x"+strconv.Itoa(i))
-				benchDo(client, req)
-				if redisCalls(b, a) == c0 {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				b.Fatal("sell-out not known locally within 5 s")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		calls0 := redisCalls(b, a)
-		b.ReportAllocs()
-		b.SetParallelism(benchParallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				req, _ := http.NewRequest(http.MethodPost, url, nil)
-				req.Header.Set("X-User-Id", "bs-"+strconv.FormatInt(benchSeq.Add(1), 10))
-				if code, err := benchDo(client, req); err != nil || code != http.StatusGone {
-					b.Errorf("sold out: %d %v", code, err)
-					return
-				}
-			}
+			c0 := redisCalls(b, a)
+			benchPost(client, url, "bs-warm-x"+strconv.Itoa(i))
+			return redisCalls(b, a) == c0
 		})
-		b.StopTimer()
-		b.ReportMetric((redisCalls(b, a)-calls0)/float64(b.N), "redis-calls/op")
+		benchParallel(b, a, client, url, "bs-", "sold out", http.StatusGone, nil)
 	})
 }
 
@@ -290,53 +311,20 @@ func BenchmarkHTTPSoldOut(b *testing.B) {
 func BenchmarkHTTPRateLimited(b *testing.B) {
 	benchVariants(b, func(b *testing.B, real bool) {
 		id := fmt.Sprintf("bench-rl-%d", time.Now().UnixNano()%1_000_000_000_000)
-		a, base := benchAppConfig(b, real, "activities: {"+id+": {limits: {rate: 1, burst: 1}}}\n")
+		a, _ := benchAppConfig(b, real, "activities: {"+id+": {limits: {rate: 1, burst: 1}}}\n")
 		client := benchClient()
-		const shards = 1
-		benchCreate(b, client, a, id, 1_000_000, shards)
-		if real {
-			b.Cleanup(func() { benchCleanup(a, id, shards) })
-		}
-		url := base + "/api/v1/activities/" + id + "/reservations"
+		url := benchActivity(b, client, a, real, id, 1_000_000, 1)
 		// spend the burst, then wait until the answer is 429
-		deadline := time.Now().Add(5 * time.Second)
-		for i := 0; ; i++ {
-			req, _ := http.NewRequest(http.MethodPost, url, nil)
-			req.Header.Set("X-User-Id", "br-warm-"+strconv.Itoa(i))
-			code, err := benchDo(client, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if code == http.StatusTooManyRequests {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("no 429 within 5 s (last %d)", code)
-			}
-		}
-		calls0 := redisCalls(b, a)
+		benchWarm(b, client, url, "br-warm-", 0, "429", func(_, code int) bool { return code == http.StatusTooManyRequests })
 		var admitted atomic.Int64
-		b.ReportAllocs()
-		b.SetParallelism(benchParallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				req, _ := http.NewRequest(http.MethodPost, url, nil)
-				req.Header.Set("X-User-Id", "br-"+strconv.FormatInt(benchSeq.Add(1), 10))
-				code, err := benchDo(client, req)
-				if code == http.StatusAccepted {
-					admitted.Add(1) // the budget's one token per second
-					continue
-				}
-				if err != nil || code != http.StatusTooManyRequests {
-					b.Errorf("rate limited: %d %v", code, err)
-					return
-				}
+		benchParallel(b, a, client, url, "br-", "rate limited", http.StatusTooManyRequests, func(code int) bool {
+			if code != http.StatusAccepted {
+				return false
 			}
+			admitted.Add(1) // the budget's one token per second
+			return true
 		})
-		b.StopTimer()
 		b.ReportMetric(float64(admitted.Load())/float64(b.N), "admitted/op")
-		b.ReportMetric((redisCalls(b, a)-calls0)/float64(b.N), "redis-calls/op")
 	})
 }
 
@@ -372,12 +360,8 @@ func benchBare(b *testing.B, withLimiter bool) {
 	benchVariants(b, func(b *testing.B, real bool) {
 		a, _ := benchApp(b, real)
 		client := benchClient()
-		const shards = 16
 		id := fmt.Sprintf("bench-bare-%d", time.Now().UnixNano()%1_000_000_000_000)
-		benchCreate(b, client, a, id, 10_000_000, shards)
-		if real {
-			b.Cleanup(func() { benchCleanup(a, id, shards) })
-		}
+		benchActivity(b, client, a, real, id, 10_000_000, 16)
 		gin.SetMode(gin.ReleaseMode)
 		r := gin.New()
 		bucket, err := limiter.NewRedisBucket(a.rdb)
@@ -403,26 +387,9 @@ func benchBare(b *testing.B, withLimiter bool) {
 			}
 			c.JSON(http.StatusAccepted, gin.H{"reservationId": res.ReservationID, "activityId": c.Param("id"), "status": "PENDING"})
 		})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		srv := &http.Server{Handler: r}
-		go srv.Serve(ln)
-		defer srv.Close()
-		url := "http://" + ln.Addr().String() + "/reserve/" + id
-		b.ReportAllocs()
-		b.SetParallelism(benchParallelism)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				req, _ := http.NewRequest(http.MethodPost, url, nil)
-				req.Header.Set("X-User-Id", "bb-"+strconv.FormatInt(benchSeq.Add(1), 10))
-				if code, err := benchDo(client, req); err != nil || code != http.StatusAccepted {
-					b.Errorf("bare reserve: %d %v", code, err)
-					return
-				}
-			}
-		})
+		base, stop := benchServe(b, r)
+		defer stop()
+		url := base + "/reserve/" + id
+		benchParallel(b, nil, client, url, "bb-", "bare reserve", http.StatusAccepted, nil)
 	})
 }

@@ -269,17 +269,8 @@ func (p *proc) kill() {
 // app is a handle for the harness's request helpers (do, admin, reserve) on the process.
 func (p *proc) app() *testApp { return &testApp{base: p.base, adminBase: p.admin} }
 
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+// tail is the last n lines of a log file.
+var tail = testsvc.Tail
 
 // ---------------------------------------------------------------------------- the client
 
@@ -559,6 +550,15 @@ func metric(t *testing.T, base, name string) float64 {
 
 func drillNamespace() string { return fmt.Sprintf("drill%d", time.Now().UnixNano()) }
 
+// drillOptions are the options of a kill drill's processes (the real services, RocketMQ, a
+// namespace of the drill's own), and the test MySQL.
+func drillOptions(t *testing.T) (Options, *gorm.DB) {
+	opts := rocketOptions(t)
+	db := testsvc.MySQL(t)
+	opts.Namespace = drillNamespace()
+	return opts, db
+}
+
 // ---------------------------------------------------------------------------- kills
 
 // Acceptance 6, the order writer: a writer-only process is SIGKILLed while it is writing the
@@ -567,9 +567,7 @@ func drillNamespace() string { return fmt.Sprintf("drill%d", time.Now().UnixNano
 func TestDrillWriterKilled(t *testing.T) {
 	t.Parallel()
 	const stock = 600
-	opts := rocketOptions(t)
-	db := testsvc.MySQL(t)
-	opts.Namespace = drillNamespace()
+	opts, db := drillOptions(t)
 	seckillBinary(t)
 	a := opts
 	a.Roles = "api,relay"
@@ -626,9 +624,7 @@ func TestDrillWriterKilled(t *testing.T) {
 func TestDrillRelayKilled(t *testing.T) {
 	t.Parallel()
 	const stock = 600
-	opts := rocketOptions(t)
-	db := testsvc.MySQL(t)
-	opts.Namespace = drillNamespace()
+	opts, db := drillOptions(t)
 	seckillBinary(t)
 	rdb := testsvc.Redis(t)
 	a := opts
@@ -713,9 +709,7 @@ func TestDrillRelayKilled(t *testing.T) {
 func TestDrillInstanceKilled(t *testing.T) {
 	t.Parallel()
 	const stock = 600
-	opts := rocketOptions(t)
-	db := testsvc.MySQL(t)
-	opts.Namespace = drillNamespace()
+	opts, db := drillOptions(t)
 	opts.RelayClaimIdle = 2 * time.Second
 	rdb := testsvc.Redis(t)
 	b := opts
@@ -935,26 +929,7 @@ func TestDrillMySQLDown(t *testing.T) {
 	id := uniq(t, "mdown")
 	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
 
-	sqlDB, err := ta.db.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var maxOpen atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if n := int64(sqlDB.Stats().OpenConnections); n > maxOpen.Load() {
-				maxOpen.Store(n)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
+	maxOpen := testsvc.PoolPeak(t, ta.db)
 
 	var once sync.Once
 	var ordersAtCut, acceptedAtCut, acceptedAtRestore, ordersAtRestore atomic.Int64
@@ -994,11 +969,9 @@ func TestDrillMySQLDown(t *testing.T) {
 	}
 	start := time.Now()
 	assertOrdersMatch(t, id, stock, 1, res)
-	close(stop)
-	<-sampled
 	t.Logf("MariaDB down %v: reservations accepted %d at the cut -> %d at the restore (orders %d -> %d); all %d orders %v after the restore; max MySQL connections %d of pool %d",
-		mysqlOutage, acceptedAtCut.Load(), acceptedAtRestore.Load(), ordersAtCut.Load(), ordersAtRestore.Load(), stock, time.Since(start).Round(100*time.Millisecond), maxOpen.Load(), pool)
-	if m := maxOpen.Load(); m > pool {
+		mysqlOutage, acceptedAtCut.Load(), acceptedAtRestore.Load(), ordersAtCut.Load(), ordersAtRestore.Load(), stock, time.Since(start).Round(100*time.Millisecond), maxOpen(), pool)
+	if m := maxOpen(); m > pool {
 		t.Fatalf("MySQL connections reached %d, pool is %d", m, pool)
 	}
 	waitDriftZero(t, ta, id)
@@ -1106,19 +1079,8 @@ transactionTimeOut=3000
 transactionCheckInterval=5000
 messageDelayLevel=1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s
 `, r.nsPort, r.brokerPort, store))
-	booted := make(chan error, 1)
-	go func() { booted <- r.boot() }()
-	var once sync.Once
-	var err error
-	wait := func() { once.Do(func() { err = <-booted }) }
 	// The cleanup waits for the boot first: kill then sees every process boot started.
-	t.Cleanup(func() { wait(); r.kill() })
-	return r, func() {
-		t.Helper()
-		if wait(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return r, testsvc.Boot(t, r.boot, r.kill)
 }
 
 func (r *privateRocketMQ) java(main, logback, conf, out string, heap ...string) (*exec.Cmd, chan struct{}, error) {

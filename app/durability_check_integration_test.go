@@ -3,14 +3,13 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/syncbuf"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
 )
@@ -21,11 +20,7 @@ import (
 // CONFIG SET appendonly yes sets it back to 1 with one INFO line.
 func TestDurabilityCheckFollowsAppendonly(t *testing.T) {
 	t.Parallel()
-	rp := startRedisProc(t, false, "--appendonly", "yes", "--appendfsync", "always")
-	opts := realOptions(t)
-	opts.RedisAddr = rp.addr()
-	opts.RedisDurability = inventory.Durability{AOF: true}
-	opts.durabilityCheckEvery = 50 * time.Millisecond
+	rp, opts := aofAlwaysOptions(t)
 	var logs lockedLog
 	ta := startAppLogged(t, opts, testConfig, slog.New(slog.NewTextHandler(&logs, nil)))
 	ta.waitReady(t)
@@ -64,23 +59,21 @@ func TestDurabilityCheckFollowsAppendonly(t *testing.T) {
 	}
 }
 
+// aofAlwaysOptions starts a private Redis with appendonly yes and appendfsync always, and
+// returns it and the options of an instance on it that checks its durability (mode aof)
+// every 50 ms.
+func aofAlwaysOptions(t *testing.T) (*redisProc, Options) {
+	t.Helper()
+	rp := startRedisProc(t, false, "--appendonly", "yes", "--appendfsync", "always")
+	opts := realOptions(t)
+	opts.RedisAddr = rp.addr()
+	opts.RedisDurability = inventory.Durability{AOF: true}
+	opts.durabilityCheckEvery = 50 * time.Millisecond
+	return rp, opts
+}
+
 // lockedLog is a log sink safe for the instance's goroutines and the test's reads.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type lockedLog struct{ syncbuf.Buffer }
 
 // count is how many lines hold s.
 func (l *lockedLog) count(s string) int {
@@ -99,11 +92,7 @@ func (l *lockedLog) count(s string) int {
 // Redis's clock (an entry younger may not be on disk yet); back on always, it holds none.
 func TestRelayHorizonFollowsAppendfsync(t *testing.T) {
 	t.Parallel()
-	rp := startRedisProc(t, false, "--appendonly", "yes", "--appendfsync", "always")
-	opts := realOptions(t)
-	opts.RedisAddr = rp.addr()
-	opts.RedisDurability = inventory.Durability{AOF: true}
-	opts.durabilityCheckEvery = 50 * time.Millisecond
+	rp, opts := aofAlwaysOptions(t)
 	ta := startApp(t, opts, testConfig)
 	id := uniq(t, "horizon")
 	ta.createActivity(t, id, 10, 1, 1, time.Now().Add(-time.Second))

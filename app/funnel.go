@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/app/admission"
+	"github.com/seckill/seckill/internal/prom"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
 )
@@ -131,24 +132,24 @@ type funnelMetrics struct {
 
 func newFunnelMetrics(reg prometheus.Registerer) *funnelMetrics {
 	m := &funnelMetrics{
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_funnel_attempts_total",
-			Help: "Reservation requests that reached the admission step (activity known, request well formed), by activity."}, []string{"activity"}),
-		answers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_funnel_answers_total",
-			Help: "Answers to reservation attempts by activity and outcome: accepted, replayed, the refusing layer " +
-				"(killswitch, not_open, closed, blacklist, canary, rate_<dimension>, remembered, token, user_limit, sold_out) " +
-				"or a fault (unavailable, outcome_unknown). Their sum is seckill_funnel_attempts_total."}, []string{"activity", "outcome"}),
-		units: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_funnel_reserved_units_total",
-			Help: "Units of the accepted reservations, by activity."}, []string{"activity"}),
-		users: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_funnel_distinct_users",
-			Help: "Distinct users of the activity over every instance, by stage (tried, bought): a HyperLogLog estimate " +
-				"in Redis (standard error 0.81%), the same on every instance (aggregate with max, not sum)."}, []string{"activity", "stage"}),
-		campAttempt: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_campaign_attempts_total",
-			Help: "Reservation attempts of the campaign's activities, by campaign."}, []string{"campaign"}),
-		campAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_campaign_answers_total",
-			Help: "Answers to the attempts of the campaign's activities, by campaign and outcome (as seckill_funnel_answers_total): " +
-				"accepted is what the campaign's budget admitted and sold, rate_campaign its budget's refusals, rate_user and user_limit the per-user ones."}, []string{"campaign", "outcome"}),
-		flushErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_funnel_flush_errors_total",
-			Help: "Flushes of the funnel counts to Redis that failed (the counts of a flush that may have been applied are not retried)."}),
+		attempts: prom.CounterVec("seckill_funnel_attempts_total",
+			"Reservation requests that reached the admission step (activity known, request well formed), by activity.", "activity"),
+		answers: prom.CounterVec("seckill_funnel_answers_total",
+			"Answers to reservation attempts by activity and outcome: accepted, replayed, the refusing layer "+
+				"(killswitch, not_open, closed, blacklist, canary, rate_<dimension>, remembered, token, user_limit, sold_out) "+
+				"or a fault (unavailable, outcome_unknown). Their sum is seckill_funnel_attempts_total.", "activity", "outcome"),
+		units: prom.CounterVec("seckill_funnel_reserved_units_total",
+			"Units of the accepted reservations, by activity.", "activity"),
+		users: prom.GaugeVec("seckill_funnel_distinct_users",
+			"Distinct users of the activity over every instance, by stage (tried, bought): a HyperLogLog estimate "+
+				"in Redis (standard error 0.81%), the same on every instance (aggregate with max, not sum).", "activity", "stage"),
+		campAttempt: prom.CounterVec("seckill_campaign_attempts_total",
+			"Reservation attempts of the campaign's activities, by campaign.", "campaign"),
+		campAnswers: prom.CounterVec("seckill_campaign_answers_total",
+			"Answers to the attempts of the campaign's activities, by campaign and outcome (as seckill_funnel_answers_total): "+
+				"accepted is what the campaign's budget admitted and sold, rate_campaign its budget's refusals, rate_user and user_limit the per-user ones.", "campaign", "outcome"),
+		flushErrors: prom.Counter("seckill_funnel_flush_errors_total",
+			"Flushes of the funnel counts to Redis that failed (the counts of a flush that may have been applied are not retried)."),
 	}
 	reg.MustRegister(m.attempts, m.answers, m.units, m.users, m.campAttempt, m.campAnswers, m.flushErrors)
 	return m

@@ -4,7 +4,6 @@ package app
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"math/rand"
 	"net/http"
@@ -206,17 +205,8 @@ func checkFunnelMetrics(t *testing.T, ta *testApp, id string) {
 // scrapePrefix sums the samples of /metrics whose line starts with prefix.
 func scrapePrefix(t *testing.T, ta *testApp, prefix string) float64 {
 	t.Helper()
-	resp, err := http.Get(ta.adminBase + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var sum float64
-	for _, line := range strings.Split(string(raw), "\n") {
+	for _, line := range strings.Split(metricsText(t, ta), "\n") {
 		if strings.HasPrefix(line, prefix) {
 			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 			if err != nil {

@@ -63,11 +63,7 @@ func TestAdminCreateOfAKnownActivityNeverLoadsStockAgain(t *testing.T) {
 func TestRestoreIsAsynchronous(t *testing.T) {
 	ta := startApp(t, realOptions(t), testConfig)
 	id := uniq(t, "arestore")
-	opens := time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano)
-	body := fmt.Sprintf(`{"activityId":%q,"stock":5,"perUserLimit":1,"shards":1,"opensAt":%q}`, id, opens)
-	if a := ta.admin(t, "POST", "/admin/v1/activities", body); a.status != http.StatusCreated {
-		t.Fatalf("create: %d %v", a.status, a.body)
-	}
+	ta.createActivity(t, id, 5, 1, 1, time.Now().Add(-time.Second))
 	if a := ta.admin(t, "GET", "/admin/v1/activities/"+id+"/restore", ""); a.status != http.StatusNotFound || a.body["code"] != CodeNotFound {
 		t.Fatalf("GET of a restore never run: %d %v, want 404", a.status, a.body)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/app/admission"
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -70,7 +71,7 @@ func TestWaitingRoomPassSurvivesARefusal(t *testing.T) {
 	ta.setConfig(t, testConfig+room)
 	fault := &failReserve{id: id}
 	fault.left.Store(1)
-	ta.rdb.AddHook(fault)
+	ta.rdb.AddHook(fault.hook())
 	r := ta.reserveWith(t, id, "buyer", first)
 	if r.status != http.StatusServiceUnavailable || fault.left.Load() > 0 {
 		t.Fatalf("the buyer's reservation with Redis failing: %d %v (faults left %d), want 503", r.status, r.body, fault.left.Load())
@@ -153,7 +154,7 @@ type failReserve struct {
 var errInjected = errors.New("injected fault")
 
 func (f *failReserve) hit(cmd redis.Cmder) bool {
-	if n := cmd.Name(); n != "evalsha" && n != "eval" {
+	if !redishook.IsScript(cmd) {
 		return false
 	}
 	for _, a := range cmd.Args() {
@@ -164,29 +165,26 @@ func (f *failReserve) hit(cmd redis.Cmder) bool {
 	return false
 }
 
-func (f *failReserve) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (f *failReserve) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if f.hit(cmd) {
-			cmd.SetErr(errInjected)
-			return errInjected
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (f *failReserve) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if f.hit(c) {
-				for _, c := range cmds {
-					c.SetErr(errInjected)
-				}
-				return errInjected
+// hook is the go-redis hook that fails the commands f hits (a pipeline holding one: all of it).
+func (f *failReserve) hook() redishook.Hook {
+	return redishook.Hook{
+		Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+			if f.hit(cmd) {
+				return redishook.Fail(cmd, errInjected)
 			}
-		}
-		return next(ctx, cmds)
+			return next(ctx, cmd)
+		},
+		Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+			for _, c := range cmds {
+				if f.hit(c) {
+					for _, c := range cmds {
+						c.SetErr(errInjected)
+					}
+					return errInjected
+				}
+			}
+			return next(ctx, cmds)
+		},
 	}
 }
 
@@ -211,7 +209,7 @@ func TestWaitingRoomOpensAMillionPlaceLineInBoundedSteps(t *testing.T) {
 		t.Fatalf("join: %d %v", j.status, j.body)
 	}
 	timer := &scriptTimer{prefix: "sk:{" + id + "}:q:"}
-	ta.rdb.AddHook(timer)
+	ta.rdb.AddHook(timer.hook())
 	testwait.Eventually(t, 20*time.Second, func() bool {
 		pos, _ := ta.rdb.HGet(ctx, st, "pos").Int64()
 		return pos >= 5000
@@ -245,7 +243,7 @@ func (s *scriptTimer) result() (time.Duration, int) {
 }
 
 func (s *scriptTimer) ours(cmd redis.Cmder) bool {
-	if n := cmd.Name(); n != "evalsha" && n != "eval" {
+	if !redishook.IsScript(cmd) {
 		return false
 	}
 	for _, a := range cmd.Args() {
@@ -256,10 +254,9 @@ func (s *scriptTimer) ours(cmd redis.Cmder) bool {
 	return false
 }
 
-func (s *scriptTimer) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (s *scriptTimer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
+// hook is the go-redis hook that times the single commands s calls ours.
+func (s *scriptTimer) hook() redishook.Hook {
+	return redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		if !s.ours(cmd) {
 			return next(ctx, cmd)
 		}
@@ -271,9 +268,5 @@ func (s *scriptTimer) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		s.longest = max(s.longest, d)
 		s.mu.Unlock()
 		return err
-	}
-}
-
-func (s *scriptTimer) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	}}
 }

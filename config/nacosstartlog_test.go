@@ -6,29 +6,12 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/time/rate"
+
+	"github.com/seckill/seckill/internal/syncbuf"
 )
-
-// lockedBuffer collects a logger's output for a test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestNacosStartLogSaysWhatItFound: a first fetch that Nacos answers with no content logs
 // "no content in nacos", never "nacos unreachable" (a fresh data id is not an outage); a
@@ -43,7 +26,7 @@ func TestNacosStartLogSaysWhatItFound(t *testing.T) {
 		{"unreachable", func() (string, error) { return "", errors.New("connection refused") }, "nacos unreachable", "no content"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var out lockedBuffer
+			var out syncbuf.Buffer
 			src := &NacosSource{LocalSnapshotPath: filepath.Join(t.TempDir(), "none.yaml")}
 			src.defaults()
 			w := &nacosWorker{src: src, log: slog.New(slog.NewTextHandler(&out, nil)), offer: func(Payload) {},

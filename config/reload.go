@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/seckill/seckill/internal/backoff"
+	"github.com/seckill/seckill/internal/prom"
 )
 
 // Payload sources.
@@ -75,11 +77,9 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := newMetrics()
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.lastSuccessful, m.lastSuccessTime, m.failures, m.stale, m.info,
-			m.sourceErrors, m.healthyInstances} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("config: register metrics: %w", err)
-			}
+		if err := prom.Register(reg, m.lastSuccessful, m.lastSuccessTime, m.failures, m.stale, m.info,
+			m.sourceErrors, m.healthyInstances); err != nil {
+			return nil, fmt.Errorf("config: register metrics: %w", err)
 		}
 	}
 	return m, nil
@@ -88,34 +88,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // newMetrics builds the package metrics, unregistered.
 func newMetrics() *Metrics {
 	m := &Metrics{
-		lastSuccessful: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_config_last_reload_successful",
-			Help: "1 if the latest configuration payload was applied, 0 if it was refused.",
-		}),
-		lastSuccessTime: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_config_last_reload_success_timestamp_seconds",
-			Help: "Unix time of the latest applied configuration.",
-		}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_config_reload_failures_total",
-			Help: "Configuration payloads refused (decode, validation or build errors).",
-		}),
-		stale: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_config_stale_payloads_total",
-			Help: "Configuration payloads dropped because a newer one from the same source was already processed.",
-		}),
-		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "seckill_config_info",
-			Help: "Always 1; labels name the source and version of the active configuration.",
-		}, []string{"source", "version"}),
-		sourceErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_config_source_errors_total",
-			Help: "Failed reads of a configuration source (Nacos fetch, file read, snapshot write), by source (nacos, file, cache).",
-		}, []string{"source"}),
-		healthyInstances: &setOnceGauge{g: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_nacos_healthy_instances",
-			Help: "Healthy seckill instances registered in Nacos naming, as last seen (exported only when Nacos naming is in use).",
-		})},
+		lastSuccessful: prom.Gauge("seckill_config_last_reload_successful",
+			"1 if the latest configuration payload was applied, 0 if it was refused."),
+		lastSuccessTime: prom.Gauge("seckill_config_last_reload_success_timestamp_seconds",
+			"Unix time of the latest applied configuration."),
+		failures: prom.Counter("seckill_config_reload_failures_total",
+			"Configuration payloads refused (decode, validation or build errors)."),
+		stale: prom.Counter("seckill_config_stale_payloads_total",
+			"Configuration payloads dropped because a newer one from the same source was already processed."),
+		info: prom.GaugeVec("seckill_config_info",
+			"Always 1; labels name the source and version of the active configuration.", "source", "version"),
+		sourceErrors: prom.CounterVec("seckill_config_source_errors_total",
+			"Failed reads of a configuration source (Nacos fetch, file read, snapshot write), by source (nacos, file, cache).", "source"),
+		healthyInstances: &setOnceGauge{g: prom.Gauge("seckill_nacos_healthy_instances",
+			"Healthy seckill instances registered in Nacos naming, as last seen (exported only when Nacos naming is in use).")},
 	}
 	m.lastSuccessful.Set(0)
 	for _, s := range []string{SourceNacos, SourceFile, SourceCache} {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/seckill/seckill/internal/syncbuf"
 	"github.com/seckill/seckill/internal/testwait"
 )
 
@@ -366,7 +366,7 @@ func TestReloaderLogsIdentityMode(t *testing.T) {
 		{"auth: {mode: header, trustedGateway: true}", "auth: {mode: jwt}", "level=WARN msg=\"config: identity from X-User-Id"},
 		{"auth: {mode: jwt}", "auth: {mode: header, trustedGateway: true}", "identity from bearer JWTs"},
 	} {
-		var buf logBuffer
+		var buf syncbuf.Buffer
 		r := NewReloader(buildSnap, nil, slog.New(slog.NewTextHandler(&buf, nil)))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
@@ -383,24 +383,6 @@ func TestReloaderLogsIdentityMode(t *testing.T) {
 		cancel()
 		<-done
 	}
-}
-
-// logBuffer is a bytes.Buffer safe for a logger and a reader at once.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // must returns v, or stops the test binary when a constructor failed (a metric registered

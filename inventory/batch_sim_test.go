@@ -84,7 +84,7 @@ func TestBatchSimulation(t *testing.T) {
 			fault := rng.Intn(4) // 0 none, 1 reply lost, 2 failed before, 3 one queued cancelled
 			h.lose = fault == 1
 			h.failBefore = fault == 2
-			rdb.AddHook(h)
+			rdb.AddHook(h.hook())
 			pick := func() *batchReq {
 				r := &batchReq{user: users[rng.Intn(len(users))], qty: 1 + rng.Intn(2)}
 				if rng.Intn(2) == 0 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
 )
 
 // holdHook holds the first single reservation script sent with a context carrying holdFirst
@@ -30,14 +32,9 @@ type holdHook struct {
 
 type holdFirst struct{}
 
-func (h *holdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *holdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
+// hook is the go-redis hook of h.
+func (h *holdHook) hook() redishook.Hook {
+	return redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		h.mu.Lock()
 		off := h.disabled
 		h.mu.Unlock()
@@ -71,7 +68,7 @@ func (h *holdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return cmd.Err()
 		}
 		return next(ctx, cmd)
-	}
+	}}
 }
 
 // off makes h pass every command through from now on.
@@ -164,7 +161,7 @@ func TestBatchRunsEachAsIfAlone(t *testing.T) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 100, 2, 1))
 		h := newHoldHook(s)
-		rdb.AddHook(h)
+		rdb.AddHook(h.hook())
 		first := &batchReq{user: "first", qty: 1}
 		reqs := []*batchReq{
 			{user: "a", qty: 1}, {user: "b", key: "kb", qty: 1}, {user: "a", qty: 1},
@@ -212,7 +209,7 @@ func TestBatchWaiterCancelledWhileQueued(t *testing.T) {
 		s := newStore(t, rdb, Options{})
 		a := mustCreate(t, s, openActivity(t, 100, 1, 1))
 		h := newHoldHook(s)
-		rdb.AddHook(h)
+		rdb.AddHook(h.hook())
 		cctx, cancel := context.WithCancel(ctxT(t))
 		gone := &batchReq{user: "gone", qty: 1, ctx: cctx, cancel: cancel}
 		reqs := []*batchReq{{user: "x", qty: 1}, gone, {user: "y", qty: 1}}
@@ -249,7 +246,7 @@ func TestBatchReplyLost(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, 100, 1, 1))
 		h := newHoldHook(s)
 		h.lose = true
-		rdb.AddHook(h)
+		rdb.AddHook(h.hook())
 		reqs := []*batchReq{{user: "k1", key: "key1", qty: 1}, {user: "n1", qty: 1}, {user: "k2", key: "key2", qty: 1}}
 		runHeld(t, s, h, a.ID, &batchReq{user: "first", qty: 1}, reqs)
 		for _, r := range reqs {

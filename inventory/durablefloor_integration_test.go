@@ -48,9 +48,7 @@ func TestUnacknowledgedCounterRaisesNoFloor(t *testing.T) {
 		return d.DialContext(ctx, network, at.Load().(string))
 	}, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	ctx := ctxT(t)
-	s := newStore(t, rdb, Options{Durability: Durability{Replicas: 1, Timeout: time.Second}})
-	a := mustCreate(t, s, openActivity(t, 10, 1, 1))
+	s, a, ctx := storeWith(t, rdb, Options{Durability: Durability{Replicas: 1, Timeout: time.Second}}, openActivity(t, 10, 1, 1))
 	reserve := func(u string) (ReserveResult, error) {
 		return s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
 	}

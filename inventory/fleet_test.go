@@ -16,44 +16,33 @@ import (
 func groundUnits(t testing.TB, rdb redis.UniversalClient, id string) int64 {
 	t.Helper()
 	ctx := ctxT(t)
-	m, err := rdb.HGetAll(ctx, Meta(id)).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, _ := strconv.Atoi(m["epoch"])
-	moving := m["reshard"] != ""
 	var sum int64
-	for _, lay := range strings.Split(m["layouts"], ",") {
-		e, n, ok := parseTarget(lay)
-		if !ok {
-			t.Fatalf("bad layouts %q", m["layouts"])
+	forShards(t, rdb, id, func(m map[string]string, _ string, e, _ int, k ShardKeys) {
+		cur, _ := strconv.Atoi(m["epoch"])
+		moving := m["reshard"] != ""
+		if !(moving && e == cur+1) {
+			if v, err := rdb.Get(ctx, k.Stock()).Int64(); err == nil {
+				sum += v
+			}
 		}
-		for i := 0; i < n; i++ {
-			k := Shard(id, e, i)
-			if !(moving && e == cur+1) {
-				if v, err := rdb.Get(ctx, k.Stock()).Int64(); err == nil {
-					sum += v
-				}
+		if moving && e == cur {
+			if v, err := rdb.Get(ctx, k.Drained()).Int64(); err == nil {
+				sum += v
 			}
-			if moving && e == cur {
-				if v, err := rdb.Get(ctx, k.Drained()).Int64(); err == nil {
-					sum += v
-				}
-			}
-			all, err := rdb.HGetAll(ctx, k.XOut()).Result()
+		}
+		all, err := rdb.HGetAll(ctx, k.XOut()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tid, v := range all {
+			u, _, _ := strings.Cut(v, "|")
+			n, err := strconv.ParseInt(u, 10, 64)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("transit %s on %s: bad entry %q", tid, k.XOut(), v)
 			}
-			for tid, v := range all {
-				u, _, _ := strings.Cut(v, "|")
-				n, err := strconv.ParseInt(u, 10, 64)
-				if err != nil {
-					t.Fatalf("transit %s on %s: bad entry %q", tid, k.XOut(), v)
-				}
-				sum += n
-			}
+			sum += n
 		}
-	}
+	})
 	return sum
 }
 
@@ -108,9 +97,7 @@ func TestRestartUnderSameInstanceIDLosesNoUnit(t *testing.T) {
 // credited under a new id, never under its own (whose record may be forgotten).
 func TestCreditRecordsAreForgottenAndOldEntriesRekeyed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 10, 1, 2))
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 10, 1, 2))
 		src, dst := Shard(a.ID, 0, 0), Shard(a.ID, 0, 1)
 		old := time.Now().Add(-creditKeep - time.Minute).UnixMilli()
 		// A debit left in transit long ago: 2 units from shard 0 to shard 1.
@@ -154,9 +141,7 @@ func TestCreditRecordsAreForgottenAndOldEntriesRekeyed(t *testing.T) {
 // no users hash over the newer one, no stock re-created on a drained shard.
 func TestStalledReshardRunWritesNothingOnALaterLayout(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
-		s := newStore(t, rdb, Options{ReshardWorkers: 1})
-		a := mustCreate(t, s, openActivity(t, 10, 2, 2))
+		s, a, ctx := storeWith(t, rdb, Options{ReshardWorkers: 1}, openActivity(t, 10, 2, 2))
 		var reserved int64
 		u := userOn(s, "u", 0, 2)
 		take := func() {

@@ -90,15 +90,9 @@ func TestLostRedisStatePutsTheActivityInRecovering(t *testing.T) {
 		t.Run(loss, func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 				ctx := ctxT(t)
-				cat := &fakeCatalog{}
-				s := newStore(t, rdb, Options{Catalog: cat})
-				a := mustCreate(t, s, openActivity(t, 10, 1, 2))
+				s, cat, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 1, 2), Options{})
 				if a.Generation == "" {
 					t.Fatal("Create returned no generation")
-				}
-				cat.put(a)
-				if err := s.Refresh(ctx); err != nil {
-					t.Fatal(err)
 				}
 				if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u1", Quantity: 1}); err != nil {
 					t.Fatal(err)

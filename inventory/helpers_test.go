@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +89,29 @@ func uniqueID(t testing.TB) string {
 	return name + "-" + hex.EncodeToString(b[:])
 }
 
+// workers runs n goroutines that each call step until stop is closed or step returns false;
+// wait waits for them all.
+func workers(n int, stop <-chan struct{}, step func() bool) (wait func()) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !step() {
+					return
+				}
+			}
+		}()
+	}
+	return wg.Wait
+}
+
 // testIssuer is the issuer part of the reservation ids the tests make themselves.
 const testIssuer = "00000000000000aa"
 
@@ -100,6 +124,14 @@ func newStore(t testing.TB, rdb redis.UniversalClient, opts Options) *Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// storeWith is the start of most tests: a store (opts) on rdb with the activity def created,
+// and the test's context.
+func storeWith(t testing.TB, rdb redis.UniversalClient, opts Options, def Activity) (*Store, Activity, context.Context) {
+	t.Helper()
+	s := newStore(t, rdb, opts)
+	return s, mustCreate(t, s, def), ctxT(t)
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -135,36 +167,43 @@ type shardState struct {
 func readState(t testing.TB, rdb redis.UniversalClient, id string) shardState {
 	t.Helper()
 	ctx := ctxT(t)
-	m, err := rdb.HGetAll(ctx, Meta(id)).Result()
+	st := shardState{minStock: 1 << 62}
+	forShards(t, rdb, id, func(m map[string]string, lay string, e, i int, k ShardKeys) {
+		st.journal += rdb.XLen(ctx, k.Journal()).Val()
+		tk, _ := rdb.HGet(ctx, k.Stats(), "taken").Int64()
+		st.taken += tk
+		if v, err := rdb.Get(ctx, k.Stock()).Int64(); err == nil {
+			st.minStock = min(st.minStock, v)
+		}
+		if strings.Split(lay, ":")[0] == m["epoch"] {
+			v, err := rdb.Get(ctx, k.Stock()).Int64()
+			if err != nil {
+				t.Fatalf("current shard %d stock: %v", i, err)
+			}
+			st.remaining += v
+			st.buyers += buyers(t, rdb, k)
+		}
+	})
+	return st
+}
+
+// forShards reads activity id's meta m and calls f with every shard of every layout it names
+// (lay the layout as meta writes it, e its epoch, i the shard's index, k its keys).
+func forShards(t testing.TB, rdb redis.UniversalClient, id string, f func(m map[string]string, lay string, e, i int, k ShardKeys)) {
+	t.Helper()
+	m, err := rdb.HGetAll(ctxT(t), Meta(id)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := shardState{minStock: 1 << 62}
-	cur := m["epoch"]
 	for _, lay := range strings.Split(m["layouts"], ",") {
 		e, n, ok := parseTarget(lay)
 		if !ok {
 			t.Fatalf("bad layouts %q", m["layouts"])
 		}
 		for i := 0; i < n; i++ {
-			k := Shard(id, e, i)
-			st.journal += rdb.XLen(ctx, k.Journal()).Val()
-			tk, _ := rdb.HGet(ctx, k.Stats(), "taken").Int64()
-			st.taken += tk
-			if v, err := rdb.Get(ctx, k.Stock()).Int64(); err == nil {
-				st.minStock = min(st.minStock, v)
-			}
-			if strings.Split(lay, ":")[0] == cur {
-				v, err := rdb.Get(ctx, k.Stock()).Int64()
-				if err != nil {
-					t.Fatalf("current shard %d stock: %v", i, err)
-				}
-				st.remaining += v
-				st.buyers += buyers(t, rdb, k)
-			}
+			f(m, lay, e, i, Shard(id, e, i))
 		}
 	}
-	return st
 }
 
 // buyers counts the users with units held in the users hash of shard k (fields "<uh>",

@@ -104,9 +104,7 @@ func TestRushExactStock(t *testing.T) {
 	for _, shards := range []int{1, 4, 16} {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			forBackends(t, shards == 4, func(t *testing.T, rdb redis.UniversalClient) {
-				s := newStore(t, rdb, Options{})
-				a := mustCreate(t, s, openActivity(t, 100, 1, shards))
-				ctx := ctxT(t)
+				s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, shards))
 				results := make([]ReserveResult, 1000)
 				errs := make([]error, 1000)
 				var wg sync.WaitGroup
@@ -160,9 +158,7 @@ func TestRushExactStock(t *testing.T) {
 // TestSameUserManyGoroutines: one user, 200 goroutines, limit 2.
 func TestSameUserManyGoroutines(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 50, 2, 4))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 50, 2, 4))
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		reserved := map[string]bool{}
@@ -206,9 +202,7 @@ func TestSameUserManyGoroutines(t *testing.T) {
 // (transfers); every reservation is taken there.
 func TestOtherShardsNeverExceedLimit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{MaxOtherShards: 8})
-		a := mustCreate(t, s, openActivity(t, 12, 1, 8))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{MaxOtherShards: 8}, openActivity(t, 12, 1, 8))
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		per := map[string]int{}
@@ -278,9 +272,7 @@ func TestOtherShardsNeverExceedLimit(t *testing.T) {
 // after units moved there from another shard; the 409 and the replay carry that rid.
 func TestHomeEmptyIsRefilled(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 4, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 4, 1, 2))
 		user := "lonely"
 		home := HomeShard(s.UserHash(user), 2)
 		if err := rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0).Err(); err != nil {
@@ -315,9 +307,7 @@ func TestHomeEmptyIsRefilled(t *testing.T) {
 
 func TestIdempotencyReplay(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 10, 3, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 10, 3, 2))
 		req := ReserveRequest{ActivityID: a.ID, UserID: "idem-user", Quantity: 1, IdempotencyKey: "key-1"}
 		first, err := s.Reserve(ctx, req)
 		if err != nil || first.Code != Reserved {
@@ -460,9 +450,7 @@ func TestScriptChecksTimes(t *testing.T) {
 
 func TestUserRateAndWindow(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 100, 1))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 100, 1))
 		tests := []struct {
 			name string
 			give ReserveRequest
@@ -551,9 +539,7 @@ func TestTokensAreOneTime(t *testing.T) {
 // is empty (refills in progress) makes exactly one reservation.
 func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 10, 3, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 10, 3, 2))
 		user := "holder"
 		home := HomeShard(s.UserHash(user), 2)
 		rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0)
@@ -593,9 +579,7 @@ func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 // once, and the user's quota was never touched.
 func TestCrashInTransitIsRecovered(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 6, 1, 3))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 6, 1, 3))
 		user := "crasher"
 		k, _ := unitInTransit(t, s, rdb, a, user, 0, -1, "crash-1") // 4 units left elsewhere
 		// The process dies here: one unit is in transit.
@@ -651,9 +635,7 @@ func TestLookupRemembersUnknownIDs(t *testing.T) {
 // command.
 func TestLateEventsKeepTheSoldOutMark(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		ctx := ctxT(t)
-		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1, 1, 2))
 		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "first", Quantity: 1}); err != nil || r.Code != Reserved {
 			t.Fatalf("reserve = %+v, %v", r, err)
 		}
@@ -690,9 +672,7 @@ func TestLateEventsKeepTheSoldOutMark(t *testing.T) {
 // remaining stock and sold-out state at once.
 func TestLookupReadsStock(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		ctx := ctxT(t)
-		a := mustCreate(t, s, openActivity(t, 2, 1, 2))
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 2, 1, 2))
 		if _, ok := newStore(t, rdb, Options{}).Activity(a.ID); ok {
 			t.Fatal("a new instance knows the activity without a lookup")
 		}
@@ -753,9 +733,7 @@ func TestQuantityAboveShardStock(t *testing.T) {
 // (another slot) the caller passes no IP key, as admission plans it, and the limiter takes it.
 func TestIPBucketInTheReservationScript(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, 2))
 		ipKey := "sk:{ip:" + uniqueID(t) + "}:tb"
 		t.Cleanup(func() { rdb.Del(context.Background(), ipKey) })
 		reserve := func(user string) ReserveResult {
@@ -799,9 +777,7 @@ func TestIPBucketInTheReservationScript(t *testing.T) {
 // bucket's tokens come along (before issue 12 both restarted on a reshard).
 func TestUserLimitsSurviveReshard(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1000, 10, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1000, 10, 2))
 		win := ReserveRequest{ActivityID: a.ID, UserID: "win", Quantity: 1, Window: time.Hour, WindowMax: 2}
 		tb := ReserveRequest{ActivityID: a.ID, UserID: "tb", Quantity: 1, UserRate: tokenbucket.Limit{Rate: 0.0001, Burst: 2}}
 		for _, req := range []ReserveRequest{win, win, tb, tb} {
@@ -830,22 +806,11 @@ func TestUserLimitsSurviveReshard(t *testing.T) {
 // still for sale); once the transfer lands the unit is sold.
 func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1, 1, 2))
 		user := "waiter"
-		home := HomeShard(s.UserHash(user), 2)
-		k := Shard(a.ID, 0, home)
-		src := Shard(a.ID, 0, 1-home)
-		// The one unit on the other shard, whichever shard Create gave it to.
-		rdb.Set(ctx, k.Stock(), 0, 0)
-		rdb.Set(ctx, src.Stock(), 1, 0)
-		// Another instance's transfer, cut short between debit and credit.
-		d, err := s.mover.debit(ctx, src, k, "slow-1", 1, "", 0)
-		units, closed := d.units, d.closed
-		if err != nil || closed || units != 1 {
-			t.Fatalf("debit = %d, %v, %v", units, closed, err)
-		}
+		// The one unit on the other shard, whichever shard Create gave it to, in another
+		// instance's transfer cut short between debit and credit.
+		unitInTransit(t, s, rdb, a, user, 0, 1, "slow-1")
 		if err := s.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -873,9 +838,7 @@ func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 // and a user who never had a limit keeps the empty one.
 func TestLimitTurnedOffAndOnResumes(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 100, 1))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 100, 1))
 		on := ReserveRequest{ActivityID: a.ID, UserID: "toggle", Quantity: 1, Window: time.Minute, WindowMax: 1}
 		off := ReserveRequest{ActivityID: a.ID, UserID: "toggle", Quantity: 1}
 		if r, err := s.Reserve(ctx, on); err != nil || r.Code != Reserved {
@@ -915,9 +878,7 @@ func TestLimitTurnedOffAndOnResumes(t *testing.T) {
 // again.
 func TestUserStateCarriesOn(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 2, 1))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 2, 1))
 		k := Shard(a.ID, 0, 0)
 		uh := s.UserHash("old")
 		oldRid := ReservationID(a.ID, 0, 0, 77, "0123456789abcdef", 1)

@@ -17,9 +17,7 @@ import (
 // tried again, while without the mode they answer as before.
 func TestLedgerSettlesDurably(t *testing.T) {
 	rdb := testsvc.Redis(t)
-	s := newStore(t, rdb, Options{})
-	a := mustCreate(t, s, openActivity(t, 10, 1, 1))
-	ctx := ctxT(t)
+	s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 10, 1, 1))
 	var rids []string
 	for _, u := range []string{"a", "b"} {
 		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})

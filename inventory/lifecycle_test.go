@@ -48,9 +48,7 @@ func TestOwnedByKeepsOtherOwnersKeys(t *testing.T) {
 // key of the activity, on every master of a Cluster too, and leaves only the archive's mark.
 func TestEndThenPurgeLeavesOnlyTheMark(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 10, 1, 4))
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 10, 1, 4))
 		for i := 0; i < 4; i++ {
 			if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("u%d", i), Quantity: 1}); err != nil {
 				t.Fatal(err)

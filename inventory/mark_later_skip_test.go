@@ -48,7 +48,7 @@ func TestLaterAnswerOfAnOlderCallLeavesStaleRecord(t *testing.T) {
 		var goBack func()
 		var y2 string
 		fired := false
-		rdb.AddHook(raiseHook{sha: x.reserve.s.Hash(), raise: func() {
+		rdb.AddHook(raiseHook(x.reserve.s.Hash(), func() {
 			if fired {
 				return
 			}
@@ -63,7 +63,7 @@ func TestLaterAnswerOfAnOlderCallLeavesStaleRecord(t *testing.T) {
 			}
 			goBack = snapshotShard(t, rdb, src) // S at Y's first debit
 			y2 = yDebit()                       // Y's second debit of S; shard 0 keeps the credit
-		}})
+		}))
 		res, err := x.Reserve(context.WithValue(ctx, raiseUnder{}, true), ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1})
 		if !fired {
 			t.Fatal("the hook never ran")

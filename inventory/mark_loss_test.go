@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,16 +36,7 @@ func TestLostMarkRaisedTwiceFences(t *testing.T) {
 		goBack() // S loses X's debit; shard 0 keeps the credit
 		// Y sells shard 0 (the rest of X's credit, then units Y debits from S) until S's
 		// mark was raised twice by Y.
-		for {
-			m, _ := rdb.Get(ctx, src.Gen()).Result()
-			if strings.Contains(m, "#2.") {
-				break
-			}
-			if n0 == len(home0) {
-				t.Fatalf("Y never debited S twice (mark %q)", m)
-			}
-			reserve(y, "Y", next0())
-		}
+		untilRaisedTwice(ctx, t, rdb, src, func() bool { return n0 < len(home0) }, func() { reserve(y, "Y", next0()) })
 		// X meets S: its mark is not in S's history, the script says so.
 		res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1})
 		if err == nil && (res.Code == Reserved || res.Code == Replayed) {
@@ -60,6 +52,22 @@ func TestLostMarkRaisedTwiceFences(t *testing.T) {
 			t.Errorf("Y sold %s on S after X met S's loss: X did not fence", res.ReservationID)
 		}
 	})
+}
+
+// untilRaisedTwice calls sell (Y's reservation) until shard src's mark was raised twice (it
+// names count 2), and fails the test when more reports false before.
+func untilRaisedTwice(ctx context.Context, t *testing.T, rdb redis.UniversalClient, src ShardKeys, more func() bool, sell func()) {
+	t.Helper()
+	for {
+		m, _ := rdb.Get(ctx, src.Gen()).Result()
+		if strings.Contains(m, "#2.") {
+			return
+		}
+		if !more() {
+			t.Fatalf("Y never debited S twice (mark %q)", m)
+		}
+		sell()
+	}
 }
 
 // TestInFlightCallForgetsOwnDebit: a reservation of X on S carries the mark X recorded when
@@ -92,16 +100,7 @@ func TestInFlightCallForgetsOwnDebit(t *testing.T) {
 			t.Fatalf("X recorded %q for S after its debit", m)
 		}
 		goBack()
-		for {
-			m, _ := rdb.Get(ctx, src.Gen()).Result()
-			if strings.Contains(m, "#2.") {
-				break
-			}
-			if n0 == len(home0) {
-				t.Fatalf("Y never debited S twice (mark %q)", m)
-			}
-			reserve(y, "Y", next0())
-		}
+		untilRaisedTwice(ctx, t, rdb, src, func() bool { return n0 < len(home0) }, func() { reserve(y, "Y", next0()) })
 		got, _ := rdb.Get(ctx, src.Gen()).Result()
 		inHistory, _ := rdb.HExists(ctx, src.Stats(), "m:"+inFlight).Result()
 		// The in-flight reservation's answer reaches X now.
@@ -124,13 +123,7 @@ func TestInFlightCallForgetsOwnDebit(t *testing.T) {
 func TestDebitRetriedAfterItRan(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 16, 1, 2))
-		cat.put(a)
-		if err := x.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		x, _, a := oneInstance(ctx, t, rdb, openActivity(t, 16, 1, 2), Options{})
 		x.mu.RLock()
 		e := x.acts[a.ID]
 		x.mu.RUnlock()

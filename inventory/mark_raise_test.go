@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
 )
 
 // raiseUnder is the context key of TestReserveWhileAnotherInstanceDebitsTheShard's hook.
@@ -14,24 +16,13 @@ type raiseUnder struct{}
 // raiseHook runs raise before every reserve script (sha) sent with a context that carries
 // raiseUnder: another instance's debit lands between the caller's read of the mark and the
 // script, every time.
-type raiseHook struct {
-	sha   string
-	raise func()
-}
-
-func (h raiseHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h raiseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if ctx.Value(raiseUnder{}) != nil && len(cmd.Args()) > 1 && fmt.Sprint(cmd.Args()[1]) == h.sha {
-			h.raise()
+func raiseHook(sha string, raise func()) redishook.Hook {
+	return redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if ctx.Value(raiseUnder{}) != nil && len(cmd.Args()) > 1 && fmt.Sprint(cmd.Args()[1]) == sha {
+			raise()
 		}
 		return next(ctx, cmd)
-	}
-}
-
-func (h raiseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	}}
 }
 
 // TestReserveWhileAnotherInstanceDebitsTheShard: instance Y refills its empty shard 0 from S
@@ -49,7 +40,7 @@ func TestReserveWhileAnotherInstanceDebitsTheShard(t *testing.T) {
 		src := Shard(a.ID, 0, 1)
 		const maxRaises = 100
 		raises, calls := 0, 0
-		rdb.AddHook(raiseHook{sha: x.reserve.s.Hash(), raise: func() {
+		rdb.AddHook(raiseHook(x.reserve.s.Hash(), func() {
 			calls++
 			if raises == maxRaises {
 				return
@@ -70,7 +61,7 @@ func TestReserveWhileAnotherInstanceDebitsTheShard(t *testing.T) {
 				}
 			}
 			raises++
-		}})
+		}))
 		_, home1 := usersByHome(x, 0, 5)
 		for _, u := range home1 {
 			calls = 0

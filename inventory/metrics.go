@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/internal/prom"
 )
 
 // Metrics are the inventory's Prometheus collectors. Build them once with NewMetrics; New
@@ -46,25 +48,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 // newMetrics builds the collectors, unregistered.
 func newMetrics() *Metrics {
 	m := &Metrics{
-		remaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "seckill_stock_remaining_units", Help: "Units left in Redis over every shard of the activity's current layout, as last refreshed.",
-		}, []string{"activity"}),
-		issued: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_reservations_accepted_total", Help: "Reservations accepted (new ones, not replays).",
-		}, []string{"activity"}),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_redis_script_calls_total", Help: "Redis script calls of the inventory, by script.",
-		}, []string{"script"}),
+		remaining: prom.GaugeVec("seckill_stock_remaining_units",
+			"Units left in Redis over every shard of the activity's current layout, as last refreshed.", "activity"),
+		issued: prom.CounterVec("seckill_reservations_accepted_total",
+			"Reservations accepted (new ones, not replays).", "activity"),
+		calls: prom.CounterVec("seckill_redis_script_calls_total",
+			"Redis script calls of the inventory, by script.", "script"),
 		callSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "seckill_redis_script_duration_seconds", Help: "Latency of the inventory's Redis script calls, by script, in seconds.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .02, .05, .1, .25, 1},
 		}, []string{"script"}),
-		soldOut: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_soldout_marks_total", Help: "Times this instance marked an activity sold out, by source (reserve, event, refresh).",
-		}, []string{"activity", "source"}),
-		recovering: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "seckill_activity_recovering", Help: "1 while this instance holds the activity in the recovering state: Redis lost its state, reservations are refused until a restore from MySQL.",
-		}, []string{"activity"}),
+		soldOut: prom.CounterVec("seckill_soldout_marks_total",
+			"Times this instance marked an activity sold out, by source (reserve, event, refresh).", "activity", "source"),
+		recovering: prom.GaugeVec("seckill_activity_recovering",
+			"1 while this instance holds the activity in the recovering state: Redis lost its state, reservations are refused until a restore from MySQL.", "activity"),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "seckill_reserve_batch_size", Help: "Reservations per reservation script call (group commit: the requests of one activity, on a cluster of one shard, that arrived while its previous call was in flight).",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},

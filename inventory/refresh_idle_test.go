@@ -27,9 +27,7 @@ func hlenCounter(rdb redis.UniversalClient) *redishook.Counter {
 // holds stock, a refresh pass reads none.
 func TestIdleRefreshReadsNoTransitWithStock(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute})
-		a := mustCreate(t, s, openActivity(t, 100, 1, 3))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute}, openActivity(t, 100, 1, 3))
 		for i := 1; i <= 6; i++ {
 			if err := s.Reshard(ctx, a.ID, []int{3, 2}[i%2]); err != nil {
 				t.Fatal(err)
@@ -59,9 +57,7 @@ func TestIdleRefreshReadsNoTransitWithStock(t *testing.T) {
 // a unit is in transit (debited, not yet credited), whatever the transit reads cost.
 func TestRefreshMarksSoldOutOnlyWhenNothingMoves(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 1))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t), RetireAfter: 10 * time.Minute}, openActivity(t, 1, 1, 1))
 		if err := s.Reshard(ctx, a.ID, 2); err != nil {
 			t.Fatal(err)
 		}
@@ -102,25 +98,20 @@ func TestRefreshMarksSoldOutOnlyWhenNothingMoves(t *testing.T) {
 	})
 }
 
-// landHook is a go-redis hook that, once armed, runs land before the first pipeline holding
-// an HLEN (the refresh's transit reads) goes out.
-type landHook struct {
-	armed atomic.Bool
-	land  func(ctx context.Context)
-}
-
-func (h *landHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *landHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *landHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
+// landBeforeHLen adds to rdb a hook that, once the returned switch is armed, runs land before
+// the first pipeline holding an HLEN (the refresh's transit reads) goes out, and disarms.
+func landBeforeHLen(rdb redis.UniversalClient, land func(ctx context.Context)) (armed *atomic.Bool) {
+	armed = new(atomic.Bool)
+	rdb.AddHook(redishook.Hook{Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
 		for _, c := range cmds {
-			if c.Name() == "hlen" && h.armed.CompareAndSwap(true, false) {
-				h.land(ctx)
+			if c.Name() == "hlen" && armed.CompareAndSwap(true, false) {
+				land(ctx)
 				break
 			}
 		}
 		return next(ctx, cmds)
-	}
+	}})
+	return armed
 }
 
 // TestTransferLandingBetweenTheRefreshReadsIsNotSoldOut is the review's finding 4 on the
@@ -130,21 +121,18 @@ func (h *landHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // the activity sold out (before, it did, until the next pass 250 ms later).
 func TestTransferLandingBetweenTheRefreshReadsIsNotSoldOut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{Namespace: uniqueID(t)})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t)}, openActivity(t, 1, 1, 2))
 		_, src := unitInTransit(t, s, rdb, a, "late", 0, 1, "landing-1")
-		h := &landHook{land: func(ctx context.Context) {
+		armed := landBeforeHLen(rdb, func(ctx context.Context) {
 			if err := s.mover.Settle(ctx, src, "landing-1", ""); err != nil {
 				t.Errorf("settle between the refresh's reads: %v", err)
 			}
-		}}
-		rdb.AddHook(h)
-		h.armed.Store(true)
+		})
+		armed.Store(true)
 		if err := s.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if h.armed.Load() {
+		if armed.Load() {
 			t.Fatal("the refresh sent no transit read: the test does not test the race")
 		}
 		if n := rdb.HLen(ctx, src.XOut()).Val(); n != 0 {

@@ -3,13 +3,9 @@
 package inventory
 
 import (
-	"context"
 	"errors"
-	"net"
 	"sync/atomic"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/testsvc"
 )
@@ -23,24 +19,10 @@ func TestKeylessRetryRecordsItsNumber(t *testing.T) {
 	testsvc.Redis(t) // the server is there
 	var armed atomic.Bool
 	var marker []byte
-	rdb := redis.NewClient(&redis.Options{Addr: testsvc.RedisAddr, DisableIdentity: true, MaxRetries: 1,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &replyLostConn{Conn: c, armed: &armed, marker: &marker}, nil
-		}})
-	t.Cleanup(func() { rdb.Close() })
+	rdb := replyLostClient(t, testsvc.RedisAddr, &armed, &marker)
 	ctx := ctxT(t)
-	cat := &fakeCatalog{}
-	s := newStore(t, rdb, Options{Catalog: cat})
+	s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 5, 1), Options{})
 	marker = []byte(s.reserve.s.Hash())
-	a := mustCreate(t, s, openActivity(t, 10, 5, 1))
-	cat.put(a)
-	if err := s.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "warm", Quantity: 1}); err != nil || res.Code != Reserved {
 		t.Fatalf("warm-up: %+v %v", res, err)
 	}

@@ -109,9 +109,7 @@ func TestReserveCallMatchesScriptRun(t *testing.T) {
 // takes the reservation, and caches the script for the next call.
 func TestReserveAfterScriptCacheLoss(t *testing.T) {
 	rdb := miniRedis(t)
-	s := newStore(t, rdb, Options{})
-	a := mustCreate(t, s, openActivity(t, 10, 1, 1))
-	ctx := ctxT(t)
+	s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 10, 1, 1))
 	if ok, err := rdb.ScriptExists(ctx, s.reserve.s.Hash()).Result(); err != nil || ok[0] {
 		t.Fatalf("script cached before the first reservation: %v %v", ok, err)
 	}

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
 )
 
 // stallKey marks the context of the run a stallHook pauses.
 type stallKey struct{}
 
-// stallHook is a go-redis hook that pauses the first call of script sc made under a context
-// carrying stallKey: it closes paused, then waits for resume. Calls of other runs pass.
+// stallHook is a go-redis hook (h.hook()) that pauses the first call of script sc made under a
+// context carrying stallKey: it closes paused, then waits for resume. Calls of other runs pass.
 type stallHook struct {
 	sc     *script
 	once   sync.Once
@@ -22,9 +24,9 @@ type stallHook struct {
 	resume chan struct{}
 }
 
-func (h *stallHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *stallHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
+// hook is the go-redis hook of h.
+func (h *stallHook) hook() redishook.Hook {
+	return redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		if ctx.Value(stallKey{}) != nil && h.calls(cmd) {
 			h.once.Do(func() {
 				close(h.paused)
@@ -32,10 +34,7 @@ func (h *stallHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			})
 		}
 		return next(ctx, cmd)
-	}
-}
-func (h *stallHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	}}
 }
 
 // calls reports whether cmd is an EVALSHA or EVAL of h.sc.
@@ -87,7 +86,7 @@ func TestStalledReshardRunAfterItsLayoutRetired(t *testing.T) {
 		take(s, "u1")
 		take(s, "u2")
 		h := &stallHook{sc: s.drain, paused: make(chan struct{}), resume: make(chan struct{})}
-		rdb.AddHook(h)
+		rdb.AddHook(h.hook())
 		resumed := false
 		resume := func() {
 			if !resumed {

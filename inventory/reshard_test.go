@@ -28,39 +28,28 @@ func TestReshardUnderLoad(t *testing.T) {
 		a := mustCreate(t, s, openActivity(t, stock, 1, 4))
 		ctx := ctxT(t)
 		stop := make(chan struct{})
-		var wg sync.WaitGroup
 		var mu sync.Mutex
 		per := map[string]int{}
 		var reserved, busy atomic.Int64
-		for w := 0; w < 32; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					u := fmt.Sprint("u", rand.IntN(users))
-					r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
-					if errors.Is(err, ErrBusy) {
-						busy.Add(1)
-						continue
-					}
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if r.Code == Reserved {
-						reserved.Add(1)
-						mu.Lock()
-						per[u]++
-						mu.Unlock()
-					}
-				}
-			}()
-		}
+		wait := workers(32, stop, func() bool {
+			u := fmt.Sprint("u", rand.IntN(users))
+			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if errors.Is(err, ErrBusy) {
+				busy.Add(1)
+				return true
+			}
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			if r.Code == Reserved {
+				reserved.Add(1)
+				mu.Lock()
+				per[u]++
+				mu.Unlock()
+			}
+			return true
+		})
 		pause := func() { time.Sleep(150 * time.Millisecond) }
 		pause()
 		for _, n := range []int{7, 2} {
@@ -82,7 +71,7 @@ func TestReshardUnderLoad(t *testing.T) {
 			}
 		}
 		close(stop)
-		wg.Wait()
+		wait()
 		if t.Failed() {
 			return
 		}
@@ -132,9 +121,7 @@ func TestReshardUnderLoad(t *testing.T) {
 // for, and never moves a unit twice.
 func TestReshardResumes(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1000, 2, 3))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1000, 2, 3))
 		for i := 0; i < 30; i++ {
 			if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("early", i), Quantity: 2}); err != nil || r.Code != Reserved {
 				t.Fatalf("reserve = %+v, %v", r, err)

@@ -8,16 +8,18 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
 )
 
-// orderHook is a go-redis hook recording the name and first key of every command a client
-// sends, pipelined or not, in the order it sends them.
+// orderHook records the name and first key of every command a client sends, pipelined or
+// not, in the order it sends them: its record is the hook (redishook.Each(h.record)).
 type orderHook struct {
 	mu   sync.Mutex
 	cmds []string // "<name> <key>"
 }
 
-func (h *orderHook) record(cmd redis.Cmder) {
+func (h *orderHook) record(_ context.Context, cmd redis.Cmder) {
 	a := cmd.Args()
 	key := ""
 	if len(a) > 1 {
@@ -26,22 +28,6 @@ func (h *orderHook) record(cmd redis.Cmder) {
 	h.mu.Lock()
 	h.cmds = append(h.cmds, cmd.Name()+" "+key)
 	h.mu.Unlock()
-}
-
-func (h *orderHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *orderHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.record(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *orderHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.record(c)
-		}
-		return next(ctx, cmds)
-	}
 }
 
 // positions returns the indexes of the recorded commands equal to cmd.
@@ -108,7 +94,7 @@ func TestRetireReadsPendingBeforeTransit(t *testing.T) {
 		}
 		waitStampOld(t, rdb, a.ID, s.opts.RetireAfter)
 		h := &orderHook{}
-		rdb.AddHook(h)
+		rdb.AddHook(redishook.Each(h.record))
 		if n, err := s.Retire(ctx, a.ID); err != nil || n != 1 {
 			t.Fatalf("retire the settled layout: retired %d, %v; want 1", n, err)
 		}

@@ -152,9 +152,7 @@ func TestTwelveReshardsCostOne(t *testing.T) {
 // reshard's copy, and without keepRecords every reshard would leave a full copy behind.
 func TestRetiredUsersHashKeepsOnlyRecords(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1000, 1, 1))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1000, 1, 1))
 		var rids []string
 		for i := range 700 { // thousands of fields: several HSCAN pages
 			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u" + strconv.Itoa(i), Quantity: 1})

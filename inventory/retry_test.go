@@ -25,6 +25,21 @@ type replyLostConn struct {
 	lose   bool
 }
 
+// replyLostClient is a client of the Redis at addr whose connections are replyLostConns of
+// armed and marker; go-redis sends a command again once (MaxRetries 1, as app.go sets).
+func replyLostClient(t testing.TB, addr string, armed *atomic.Bool, marker *[]byte) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, MaxRetries: 1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &replyLostConn{Conn: c, armed: armed, marker: marker}, nil
+		}})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
 func (c *replyLostConn) Write(b []byte) (int, error) {
 	if bytes.Contains(b, *c.marker) && c.armed.CompareAndSwap(true, false) {
 		c.mu.Lock()
@@ -60,15 +75,7 @@ func TestReservationRetriedByTheClientAppliesOnce(t *testing.T) {
 			mr := miniredis.RunT(t)
 			var armed atomic.Bool
 			var marker []byte
-			rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DisableIdentity: true, MaxRetries: 1,
-				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-					if err != nil {
-						return nil, err
-					}
-					return &replyLostConn{Conn: c, armed: &armed, marker: &marker}, nil
-				}})
-			t.Cleanup(func() { rdb.Close() })
+			rdb := replyLostClient(t, mr.Addr(), &armed, &marker)
 			s := newStore(t, rdb, Options{})
 			marker = []byte(s.reserve.s.Hash())
 			a := mustCreate(t, s, openActivity(t, 10, 5, 1))

@@ -20,24 +20,13 @@ import (
 func TestCounterRolledBackIsNoticed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		s := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, s, openActivity(t, 10, 1, 1))
-		cat.put(a)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range []string{"u1", "u2", "u3"} {
-			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("reserve %s: %+v %v", u, res, err)
-			}
-		}
+		s, cat, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
+		reserveAll(ctx, t, s, a.ID, "u1", "u2", "u3")
 		k := Shard(a.ID, 0, 0)
 		if err := rdb.Set(ctx, k.Seq(), 1, 0).Err(); err != nil { // the rollback: u2's and u3's numbers are free again
 			t.Fatal(err)
 		}
-		stock, _ := rdb.Get(ctx, k.Stock()).Int64()
-		entries, _ := rdb.XLen(ctx, k.Journal()).Result()
+		unmoved := shardUnmoved(ctx, t, rdb, k)
 		res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u4", Quantity: 1})
 		if !errors.Is(err, ErrRecovering) {
 			t.Fatalf("a reservation on a counter below a number handed out: %+v %v, want ErrRecovering, nothing taken", res, err)
@@ -50,12 +39,7 @@ func TestCounterRolledBackIsNoticed(t *testing.T) {
 				t.Fatalf("reserve after the rollback was noticed: %v, want ErrRecovering", err)
 			}
 		}
-		if after, _ := rdb.Get(ctx, k.Stock()).Int64(); after != stock {
-			t.Fatalf("stock %d -> %d after the rollback was met", stock, after)
-		}
-		if n, _ := rdb.XLen(ctx, k.Journal()).Result(); n != entries {
-			t.Fatalf("journal %d -> %d after the rollback was met: the reused number has an entry", entries, n)
-		}
+		unmoved("after the rollback was met: the reused number took a unit or has an entry")
 	})
 }
 
@@ -69,13 +53,7 @@ func TestCounterRolledBackIsNoticed(t *testing.T) {
 func TestRefillDebitRolledBackIsNoticed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		s := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, s, openActivity(t, 2, 1, 2)) // one unit per shard
-		cat.put(a)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 2, 1, 2), Options{}) // one unit per shard
 		// Two buyers of one home shard: the second one's unit comes from the other shard.
 		var buyers []string
 		for i := 0; len(buyers) < 2; i++ {
@@ -88,11 +66,7 @@ func TestRefillDebitRolledBackIsNoticed(t *testing.T) {
 		for _, k := range []string{src.Stock(), src.Gen()} {
 			before[k], _ = rdb.Get(ctx, k).Result()
 		}
-		for _, u := range buyers {
-			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("reserve %s: %+v %v", u, res, err)
-			}
-		}
+		reserveAll(ctx, t, s, a.ID, buyers...)
 		if n, _ := rdb.HGet(ctx, src.Stats(), "xout").Int(); n != 1 {
 			t.Fatalf("the source's xout is %d: the second unit was not moved by a refill", n)
 		}
@@ -134,13 +108,7 @@ func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
 		t.Run(what, func(t *testing.T) {
 			forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 				ctx := ctxT(t)
-				cat := &fakeCatalog{}
-				s := newStore(t, rdb, Options{Catalog: cat})
-				a := mustCreate(t, s, openActivity(t, 4, 1, 2))
-				cat.put(a)
-				if err := s.Refresh(ctx); err != nil {
-					t.Fatal(err)
-				}
+				s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 4, 1, 2), Options{})
 				home0, _ := usersByHome(s, 4, 0)
 				// Shard 1 goes back: after a reservation of its own, or after a debit to
 				// shard 0 (the third buyer of shard 0 needs a unit from shard 1).
@@ -156,11 +124,7 @@ func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
 					buyers = []string{u1}
 				}
 				goBack := snapshotShard(t, rdb, k)
-				for _, u := range buyers {
-					if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-						t.Fatalf("reserve %s: %+v %v", u, res, err)
-					}
-				}
+				reserveAll(ctx, t, s, a.ID, buyers...)
 				goBack()
 				err := s.Reshard(ctx, a.ID, 3)
 				if !errors.Is(err, ErrRecovering) {
@@ -187,20 +151,12 @@ func TestReshardOfARolledBackShardIsNoticed(t *testing.T) {
 func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		s := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, s, openActivity(t, 4, 1, 2)) // two units per shard
-		cat.put(a)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 4, 1, 2), Options{}) // two units per shard
 		home0, home1 := usersByHome(s, 4, 3)
 		k := Shard(a.ID, 0, 1)
 		goBack := snapshotShard(t, rdb, k)
 		accepted := 0
-		if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1}); err != nil || res.Code != Reserved {
-			t.Fatalf("reserve %s: %+v %v", home1[0], res, err)
-		}
+		reserveAll(ctx, t, s, a.ID, home1[0])
 		accepted++
 		// Shard 1's node goes back to before that reservation (the 202 was answered, its
 		// journal entry may already be an order).
@@ -236,25 +192,12 @@ func TestRefillFromAShardThatLostAReservation(t *testing.T) {
 func TestRollbackSeenByAnotherInstance(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		a1 := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, a1, openActivity(t, 6, 1, 2)) // three units per shard
-		cat.put(a)
-		b := newStore(t, rdb, Options{Catalog: cat})
-		for _, st := range []*Store{a1, b} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		a1, b, a := twoInstances(ctx, t, rdb, openActivity(t, 6, 1, 2), Options{}) // three units per shard
 		home0, _ := usersByHome(a1, 4, 0)
 		src := Shard(a.ID, 0, 1)
 		goBack := snapshotShard(t, rdb, src)
 		// The fourth buyer of shard 0 needs a unit from shard 1.
-		for _, u := range home0 {
-			if res, err := a1.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("reserve %s: %+v %v", u, res, err)
-			}
-		}
+		reserveAll(ctx, t, a1, a.ID, home0...)
 		if err := b.Refresh(ctx); err != nil { // b reads the raised mark
 			t.Fatal(err)
 		}
@@ -362,13 +305,7 @@ func TestRaisedMarkHandedOutTwice(t *testing.T) {
 func TestMetaBackPastAReshardOnAFreshInstance(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		x := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, x, openActivity(t, 10, 1, 2))
-		cat.put(a)
-		if err := x.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		x, cat, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 1, 2), Options{})
 		before, err := rdb.HGetAll(ctx, Meta(a.ID)).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -401,19 +338,9 @@ func TestMetaBackPastAReshardOnAFreshInstance(t *testing.T) {
 func TestRefillFromALostShardIsNoticed(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		s := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, s, openActivity(t, 4, 1, 2)) // two units per shard
-		cat.put(a)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 4, 1, 2), Options{}) // two units per shard
 		home0, _ := usersByHome(s, 3, 0)
-		for _, u := range home0[:2] {
-			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("reserve %s: %+v %v", u, res, err)
-			}
-		}
+		reserveAll(ctx, t, s, a.ID, home0[:2]...)
 		src := Shard(a.ID, 0, 1)
 		if err := rdb.Del(ctx, src.Stock(), src.Gen(), src.Seq(), src.Users(), src.Stats()).Err(); err != nil {
 			t.Fatal(err)
@@ -435,18 +362,8 @@ func TestRefillFromALostShardIsNoticed(t *testing.T) {
 func TestFenceLostWithASecondLossIsWrittenAgain(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
-		cat := &fakeCatalog{}
-		s := newStore(t, rdb, Options{Catalog: cat})
-		a := mustCreate(t, s, openActivity(t, 10, 1, 1))
-		cat.put(a)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range []string{"u1", "u2"} {
-			if res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
-				t.Fatalf("reserve %s: %+v %v", u, res, err)
-			}
-		}
+		s, cat, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
+		reserveAll(ctx, t, s, a.ID, "u1", "u2")
 		before, err := rdb.HGetAll(ctx, Meta(a.ID)).Result()
 		if err != nil {
 			t.Fatal(err)
@@ -498,21 +415,31 @@ func usersByHome(s *Store, n0, n1 int) (home0, home1 []string) {
 	return home0, home1
 }
 
+// oneInstance creates def through a new instance s (options opts, given a catalog that holds
+// the activity) and refreshes it: the start of every test of an instance meeting a shard that
+// went back. cat is the catalog, for more instances.
+func oneInstance(ctx context.Context, t *testing.T, rdb redis.UniversalClient, def Activity, opts Options) (s *Store, cat *fakeCatalog, a Activity) {
+	t.Helper()
+	cat = &fakeCatalog{}
+	opts.Catalog = cat
+	s = newStore(t, rdb, opts)
+	a = mustCreate(t, s, def)
+	cat.put(a)
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s, cat, a
+}
+
 // twoInstances creates def through instance x (options xOpts, given the catalog) beside a
 // second instance y, both reading the same catalog, and refreshes both: the start of every
 // test of one instance meeting another's writes on a shard.
 func twoInstances(ctx context.Context, t *testing.T, rdb redis.UniversalClient, def Activity, xOpts Options) (x, y *Store, a Activity) {
 	t.Helper()
-	cat := &fakeCatalog{}
-	xOpts.Catalog = cat
-	x = newStore(t, rdb, xOpts)
-	a = mustCreate(t, x, def)
-	cat.put(a)
+	x, cat, a := oneInstance(ctx, t, rdb, def, xOpts)
 	y = newStore(t, rdb, Options{Catalog: cat})
-	for _, st := range []*Store{x, y} {
-		if err := st.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+	if err := y.Refresh(ctx); err != nil {
+		t.Fatal(err)
 	}
 	return x, y, a
 }
@@ -533,6 +460,33 @@ func mustReserve(ctx context.Context, t *testing.T, st *Store, name, activity, u
 	t.Helper()
 	if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: activity, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
 		t.Fatalf("%s reserve %s: %+v %v", name, u, res, err)
+	}
+}
+
+// shardUnmoved reads shard k's stock and journal length, and returns the check that both
+// are the same when it is called (when ends its message).
+func shardUnmoved(ctx context.Context, t *testing.T, rdb redis.UniversalClient, k ShardKeys) (check func(when string)) {
+	stock, _ := rdb.Get(ctx, k.Stock()).Int64()
+	entries, _ := rdb.XLen(ctx, k.Journal()).Result()
+	return func(when string) {
+		t.Helper()
+		if after, _ := rdb.Get(ctx, k.Stock()).Int64(); after != stock {
+			t.Fatalf("stock %d -> %d %s", stock, after, when)
+		}
+		if n, _ := rdb.XLen(ctx, k.Journal()).Result(); n != entries {
+			t.Fatalf("journal %d -> %d entries %s", entries, n, when)
+		}
+	}
+}
+
+// reserveAll reserves one unit of activity for each of users through st, in order, and fails
+// the test unless each is reserved.
+func reserveAll(ctx context.Context, t *testing.T, st *Store, activity string, users ...string) {
+	t.Helper()
+	for _, u := range users {
+		if res, err := st.Reserve(ctx, ReserveRequest{ActivityID: activity, UserID: u, Quantity: 1}); err != nil || res.Code != Reserved {
+			t.Fatalf("reserve %s: %+v %v", u, res, err)
+		}
 	}
 }
 

@@ -154,9 +154,7 @@ func moveSlot(t *testing.T, nodes map[string]*redis.Client, key string, first []
 // entries and the reservations taken).
 func TestSlotMoveCostsAtMostARetry(t *testing.T) {
 	nodes, rdb := privateCluster(t)
-	ctx := ctxT(t)
-	s := newStore(t, rdb, Options{MaxOtherShards: -1})
-	a := mustCreate(t, s, openActivity(t, 4000, 1, 4))
+	s, a, ctx := storeWith(t, rdb, Options{MaxOtherShards: -1}, openActivity(t, 4000, 1, 4))
 	const home = 0
 	// Every key the shard's reservations touch exists before the move (a first reservation).
 	if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: userOn(s, "warm", home, 4), Quantity: 1}); err != nil || r.Code != Reserved {
@@ -167,34 +165,23 @@ func TestSlotMoveCostsAtMostARetry(t *testing.T) {
 	var errMu sync.Mutex
 	var errs []string
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var next atomic.Int64
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				u := userOn(s, fmt.Sprintf("rush%d-", next.Add(1)), home, 4)
-				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
-				switch {
-				case err != nil:
-					failures.Add(1)
-					errMu.Lock()
-					if len(errs) < 5 {
-						errs = append(errs, err.Error())
-					}
-					errMu.Unlock()
-				case r.Code == Reserved:
-					reserved.Add(1)
-				}
+	wait := workers(16, stop, func() bool {
+		u := userOn(s, fmt.Sprintf("rush%d-", next.Add(1)), home, 4)
+		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+		switch {
+		case err != nil:
+			failures.Add(1)
+			errMu.Lock()
+			if len(errs) < 5 {
+				errs = append(errs, err.Error())
 			}
-		}()
-	}
+			errMu.Unlock()
+		case r.Code == Reserved:
+			reserved.Add(1)
+		}
+		return true
+	})
 	testwait.Eventually(t, 10*time.Second, func() bool { return reserved.Load() > 50 }, "the rush is under way")
 	before := reserved.Load()
 	k := Shard(a.ID, 0, home)
@@ -207,7 +194,7 @@ func TestSlotMoveCostsAtMostARetry(t *testing.T) {
 	at := reserved.Load()
 	testwait.Eventually(t, 10*time.Second, func() bool { return reserved.Load() > at+50 }, "reservations after the move")
 	close(stop)
-	wg.Wait()
+	wait()
 	t.Logf("%d reservations, %d during and after the move, %d failed, %d sent a second time", reserved.Load(),
 		reserved.Load()-before, failures.Load(), s.slotRetries.Load())
 	if n := failures.Load(); n > 0 {

@@ -17,9 +17,7 @@ import (
 // shards: the activity is marked sold out (and a reservation broadcasts it) with a unit left.
 func TestCompensationInTransitFromAnOldLayoutIsNotSoldOut(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 1))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1, 1, 1))
 		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "buyer", Quantity: 1})
 		if err != nil || r.Code != Reserved {
 			t.Fatalf("reserve = %+v, %v", r, err)

@@ -9,30 +9,22 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
 )
 
-// transferHook is a go-redis hook that runs before a call of inventory_transfer.lua whose
-// operation (the first ARGV: debit, credit, finish, ...) is op: before(ctx) may delay the
-// call or fail it with an error.
-type transferHook struct {
-	op     string
-	before func(ctx context.Context) error
-}
-
-func (h *transferHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *transferHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if scriptOp(cmd) == h.op {
-			if err := h.before(ctx); err != nil {
-				cmd.SetErr(err)
-				return err
+// transferHook is a go-redis hook that runs before(ctx) ahead of a call of
+// inventory_transfer.lua whose operation (the first ARGV: debit, credit, finish, ...) is op:
+// before may delay the call or fail it with an error.
+func transferHook(op string, before func(ctx context.Context) error) redishook.Hook {
+	return redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if scriptOp(cmd) == op {
+			if err := before(ctx); err != nil {
+				return redishook.Fail(cmd, err)
 			}
 		}
 		return next(ctx, cmd)
-	}
-}
-func (h *transferHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	}}
 }
 
 // scriptOp is the first ARGV of an EVAL or EVALSHA call, "" for any other command.
@@ -58,9 +50,7 @@ func scriptOp(cmd redis.Cmder) string {
 // (TestOtherShardsNeverExceedLimit/miniredis failed so under a CPU hog: reserved 2 of 12).
 func TestRefillFinishesItsMoveOnASlowRedis(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 4, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 4, 1, 2))
 		user := "patient"
 		home := HomeShard(s.UserHash(user), 2)
 		k := Shard(a.ID, 0, home)
@@ -68,7 +58,7 @@ func TestRefillFinishesItsMoveOnASlowRedis(t *testing.T) {
 		rdb.Set(ctx, k.Stock(), 0, 0)
 		rdb.Set(ctx, src.Stock(), 4, 0)
 		var slow atomic.Int64
-		rdb.AddHook(&transferHook{op: "credit", before: func(ctx context.Context) error {
+		rdb.AddHook(transferHook("credit", func(ctx context.Context) error {
 			// As slow as any deadline the call carries, and then some; 200 ms without one.
 			wait := 200 * time.Millisecond
 			if dl, ok := ctx.Deadline(); ok {
@@ -77,7 +67,7 @@ func TestRefillFinishesItsMoveOnASlowRedis(t *testing.T) {
 			slow.Add(1)
 			time.Sleep(min(wait, 10*time.Second)) // the slowness under test, not a wait for an outcome
 			return nil
-		}})
+		}))
 		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
 		if err != nil || r.Code != Reserved {
 			t.Fatalf("reserve with a slow credit = %+v, %v; want RESERVED", r, err)
@@ -105,21 +95,19 @@ func TestRefillFinishesItsMoveOnASlowRedis(t *testing.T) {
 // the entry, and nothing was sold twice.
 func TestSoldOutDoesNotFlapWhileATransferIsUnfinished(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 2, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 2, 1, 2))
 		users := homedOn(s, 2, 2)
 		// A move of src's unit to the home shard whose settler gave up after the credit.
 		k, src := unitInTransit(t, s, rdb, a, users[0], 1, 1, "cut-1")
 		cut := errors.New("settler stopped")
 		var cutting atomic.Bool
 		cutting.Store(true)
-		rdb.AddHook(&transferHook{op: "finish", before: func(context.Context) error {
+		rdb.AddHook(transferHook("finish", func(context.Context) error {
 			if cutting.Load() {
 				return cut
 			}
 			return nil
-		}})
+		}))
 		if err := s.mover.Settle(ctx, src, "cut-1", ""); !errors.Is(err, cut) {
 			t.Fatalf("settle = %v, want the finish cut short", err)
 		}
@@ -167,9 +155,7 @@ func TestSoldOutDoesNotFlapWhileATransferIsUnfinished(t *testing.T) {
 // sold: a mark held through a move loses nothing.
 func TestSoldOutMarkLiftsWhenTransitLands(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 1, 1, 2))
-		ctx := ctxT(t)
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 1, 1, 2))
 		user := "late"
 		unitInTransit(t, s, rdb, a, user, 0, 1, "moving-1")
 		s.handleEvent(ctx, "soldout "+a.ID)

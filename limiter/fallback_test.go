@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/faultproxy"
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/internal/tokenbucket"
@@ -366,8 +368,8 @@ func TestDegradeUnderConcurrentLoad(t *testing.T) {
 func TestDegradeOnCluster(t *testing.T) {
 	t.Parallel()
 	rdb := testsvc.RedisCluster(t).(*redis.ClusterClient)
-	slow := &sleepHook{}
-	rdb.AddHook(slow)
+	var delay atomic.Int64
+	rdb.AddHook(sleepHook(&delay))
 	l := newTestLimiter(t, rdb, nil, Options{})
 	runLimiter(t, l)
 	r := Request{Activity: tokenbucket.Limit{Rate: 1, Burst: 1000}, ActivityID: "a", IP: tokenbucket.Limit{Rate: 100, Burst: 100},
@@ -375,14 +377,14 @@ func TestDegradeOnCluster(t *testing.T) {
 	if d, _ := l.Allow(context.Background(), r); !d.Allowed {
 		t.Fatal(d)
 	}
-	slow.delay.Store(int64(30 * time.Millisecond))
+	delay.Store(int64(30 * time.Millisecond))
 	for i := 0; !l.Degraded(); i++ {
 		if i >= drillFallback.SlowCallsToDegrade+confirmRounds+1 {
 			t.Fatalf("not degraded after %d slow calls", i)
 		}
 		_, _ = l.Allow(context.Background(), r)
 	}
-	slow.delay.Store(0)
+	delay.Store(0)
 	testwait.Eventually(t, 3*time.Second, func() bool { return !l.Degraded() }, "recovered")
 }
 
@@ -451,4 +453,14 @@ func TestProbeEveryEditReachesTheRunningProber(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 3*time.Second, func() bool { return !l.Degraded() }, "recovered after the edit")
+}
+
+// sleepHook delays every command by the current delay: latency injection without a proxy.
+func sleepHook(delay *atomic.Int64) redishook.Hook {
+	return redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if d := time.Duration(delay.Load()); d > 0 {
+			time.Sleep(d)
+		}
+		return next(ctx, cmd)
+	}}
 }

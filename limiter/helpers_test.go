@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
 )
 
 // ipKeyOf is l's Redis key of the per-IP bucket of the limit key ip (Request.IPKey).
@@ -51,7 +52,10 @@ func uniq(t testing.TB) string {
 // hook records the KEYS of EVAL and EVALSHA (a SCAN of the shared test Redis would be slow).
 func cleanupKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
 	rec := &keyRecorder{prefix: prefix, keys: make(map[string]struct{})}
-	rdb.AddHook(rec)
+	rdb.AddHook(redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		rec.note(cmd)
+		return next(ctx, cmd)
+	}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -63,7 +67,7 @@ func cleanupKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
 	})
 }
 
-// keyRecorder is a go-redis hook that remembers the script keys under a prefix.
+// keyRecorder remembers the script keys under a prefix (note, on every single command).
 type keyRecorder struct {
 	prefix string
 	mu     sync.Mutex
@@ -91,19 +95,6 @@ func (r *keyRecorder) note(cmd redis.Cmder) {
 	}
 }
 
-func (r *keyRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *keyRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.note(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (r *keyRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-var _ redis.Hook = (*keyRecorder)(nil)
-
 // newTestLimiter builds a Limiter whose keys live under a prefix of its own. With a clock, the
 // scripts use it too (no Redis TIME), so token arithmetic is deterministic.
 func newTestLimiter(t testing.TB, rdb redis.UniversalClient, clk *fakeClock, opts Options) *Limiter {
@@ -126,24 +117,6 @@ func newTestLimiterPrefix(t testing.TB, rdb redis.UniversalClient, clk *fakeCloc
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
-
-// sleepHook delays every command by the current delay: latency injection without a proxy.
-type sleepHook struct{ delay atomic.Int64 }
-
-func (h *sleepHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *sleepHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if d := time.Duration(h.delay.Load()); d > 0 {
-			time.Sleep(d)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h *sleepHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-var _ redis.Hook = (*sleepHook)(nil)
 
 // must returns v, or stops the test binary when a constructor failed (an embedded script
 // that does not load, a metric registered twice): a defect no test can go on from.

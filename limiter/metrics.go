@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/internal/prom"
 )
 
 // Metrics are the limiter's Prometheus series. Build one with NewMetrics per registry; a nil
@@ -53,11 +55,9 @@ var (
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := newMetrics()
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.pass, m.reject, m.retryAfter, m.degraded, m.healthy, m.slowCalls, m.slowChecks, m.redisCalls,
-			m.transitions, m.leaseTokens} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("limiter: register metrics: %w", err)
-			}
+		if err := prom.Register(reg, m.pass, m.reject, m.retryAfter, m.degraded, m.healthy, m.slowCalls, m.slowChecks, m.redisCalls,
+			m.transitions, m.leaseTokens); err != nil {
+			return nil, fmt.Errorf("limiter: register metrics: %w", err)
 		}
 	}
 	return m, nil
@@ -132,49 +132,31 @@ func (l *Limiter) setHealthy(n int64) {
 // newMetrics builds the limiter metrics with every labelled series at 0, unregistered.
 func newMetrics() *Metrics {
 	m := &Metrics{
-		pass: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_rate_limiter_pass_total",
-			Help: "Requests admitted, counted once for every dimension that limited and admitted them " +
-				"(user and IP: decided in the reservation script when it takes their tokens).",
-		}, []string{"dimension"}),
-		reject: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_rate_limiter_reject_total",
-			Help: "Requests rejected, by the rejecting dimension and the reason (rate, window, remembered, " +
-				"fallback; canceled with dimension none). Without canceled, the sum is the number of 429 RATE_LIMITED answers.",
-		}, []string{"dimension", "reason"}),
+		pass: prom.CounterVec("seckill_rate_limiter_pass_total",
+			"Requests admitted, counted once for every dimension that limited and admitted them "+
+				"(user and IP: decided in the reservation script when it takes their tokens).", "dimension"),
+		reject: prom.CounterVec("seckill_rate_limiter_reject_total",
+			"Requests rejected, by the rejecting dimension and the reason (rate, window, remembered, "+
+				"fallback; canceled with dimension none). Without canceled, the sum is the number of 429 RATE_LIMITED answers.", "dimension", "reason"),
 		retryAfter: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seckill_rate_limiter_retry_after_seconds",
 			Help:    "Retry-After given with rate-limit rejections, in seconds.",
 			Buckets: retryBuckets,
 		}),
-		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_rate_limiter_degraded",
-			Help: "1 while the local limiter is in force because Redis is slow or unreachable, else 0.",
-		}),
-		healthy: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "seckill_rate_limiter_healthy_instances",
-			Help: "Healthy instances the fallback budget is divided by (Nacos naming or the Redis heartbeat set; at least 1, this instance).",
-		}),
-		slowCalls: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "seckill_redis_slow_calls_total",
-			Help: "Redis calls (the limiter's and those reported by ObserveRedis) slower than fallback.redisSlowMs.",
-		}),
-		slowChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_rate_limiter_slow_checks_total",
-			Help: "Suspicions of a slow Redis (slowCallsToDegrade net slow calls) checked by the prober against a local control, by result (confirmed: degraded; refuted: the process was short of CPU).",
-		}, []string{"result"}),
-		redisCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_rate_limiter_redis_calls_total",
-			Help: "Redis calls made by the limiter, by operation (lease, bucket, refund, heartbeat, probe, confirm).",
-		}, []string{"op"}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_rate_limiter_mode_changes_total",
-			Help: "Switches between Redis and local limiting, by the mode switched to (degraded, recovered).",
-		}, []string{"to"}),
-		leaseTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_rate_limiter_lease_tokens_total",
-			Help: "Budget tokens leased from Redis and handed back unused after their lease expired, by op (leased, returned).",
-		}, []string{"op"}),
+		degraded: prom.Gauge("seckill_rate_limiter_degraded",
+			"1 while the local limiter is in force because Redis is slow or unreachable, else 0."),
+		healthy: prom.Gauge("seckill_rate_limiter_healthy_instances",
+			"Healthy instances the fallback budget is divided by (Nacos naming or the Redis heartbeat set; at least 1, this instance)."),
+		slowCalls: prom.Counter("seckill_redis_slow_calls_total",
+			"Redis calls (the limiter's and those reported by ObserveRedis) slower than fallback.redisSlowMs."),
+		slowChecks: prom.CounterVec("seckill_rate_limiter_slow_checks_total",
+			"Suspicions of a slow Redis (slowCallsToDegrade net slow calls) checked by the prober against a local control, by result (confirmed: degraded; refuted: the process was short of CPU).", "result"),
+		redisCalls: prom.CounterVec("seckill_rate_limiter_redis_calls_total",
+			"Redis calls made by the limiter, by operation (lease, bucket, refund, heartbeat, probe, confirm).", "op"),
+		transitions: prom.CounterVec("seckill_rate_limiter_mode_changes_total",
+			"Switches between Redis and local limiting, by the mode switched to (degraded, recovered).", "to"),
+		leaseTokens: prom.CounterVec("seckill_rate_limiter_lease_tokens_total",
+			"Budget tokens leased from Redis and handed back unused after their lease expired, by op (leased, returned).", "op"),
 	}
 	for _, d := range passDims {
 		m.pass.WithLabelValues(d)

@@ -13,19 +13,39 @@ import (
 // RedisBucket is an exact token bucket in Redis (lua/limiter_bucket.lua over
 // lua/lib_bucket.lua, the library the reservation script runs for the per-user bucket). Each
 // call is one round trip; time comes from Redis TIME. Safe for concurrent use.
-type RedisBucket struct {
+type RedisBucket struct{ scriptOn }
+
+// scriptOn is a limiter script on a client, with the clock the script is given.
+type scriptOn struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
 	now    func() int64 // tests: microseconds passed as the script clock; nil = Redis TIME
 }
 
+// loadScript is the embedded script name on rdb; an error means it did not load.
+func loadScript(rdb redis.UniversalClient, name string) (scriptOn, error) {
+	s, err := lua.Load(name)
+	if err != nil {
+		return scriptOn{}, fmt.Errorf("limiter: %w", err)
+	}
+	return scriptOn{rdb: rdb, script: s}, nil
+}
+
+// clock is the time passed to the script: 0 (the script reads Redis TIME) unless now is set.
+func (s *scriptOn) clock() int64 {
+	if s.now != nil {
+		return s.now()
+	}
+	return 0
+}
+
 // NewRedisBucket returns a RedisBucket over rdb; an error means its script did not load.
 func NewRedisBucket(rdb redis.UniversalClient) (*RedisBucket, error) {
-	s, err := lua.Load("limiter_bucket.lua")
+	s, err := loadScript(rdb, "limiter_bucket.lua")
 	if err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
+		return nil, err
 	}
-	return &RedisBucket{rdb: rdb, script: s}, nil
+	return &RedisBucket{s}, nil
 }
 
 // Take takes n >= 1 tokens from the bucket at key, all or nothing, under lim. When it cannot,
@@ -47,11 +67,7 @@ func (b *RedisBucket) Give(ctx context.Context, key string, lim tokenbucket.Limi
 }
 
 func (b *RedisBucket) run(ctx context.Context, key string, lim tokenbucket.Limit, n int) (bool, time.Duration, error) {
-	var now int64
-	if b.now != nil {
-		now = b.now()
-	}
-	res, err := b.script.Run(ctx, b.rdb, []string{key}, lim.Rate, lim.Capacity(), n, now).Int64Slice()
+	res, err := b.script.Run(ctx, b.rdb, []string{key}, lim.Rate, lim.Capacity(), n, b.clock()).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("limiter: bucket %s: %w", key, err)
 	}
@@ -69,29 +85,21 @@ type Window struct {
 // per-user window is the same library's other form, the two-counter approximation wc_check,
 // kept in the user's field. Each call is one round trip; time comes from Redis TIME. Safe for
 // concurrent use.
-type RedisWindow struct {
-	rdb    redis.UniversalClient
-	script *redis.Script
-	now    func() int64 // tests: microseconds passed as the script clock; nil = Redis TIME
-}
+type RedisWindow struct{ scriptOn }
 
 // NewRedisWindow returns a RedisWindow over rdb; an error means its script did not load.
 func NewRedisWindow(rdb redis.UniversalClient) (*RedisWindow, error) {
-	s, err := lua.Load("limiter_window.lua")
+	s, err := loadScript(rdb, "limiter_window.lua")
 	if err != nil {
-		return nil, fmt.Errorf("limiter: %w", err)
+		return nil, err
 	}
-	return &RedisWindow{rdb: rdb, script: s}, nil
+	return &RedisWindow{s}, nil
 }
 
 // Take records the event member (unique per event) in the window at key when fewer than w.Max
 // events lie within w.Size; otherwise it returns false and the time until the oldest leaves.
 func (w *RedisWindow) Take(ctx context.Context, key string, win Window, member string) (bool, time.Duration, error) {
-	var now int64
-	if w.now != nil {
-		now = w.now()
-	}
-	res, err := w.script.Run(ctx, w.rdb, []string{key}, win.Size.Milliseconds(), win.Max, member, now).Int64Slice()
+	res, err := w.script.Run(ctx, w.rdb, []string{key}, win.Size.Milliseconds(), win.Max, member, w.clock()).Int64Slice()
 	if err != nil {
 		return false, 0, fmt.Errorf("limiter: window %s: %w", key, err)
 	}

@@ -62,7 +62,7 @@ func TestThroughputReport(t *testing.T) {
 		if err := sub.Subscribe(w.Handle); err != nil {
 			t.Fatal(err)
 		}
-		startRelay(t, context.Background(), must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
+		relayJournals(t, rdb, pub, a, m, log)
 		testwait.Eventually(t, 120*time.Second, func() bool { return a.statuses()["CONFIRMED"] == n }, "all orders")
 		el := time.Since(start)
 		q1 := questions(t, db)

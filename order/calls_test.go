@@ -31,9 +31,7 @@ func countingRedis(t testing.TB) (redis.UniversalClient, *redishook.Counter) {
 // read, the insert, the sold count and the read back; BEGIN and COMMIT are not statements here).
 func TestWriterRedisCallsPerOrder(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 4, 1024)
+	_, _, a := activityOn(t, 4, 1024)
 	msgs := a.reserve(1024)
 	wr, calls := countingRedis(t)
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -67,12 +65,8 @@ func TestRelayRedisCallsPerEntry(t *testing.T) {
 	a := newTestActivity(t, rdb, nil, 4, 2048)
 	a.reserve(2048)
 	rr, calls := countingRedis(t)
-	q := NewMemQueue(4096, nil)
-	t.Cleanup(func() { q.Close() })
-	var got atomic.Int64
-	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	q := memQueue(t, 4096)
+	got := countDelivered(t, q)
 	stop := startRelay(t, context.Background(), must(NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
 		JournalsKey: a.journals, Poll: time.Second}, testMetrics(), testLogger(t))))
 	testwait.Eventually(t, 30*time.Second, func() bool { return got.Load() >= 2048 && a.pendingEntries() == 0 }, "2048 relayed")
@@ -81,6 +75,15 @@ func TestRelayRedisCallsPerEntry(t *testing.T) {
 	if per := float64(calls.Load()) / 2048; per > 0.1 {
 		t.Fatalf("%d Redis commands for 2048 entries: %.3f per entry, want <= 0.1", calls.Load(), per)
 	}
+}
+
+// countDelivered subscribes to q a handler that only counts the messages delivered.
+func countDelivered(t *testing.T, q Subscriber) *atomic.Int64 {
+	var got atomic.Int64
+	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return &got
 }
 
 // TestIdleRelayBacksOff: a relay that finds nothing new doubles its pause from Poll up to
@@ -92,12 +95,8 @@ func TestIdleRelayBacksOff(t *testing.T) {
 	rdb := testsvc.Redis(t)
 	a := newTestActivity(t, rdb, nil, 4, 64)
 	rr, calls := countingRedis(t)
-	q := NewMemQueue(64, nil)
-	t.Cleanup(func() { q.Close() })
-	var got atomic.Int64
-	if err := q.Subscribe(func(_ context.Context, ms []Message) error { got.Add(int64(len(ms))); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	q := memQueue(t, 64)
+	got := countDelivered(t, q)
 	startRelay(t, context.Background(), must(NewRelay(rr, q, RelayOptions{InstanceID: uniq("r"),
 		JournalsKey: a.journals}, testMetrics(), testLogger(t))))
 	testwait.Eventually(t, 10*time.Second, func() bool { return calls.Load() > 4 }, "the relay reading its journals")

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/lua"
@@ -27,9 +28,7 @@ import (
 // and writes no order. The record expires before a redelivery, which must not leave an order
 // beside the compensation either.
 func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	x := msgs[0]
 	ctx := context.Background()
@@ -90,9 +89,7 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 // is finished (the buyer's count lowered, the mark set). A late duplicate after the record is
 // gone must not become an order for a unit that went back to stock.
 func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -140,37 +137,32 @@ func scriptReplyLost(t *testing.T, name string) (redis.UniversalClient, *lostRep
 		t.Fatal(err)
 	}
 	sha := redis.NewScript(src).Hash()
-	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+	return replyLost(t, func(c redis.Cmder) bool {
 		args := c.Args()
 		return c.Name() == "evalsha" && len(args) > 1 && args[1] == sha
-	}}
+	})
+}
+
+// replyLost returns a client on the test Redis whose first command match reports true for
+// runs and then reports an error, as a reply lost on the network after Redis applied the
+// command, and the hook (armed until then).
+func replyLost(t *testing.T, match func(redis.Cmder) bool) (redis.UniversalClient, *lostReplyHook) {
+	t.Helper()
+	h := &lostReplyHook{}
 	h.armed.Store(true)
 	rdb := testsvc.Redis(t)
-	rdb.(*redis.Client).AddHook(h)
+	rdb.(*redis.Client).AddHook(redishook.Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		err := next(ctx, cmd)
+		if err == nil && match(cmd) && h.armed.CompareAndSwap(true, false) {
+			err = redishook.Fail(cmd, errors.New("injected: the reply was lost after Redis applied the command"))
+		}
+		return err
+	}})
 	return rdb, h
 }
 
-// lostReplyHook runs a matching command and then reports an error, as a reply lost on the
-// network after Redis applied the command.
-type lostReplyHook struct {
-	match func(redis.Cmder) bool
-	armed atomic.Bool
-}
-
-func (h *lostReplyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *lostReplyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if err == nil && h.match(cmd) && h.armed.CompareAndSwap(true, false) {
-			err = errors.New("injected: the reply was lost after Redis applied the command")
-			cmd.SetErr(err)
-		}
-		return err
-	}
-}
-func (h *lostReplyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
+// lostReplyHook is armed until its client lost the reply of the command it waits for.
+type lostReplyHook struct{ armed atomic.Bool }
 
 // TestCompensatedMarkAfterItsRow: the compensation's last step marks the record compensated
 // in Redis (so a redelivery skips it). When that mark is applied but its reply is lost, the
@@ -181,18 +173,13 @@ func (h *lostReplyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 // the record's TTL becomes an order for a unit sold again; the protocol simulation's seed 4
 // found it on SQLite once the embedded guard became a transaction).
 func TestCompensatedMarkAfterItsRow(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	_, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	ctx := context.Background()
-	h := &lostReplyHook{match: func(c redis.Cmder) bool {
+	crdb, h := replyLost(t, func(c redis.Cmder) bool {
 		args := c.Args()
 		return c.Name() == "hset" && len(args) >= 3 && strings.HasSuffix(fmt.Sprint(args[2]), ":c")
-	}}
-	h.armed.Store(true)
-	crdb := testsvc.Redis(t)
-	crdb.(*redis.Client).AddHook(h)
+	})
 	comp := must(NewCompensator(db, crdb, testMetrics(), testLogger(t)))
 	if err := comp.Compensate(ctx, msgs[0], "test"); err == nil {
 		t.Fatal("compensate with the mark's reply lost: want an error")
@@ -218,9 +205,7 @@ func TestCompensatedMarkAfterItsRow(t *testing.T) {
 // compensations row is now committed before Redis hears of the compensation: the failed
 // reservation takes no unit, its compensation is finished, and the next buyer gets the order.
 func TestCompensationCutShortTakesNoUnitFromTheNextBuyer(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 1)
+	rdb, db, a := activityOn(t, 1, 1)
 	first := a.reserve(1)[0]
 	ctx := context.Background()
 	crdb, h := scriptReplyLost(t, "inventory_refund.lua")
@@ -317,10 +302,8 @@ func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
 // finished; another id under the same number (a Redis that went back handed the number out
 // again) is not compensated by it, so its own compensation is not skipped.
 func TestCompensatedMarkNamesItsReservation(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
-	a := newTestActivity(t, rdb, db, 1, 10)
 	m := a.reserve(1)[0]
 	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
 		t.Fatal(err)
@@ -350,10 +333,8 @@ func mustNumber(t *testing.T, rid string) int64 {
 // compensations row, of an incarnation a restore replaced since, is acked with nothing done
 // and counted as stale (before, the finish dropped it without a count or a line).
 func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
-	a := newTestActivity(t, rdb, db, 1, 10)
 	m := a.reserve(1)[0]
 	if err := db.Create(&sql.Compensation{ReservationID: m.ReservationID, ActivityID: m.ActivityID,
 		UserID: m.UserID, Quantity: m.Quantity, Reason: "test"}).Error; err != nil {
@@ -382,10 +363,8 @@ func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
 // an earlier call wrote must stay, or the next delivery becomes an order for a unit that
 // went back and may be sold again.
 func TestFinishedCompensationKeepsItsRowWhenItsRecordIsGone(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
-	a := newTestActivity(t, rdb, db, 1, 10)
 	m := a.reserve(1)[0]
 	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
 		t.Fatal(err)

@@ -21,9 +21,7 @@ import (
 // go and the compensation be finished; before, Compensate ignored the FAILED answer, returned
 // ErrOrderExists and the message was acked with the order standing beside returned stock.
 func TestDeadLetterOverFailedRecordUndoesTheOrder(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/faultproxy"
 	"github.com/seckill/seckill/internal/testsvc"
@@ -25,19 +27,14 @@ import (
 // new one in the same group: exactly the reserved count of orders.
 func TestWriterKilledMidStream(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 4, 3000)
-	a.reserve(3000)
-	log := testLogger(t)
-	m := testMetrics()
+	rdb, db, a, m, log := reservedPipeline(t, 4, 3000, 3000)
 	opts := rmqOptions(t, a)
 	pub, err := NewRocketMQ(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pub.Close() })
-	startRelay(t, context.Background(), must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
+	relayJournals(t, rdb, pub, a, m, log)
 
 	consume := func() *RocketMQ {
 		o := opts
@@ -46,10 +43,7 @@ func TestWriterKilledMidStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 100, MaxOrdersPerSecond: 1500}, m, log))
-		if err := q.Subscribe(w.Handle); err != nil {
-			t.Fatal(err)
-		}
+		subscribeWriter(t, q, rdb, WriterOptions{BatchSize: 100, MaxOrdersPerSecond: 1500}, m, log)
 		return q
 	}
 	first := consume()
@@ -58,15 +52,10 @@ func TestWriterKilledMidStream(t *testing.T) {
 	mid := countOrders(t, db, a.id).rows
 	second := consume()
 	t.Cleanup(func() { second.Close() })
-	waitOrders(t, db, a, 3000, 120*time.Second)
-	c := countOrders(t, db, a.id)
-	if c.rows != 3000 || c.distinct != 3000 {
-		t.Fatalf("orders %+v, want 3000 distinct", c)
-	}
+	assertExactOrders(t, rdb, db, a, 3000, 120*time.Second, m, log)
 	if mid >= 3000 {
 		t.Logf("note: the first writer finished before it was killed (%d)", mid)
 	}
-	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 3000)
 }
 
 // stallingPublisher publishes the first n batches, then blocks until ctx ends: a relay
@@ -91,18 +80,9 @@ func (p *stallingPublisher) Publish(ctx context.Context, msgs []Message) error {
 // a second relay claims them after ClaimIdle: exact count, nothing doubled.
 func TestRelayKilledMidStream(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 4, 2000)
-	a.reserve(2000)
-	log := testLogger(t)
-	m := testMetrics()
-	q := NewMemQueue(4096, nil)
-	t.Cleanup(func() { q.Close() })
-	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
-	if err := q.Subscribe(w.Handle); err != nil {
-		t.Fatal(err)
-	}
+	rdb, db, a, m, log := reservedPipeline(t, 4, 2000, 2000)
+	q := memQueue(t, 4096)
+	subscribeWriter(t, q, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log)
 	sp := &stallingPublisher{inner: q, stalled: make(chan struct{})}
 	sp.n.Store(3)
 	stop := startRelay(t, context.Background(), must(NewRelay(rdb, sp, RelayOptions{InstanceID: uniq("dying"), Batch: 100,
@@ -120,12 +100,7 @@ func TestRelayKilledMidStream(t *testing.T) {
 	t.Logf("killed relay left %d entries pending", left)
 	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("heir"), Batch: 100,
 		ClaimIdle: time.Second, JournalsKey: a.journals}, m, log)))
-	waitOrders(t, db, a, 2000, 60*time.Second)
-	c := countOrders(t, db, a.id)
-	if c.rows != 2000 || c.distinct != 2000 {
-		t.Fatalf("orders %+v", c)
-	}
-	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 2000)
+	assertExactOrders(t, rdb, db, a, 2000, 60*time.Second, m, log)
 }
 
 // switchPublisher sends through down while the switch is off and through up once it is on.
@@ -151,12 +126,7 @@ func (p *switchPublisher) Publish(ctx context.Context, msgs []Message) error {
 // nothing doubled, and nothing acknowledged in the journal while the queue was down.
 func TestQueueUnavailable(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 4, 1000)
-	a.reserve(1000)
-	log := testLogger(t)
-	m := testMetrics()
+	rdb, db, a, m, log := reservedPipeline(t, 4, 1000, 1000)
 	deadProducer, err := rocketmq.NewProducer(producer.WithNameServer([]string{"127.0.0.1:1"}),
 		producer.WithGroupName("otp-dead-"+a.id), producer.WithInstanceName(uniq("otdead")),
 		producer.WithRetry(0), producer.WithSendMsgTimeout(300*time.Millisecond))
@@ -173,10 +143,7 @@ func TestQueueUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { live.Close() })
-	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
-	if err := live.Subscribe(w.Handle); err != nil {
-		t.Fatal(err)
-	}
+	subscribeWriter(t, live, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log)
 	sw := &switchPublisher{down: dead, up: live}
 	startRelay(t, context.Background(), must(NewRelay(rdb, sw, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals,
 		MaxBackoff: 300 * time.Millisecond, ClaimIdle: 2 * time.Second}, m, log)))
@@ -190,23 +157,14 @@ func TestQueueUnavailable(t *testing.T) {
 		t.Fatalf("while down: %d failed publishes, report %+v; want failures and everything pending", sw.failures.Load(), rep)
 	}
 	sw.on.Store(true)
-	waitOrders(t, db, a, 1000, 60*time.Second)
-	if c := countOrders(t, db, a.id); c.rows != 1000 || c.distinct != 1000 {
-		t.Fatalf("orders %+v", c)
-	}
-	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 1000)
+	assertExactOrders(t, rdb, db, a, 1000, 60*time.Second, m, log)
 }
 
 // TestMySQLUnavailable cuts the writer off MariaDB (a fault proxy) mid-stream, then lets it
 // back: nothing lost, nothing doubled, connections never above the pool.
 func TestMySQLUnavailable(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 4, 2000)
-	a.reserve(2000)
-	log := testLogger(t)
-	m := testMetrics()
+	rdb, db, a, m, log := reservedPipeline(t, 4, 2000, 2000)
 	proxy, err := faultproxy.New("127.0.0.1:0", "127.0.0.1:3306")
 	if err != nil {
 		t.Fatal(err)
@@ -214,13 +172,12 @@ func TestMySQLUnavailable(t *testing.T) {
 	t.Cleanup(func() { proxy.Close() })
 	dsn := strings.Replace(testsvc.MySQLDSN, "127.0.0.1:3306", proxy.Addr(), 1) + "&timeout=1s&readTimeout=3s&writeTimeout=3s"
 	w := must(NewWriter(openDB(t, dsn), rdb, WriterOptions{BatchSize: 50, MaxOrdersPerSecond: 500, PoolSize: 3}, m, log))
-	peak := poolWatch(t, w)
-	q := NewMemQueue(4096, nil)
-	t.Cleanup(func() { q.Close() })
+	peak := testsvc.PoolPeak(t, w.db)
+	q := memQueue(t, 4096)
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
-	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
+	relayJournals(t, rdb, q, a, m, log)
 	testwait.Eventually(t, 30*time.Second, func() bool { return countOrders(t, db, a.id).rows >= 300 }, "first orders")
 	if err := proxy.Disable(); err != nil {
 		t.Fatal(err)
@@ -232,14 +189,21 @@ func TestMySQLUnavailable(t *testing.T) {
 	if err := proxy.Enable(); err != nil {
 		t.Fatal(err)
 	}
-	waitOrders(t, db, a, 2000, 60*time.Second)
-	if c := countOrders(t, db, a.id); c.rows != 2000 || c.distinct != 2000 {
-		t.Fatalf("orders %+v", c)
-	}
+	assertExactOrders(t, rdb, db, a, 2000, 60*time.Second, m, log)
 	if p := peak(); p > 3 {
 		t.Fatalf("writer pool peaked at %d, pool size 3", p)
 	}
-	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, 2000)
+}
+
+// assertExactOrders waits (up to timeout) for want orders of a in MySQL, none PENDING, checks
+// that each reservation became one order, and that the reconciliation of a finds no drift.
+func assertExactOrders(t *testing.T, rdb redis.UniversalClient, db *gorm.DB, a *testActivity, want int64, timeout time.Duration, m *Metrics, log *slog.Logger) {
+	t.Helper()
+	waitOrders(t, db, a, want, timeout)
+	if c := countOrders(t, db, a.id); c.rows != want || c.distinct != want {
+		t.Fatalf("orders %+v, want %d distinct", c, want)
+	}
+	assertReconciled(t, must(NewReconciler(db, rdb, ReconcileOptions{}, m, log)), a, want)
 }
 
 // pendingEntries counts journal entries read by some relay but not acknowledged.

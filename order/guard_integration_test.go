@@ -185,9 +185,7 @@ func checkGuard(t *testing.T, seed uint64, db *gorm.DB, a *testActivity, msgs []
 // buyer's order and the third's fit, and nothing is refused.
 func TestPoisonedRowTakesNoUnit(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 2)
+	rdb, db, a := activityOn(t, 1, 2)
 	prefix := strings.Repeat("p", 255)
 	msgs := a.reserveFor([]string{prefix + "-a-" + a.id, prefix + "-b-" + a.id, "c-" + a.id}, 1)
 	m := testMetrics()
@@ -220,9 +218,7 @@ func TestPoisonedRowTakesNoUnit(t *testing.T) {
 // exists the order is written.
 func TestReservationOfAnActivityWithoutARowWaits(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 5)
+	rdb, db, a := activityOn(t, 1, 5)
 	if err := db.Exec("DELETE FROM activities WHERE id = ?", a.id).Error; err != nil {
 		t.Fatal(err)
 	}

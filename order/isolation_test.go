@@ -67,9 +67,7 @@ func running(t *testing.T, db *gorm.DB, conn int64) bool {
 // reservation id, the cut runs, then the row goes.
 func TestRestoreCutHoldsAtReadCommitted(t *testing.T) {
 	// Not parallel: the blocking row holds a lock in the orders' unique index meanwhile.
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	wdb, rdbc := readCommittedDB(t), readCommittedDB(t)
 	// One connection each, so the test knows which server thread runs the writer's insert

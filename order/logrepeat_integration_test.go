@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/syncbuf"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 	"github.com/seckill/seckill/inventory"
@@ -20,7 +21,7 @@ import (
 // as a journal on a dead cluster node would fail): the failure is logged once, not a failure
 // and a recovery line every poll, and the other journal keeps being relayed.
 func TestRelayOneBrokenJournalLogsOnce(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	rdb := testsvc.Redis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -60,7 +61,7 @@ func TestRelayOneBrokenJournalLogsOnce(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	recs := buf.lines(t)
+	recs := buf.Records(t)
 	if n, _ := countMsg(recs, "relaying a journal failed"); n != 1 {
 		t.Fatalf("%d failure lines for one journal broken for ~1 s, want 1", n)
 	}

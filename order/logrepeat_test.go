@@ -1,61 +1,21 @@
 package order
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/syncbuf"
 )
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines decodes every line as a JSON log record; a line that is not JSON fails the test.
-func (s *syncBuffer) lines(t testing.TB) []map[string]any {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
-		if l == "" {
-			continue
-		}
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
-			t.Fatalf("log line is not JSON: %q", l)
-		}
-		out = append(out, rec)
-	}
-	return out
-}
-
+// countMsg counts the records with msg and sums their "suppressed".
 func countMsg(recs []map[string]any, msg string) (n int, suppressed float64) {
-	for _, r := range recs {
-		if r["msg"] == msg {
-			n++
-			if s, ok := r["suppressed"].(float64); ok {
-				suppressed += s
-			}
-		}
-	}
-	return n, suppressed
+	return syncbuf.Count(recs, msg, "suppressed")
 }
 
 // deadRedis returns a client of an address nobody listens on.
@@ -78,7 +38,7 @@ func deadRedis(t testing.TB) redis.UniversalClient {
 // own lines arrive as structured JSON records through the service's logger, also once. Not
 // parallel: it installs the process-wide go-redis logger.
 func TestRelayWithRedisDownLogsOnce(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	redis.SetLogger(NewRedisLogger(log))
 	t.Cleanup(func() { redis.SetLogger(NewRedisLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))) })
@@ -96,7 +56,7 @@ func TestRelayWithRedisDownLogsOnce(t *testing.T) {
 	if fails < 5 {
 		t.Fatalf("only %v failed discover rounds in 2 s", fails)
 	}
-	recs := buf.lines(t)
+	recs := buf.Records(t)
 	if n, _ := countMsg(recs, "reading the journal list failed"); n != 1 {
 		t.Fatalf("%d lines for %v failed rounds, want 1", n, fails)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/internal/prom"
 )
 
 // Metrics are the order pipeline's Prometheus series. Build one per process with
@@ -52,53 +54,52 @@ var (
 // and registers them with reg; an error when reg refuses one (a name already registered).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		JournalLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_journal_lag_units",
-			Help: "Units reserved in Redis but not yet handed to the queue."}, []string{"activity"}),
-		InFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_in_flight_units",
-			Help: "Units handed to the queue but not yet confirmed or failed."}, []string{"activity"}),
-		RelaySent: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_relay_sent_total",
-			Help: "Journal entries confirmed sent to the queue (resends included)."}),
-		RelayAcked: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_relay_acked_total",
-			Help: "Journal entries acknowledged after their send."}),
-		RelayClaimed: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_relay_claimed_total",
-			Help: "Journal entries claimed from a relay that left them pending."}),
-		RelayErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_relay_errors_total",
-			Help: "Relay errors by operation (discover, claim, read, publish, ack)."}, []string{"op"}),
-		WriterCommits: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_commits_total",
-			Help: "Orders committed to MySQL and confirmed in Redis."}),
-		WriterBatches: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_batches_total",
-			Help: "Batches written to MySQL."}),
-		WriterRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_writer_retries_total",
-			Help: "Writer batches handed back for redelivery or retried in process, by reason (lock, mysql, redis, panic, other)."}, []string{"reason"}),
-		WriterErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_writer_errors_total",
-			Help: "Failed writes, by what the error means: poison rows are dead-lettered, every other class waits and retries."}, []string{"class"}),
-		WriterFailing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_order_writer_consecutive_failures",
-			Help: "Writes that failed in a row since the last successful one (0 when healthy)."}),
-		WriterLastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "seckill_order_writer_last_success_timestamp_seconds",
-			Help: "Unix time of the writer's last successful write (0 before the first)."}),
-		WriterStale: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_writer_stale_dropped_total",
-			Help: "Messages of a reservation older than the activity's last restore (an incarnation below MySQL's) dropped without an order: the restore counted their units unsold (the log line names the activity)."}),
-		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_dead_letters_total",
-			Help: "Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, rid_conflict, insert, no_activity, max_attempts)."}, []string{"reason"}),
-		Compensations: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_compensations_total",
-			Help: "Reservations failed for good whose stock went back to Redis."}),
-		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_reconcile_drift_units",
-			Help: "stock - redisRemaining - ordersInDb - journalPending - inFlight; 0 when all agree."}, []string{"activity"}),
-		Orphans: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_reconcile_orphan_reservations",
-			Help: "PENDING reservations older than the orphan bound that could not be repaired."}, []string{"activity"}),
-		Repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_reconcile_repairs_total",
-			Help: "Repairs made by reconciliation, by kind (confirm)."}, []string{"kind"}),
-		ReconcileFails: prometheus.NewCounter(prometheus.CounterOpts{Name: "seckill_order_reconcile_failures_total",
-			Help: "Reconciliation rounds that failed for an activity."}),
-		Lost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "seckill_order_lost_reservations",
-			Help: "Reservations answered 202 that never reached MySQL (lost with Redis), as the last restore listed them."}, []string{"activity"}),
-		OrdersWritten: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_orders_written_total",
-			Help: "Orders committed to MySQL and confirmed in Redis, by activity."}, []string{"activity"}),
-		ActivityCompensations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_order_activity_compensations_total",
-			Help: "Reservations failed for good whose stock went back to Redis, by activity."}, []string{"activity"}),
-		Refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "seckill_orders_refused_total",
-			Help: "Reservations answered 202 whose order MySQL refused (reason stock: the activity's stock was sold; limit: the buyer held the per-user limit): Redis lost or duplicated state, and the activity is fenced for a restore."},
-			[]string{"activity", "reason"}),
+		JournalLag: prom.GaugeVec("seckill_order_journal_lag_units",
+			"Units reserved in Redis but not yet handed to the queue.", "activity"),
+		InFlight: prom.GaugeVec("seckill_order_in_flight_units",
+			"Units handed to the queue but not yet confirmed or failed.", "activity"),
+		RelaySent: prom.Counter("seckill_order_relay_sent_total",
+			"Journal entries confirmed sent to the queue (resends included)."),
+		RelayAcked: prom.Counter("seckill_order_relay_acked_total",
+			"Journal entries acknowledged after their send."),
+		RelayClaimed: prom.Counter("seckill_order_relay_claimed_total",
+			"Journal entries claimed from a relay that left them pending."),
+		RelayErrors: prom.CounterVec("seckill_order_relay_errors_total",
+			"Relay errors by operation (discover, claim, read, publish, ack).", "op"),
+		WriterCommits: prom.Counter("seckill_order_writer_commits_total",
+			"Orders committed to MySQL and confirmed in Redis."),
+		WriterBatches: prom.Counter("seckill_order_writer_batches_total",
+			"Batches written to MySQL."),
+		WriterRetries: prom.CounterVec("seckill_order_writer_retries_total",
+			"Writer batches handed back for redelivery or retried in process, by reason (lock, mysql, redis, panic, other).", "reason"),
+		WriterErrors: prom.CounterVec("seckill_order_writer_errors_total",
+			"Failed writes, by what the error means: poison rows are dead-lettered, every other class waits and retries.", "class"),
+		WriterFailing: prom.Gauge("seckill_order_writer_consecutive_failures",
+			"Writes that failed in a row since the last successful one (0 when healthy)."),
+		WriterLastSuccess: prom.Gauge("seckill_order_writer_last_success_timestamp_seconds",
+			"Unix time of the writer's last successful write (0 before the first)."),
+		WriterStale: prom.Counter("seckill_order_writer_stale_dropped_total",
+			"Messages of a reservation older than the activity's last restore (an incarnation below MySQL's) dropped without an order: the restore counted their units unsold (the log line names the activity)."),
+		DeadLetters: prom.CounterVec("seckill_order_dead_letters_total",
+			"Messages that can never become orders, by reason (bad_journal_entry, bad_message, seq_conflict, rid_conflict, insert, no_activity, max_attempts).", "reason"),
+		Compensations: prom.Counter("seckill_order_compensations_total",
+			"Reservations failed for good whose stock went back to Redis."),
+		Drift: prom.GaugeVec("seckill_order_reconcile_drift_units",
+			"stock - redisRemaining - ordersInDb - journalPending - inFlight; 0 when all agree.", "activity"),
+		Orphans: prom.GaugeVec("seckill_order_reconcile_orphan_reservations",
+			"PENDING reservations older than the orphan bound that could not be repaired.", "activity"),
+		Repairs: prom.CounterVec("seckill_order_reconcile_repairs_total",
+			"Repairs made by reconciliation, by kind (confirm).", "kind"),
+		ReconcileFails: prom.Counter("seckill_order_reconcile_failures_total",
+			"Reconciliation rounds that failed for an activity."),
+		Lost: prom.GaugeVec("seckill_order_lost_reservations",
+			"Reservations answered 202 that never reached MySQL (lost with Redis), as the last restore listed them.", "activity"),
+		OrdersWritten: prom.CounterVec("seckill_order_orders_written_total",
+			"Orders committed to MySQL and confirmed in Redis, by activity.", "activity"),
+		ActivityCompensations: prom.CounterVec("seckill_order_activity_compensations_total",
+			"Reservations failed for good whose stock went back to Redis, by activity.", "activity"),
+		Refused: prom.CounterVec("seckill_orders_refused_total",
+			"Reservations answered 202 whose order MySQL refused (reason stock: the activity's stock was sold; limit: the buyer held the per-user limit): Redis lost or duplicated state, and the activity is fenced for a restore.", "activity", "reason"),
 	}
 	for _, c := range errClasses {
 		m.WriterErrors.WithLabelValues(string(c))
@@ -115,12 +116,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, v := range repairKinds {
 		m.Repairs.WithLabelValues(v)
 	}
-	for _, c := range []prometheus.Collector{m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
+	if err := prom.Register(reg, m.JournalLag, m.InFlight, m.RelaySent, m.RelayAcked, m.RelayClaimed, m.RelayErrors,
 		m.WriterCommits, m.WriterBatches, m.WriterRetries, m.WriterErrors, m.WriterFailing, m.WriterLastSuccess, m.WriterStale, m.DeadLetters, m.Compensations, m.Drift,
-		m.Orphans, m.Repairs, m.ReconcileFails, m.OrdersWritten, m.ActivityCompensations, m.Lost, m.Refused} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("order: register metrics: %w", err)
-		}
+		m.Orphans, m.Repairs, m.ReconcileFails, m.OrdersWritten, m.ActivityCompensations, m.Lost, m.Refused); err != nil {
+		return nil, fmt.Errorf("order: register metrics: %w", err)
 	}
 	return m, nil
 }

@@ -4,40 +4,55 @@ package order
 
 import (
 	"context"
+	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"gorm.io/gorm"
 
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
-// poolWatch samples the writer pool's open connections until stopped and reports the peak.
-func poolWatch(t testing.TB, w *Writer) (peak func() int) {
-	sdb, err := w.db.DB()
-	if err != nil {
+// activityOn is the start of most tests: the test Redis and MySQL, and an activity of stock
+// units on shards in both.
+func activityOn(t *testing.T, shards int, stock int64) (redis.UniversalClient, *gorm.DB, *testActivity) {
+	t.Helper()
+	rdb := testsvc.Redis(t)
+	db := mysqlDB(t)
+	return rdb, db, newTestActivity(t, rdb, db, shards, stock)
+}
+
+// reservedPipeline is the start of a pipeline test: the test Redis and MySQL, an activity of
+// stock units on shards of which reserved are reserved (their entries in its journals), fresh
+// metrics and a logger.
+func reservedPipeline(t *testing.T, shards int, stock int64, reserved int) (redis.UniversalClient, *gorm.DB, *testActivity, *Metrics, *slog.Logger) {
+	t.Helper()
+	rdb, db, a := activityOn(t, shards, stock)
+	a.reserve(reserved)
+	return rdb, db, a, testMetrics(), testLogger(t)
+}
+
+// subscribeWriter subscribes to q a writer (opts) with a pool of its own on the test MySQL.
+func subscribeWriter(t testing.TB, q Subscriber, rdb redis.UniversalClient, opts WriterOptions, m *Metrics, log *slog.Logger) *Writer {
+	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, opts, m, log))
+	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
-	var max atomic.Int64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			if n := int64(sdb.Stats().OpenConnections); n > max.Load() {
-				max.Store(n)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(done) }); wg.Wait() })
-	return func() int { return int(max.Load()) }
+	return w
+}
+
+// memQueue is a MemQueue of n messages, closed when the test ends.
+func memQueue(t testing.TB, n int) *MemQueue {
+	q := NewMemQueue(n, nil)
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+// relayJournals starts a relay (the default options) of a's journals to pub.
+func relayJournals(t testing.TB, rdb redis.UniversalClient, pub Publisher, a *testActivity, m *Metrics, log *slog.Logger) (stop func()) {
+	return startRelay(t, context.Background(), must(NewRelay(rdb, pub, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
 }
 
 func startRelay(t testing.TB, ctx context.Context, r *Relay) (stop func()) {
@@ -78,12 +93,7 @@ func TestRocketMQBrokerDiscovery(t *testing.T) {
 // -> MySQL and checks exactly 5,000 orders, all CONFIRMED, drift 0, pool never exceeded.
 func TestPipeline5000(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 8, 6000)
-	a.reserve(5000)
-	log := testLogger(t)
-	m := testMetrics()
+	rdb, db, a, m, log := reservedPipeline(t, 8, 6000, 5000)
 
 	q, err := NewRocketMQ(rmqOptions(t, a))
 	if err != nil {
@@ -91,11 +101,11 @@ func TestPipeline5000(t *testing.T) {
 	}
 	t.Cleanup(func() { q.Close() })
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{BatchSize: 200, MaxOrdersPerSecond: -1, PoolSize: 4}, m, log))
-	peak := poolWatch(t, w)
+	peak := testsvc.PoolPeak(t, w.db)
 	if err := q.Subscribe(w.Handle); err != nil {
 		t.Fatal(err)
 	}
-	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
+	relayJournals(t, rdb, q, a, m, log)
 
 	waitOrders(t, db, a, 5000, 90*time.Second)
 	c := countOrders(t, db, a.id)

@@ -14,19 +14,13 @@ import (
 // shows a drift of exactly its units.
 func TestReconcileDetectsDeletedOrder(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 2, 100)
+	rdb, db, a := activityOn(t, 2, 100)
 	msgs := a.reserveFor([]string{"u1-" + a.id, "u2-" + a.id, "u3-" + a.id}, 2)
 	m := testMetrics()
 	log := testLogger(t)
-	q := NewMemQueue(16, nil)
-	t.Cleanup(func() { q.Close() })
-	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log))
-	if err := q.Subscribe(w.Handle); err != nil {
-		t.Fatal(err)
-	}
-	startRelay(t, context.Background(), must(NewRelay(rdb, q, RelayOptions{InstanceID: uniq("r"), JournalsKey: a.journals}, m, log)))
+	q := memQueue(t, 16)
+	subscribeWriter(t, q, rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, log)
+	relayJournals(t, rdb, q, a, m, log)
 	waitOrders(t, db, a, 3, 20*time.Second)
 	rec := must(NewReconciler(db, rdb, ReconcileOptions{ActivitiesKey: a.activities}, m, log))
 	assertReconciled(t, rec, a, 6)
@@ -51,9 +45,7 @@ func TestReconcileDetectsDeletedOrder(t *testing.T) {
 // PENDING reservation with no order is only reported.
 func TestReconcileRepairsOrphan(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(2)
 	ctx := context.Background()
 	if err := db.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq) VALUES (?,?,?,?,?)",

@@ -33,9 +33,7 @@ func activityRow(t *testing.T, a *testActivity, stock int64) sql.Activity {
 // limit. The writer's dead-letter path acknowledges it and changes nothing in Redis or MySQL.
 func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	activityRow(t, a, 10)

@@ -18,9 +18,7 @@ import (
 // goes back.
 func TestReusedReservationIDIsNotADuplicate(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	first := a.reserveFor([]string{"alice-" + a.id}, 1)

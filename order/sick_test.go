@@ -60,9 +60,7 @@ func late(msgs []Message, attempts int) []Message {
 // the blocking transaction ends they become orders.
 func TestStatementTimeoutWaitsForMySQL(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(3)
 	blocker := db.Begin()
 	if err := blocker.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq) VALUES (?,?,?,?,?)",
@@ -228,9 +226,7 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 // becoming an order.
 func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(2)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -322,9 +318,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 // order.
 func TestWriterRacingCompensatorIsExact(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 2, 300)
+	rdb, db, a := activityOn(t, 2, 300)
 	msgs := a.reserve(300)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -386,9 +380,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 // panicking alone, dead-lettered, while the others of its batch become orders.
 func TestPanickingMessageIsIsolated(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 2, 10)
+	rdb, db, a := activityOn(t, 2, 10)
 	msgs := a.reserve(4)
 	bad := msgs[2].ReservationID
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 3}, testMetrics(), testLogger(t)))

@@ -19,9 +19,7 @@ import (
 // existed stays confirmed and a message of the current incarnation is written.
 func TestLateMessageOfAnOlderIncarnationIsRefused(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	m := testMetrics()
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, m, testLogger(t)))

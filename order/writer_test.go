@@ -12,15 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/internal/syncbuf"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
 )
 
 func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 2, 10)
+	rdb, db, a := activityOn(t, 2, 10)
 	msgs := a.reserve(1)
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	// Three deliveries, two of them concurrent, one in a batch with itself.
@@ -53,9 +52,7 @@ func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 
 func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserveFor([]string{"buyer-" + a.id}, 3)
 	ctx := context.Background()
 	k, n := keysOf(msgs[0])
@@ -117,9 +114,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 
 func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, _, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -140,9 +135,7 @@ func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 
 func TestSeqConflictIsCompensated(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	user := "twice-" + a.id
 	first := a.reserveFor([]string{user}, 1)
 	a.users[user] = 0 // a buggy upstream hands out seq 1 twice
@@ -162,12 +155,10 @@ func TestSeqConflictIsCompensated(t *testing.T) {
 
 func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 2, 100)
+	rdb, db, a := activityOn(t, 2, 100)
 	msgs := a.reserve(50)
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
-	var logged syncBuffer
+	var logged syncbuf.Buffer
 	q := NewMemQueue(100, slog.New(slog.NewJSONHandler(&logged, nil)))
 	var panics atomic.Int32
 	if err := q.Subscribe(func(ctx context.Context, ms []Message) error {
@@ -188,7 +179,7 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	}
 	// Each panic is logged once, by the queue, with the panic and where it happened.
 	var lines int
-	for _, rec := range logged.lines(t) {
+	for _, rec := range logged.Records(t) {
 		if rec["msg"] != "message handler panicked; the batch will be delivered again" {
 			continue
 		}
@@ -204,9 +195,7 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 
 func TestDataErrorIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserve(1)
 	// A seq beyond the INT column is a permanent data error (strict mode): the writer
 	// isolates the row, dead-letters it and compensates the reservation; the good one in
@@ -238,9 +227,7 @@ func TestDataErrorIsDeadLettered(t *testing.T) {
 // never recreates the drained shard's stock.
 func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	t.Parallel()
-	rdb := testsvc.Redis(t)
-	db := mysqlDB(t)
-	a := newTestActivity(t, rdb, db, 1, 10)
+	rdb, _, a := activityOn(t, 1, 10)
 	msgs := a.reserveFor([]string{"moved-" + a.id}, 2)
 	ctx := context.Background()
 	old, n := keysOf(msgs[0])

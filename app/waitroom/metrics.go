@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/seckill/seckill/internal/prom"
 )
 
 // Metrics are the waiting room's collectors, labelled by activity. Build them with NewMetrics.
@@ -39,30 +41,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 func newMetrics() *Metrics {
 	return &Metrics{
-		length: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "seckill_waitroom_queue_length", Help: "Places in line not yet reached by the inlet, as this instance last read the line.",
-		}, []string{"activity"}),
-		outflow: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "seckill_waitroom_outflow_per_second", Help: "Places the inlet served per second (admitted or skipped) over the last 10 s, as measured by this instance.",
-		}, []string{"activity"}),
-		joined: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_waitroom_joined_total", Help: "Places taken through this instance (not rejoins).",
-		}, []string{"activity"}),
-		admitted: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_waitroom_admitted_total", Help: "Places admitted by this instance's inlet steps (while it held the lease); rate() is admitted per second.",
-		}, []string{"activity"}),
-		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_waitroom_abandoned_total", Help: "Places skipped by this instance's inlet steps: no heartbeat within the bound.",
-		}, []string{"activity"}),
-		passesUsed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_waitroom_passes_used_total", Help: "Passes a reservation took through this instance (those given back included).",
-		}, []string{"activity"}),
-		passesReturned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_waitroom_passes_returned_total", Help: "Passes given back through this instance because their reservation was refused or its outcome is unknown: the buyer's turn goes on.",
-		}, []string{"activity"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "seckill_waitroom_step_errors_total", Help: "Periods of following or of the inlet that failed (Redis errors).",
-		}, []string{"activity"}),
+		length: prom.GaugeVec("seckill_waitroom_queue_length",
+			"Places in line not yet reached by the inlet, as this instance last read the line.", "activity"),
+		outflow: prom.GaugeVec("seckill_waitroom_outflow_per_second",
+			"Places the inlet served per second (admitted or skipped) over the last 10 s, as measured by this instance.", "activity"),
+		joined: prom.CounterVec("seckill_waitroom_joined_total",
+			"Places taken through this instance (not rejoins).", "activity"),
+		admitted: prom.CounterVec("seckill_waitroom_admitted_total",
+			"Places admitted by this instance's inlet steps (while it held the lease); rate() is admitted per second.", "activity"),
+		abandoned: prom.CounterVec("seckill_waitroom_abandoned_total",
+			"Places skipped by this instance's inlet steps: no heartbeat within the bound.", "activity"),
+		passesUsed: prom.CounterVec("seckill_waitroom_passes_used_total",
+			"Passes a reservation took through this instance (those given back included).", "activity"),
+		passesReturned: prom.CounterVec("seckill_waitroom_passes_returned_total",
+			"Passes given back through this instance because their reservation was refused or its outcome is unknown: the buyer's turn goes on.", "activity"),
+		errors: prom.CounterVec("seckill_waitroom_step_errors_total",
+			"Periods of following or of the inlet that failed (Redis errors).", "activity"),
 		etaError: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_waitroom_eta_error_ratio",
 			Help:    "|predicted - actual| / actual wait of the places admitted, for the first ETA given here once 5 s of outflow were measured.",

@@ -101,19 +101,7 @@ func TestSkippedPlaceGetsNoPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := r.lineOf("a1")
-	for i := 0; i < 100; i++ {
-		if err := r.stepLine(ctx, ln, w); err != nil {
-			t.Fatalf("step %d: %v", i, err)
-		}
-		if v := ln.view.Load(); v != nil && v.pos >= 2 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := r.stepLine(ctx, ln, w); err != nil { // the view after the last move
-		t.Fatal(err)
-	}
+	ln := stepUntil(ctx, t, r, "a1", w, 2)
 	now := time.Now()
 	if st, err := r.Status(ctx, "a1", "gone", gone.N, w, now, false, now); err != nil || st.State != StateSkipped || st.Pass != "" {
 		t.Fatalf("the skipped place: %+v %v, want SKIPPED without a pass (view %+v)", st, err, ln.view.Load())
@@ -121,6 +109,26 @@ func TestSkippedPlaceGetsNoPass(t *testing.T) {
 	if st, err := r.Status(ctx, "a1", "live", live.N, w, now, false, now); err != nil || st.State != StateAdmitted || st.Pass == "" {
 		t.Fatalf("the live place: %+v %v, want ADMITTED", st, err)
 	}
+}
+
+// stepUntil steps activity id's line until its inlet moved past pos places (at most 100
+// steps, 20 ms apart), then once more for the view after the last move, and returns the line.
+func stepUntil(ctx context.Context, t *testing.T, r *Room, id string, w config.WaitingRoom, pos uint64) *line {
+	t.Helper()
+	ln := r.lineOf(id)
+	for i := 0; i < 100; i++ {
+		if err := r.stepLine(ctx, ln, w); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if v := ln.view.Load(); v != nil && v.pos >= pos {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := r.stepLine(ctx, ln, w); err != nil { // the view after the last move
+		t.Fatal(err)
+	}
+	return ln
 }
 
 // A poll never shows a pass that cannot be used: once a reservation used it, the poll answers
@@ -135,19 +143,7 @@ func TestUsedPassIsNotShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := r.lineOf("a1")
-	for i := 0; i < 100; i++ {
-		if err := r.stepLine(ctx, ln, w); err != nil {
-			t.Fatalf("step %d: %v", i, err)
-		}
-		if v := ln.view.Load(); v != nil && v.pos >= 1 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := r.stepLine(ctx, ln, w); err != nil { // the view after the move
-		t.Fatal(err)
-	}
+	stepUntil(ctx, t, r, "a1", w, 1)
 	now := time.Now()
 	st, err := r.Status(ctx, "a1", "u1", tk.N, w, now, false, now)
 	if err != nil || st.State != StateAdmitted || st.Pass == "" {

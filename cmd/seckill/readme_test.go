@@ -9,10 +9,11 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/syncbuf"
 )
 
 // The README's command blocks run as pasted (issue 45 item 6). Every ```sh block of README.md
@@ -114,7 +115,7 @@ func TestREADMECommandsRunAsPasted(t *testing.T) {
 	run.Dir = "../.." // the module root, where a reader pastes it
 	run.Env = embeddedEnv(t)
 	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out lockedBuilder
+	var out syncbuf.Buffer
 	run.Stdout, run.Stderr = &out, &out
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -253,25 +254,6 @@ func fencedBlocks(doc string) []mdBlock {
 		}
 	}
 	return blocks
-}
-
-// lockedBuilder is a strings.Builder that a process's output may be copied into while the test
-// reads it.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedBuilder) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuilder) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // lastLines is the last 40 lines of s.

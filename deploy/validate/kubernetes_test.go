@@ -84,6 +84,16 @@ func decodeStrict[T any](t *testing.T, where string, doc []byte) *T {
 	return v
 }
 
+// decodeNamed decodes doc strictly into a T and files it in into under its name.
+func decodeNamed[T any, P interface {
+	*T
+	GetName() string
+}](t *testing.T, into map[string]*T, where string, doc []byte) {
+	t.Helper()
+	v := decodeStrict[T](t, where, doc)
+	into[P(v).GetName()] = v
+}
+
 func loadManifests(t *testing.T) manifests {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
@@ -132,32 +142,23 @@ func loadManifests(t *testing.T) manifests {
 			}
 			switch gvk := tm.APIVersion + " " + tm.Kind; gvk {
 			case "apps/v1 Deployment":
-				d := decodeStrict[appsv1.Deployment](t, where, []byte(doc))
-				m.deployments[d.Name] = d
+				decodeNamed(t, m.deployments, where, []byte(doc))
 			case "v1 Service":
-				s := decodeStrict[corev1.Service](t, where, []byte(doc))
-				m.services[s.Name] = s
+				decodeNamed(t, m.services, where, []byte(doc))
 			case "v1 ConfigMap":
-				c := decodeStrict[corev1.ConfigMap](t, where, []byte(doc))
-				m.configMaps[c.Name] = c
+				decodeNamed(t, m.configMaps, where, []byte(doc))
 			case "v1 Secret":
-				s := decodeStrict[corev1.Secret](t, where, []byte(doc))
-				m.secrets[s.Name] = s
+				decodeNamed(t, m.secrets, where, []byte(doc))
 			case "policy/v1 PodDisruptionBudget":
-				p := decodeStrict[policyv1.PodDisruptionBudget](t, where, []byte(doc))
-				m.pdbs[p.Name] = p
+				decodeNamed(t, m.pdbs, where, []byte(doc))
 			case "autoscaling/v2 HorizontalPodAutoscaler":
-				h := decodeStrict[autoscalingv2.HorizontalPodAutoscaler](t, where, []byte(doc))
-				m.hpas[h.Name] = h
+				decodeNamed(t, m.hpas, where, []byte(doc))
 			case "networking.k8s.io/v1 NetworkPolicy":
-				n := decodeStrict[networkingv1.NetworkPolicy](t, where, []byte(doc))
-				m.netpols[n.Name] = n
+				decodeNamed(t, m.netpols, where, []byte(doc))
 			case "batch/v1 Job":
-				j := decodeStrict[batchv1.Job](t, where, []byte(doc))
-				m.jobs[j.Name] = j
+				decodeNamed(t, m.jobs, where, []byte(doc))
 			case "monitoring.coreos.com/v1 ServiceMonitor":
-				sm := decodeStrict[serviceMonitor](t, where, []byte(doc))
-				m.monitors[sm.Name] = sm
+				decodeNamed(t, m.monitors, where, []byte(doc))
 			default:
 				t.Fatalf("%s: unexpected kind %q", where, gvk)
 			}

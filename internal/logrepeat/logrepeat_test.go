@@ -1,44 +1,22 @@
 package logrepeat
 
 import (
-	"bytes"
-	"encoding/json"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
-)
 
-// lines decodes every line of buf as a JSON log record.
-func lines(t *testing.T, buf *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(l), &rec); err != nil {
-			t.Fatalf("log line is not JSON: %q", l)
-		}
-		out = append(out, rec)
-	}
-	return out
-}
+	"github.com/seckill/seckill/internal/syncbuf"
+)
 
 // countMsg counts the records with msg and sums their "suppressed".
 func countMsg(recs []map[string]any, msg string) (n int, suppressed float64) {
-	for _, r := range recs {
-		if r["msg"] == msg {
-			n++
-			s, _ := r["suppressed"].(float64)
-			suppressed += s
-		}
-	}
-	return n, suppressed
+	return syncbuf.Count(recs, msg, "suppressed")
 }
 
 // TestCounts checks the limiter itself with a fake clock: one line per interval per
 // key, the next line carrying the count of the repeats it dropped, and one recovery line.
 func TestCounts(t *testing.T) {
-	var buf bytes.Buffer
+	var buf syncbuf.Buffer
 	now := time.Unix(1000, 0)
 	rl := New(slog.New(slog.NewJSONHandler(&buf, nil)), 10*time.Second)
 	rl.SetClock(func() time.Time { return now })
@@ -52,7 +30,7 @@ func TestCounts(t *testing.T) {
 	rl.OK("a", "a works again")
 	rl.OK("b", "b works again")
 	rl.OK("a", "a works again")
-	recs := lines(t, &buf)
+	recs := buf.Records(t)
 	if n, s := countMsg(recs, "a failed"); n != 2 || s != 49 {
 		t.Fatalf("%d lines with %v suppressed for a, want 2 with 49", n, s)
 	}

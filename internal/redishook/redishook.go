@@ -55,3 +55,62 @@ func (c *Counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		return next(ctx, cmds)
 	}
 }
+
+// Hook is a go-redis hook made of functions, for the tests that act on some commands (hold,
+// delay, fail or record them): Process runs in place of each single command and Pipeline in
+// place of each pipeline, each handed the next step to call (or not); a nil one passes the
+// call on untouched. Dials pass.
+type Hook struct {
+	Process  func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
+	Pipeline func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error
+}
+
+var _ redis.Hook = Hook{}
+
+// DialHook is part of redis.Hook; dials pass.
+func (h Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook is part of redis.Hook.
+func (h Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	if h.Process == nil {
+		return next
+	}
+	return func(ctx context.Context, cmd redis.Cmder) error { return h.Process(ctx, cmd, next) }
+}
+
+// ProcessPipelineHook is part of redis.Hook.
+func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	if h.Pipeline == nil {
+		return next
+	}
+	return func(ctx context.Context, cmds []redis.Cmder) error { return h.Pipeline(ctx, cmds, next) }
+}
+
+// Each is a Hook that calls f with every command a client sends, single or in a pipeline (each
+// command of the pipeline in its order), before the command goes on.
+func Each(f func(ctx context.Context, cmd redis.Cmder)) Hook {
+	return Hook{
+		Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+			f(ctx, cmd)
+			return next(ctx, cmd)
+		},
+		Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+			for _, cmd := range cmds {
+				f(ctx, cmd)
+			}
+			return next(ctx, cmds)
+		},
+	}
+}
+
+// Fail sets err on cmd and returns it: what a hook answers for a command it fails.
+func Fail(cmd redis.Cmder, err error) error {
+	cmd.SetErr(err)
+	return err
+}
+
+// IsScript reports whether cmd is an EVALSHA or an EVAL.
+func IsScript(cmd redis.Cmder) bool {
+	n := cmd.Name()
+	return n == "evalsha" || n == "eval"
+}

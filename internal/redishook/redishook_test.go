@@ -2,6 +2,8 @@ package redishook
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -31,5 +33,48 @@ func TestCounterCountsCommandsAndPipelines(t *testing.T) {
 	_ = all.ProcessHook(one)(ctx, get("a"))
 	if got := all.Load(); got != 1 {
 		t.Errorf("after Reset: %d, want 1", got)
+	}
+}
+
+func TestHookRunsItsFunctionsAndPassesTheRest(t *testing.T) {
+	ctx := context.Background()
+	var sent []string
+	one := func(_ context.Context, cmd redis.Cmder) error { sent = append(sent, cmd.Name()); return nil }
+	many := func(_ context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			sent = append(sent, c.Name())
+		}
+		return nil
+	}
+	boom := errors.New("boom")
+	h := Hook{Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if cmd.Name() == "set" {
+			return Fail(cmd, boom)
+		}
+		return next(ctx, cmd)
+	}}
+	set := redis.NewStatusCmd(ctx, "set", "k", 1)
+	if err := h.ProcessHook(one)(ctx, set); !errors.Is(err, boom) || !errors.Is(set.Err(), boom) {
+		t.Fatalf("a failed command: %v, its error %v; want boom on both", err, set.Err())
+	}
+	if err := h.ProcessHook(one)(ctx, redis.NewStringCmd(ctx, "get", "k")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ProcessPipelineHook(many)(ctx, []redis.Cmder{redis.NewStatusCmd(ctx, "set", "k", 2)}); err != nil {
+		t.Fatal(err) // no Pipeline: the pipeline passes, its SET too
+	}
+	if got := strings.Join(sent, " "); got != "get set" {
+		t.Fatalf("sent %q, want \"get set\"", got)
+	}
+
+	var seen []string
+	e := Each(func(_ context.Context, cmd redis.Cmder) { seen = append(seen, cmd.Name()) })
+	_ = e.ProcessHook(one)(ctx, redis.NewStringCmd(ctx, "get", "a"))
+	_ = e.ProcessPipelineHook(many)(ctx, []redis.Cmder{redis.NewStringCmd(ctx, "hlen", "b"), redis.NewStringCmd(ctx, "hget", "c", "f")})
+	if got := strings.Join(seen, " "); got != "get hlen hget" {
+		t.Fatalf("Each saw %q, want \"get hlen hget\"", got)
+	}
+	if !IsScript(redis.NewCmd(ctx, "evalsha", "x", 0)) || !IsScript(redis.NewCmd(ctx, "EVAL", "x", 0)) || IsScript(set) {
+		t.Fatal("IsScript: want true for EVALSHA and EVAL only")
 	}
 }

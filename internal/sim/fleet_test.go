@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
 )
@@ -49,20 +50,16 @@ type stall struct {
 
 type stallKey struct{}
 
-type stallHook struct{}
-
-func (stallHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (stallHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
+// stallHook parks the calls, single or pipelined, of the request whose context carries a stall.
+var stallHook = redishook.Hook{
+	Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		park(ctx)
 		return next(ctx, cmd)
-	}
-}
-func (stallHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
+	},
+	Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
 		park(ctx)
 		return next(ctx, cmds)
-	}
+	},
 }
 
 func park(ctx context.Context) {
@@ -474,7 +471,7 @@ func runFleet(t *testing.T, dial func(testing.TB) redis.UniversalClient, seed in
 	rdb := dial(t)
 	dialHooked := func() redis.UniversalClient {
 		c := dial(t)
-		c.AddHook(stallHook{})
+		c.AddHook(stallHook)
 		return c
 	}
 	ledger, err := inventory.NewLedger(rdb)

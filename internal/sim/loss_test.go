@@ -311,15 +311,7 @@ func (s *sim) checkNoticed() {
 // layout (and the messages it was given before the loss again), then the MySQL bounds and each
 // order against the 202 of its id.
 func (s *sim) checkLossEnd() {
-	for len(s.parked) > 0 {
-		r := s.parked[0]
-		s.parked = s.parked[1:]
-		close(r.p.release)
-		out := <-r.done
-		r.cancel()
-		s.answered(r, out)
-		s.lossAnswered(r, out, false)
-	}
+	s.releaseParked(func(r *req, out result) { s.lossAnswered(r, out, false) })
 	var todo []order.Message
 	for _, e := range s.journal() {
 		todo = append(todo, e.msg)

@@ -32,6 +32,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/lua"
@@ -59,41 +60,32 @@ type plan struct {
 // writer by the lock TTL, which costs time and finds nothing.
 type hook struct{ exempt map[string]bool }
 
-func (h *hook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h *hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		p, _ := ctx.Value(planKey{}).(*plan)
-		if p == nil {
-			return next(ctx, cmd)
-		}
-		if a := cmd.Args(); len(a) > 1 && fmt.Sprint(a[0]) == "evalsha" && h.exempt[fmt.Sprint(a[1])] {
-			return next(ctx, cmd)
-		}
-		p.calls++
-		n := p.calls
-		if n == p.parkAt {
-			close(p.parked)
-			<-p.release
-			if err := ctx.Err(); err != nil {
-				cmd.SetErr(err)
-				return err
-			}
-		}
-		if n == p.failAt && !p.after {
-			cmd.SetErr(errInjected)
-			return errInjected
-		}
-		err := next(ctx, cmd)
-		if n == p.failAt && p.after {
-			cmd.SetErr(errInjected)
-			return errInjected
-		}
-		return err
+// process is the hook's go-redis Process (redishook.Hook).
+func (h *hook) process(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+	p, _ := ctx.Value(planKey{}).(*plan)
+	if p == nil {
+		return next(ctx, cmd)
 	}
+	if a := cmd.Args(); len(a) > 1 && fmt.Sprint(a[0]) == "evalsha" && h.exempt[fmt.Sprint(a[1])] {
+		return next(ctx, cmd)
+	}
+	p.calls++
+	n := p.calls
+	if n == p.parkAt {
+		close(p.parked)
+		<-p.release
+		if err := ctx.Err(); err != nil {
+			return redishook.Fail(cmd, err)
+		}
+	}
+	if n == p.failAt && !p.after {
+		return redishook.Fail(cmd, errInjected)
+	}
+	err := next(ctx, cmd)
+	if n == p.failAt && p.after {
+		return redishook.Fail(cmd, errInjected)
+	}
+	return err
 }
 
 type result struct {
@@ -267,7 +259,7 @@ func newSimWith(t *testing.T, seed int64, rng *rand.Rand, stock int64, limit, sh
 			h.exempt[sc.Hash()] = true
 		}
 	}
-	rdb.AddHook(h)
+	rdb.AddHook(redishook.Hook{Process: h.process})
 
 	run := fmt.Sprintf("%d-%d", seed, time.Now().UnixNano()%1_000_000_000)
 	db, err := gorm.Open(sqlite.Open("file:sim"+run+"?mode=memory&cache=shared"), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
@@ -739,9 +731,9 @@ func (s *sim) checkAlways() {
 	}
 }
 
-// settle lets everything in flight finish (parked requests, a reshard, the writer on every
-// message), then checks that the books balance exactly.
-func (s *sim) settle() {
+// releaseParked lets every parked request go on, oldest first, and checks each answer
+// against the model (then with then, when set).
+func (s *sim) releaseParked(then func(r *req, out result)) {
 	for len(s.parked) > 0 {
 		r := s.parked[0]
 		s.parked = s.parked[1:]
@@ -749,7 +741,16 @@ func (s *sim) settle() {
 		out := <-r.done
 		r.cancel()
 		s.answered(r, out)
+		if then != nil {
+			then(r, out)
+		}
 	}
+}
+
+// settle lets everything in flight finish (parked requests, a reshard, the writer on every
+// message), then checks that the books balance exactly.
+func (s *sim) settle() {
+	s.releaseParked(nil)
 	for i := 0; i < 5; i++ {
 		rs, err := s.rdb.HGet(s.ctx, inventory.Meta(s.aid), "reshard").Result()
 		if err != nil && !errors.Is(err, redis.Nil) {

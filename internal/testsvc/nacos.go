@@ -310,19 +310,8 @@ func LaunchNacos(t testing.TB, dir string) (s *NacosServer, ready func()) {
 	s = &NacosServer{t: t, Dir: dir, port: port, console: console,
 		Addr: "127.0.0.1:" + strconv.Itoa(port), ConsoleAddr: "127.0.0.1:" + strconv.Itoa(console)}
 	s.Admin = &NacosAPI{Addr: s.Addr, Username: NacosUsername, Password: NacosPassword}
-	booted := make(chan error, 1)
-	go func() { booted <- s.boot() }()
-	var once sync.Once
-	var err error
-	wait := func() { once.Do(func() { err = <-booted }) }
 	// The cleanup waits for the boot first, so Stop sees the process it started.
-	t.Cleanup(func() { wait(); s.Stop() })
-	return s, func() {
-		t.Helper()
-		if wait(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return s, Boot(t, s.boot, s.Stop)
 }
 
 // Restart starts the server (again) on its ports and dir and waits until it is usable.
@@ -356,11 +345,11 @@ func (s *NacosServer) boot() error {
 	for !s.ready() {
 		select {
 		case <-s.done:
-			return fmt.Errorf("private nacos exited during start-up:\n%s", tail(filepath.Join(s.Dir, "nacos.out"), 40))
+			return fmt.Errorf("private nacos exited during start-up:\n%s", Tail(filepath.Join(s.Dir, "nacos.out"), 40))
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("private nacos not ready in 3 min:\n%s", tail(filepath.Join(s.Dir, "nacos.out"), 40))
+			return fmt.Errorf("private nacos not ready in 3 min:\n%s", Tail(filepath.Join(s.Dir, "nacos.out"), 40))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -420,7 +409,9 @@ func (s *NacosServer) Stop() {
 	s.cmd = nil
 }
 
-func tail(path string, n int) string {
+// Tail is the last n lines of the file at path (its read error's text when it cannot be
+// read): what a test shows of a server's log.
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

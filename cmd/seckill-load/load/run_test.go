@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/cmd/seckill-load/driver"
 	"github.com/seckill/seckill/cmd/seckill-load/report"
 	"github.com/seckill/seckill/cmd/seckill-load/scenario"
+	"github.com/seckill/seckill/internal/syncbuf"
 )
 
 // hangBound is how long a run may take before the test calls it a hang.
@@ -535,7 +536,7 @@ func TestShortRunShowsProgressAndWhyItEnded(t *testing.T) {
 				tt.fake(f)
 			}
 			srv := f.serve(t)
-			var log syncBuffer
+			var log syncbuf.Buffer
 			cfg := tt.cfg
 			cfg.Targets, cfg.Retry, cfg.Progress, cfg.Log, cfg.PollEvery = []string{srv.URL}, true, time.Hour, &log, -1
 			rep := run(t, cfg)
@@ -564,7 +565,7 @@ func TestDisabledIsNotAnError(t *testing.T) {
 	f := newFake(10, 1)
 	f.disabled, f.retryAfter = true, "0.01"
 	srv := f.serve(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	rep := run(t, scenario.Config{Targets: []string{srv.URL}, Users: 3, Retry: true, MaxRequests: 30,
 		Progress: time.Hour, Log: &log, PollEvery: -1})
 	n := rep.OutcomeCount(503, "DISABLED")
@@ -574,24 +575,6 @@ func TestDisabledIsNotAnError(t *testing.T) {
 	if want := fmt.Sprintf("disabled=%d errors=0", n); !strings.Contains(log.String(), want) {
 		t.Fatalf("progress %q lacks %q", log.String(), want)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the progress goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A second run against an activity an earlier run sold out measures nothing (every answer a
