@@ -502,8 +502,22 @@ rocketmq_start() {
 	fi
 }
 
+# rocketmq_disk_check fails when the disk of the broker's store is 90 % full or more: the
+# broker then refuses every message (seen: each order test and drill timed out waiting for
+# orders, the clients logging "start retrying to send"), and warns from 85 %.
+rocketmq_disk_check() {
+	local used
+	used=$(df --output=pcent "$RMQ/store" 2>/dev/null | tail -n 1 | tr -dc '0-9')
+	[ -n "$used" ] || return 0
+	if [ "$used" -ge 90 ]; then
+		die "the disk of $RMQ/store is $used % full: the RocketMQ broker refuses every message from 90 %, so the order pipeline cannot work; free space (the Go build cache is often the largest: go clean -cache)"
+	fi
+	[ "$used" -lt 85 ] || log "warning: the disk of $RMQ/store is $used % full; the RocketMQ broker refuses every message from 90 %"
+}
+
 rocketmq_up() {
 	[ "$RMQ_SKIP" = 1 ] && return 0
+	rocketmq_disk_check
 	if ! grep -q "The Name Server boot success" "$RMQ/namesrv.out" 2>/dev/null || ! port_open 9876; then
 		wait_for 90 "namesrv boot" grep -q "The Name Server boot success" "$RMQ/namesrv.out" ||
 			fail_with_log "RocketMQ name server did not boot in 90 s" "$RMQ/namesrv.out"
