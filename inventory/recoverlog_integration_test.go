@@ -3,37 +3,18 @@
 package inventory
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/internal/syncbuf"
 	"github.com/seckill/seckill/internal/testsvc"
 )
-
-// syncBuffer is a bytes.Buffer safe for the store's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(sub string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), sub)
-}
 
 // TestBackgroundSettleLogsNoFlood: the background pass that settles transfers in transit and
 // retires old layouts (every 2 s) writes nothing for an activity whose Redis state is gone
@@ -44,7 +25,7 @@ func TestBackgroundSettleLogsNoFlood(t *testing.T) {
 	addr := testsvc.PrivateRedis(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
-	var out syncBuffer
+	var out syncbuf.Buffer
 	s, err := New(rdb, Options{InstanceID: "i1"}, nil, slog.New(slog.NewTextHandler(&out, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -61,8 +42,8 @@ func TestBackgroundSettleLogsNoFlood(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		s.recoverAll(ctx)
 	}
-	if n := out.count("level=WARN"); n != 0 {
-		t.Fatalf("%d warnings for activities whose Redis state is gone, want none:\n%s", n, out.b.String())
+	if n := strings.Count(out.String(), "level=WARN"); n != 0 {
+		t.Fatalf("%d warnings for activities whose Redis state is gone, want none:\n%s", n, out.String())
 	}
 	host, port, _ := strings.Cut(addr, ":")
 	if b, err := exec.Command("redis-cli", "-h", host, "-p", port, "shutdown", "nosave").CombinedOutput(); err != nil && !strings.Contains(string(b), "closed") && len(b) > 0 {
@@ -71,10 +52,10 @@ func TestBackgroundSettleLogsNoFlood(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		s.recoverAll(ctx)
 	}
-	if n := out.count("settling transfers in transit failed"); n != 1 {
-		t.Fatalf("%d lines of settling failures in 5 passes over 2 activities with Redis down, want 1:\n%s", n, out.b.String())
+	if n := strings.Count(out.String(), "settling transfers in transit failed"); n != 1 {
+		t.Fatalf("%d lines of settling failures in 5 passes over 2 activities with Redis down, want 1:\n%s", n, out.String())
 	}
-	if n := out.count("retiring old layouts failed"); n > 1 {
-		t.Fatalf("%d lines of retiring failures in 5 passes with Redis down, want at most 1:\n%s", n, out.b.String())
+	if n := strings.Count(out.String(), "retiring old layouts failed"); n > 1 {
+		t.Fatalf("%d lines of retiring failures in 5 passes with Redis down, want at most 1:\n%s", n, out.String())
 	}
 }
