@@ -131,7 +131,7 @@ func (a *App) buildParts(opts Options, healthy func() int, invM *inventory.Metri
 		return err
 	}
 	ledger.SetDurability(opts.RedisDurability)
-	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{Ledger: ledger, InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals),
+	if a.relay, err = order.NewRelay(a.rdb, a.queue, order.RelayOptions{InstanceID: opts.InstanceID, ClaimIdle: opts.RelayClaimIdle, JournalsKey: keyspace.Namespaced(opts.Namespace, keyspace.Journals),
 		Durability: opts.RedisDurability, FsyncHorizon: a.relayHorizon}, om, log.With("part", "relay")); err != nil {
 		return err
 	}

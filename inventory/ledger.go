@@ -12,22 +12,21 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/backoff"
-	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/lua"
 )
 
-// Ledger is what happens to a reservation after Reserve took it, seen from the order
-// pipeline: its journal entry is acknowledged once relayed (Ack), the reservation is
-// confirmed once its order is committed (Confirm), or failed for good with its units given
-// back (Fail, Refund, MarkCompensated); and reconciliation reads the counts (Counts) and
-// the reservations left PENDING (PendingScan). Every key it touches is inventory's; the
-// caller names reservations by id and activities by id only. Every verb is idempotent.
-// Safe for concurrent use.
+// Ledger is what happens to a reservation after Reserve took it and its journal entry was
+// relayed (package inventory/journal reads and acknowledges the entries), seen from the
+// order pipeline: the reservation is confirmed once its order is committed (Confirm), or
+// failed for good with its units given back (Fail, Refund, MarkCompensated); and
+// reconciliation reads the counts (Counts) and the reservations left PENDING
+// (PendingScan). Every key it touches is inventory's; the caller names reservations by id
+// and activities by id only. Every verb is idempotent. Safe for concurrent use.
 type Ledger struct {
-	rdb                        redis.UniversalClient
-	ack, confirm, fail, refund *lua.Script
-	mv                         *Mover
-	d                          Durability // SetDurability
+	rdb                   redis.UniversalClient
+	confirm, fail, refund *lua.Script
+	mv                    *Mover
+	d                     Durability // SetDurability
 }
 
 // SetDurability makes the ledger's writes that settle a reservation (confirm, fail, refuse,
@@ -50,8 +49,8 @@ func NewLedger(rdb redis.UniversalClient) (*Ledger, error) {
 		name string
 		dst  **lua.Script
 	}{
-		{"inventory_ack.lua", &l.ack}, {"inventory_confirm.lua", &l.confirm},
-		{"inventory_fail.lua", &l.fail}, {"inventory_refund.lua", &l.refund},
+		{"inventory_confirm.lua", &l.confirm}, {"inventory_fail.lua", &l.fail},
+		{"inventory_refund.lua", &l.refund},
 	} {
 		s, err := lua.Open(x.name)
 		if err != nil {
@@ -316,71 +315,6 @@ func (l *Ledger) MarkCompensated(ctx context.Context, rid string) error {
 		return fmt.Errorf("inventory: mark %s compensated: %w", rid, err)
 	}
 	return nil
-}
-
-// ParseJournal returns the shard whose journal stream is named stream.
-func ParseJournal(stream string) (ShardKeys, bool) {
-	inner, ok := strings.CutPrefix(stream, keyspace.Prefix+"{")
-	if !ok {
-		return ShardKeys{}, false
-	}
-	inner, ok = strings.CutSuffix(inner, "}:journal")
-	if !ok {
-		return ShardKeys{}, false
-	}
-	i := strings.LastIndexByte(inner, ':')
-	if i < 0 {
-		return ShardKeys{}, false
-	}
-	j := strings.LastIndexByte(inner[:i], ':')
-	if j < 0 {
-		return ShardKeys{}, false
-	}
-	e, err1 := strconv.Atoi(inner[j+1 : i])
-	sh, err2 := strconv.Atoi(inner[i+1:])
-	if err1 != nil || err2 != nil {
-		return ShardKeys{}, false
-	}
-	k := Shard(inner[:j], e, sh)
-	if k.Journal() != stream {
-		return ShardKeys{}, false
-	}
-	return k, true
-}
-
-// IsJournal reports whether stream names a shard's journal stream.
-func IsJournal(stream string) bool {
-	_, ok := ParseJournal(stream)
-	return ok
-}
-
-// JournalEntry is a journal entry handed on: its stream id and the units it claims.
-type JournalEntry struct {
-	ID    string
-	Units int64
-}
-
-// Ack acknowledges journal entries of one journal stream that the relay handed to the
-// queue, for the consumer group, and deletes them: each entry's units count as relayed once,
-// however many relays acknowledge it. It returns the entries and units acknowledged now.
-func (l *Ledger) Ack(ctx context.Context, stream, group string, entries []JournalEntry) (acked, units int64, err error) {
-	k, ok := ParseJournal(stream)
-	if !ok {
-		return 0, 0, fmt.Errorf("%w: journal %q", ErrInvalid, stream)
-	}
-	args := make([]any, 0, 1+2*len(entries))
-	args = append(args, group)
-	for _, e := range entries {
-		args = append(args, e.ID, e.Units)
-	}
-	res, err := l.ack.Run(ctx, l.rdb, []string{k.Journal(), k.Stats()}, args...).Int64Slice()
-	if err != nil {
-		return 0, 0, fmt.Errorf("inventory: ack %s: %w", stream, err)
-	}
-	if len(res) != 2 {
-		return 0, 0, fmt.Errorf("inventory: inventory_ack.lua returned %v", res)
-	}
-	return res[0], res[1], nil
 }
 
 // Layout is one epoch's shard count.

@@ -81,10 +81,10 @@ func (m Message) Validate() error {
 	return nil
 }
 
-// messageFromEntry decodes a journal stream entry (inventory.ParseJournalEntry: the packed
-// field e, or the fields of the release before).
-func messageFromEntry(v map[string]any) (Message, error) {
-	je, err := inventory.ParseJournalEntry(v)
+// messageOf is the message of a decoded journal stream entry (journal.Entry: what
+// inventory.ParseJournalEntry read of the packed field e, or of the fields of the release
+// before, and its error; je holds what it read before a fault).
+func messageOf(je inventory.JournalReservation, err error) (Message, error) {
 	m := Message{ReservationID: je.ReservationID, ActivityID: je.ActivityID, UserID: je.UserID, UserHash: je.UserHash,
 		Quantity: je.Quantity, Seq: je.Seq, Shard: je.Shard, Epoch: je.Epoch, TS: je.TS,
 		IdemHash: inventory.IdemHash(je.IdemField, je.UserHash)}

@@ -2,7 +2,6 @@ package order
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/seckill/seckill/internal/keyspace"
 	"github.com/seckill/seckill/internal/logrepeat"
 	"github.com/seckill/seckill/inventory"
+	"github.com/seckill/seckill/inventory/journal"
 )
 
 // RelayGroup is the consumer group every relay reads the journal streams with.
@@ -22,9 +22,6 @@ const RelayGroup = "relay"
 
 // RelayOptions configure a Relay. Zero values take the defaults named.
 type RelayOptions struct {
-	// Ledger is the process's inventory.Ledger on the same Redis, shared by the pipeline's
-	// parts (nil builds one).
-	Ledger *inventory.Ledger
 	// InstanceID names this relay as a stream consumer (required to be unique per live
 	// relay; default "relay-<unix nanos>").
 	InstanceID string
@@ -59,7 +56,7 @@ type RelayOptions struct {
 }
 
 // Relay moves journal entries to the queue: it reads each stream of sk:journals with the
-// consumer group "relay", publishes, and acknowledges (inventory's Ack) only after the
+// consumer group "relay", publishes, and acknowledges (journal.Reader.Ack) only after the
 // Publisher confirmed the send. Entries another relay left pending longer than ClaimIdle are
 // claimed and sent again. A Relay is used by one goroutine, the one calling Run.
 type Relay struct {
@@ -68,7 +65,7 @@ type Relay struct {
 	opts    RelayOptions
 	m       *Metrics
 	log     *slog.Logger
-	sc      *scripts
+	jr      *journal.Reader // reads and acknowledges the journals for RelayGroup as InstanceID
 	groups  map[string]bool // streams whose group exists
 	streams []string
 	held    map[string]*heldBatch // streams whose last batch waits (durability, ack), by stream
@@ -77,7 +74,7 @@ type Relay struct {
 	beforeDurable func(stream string) // test hook: runs before the durability step of a batch
 }
 
-// NewRelay returns a relay; it starts working with Run. An error means an embedded script
+// NewRelay returns a relay; it starts working with Run. An error means the embedded script
 // did not load.
 func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Metrics, log *slog.Logger) (*Relay, error) {
 	if opts.InstanceID == "" {
@@ -108,12 +105,12 @@ func NewRelay(rdb redis.UniversalClient, pub Publisher, opts RelayOptions, m *Me
 	if log == nil {
 		log = slog.Default()
 	}
-	sc, err := loadScripts(rdb, opts.Ledger)
+	jr, err := journal.NewReader(rdb, RelayGroup, opts.InstanceID)
 	log = log.With("component", "relay", "instance", opts.InstanceID)
 	if err != nil {
 		return nil, err
 	}
-	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, sc: sc, groups: map[string]bool{},
+	return &Relay{rdb: rdb, pub: pub, opts: opts, m: m, jr: jr, groups: map[string]bool{},
 		held: map[string]*heldBatch{}, log: log, rl: logrepeat.New(log, 0)}, nil
 }
 
@@ -173,7 +170,7 @@ func (r *Relay) discover(ctx context.Context) error {
 	}
 	streams := names[:0]
 	for _, s := range names {
-		if !inventory.IsJournal(s) {
+		if !journal.IsStream(s) {
 			continue
 		}
 		if !r.groups[s] {
@@ -202,11 +199,11 @@ func (r *Relay) discover(ctx context.Context) error {
 // again at the stream's next turn from until on, while the other streams go on: one
 // activity's trouble holds no other.
 type heldBatch struct {
-	entries   []redis.XMessage
-	published bool                     // sent to the queue; acks are what is left to do
-	acks      []inventory.JournalEntry // when published
-	until     time.Time                // not before
-	retry     backoff.Doubling         // the pause after each failure in a row
+	entries   []journal.Entry
+	published bool             // sent to the queue; acks are what is left to do
+	acks      []journal.Ack    // when published
+	until     time.Time        // not before
+	retry     backoff.Doubling // the pause after each failure in a row
 	// horizon is the highest fsync horizon in force since just before the entries were read:
 	// a horizon that drops to 0 later (the check now sees appendfsync always, as on a Redis
 	// restarted on an AOF that lost them) does not make them durable.
@@ -221,7 +218,7 @@ const (
 
 // newHeld is a batch of entries read from a stream, not yet durable; horizon is the fsync
 // horizon read before the read.
-func (r *Relay) newHeld(entries []redis.XMessage, horizon time.Duration) *heldBatch {
+func (r *Relay) newHeld(entries []journal.Entry, horizon time.Duration) *heldBatch {
 	return &heldBatch{entries: entries, retry: backoff.Doubling{Min: heldRetryMin, Max: r.opts.MaxBackoff}, horizon: horizon}
 }
 
@@ -252,8 +249,7 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 	}
 	horizon := r.fsyncHorizon() // before the reads: the entries meet at least this one
 	if claim {
-		msgs, _, err := r.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: RelayGroup,
-			MinIdle: r.opts.ClaimIdle, Start: "0-0", Count: int64(r.opts.Batch), Consumer: r.opts.InstanceID}).Result()
+		msgs, err := r.jr.Claim(ctx, stream, r.opts.ClaimIdle, r.opts.Batch)
 		if err != nil {
 			r.m.RelayErrors.WithLabelValues("claim").Inc()
 			r.checkNoGroup(stream, err)
@@ -270,24 +266,17 @@ func (r *Relay) stream(ctx context.Context, stream string, claim bool) (int, err
 		}
 	}
 	horizon = max(horizon, r.fsyncHorizon()) // the claimed batch above may have taken long
-	res, err := r.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: RelayGroup, Consumer: r.opts.InstanceID,
-		Streams: []string{stream, ">"}, Count: int64(r.opts.Batch), Block: -1}).Result()
-	if errors.Is(err, redis.Nil) {
-		return moved, nil
-	}
+	entries, err := r.jr.Read(ctx, stream, r.opts.Batch)
 	if err != nil {
 		r.m.RelayErrors.WithLabelValues("read").Inc()
 		r.checkNoGroup(stream, err)
 		return moved, fmt.Errorf("xreadgroup: %w", err)
 	}
-	for _, s := range res {
-		n, err := r.advance(ctx, stream, r.newHeld(s.Messages, horizon))
-		moved += n
-		if err != nil {
-			return moved, err
-		}
+	if len(entries) == 0 {
+		return moved, nil
 	}
-	return moved, nil
+	n, err := r.advance(ctx, stream, r.newHeld(entries, horizon))
+	return moved + n, err
 }
 
 // checkNoGroup forgets the stream's relay group when err is Redis's NOGROUP reply (the group
@@ -337,7 +326,7 @@ func (r *Relay) advance(ctx context.Context, stream string, h *heldBatch) (int, 
 		h.published, h.acks = true, acks
 		h.retry.Reset()
 	}
-	acked, _, err := r.sc.ledger.Ack(ctx, stream, RelayGroup, h.acks)
+	acked, _, err := r.jr.Ack(ctx, stream, h.acks)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
@@ -352,22 +341,22 @@ func (r *Relay) advance(ctx context.Context, stream string, h *heldBatch) (int, 
 }
 
 // decode turns journal entries into messages and the acknowledgements of every entry.
-func (r *Relay) decode(stream string, entries []redis.XMessage) ([]Message, []inventory.JournalEntry) {
+func (r *Relay) decode(stream string, entries []journal.Entry) ([]Message, []journal.Ack) {
 	msgs := make([]Message, 0, len(entries))
-	acks := make([]inventory.JournalEntry, 0, len(entries))
+	acks := make([]journal.Ack, 0, len(entries))
 	for _, e := range entries {
-		m, err := messageFromEntry(e.Values)
+		m, err := messageOf(e.Reservation, e.Err)
 		if err != nil {
 			// A malformed entry can never become an order: acknowledge it with the units it
 			// claims (if any) so it does not block the stream, and leave it to
 			// reconciliation to report.
 			r.m.DeadLetters.WithLabelValues(string(causeBadJournalEntry)).Inc()
 			r.log.Error("malformed journal entry", "stream", stream, "id", e.ID, "err", err)
-			acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
+			acks = append(acks, journal.Ack{ID: e.ID, Units: int64(m.Quantity)})
 			continue
 		}
 		msgs = append(msgs, m)
-		acks = append(acks, inventory.JournalEntry{ID: e.ID, Units: int64(m.Quantity)})
+		acks = append(acks, journal.Ack{ID: e.ID, Units: int64(m.Quantity)})
 	}
 	return msgs, acks
 }
@@ -405,7 +394,7 @@ func (r *Relay) publish(ctx context.Context, stream string, msgs []Message) erro
 // still has: one read from a master that then failed over may be gone (its reservation's
 // WAIT fell short, it was answered OUTCOME_UNKNOWN and the new master never had it), and
 // must not become an order.
-func (r *Relay) durable(ctx context.Context, stream string, entries []redis.XMessage, horizon time.Duration) (_ []redis.XMessage, wait time.Duration, _ error) {
+func (r *Relay) durable(ctx context.Context, stream string, entries []journal.Entry, horizon time.Duration) (_ []journal.Entry, wait time.Duration, _ error) {
 	if len(entries) == 0 {
 		return entries, 0, nil
 	}
@@ -469,7 +458,7 @@ func (r *Relay) fsyncHorizon() time.Duration {
 }
 
 // keepClaimed returns the entries whose id is in ids, in order.
-func keepClaimed(entries []redis.XMessage, ids []string) []redis.XMessage {
+func keepClaimed(entries []journal.Entry, ids []string) []journal.Entry {
 	if len(ids) == len(entries) {
 		return entries
 	}

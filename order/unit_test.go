@@ -67,7 +67,7 @@ func TestMessageFromEntry(t *testing.T) {
 		{name: "packed, no user", give: map[string]any{"e": "act.0.1.7|2|2|1700000000000|" + uh + "||"}, wantErr: true},
 	}
 	for _, tt := range tests {
-		m, err := messageFromEntry(tt.give)
+		m, err := messageOf(inventory.ParseJournalEntry(tt.give))
 		if (err != nil) != tt.wantErr {
 			t.Errorf("%s: err = %v", tt.name, err)
 		}
