@@ -21,7 +21,8 @@ import (
 // instance-wide names and their namespace are package keyspace's. Activity ids are
 // validated (keyspace.ValidName) before they reach a key; user ids never do (their
 // hash does). The order pipeline names no key here: it calls the Ledger's verbs with
-// reservation and activity ids.
+// reservation and activity ids, and package inventory/journal's with the journal streams
+// sk:journals lists.
 
 // MinUserHashKey is the shortest user-hash key accepted, in bytes.
 const MinUserHashKey = 32

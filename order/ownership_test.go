@@ -10,7 +10,8 @@ import (
 )
 
 // TestOrderNamesNoInventoryKey keeps stock inventory's: order's code reaches reservations
-// and stock through inventory.Ledger's verbs, never through inventory's key names.
+// and stock through inventory.Ledger's verbs and its journals through package
+// inventory/journal, never through inventory's key names.
 func TestOrderNamesNoInventoryKey(t *testing.T) {
 	forbidden := map[string]bool{"Shard": true, "ShardKeys": true, "Meta": true, "Token": true,
 		"ParseJournal": true, "HomeShard": true}
