@@ -2,6 +2,7 @@ package app
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,12 +27,18 @@ var errorOutcomes = []string{
 // httpOutcomes is the closed set of the outcome label: the successes and every error code.
 var httpOutcomes = append([]string{outcomeReserved, outcomeReplayed, outcomeOK}, errorOutcomes...)
 
-// reservationOutcomes are the outcomes of POST /api/v1/activities/:id/reservations, created at
-// 0 so the dashboard's panels of that route never read "No data".
-var reservationOutcomes = []string{
-	outcomeReserved, outcomeReplayed, CodeBadRequest, CodeTooLarge, CodeUnauthenticated,
-	admission.CodeForbidden, admission.CodeTokenRequired, CodeNotFound, admission.CodeAlreadyPurchased, admission.CodeSoldOut, admission.CodeClosed,
-	admission.CodeNotOpen, admission.CodeRateLimited, admission.CodeNotAdmitted, admission.CodeDisabled, admission.CodeUnavailable, CodeInternal,
+// reservationOutcomes are the outcome labels of POST /api/v1/activities/:id/reservations,
+// created at 0 so the dashboard's panels of that route never read "No data": those of the
+// answers refused before the admission step (malformed, unauthenticated, unknown activity, a
+// panic), then the label of every reservation outcome (outcomes, the table).
+func reservationOutcomes() []string {
+	labels := []string{CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeNotFound, CodeInternal}
+	for o := oAccepted; o < nOutcomes; o++ {
+		if l := o.httpLabel(); !slices.Contains(labels, l) {
+			labels = append(labels, l)
+		}
+	}
+	return labels
 }
 
 // reservationRoute is the route label of the reservation endpoint (Gin's full path).
@@ -40,9 +47,11 @@ const reservationRoute = "/api/v1/activities/:id/reservations"
 // httpMetrics are the HTTP layer's metrics.
 type httpMetrics struct {
 	latency *prometheus.HistogramVec
-	// reservation holds the latency children of the reservation route by outcome, resolved
-	// once (read-only after newHTTPMetrics), so its requests skip the label lookup.
+	// reservation holds the latency children of the reservation route by outcome label, and
+	// answers by reservation outcome (the child of its label), resolved once (read-only
+	// after newHTTPMetrics), so its requests skip the label lookup.
 	reservation map[string]prometheus.Observer
+	answers     [nOutcomes]prometheus.Observer
 }
 
 // observer is the latency child of (route, outcome).
@@ -64,9 +73,13 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "outcome"}),
 	}
-	m.reservation = make(map[string]prometheus.Observer, len(reservationOutcomes))
-	for _, o := range reservationOutcomes {
-		m.reservation[o] = m.latency.WithLabelValues(reservationRoute, o)
+	labels := reservationOutcomes()
+	m.reservation = make(map[string]prometheus.Observer, len(labels))
+	for _, l := range labels {
+		m.reservation[l] = m.latency.WithLabelValues(reservationRoute, l)
+	}
+	for o := oAccepted; o < nOutcomes; o++ {
+		m.answers[o] = m.reservation[o.httpLabel()]
 	}
 	reg.MustRegister(m.latency)
 	return m
