@@ -16,13 +16,12 @@ const (
 	outcomeOK       = "OK"       // any other 2xx or 3xx answer
 )
 
-// errorOutcomes are the error codes of the JSON error model.
-var errorOutcomes = []string{
-	CodeBadRequest, CodeTooLarge, CodeUnauthenticated, admission.CodeForbidden, admission.CodeTokenRequired,
-	CodeNotFound, CodeMethodNotAllowed, CodeConflict, admission.CodeAlreadyPurchased, admission.CodeSoldOut,
-	admission.CodeClosed, admission.CodeNotOpen, admission.CodeRateLimited, admission.CodeNotAdmitted, admission.CodeDisabled, admission.CodeUnavailable,
-	CodeInternal,
-}
+// errorOutcomes are the error codes of the JSON error model that the outcome label takes:
+// app's own, then the labels of the refused and failed reservation outcomes (outcomes, the
+// table: the admission step's codes), so that a rejection's row brings its code.
+var errorOutcomes = append([]string{
+	CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeNotFound, CodeMethodNotAllowed, CodeConflict, CodeInternal,
+}, outcomeLabels(oKillSwitch)...)
 
 // httpOutcomes is the closed set of the outcome label: the successes and every error code.
 var httpOutcomes = append([]string{outcomeReserved, outcomeReplayed, outcomeOK}, errorOutcomes...)
@@ -30,10 +29,15 @@ var httpOutcomes = append([]string{outcomeReserved, outcomeReplayed, outcomeOK},
 // reservationOutcomes are the outcome labels of POST /api/v1/activities/:id/reservations,
 // created at 0 so the dashboard's panels of that route never read "No data": those of the
 // answers refused before the admission step (malformed, unauthenticated, unknown activity, a
-// panic), then the label of every reservation outcome (outcomes, the table).
+// panic), then the label of every reservation outcome.
 func reservationOutcomes() []string {
-	labels := []string{CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeNotFound, CodeInternal}
-	for o := oAccepted; o < nOutcomes; o++ {
+	return append([]string{CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeNotFound, CodeInternal}, outcomeLabels(oAccepted)...)
+}
+
+// outcomeLabels are the distinct HTTP labels of the reservation outcomes from first on.
+func outcomeLabels(first outcome) []string {
+	var labels []string
+	for o := first; o < nOutcomes; o++ {
 		if l := o.httpLabel(); !slices.Contains(labels, l) {
 			labels = append(labels, l)
 		}

@@ -63,8 +63,8 @@ type outcomeRow struct {
 // has the outcome of the first row whose answer is its code and whose dimension and reason,
 // when set, are its own (the more specific rows come first: remembered, then the rate
 // limits by dimension, rate_user taking a RATE_LIMITED of any other); a rejection that no row
-// matches (RECOVERING, say) is unavailable. Adding a rejection is adding its row (and its
-// code to errorOutcomes when it is a new code).
+// matches (RECOVERING, say) is unavailable. Adding a rejection is adding its row: its code
+// joins the HTTP label's closed set (errorOutcomes) and the reservation route's series.
 var outcomes = [nOutcomes]outcomeRow{
 	oAccepted:       {funnel: "accepted", answer: outcomeReserved},
 	oReplayed:       {funnel: "replayed", answer: outcomeReplayed},

@@ -58,7 +58,8 @@ func TestOutcomeTable(t *testing.T) {
 }
 
 // TestReservationOutcomeLabels: the reservation route's latency series created at 0 are the
-// dashboard's, those of the table's outcomes and of the answers before admission.
+// dashboard's, those of the table's outcomes and of the answers before admission; the HTTP
+// label's closed set is unchanged.
 func TestReservationOutcomeLabels(t *testing.T) {
 	want := []string{
 		outcomeReserved, outcomeReplayed, CodeBadRequest, CodeTooLarge, CodeUnauthenticated,
@@ -70,5 +71,13 @@ func TestReservationOutcomeLabels(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("reservation outcome labels %v, want %v", got, want)
+	}
+	// The closed set of every route: those and the other routes' codes.
+	want = append(want, outcomeOK, CodeMethodNotAllowed, CodeConflict)
+	got = slices.Clone(httpOutcomes)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("HTTP outcome labels %v, want %v", got, want)
 	}
 }
