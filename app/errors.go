@@ -177,8 +177,16 @@ var (
 
 const maxRetryAfterValue = 120
 
-// writeError sends e. A 429 or 503 always carries Retry-After.
+// writeError sends e, its code the request's outcome. A 429 or 503 always carries
+// Retry-After.
 func writeError(c *gin.Context, e *apiError) {
+	setOutcome(c, e.Code)
+	sendError(c, e)
+}
+
+// sendError sends e, leaving the request's outcome as it is (an attempt's answered, see
+// refuse).
+func sendError(c *gin.Context, e *apiError) {
 	s := 0
 	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
 		d := e.RetryAfter
@@ -187,7 +195,6 @@ func writeError(c *gin.Context, e *apiError) {
 		}
 		s = retrySeconds(d)
 	}
-	setOutcome(c, e.Code)
 	c.Abort()
 	h := c.Writer.Header()
 	h["Content-Type"] = jsonContentType

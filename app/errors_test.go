@@ -204,28 +204,29 @@ func TestAdmissionErrorMapping(t *testing.T) {
 	a := &api{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	opens := time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC)
 	tests := []struct {
-		name string
-		give error
-		want string // the body
+		name    string
+		give    error
+		want    string // the body
+		outcome string // the funnel's name of the outcome of a reservation attempt so answered
 	}{
 		{"rate limited", &admission.Rejection{Status: 429, Code: admission.CodeRateLimited, Message: "too many requests",
 			RetryAfter: 1500 * time.Millisecond, Dimension: "activity"},
-			`{"code":"RATE_LIMITED","dimension":"activity","message":"too many requests","retryAfterSeconds":2}`},
+			`{"code":"RATE_LIMITED","dimension":"activity","message":"too many requests","retryAfterSeconds":2}`, "rate_activity"},
 		{"not open", &admission.Rejection{Status: 425, Code: admission.CodeNotOpen, Message: "the activity is not open yet", OpensAt: opens},
-			`{"code":"NOT_OPEN","message":"the activity is not open yet","opensAt":"2026-12-01T08:00:00.000Z"}`},
+			`{"code":"NOT_OPEN","message":"the activity is not open yet","opensAt":"2026-12-01T08:00:00.000Z"}`, "not_open"},
 		{"already purchased, no id", &admission.Rejection{Status: 409, Code: admission.CodeAlreadyPurchased, Message: "the per-user limit is reached"},
-			`{"code":"ALREADY_PURCHASED","message":"the per-user limit is reached","reservationId":""}`},
+			`{"code":"ALREADY_PURCHASED","message":"the per-user limit is reached","reservationId":""}`, "user_limit"},
 		{"wrapped rejection", fmt.Errorf("x: %w", &admission.Rejection{Status: 410, Code: admission.CodeSoldOut, Message: "sold out"}),
-			`{"code":"SOLD_OUT","message":"sold out"}`},
+			`{"code":"SOLD_OUT","message":"sold out"}`, "sold_out"},
 		{"script may have run", &admission.Fault{Err: context.DeadlineExceeded, IdempotencyKey: "srv-k"},
-			`{"code":"OUTCOME_UNKNOWN","idempotencyKey":"srv-k","message":"the reservation may or may not have been made: retry with the same Idempotency-Key","retryAfterSeconds":1}`},
+			`{"code":"OUTCOME_UNKNOWN","idempotencyKey":"srv-k","message":"the reservation may or may not have been made: retry with the same Idempotency-Key","retryAfterSeconds":1}`, "outcome_unknown"},
 		// The key comes with it: a waiting-room pass may be bound to it.
 		{"script not sent", &admission.Fault{Err: redis.ErrPoolTimeout, IdempotencyKey: "srv-k"},
-			`{"code":"UNAVAILABLE","idempotencyKey":"srv-k","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`},
+			`{"code":"UNAVAILABLE","idempotencyKey":"srv-k","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`, "unavailable"},
 		{"read failed", &admission.Fault{Err: io.EOF},
-			`{"code":"UNAVAILABLE","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`},
+			`{"code":"UNAVAILABLE","message":"stock service unavailable, retry shortly","retryAfterSeconds":1}`, "unavailable"},
 		{"cancelled", &admission.Fault{Err: context.Canceled},
-			`{"code":"UNAVAILABLE","message":"request cancelled","retryAfterSeconds":1}`},
+			`{"code":"UNAVAILABLE","message":"request cancelled","retryAfterSeconds":1}`, "unavailable"},
 	}
 	gin.SetMode(gin.ReleaseMode)
 	for _, tt := range tests {
@@ -234,6 +235,17 @@ func TestAdmissionErrorMapping(t *testing.T) {
 		a.answerError(c, tt.give)
 		if got := w.Body.String(); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+		// The same answer to a reservation attempt, which takes its outcome.
+		w = httptest.NewRecorder()
+		c, _ = gin.CreateTestContext(w)
+		var st reqState
+		a.refuse(c, &st, tt.give)
+		if got := w.Body.String(); got != tt.want {
+			t.Errorf("%s, refused attempt: %s, want %s", tt.name, got, tt.want)
+		}
+		if got := st.fo.funnelName(); got != tt.outcome {
+			t.Errorf("%s: outcome %s, want %s", tt.name, got, tt.outcome)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -12,100 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/internal/prom"
 	"github.com/seckill/seckill/inventory"
-	"github.com/seckill/seckill/limiter"
 )
-
-// funnelOutcome is the answer of one reservation attempt as the sale funnel counts it: a
-// closed set (funnelOutcomeNames), the zero value none (not answered yet).
-type funnelOutcome uint8
-
-const (
-	fNone funnelOutcome = iota
-	fAccepted
-	fReplayed
-	fKillSwitch
-	fNotOpen
-	fClosed
-	fBlacklist
-	fCanary
-	fRateGlobal
-	fRateCampaign
-	fRateActivity
-	fRateChannel
-	fRateIP
-	fRateUser
-	fRemembered
-	fToken
-	fUserLimit
-	fSoldOut
-	fUnavailable
-	fOutcomeUnknown
-	nFunnelOutcomes
-)
-
-// funnelOutcomeNames are the outcome label values, by funnelOutcome; also the fields "o:<name>"
-// of the Redis funnel hash and the keys of the report's outcomes.
-var funnelOutcomeNames = [nFunnelOutcomes]string{
-	"", "accepted", "replayed", "killswitch", "not_open", "closed", "blacklist", "canary",
-	"rate_global", "rate_campaign", "rate_activity", "rate_channel", "rate_ip", "rate_user",
-	"remembered", "token", "user_limit", "sold_out", "unavailable", "outcome_unknown",
-}
-
-// refused reports whether o is a refusal by an admission layer (not a reservation, not a
-// fault).
-func (o funnelOutcome) refused() bool { return o >= fKillSwitch && o <= fSoldOut }
-
-// funnelOutcomeOf maps an error of the admission step (Admit or Reserve) to the layer that
-// answered it.
-func funnelOutcomeOf(err error) funnelOutcome {
-	// errors.AsType, unlike errors.As with a local target, allocates nothing.
-	if rej, ok := errors.AsType[*admission.Rejection](err); ok {
-		switch rej.Code {
-		case admission.CodeDisabled:
-			return fKillSwitch
-		case admission.CodeNotOpen:
-			return fNotOpen
-		case admission.CodeClosed:
-			return fClosed
-		case admission.CodeForbidden:
-			return fBlacklist
-		case admission.CodeNotAdmitted:
-			return fCanary
-		case admission.CodeTokenRequired:
-			return fToken
-		case admission.CodeAlreadyPurchased:
-			return fUserLimit
-		case admission.CodeSoldOut:
-			return fSoldOut
-		case admission.CodeRateLimited:
-			if rej.Reason == limiter.ReasonRemembered {
-				return fRemembered
-			}
-			switch rej.Dimension {
-			case limiter.DimGlobal:
-				return fRateGlobal
-			case limiter.DimCampaign:
-				return fRateCampaign
-			case limiter.DimActivity:
-				return fRateActivity
-			case limiter.DimChannel:
-				return fRateChannel
-			case limiter.DimIP:
-				return fRateIP
-			}
-			return fRateUser
-		}
-		return fUnavailable
-	}
-	f, ok := errors.AsType[*admission.Fault](err)
-	if ok && f.IdempotencyKey != "" && !neverSent(f.Err) {
-		return fOutcomeUnknown
-	}
-	return fUnavailable
-}
 
 // funnelBuckets are the upper bounds, in seconds, of the funnel's latency buckets (the last
 // is +Inf): the report's p50 and p99 are the bound of the bucket they fall in.
@@ -192,14 +100,14 @@ type actFunnel struct {
 	// expiredAt is when, unix s, the flush last set the keys' expiry (once a minute).
 	expiredAt atomic.Int64
 	attempts  prometheus.Counter
-	answers   [nFunnelOutcomes]prometheus.Counter
+	answers   [nOutcomes]prometheus.Counter
 	units     prometheus.Counter
 	// camp* are nil for an activity without a campaign.
 	campAttempts prometheus.Counter
-	campAnswers  [nFunnelOutcomes]prometheus.Counter
+	campAnswers  [nOutcomes]prometheus.Counter
 
 	dAttempts atomic.Int64
-	dAnswers  [nFunnelOutcomes]atomic.Int64
+	dAnswers  [nOutcomes]atomic.Int64
 	dUnits    atomic.Int64
 	// dLatency counts answers by latency bucket: [0] accepted, [1] refused.
 	dLatency [2][nFunnelBuckets]atomic.Int64
@@ -226,14 +134,14 @@ func (f *funnel) activity(v *inventory.ActivityView) *actFunnel {
 		return af
 	}
 	af = &actFunnel{id: v.ID, campaign: v.CampaignID, opens: v.OpensAt.Unix(), closes: unixSec(v.ClosesAt), attempts: f.m.attempts.WithLabelValues(v.ID), units: f.m.units.WithLabelValues(v.ID)}
-	for o := fAccepted; o < nFunnelOutcomes; o++ {
-		af.answers[o] = f.m.answers.WithLabelValues(v.ID, funnelOutcomeNames[o])
+	for o := oAccepted; o < nOutcomes; o++ {
+		af.answers[o] = f.m.answers.WithLabelValues(v.ID, o.funnelName())
 	}
 	if c := v.CampaignID; c != "" {
 		f.campaigns[c]++
 		af.campAttempts = f.m.campAttempt.WithLabelValues(c)
-		for o := fAccepted; o < nFunnelOutcomes; o++ {
-			af.campAnswers[o] = f.m.campAnswers.WithLabelValues(c, funnelOutcomeNames[o])
+		for o := oAccepted; o < nOutcomes; o++ {
+			af.campAnswers[o] = f.m.campAnswers.WithLabelValues(c, o.funnelName())
 		}
 	}
 	f.m.users.WithLabelValues(v.ID, "tried")
@@ -282,8 +190,8 @@ func (af *actFunnel) attempt(f *funnel, user string) {
 
 // answer counts the answer o to an attempt of user (units reserved when accepted) given after
 // d.
-func (af *actFunnel) answer(f *funnel, o funnelOutcome, user string, units int, d time.Duration) {
-	if o == fNone || o >= nFunnelOutcomes {
+func (af *actFunnel) answer(f *funnel, o outcome, user string, units int, d time.Duration) {
+	if o == oNone || o >= nOutcomes {
 		return
 	}
 	af.answers[o].Inc()
@@ -291,14 +199,14 @@ func (af *actFunnel) answer(f *funnel, o funnelOutcome, user string, units int, 
 	if af.campAnswers[o] != nil {
 		af.campAnswers[o].Inc()
 	}
-	if o == fAccepted || o.refused() {
+	if o == oAccepted || o.refused() {
 		i := 0
-		if o != fAccepted {
+		if o != oAccepted {
 			i = 1
 		}
 		af.dLatency[i][funnelBucket(d.Seconds())].Add(1)
 	}
-	if o != fAccepted {
+	if o != oAccepted {
 		return
 	}
 	af.units.Add(float64(units))
@@ -445,8 +353,8 @@ func (af *actFunnel) takeCounts(now time.Time) []any {
 	if bySecond {
 		add("s:a:"+sec, attempts)
 	}
-	for o := fAccepted; o < nFunnelOutcomes; o++ {
-		add("o:"+funnelOutcomeNames[o], af.dAnswers[o].Swap(0))
+	for o := oAccepted; o < nOutcomes; o++ {
+		add("o:"+o.funnelName(), af.dAnswers[o].Swap(0))
 	}
 	if accepted := fieldValue(fields, "o:accepted"); bySecond {
 		add("s:r:"+sec, accepted)

@@ -21,7 +21,9 @@ import (
 	"github.com/seckill/seckill/limiter"
 )
 
-func TestFunnelOutcomeOf(t *testing.T) {
+// TestOutcomeOf: an error of the admission step has the outcome of its rejection's row, or of
+// its fault.
+func TestOutcomeOf(t *testing.T) {
 	rl := func(dim, reason string) error {
 		return &admission.Rejection{Status: http.StatusTooManyRequests, Code: admission.CodeRateLimited, Dimension: dim, Reason: reason}
 	}
@@ -49,11 +51,13 @@ func TestFunnelOutcomeOf(t *testing.T) {
 		{rl(limiter.DimIP, limiter.ReasonRemembered), "remembered"},
 		{&admission.Fault{Err: errors.New("i/o timeout")}, "unavailable"},
 		{&admission.Fault{Err: errors.New("i/o timeout"), IdempotencyKey: "k"}, "outcome_unknown"},
+		{&admission.Fault{Err: redis.ErrPoolTimeout, IdempotencyKey: "k"}, "unavailable"},
+		{code(admission.CodeRecovering), "unavailable"},
 		{fmt.Errorf("wrapped: %w", code(admission.CodeSoldOut)), "sold_out"},
 	}
 	for _, tt := range tests {
-		if got := funnelOutcomeNames[funnelOutcomeOf(tt.give)]; got != tt.want {
-			t.Errorf("funnelOutcomeOf(%v) = %s, want %s", tt.give, got, tt.want)
+		if o, _ := outcomeOf(tt.give); o.funnelName() != tt.want {
+			t.Errorf("outcomeOf(%v) = %s, want %s", tt.give, o.funnelName(), tt.want)
 		}
 	}
 }
@@ -130,8 +134,8 @@ func TestFunnelSeriesGoWithTheActivity(t *testing.T) {
 		return names
 	}
 	series := func(activity string) int { return len(seriesOf(activity)) }
-	if n := series(id); n < int(nFunnelOutcomes) {
-		t.Fatalf("%d series of %s before, want the funnel's %d at least", n, id, nFunnelOutcomes)
+	if n := series(id); n < int(nOutcomes) {
+		t.Fatalf("%d series of %s before, want the funnel's %d at least", n, id, nOutcomes)
 	}
 	// The writer handles the unit first: a late answer would count it again. MySQL has no row
 	// for id, so the writer holds its reservation (order/insert.go: neither written nor
@@ -162,7 +166,7 @@ func TestFunnelSeriesGoWithTheActivity(t *testing.T) {
 	if _, ok := ta.inv.Activity(id); ok {
 		t.Fatalf("%s still cached", id)
 	}
-	if n := series(other); n < int(nFunnelOutcomes) {
+	if n := series(other); n < int(nOutcomes) {
 		t.Fatalf("%d series of %s left, want its funnel's", n, other)
 	}
 }
@@ -184,7 +188,7 @@ func BenchmarkFunnelAttempt(b *testing.B) {
 			af := f.activity(&v)
 			u := users[i%len(users)]
 			af.attempt(f, u)
-			af.answer(f, fSoldOut, u, 1, time.Millisecond)
+			af.answer(f, oSoldOut, u, 1, time.Millisecond)
 			i++
 		}
 	})
@@ -230,7 +234,7 @@ func TestFunnelHashBoundedOverAWeek(t *testing.T) {
 	for now.Before(opens.Add(7 * 24 * time.Hour)) {
 		af := f.activity(&v)
 		af.attempt(f, "u")
-		af.answer(f, fSoldOut, "u", 0, time.Millisecond)
+		af.answer(f, oSoldOut, "u", 0, time.Millisecond)
 		if err := f.flushActivity(ctx, af); err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +249,7 @@ func TestFunnelHashBoundedOverAWeek(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n > int64(2*3660+2*nFunnelBuckets+int(nFunnelOutcomes)+10) {
+	if n > int64(2*3660+2*nFunnelBuckets+int(nOutcomes)+10) {
 		t.Fatalf("%d fields in the funnel hash after %d flushes over a week, want it bounded by the first hour's seconds", n, flushes)
 	}
 	attempts, err := rdb.HGet(ctx, inventory.Funnel("week"), "attempts").Int()

@@ -196,21 +196,25 @@ func (a *api) storeError(err error) *apiError {
 	return unavailable("stock service unavailable, retry shortly")
 }
 
-// reserveError maps an error of the reservation to 503: UNAVAILABLE when the reservation
-// surely did not happen (Redis refused the connection, no pooled connection was free, Redis
-// answered with an error, the activity was busy), OUTCOME_UNKNOWN when the script may have
-// run (a timeout or a dropped connection after the command was written): the client retries
-// with the idempotency key, which returns the reservation if it was made. The UNAVAILABLE
-// answer carries the key too: a waiting-room pass is bound to it (a key the server made for
-// a request without one), and a retry with it finds the pass.
-func (a *api) reserveError(err error, key string) *apiError {
-	if neverSent(err) {
-		return a.storeError(err).withIdempotencyKey(key)
+// faultError is the answer of a failure of the admission step whose outcome is o (outcomeOf):
+// a failure of the reservation script (a *admission.Fault carrying its idempotency key) is
+// OUTCOME_UNKNOWN when the script may have run (a timeout or a dropped connection after the
+// command was written): the client retries with the idempotency key, which returns the
+// reservation if it was made; else, as any other failure, UNAVAILABLE (storeError). The
+// UNAVAILABLE answer of the script's failure carries the key too: a waiting-room pass is bound
+// to it (a key the server made for a request without one), and a retry with it finds the pass.
+func (a *api) faultError(o outcome, err error) *apiError {
+	f, ok := errors.AsType[*admission.Fault](err)
+	if !ok || f.IdempotencyKey == "" {
+		return a.storeError(err)
 	}
-	a.log.Debug("reservation outcome unknown", "err", err)
-	return newError(http.StatusServiceUnavailable, CodeOutcomeUnknown,
+	if o != oOutcomeUnknown {
+		return a.storeError(f.Err).withIdempotencyKey(f.IdempotencyKey)
+	}
+	a.log.Debug("reservation outcome unknown", "err", f.Err)
+	return newError(http.StatusServiceUnavailable, outcomes[o].answer,
 		"the reservation may or may not have been made: retry with the same Idempotency-Key").
-		after(time.Second).withIdempotencyKey(key)
+		after(time.Second).withIdempotencyKey(f.IdempotencyKey)
 }
 
 // millisLayout is the form of every time the API answers: RFC 3339 in UTC, milliseconds.
@@ -301,7 +305,8 @@ func (a *api) postToken(c *gin.Context) {
 var msgBadIdempotencyKey = "Idempotency-Key must be 1 to " + strconv.Itoa(keyspace.MaxIdempotencyKey) + " bytes"
 
 // postReservation serves POST .../reservations: decode, admit, reserve, answer (docs/API.md
-// sections 3 and 4), every refusal answered by answerError.
+// sections 3 and 4). Each answer of an attempt decides its outcome once (answered: refuse,
+// answerReplay, or accepted here), from which the funnel and the HTTP histogram count it.
 func (a *api) postReservation(c *gin.Context) {
 	snap := snapshot(c)
 	r, e := a.storefrontRequest(c, snap, admission.ForReservation)
@@ -313,28 +318,23 @@ func (a *api) postReservation(c *gin.Context) {
 	ctx := c.Request.Context()
 	adm, err := a.gate.Admit(ctx, snap.Admission, r)
 	if err != nil {
-		st.answered(funnelOutcomeOf(err))
-		a.answerError(c, err)
+		a.refuse(c, st, err)
 		return
 	}
 	if adm.Replay != "" {
-		st.answered(fReplayed)
-		a.answerReplay(c, r.Activity.ID, adm.Replay)
+		a.answerReplay(c, st, r.Activity.ID, adm.Replay)
 		return
 	}
 	res, err := a.gate.Reserve(ctx, &adm)
 	if err != nil {
-		st.answered(funnelOutcomeOf(err))
-		a.answerError(c, err)
+		a.refuse(c, st, err)
 		return
 	}
 	if res.Replayed {
-		st.answered(fReplayed)
-		a.answerReplay(c, r.Activity.ID, res.ID)
+		a.answerReplay(c, st, r.Activity.ID, res.ID)
 		return
 	}
-	st.answered(fAccepted)
-	setOutcome(c, outcomeReserved)
+	st.answered(oAccepted)
 	writeReserved(c, res.ID, r.Activity.ID)
 }
 
@@ -352,8 +352,9 @@ func (a *api) attempt(c *gin.Context, r *admission.Request) *reqState {
 	return st
 }
 
-// answered records the funnel outcome of the attempt.
-func (st *reqState) answered(o funnelOutcome) { st.fo = o }
+// answered records the outcome of the attempt, the one both its funnel count and its HTTP
+// label are read from (observe).
+func (st *reqState) answered(o outcome) { st.fo = o }
 
 // storefrontRequest decodes what comes before the admission layers (docs/API.md section 4,
 // precedence): what the headers show is malformed (400, 413), the identity (401), the
@@ -415,50 +416,49 @@ func (a *api) storefrontRequest(c *gin.Context, snap *Snapshot, kind admission.K
 	return r, nil
 }
 
-// answerError answers an error of the admission step (see admissionError). A rejection
-// allocates nothing: the target of errors.As is the pooled request state's, and the answer
-// is built on the stack.
+// answerError answers an error of the admission step (see admissionAnswer), its code the
+// request's outcome. The answer is built on the stack: a rejection allocates nothing.
 func (a *api) answerError(c *gin.Context, err error) {
-	var target **admission.Rejection
-	if st := state(c); st != nil {
-		target = &st.rej
-	} else {
-		target = new(*admission.Rejection)
-	}
-	if errors.As(err, target) {
-		e := rejectionError(*target)
-		writeError(c, &e)
-		return
-	}
-	writeError(c, a.admissionError(err))
+	e, _ := a.admissionAnswer(err)
+	writeError(c, &e)
 }
 
-// admissionError maps every error of the admission step, in one place: a
-// *admission.Rejection is its status, code and fields; a *admission.Fault is 503
-// (OUTCOME_UNKNOWN with the idempotency key when the reservation script may have run, else
-// UNAVAILABLE); anything else is UNAVAILABLE.
+// refuse answers an error of the admission step to a reservation attempt (see
+// admissionAnswer), whose outcome it is.
+func (a *api) refuse(c *gin.Context, st *reqState, err error) {
+	e, o := a.admissionAnswer(err)
+	st.answered(o)
+	sendError(c, &e)
+}
+
+// admissionError is admissionAnswer's answer, for a caller that returns it.
 func (a *api) admissionError(err error) *apiError {
-	var rej *admission.Rejection
-	if errors.As(err, &rej) {
-		e := rejectionError(rej)
-		return &e
-	}
-	var f *admission.Fault
-	if errors.As(err, &f) && f.IdempotencyKey != "" {
-		return a.reserveError(f.Err, f.IdempotencyKey)
-	}
-	return a.storeError(err)
+	e, _ := a.admissionAnswer(err)
+	return &e
 }
 
-// answerReplay answers 200 with a replayed reservation and its current status.
-func (a *api) answerReplay(c *gin.Context, id, rid string) {
+// admissionAnswer maps every error of the admission step to its answer and outcome, in one
+// place: the outcome is outcomeOf's; a *admission.Rejection is answered as it is (its
+// status, code and fields), a failure by its outcome (faultError: a 503).
+func (a *api) admissionAnswer(err error) (apiError, outcome) {
+	o, rej := outcomeOf(err)
+	if rej != nil {
+		return rejectionError(rej), o
+	}
+	return *a.faultError(o, err), o
+}
+
+// answerReplay answers an attempt 200 with a replayed reservation and its current status
+// (outcome replayed), or 503 when the reservation could not be read (unavailable).
+func (a *api) answerReplay(c *gin.Context, st *reqState, id, rid string) {
 	status := "PENDING"
 	r, err := a.inv.Reservation(c.Request.Context(), rid)
 	switch {
 	case err == nil && r.Status != "":
 		status = r.Status
 	case err != nil && !errors.Is(err, inventory.ErrNotFound):
-		writeError(c, a.storeError(err))
+		st.answered(oUnavailable)
+		sendError(c, a.storeError(err))
 		return
 	}
 	body := gin.H{"reservationId": rid, "activityId": id, "status": status}
@@ -468,7 +468,7 @@ func (a *api) answerReplay(c *gin.Context, id, rid string) {
 	if r.Why == inventory.WhyRefused {
 		body["code"] = CodeRefused
 	}
-	setOutcome(c, outcomeReplayed)
+	st.answered(oReplayed)
 	c.JSON(http.StatusOK, body)
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -15,23 +16,33 @@ const (
 	outcomeOK       = "OK"       // any other 2xx or 3xx answer
 )
 
-// errorOutcomes are the error codes of the JSON error model.
-var errorOutcomes = []string{
-	CodeBadRequest, CodeTooLarge, CodeUnauthenticated, admission.CodeForbidden, admission.CodeTokenRequired,
-	CodeNotFound, CodeMethodNotAllowed, CodeConflict, admission.CodeAlreadyPurchased, admission.CodeSoldOut,
-	admission.CodeClosed, admission.CodeNotOpen, admission.CodeRateLimited, admission.CodeNotAdmitted, admission.CodeDisabled, admission.CodeUnavailable,
-	CodeInternal,
-}
+// errorOutcomes are the error codes of the JSON error model that the outcome label takes:
+// app's own, then the labels of the refused and failed reservation outcomes (outcomes, the
+// table: the admission step's codes), so that a rejection's row brings its code.
+var errorOutcomes = append([]string{
+	CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeNotFound, CodeMethodNotAllowed, CodeConflict, CodeInternal,
+}, outcomeLabels(oKillSwitch)...)
 
 // httpOutcomes is the closed set of the outcome label: the successes and every error code.
 var httpOutcomes = append([]string{outcomeReserved, outcomeReplayed, outcomeOK}, errorOutcomes...)
 
-// reservationOutcomes are the outcomes of POST /api/v1/activities/:id/reservations, created at
-// 0 so the dashboard's panels of that route never read "No data".
-var reservationOutcomes = []string{
-	outcomeReserved, outcomeReplayed, CodeBadRequest, CodeTooLarge, CodeUnauthenticated,
-	admission.CodeForbidden, admission.CodeTokenRequired, CodeNotFound, admission.CodeAlreadyPurchased, admission.CodeSoldOut, admission.CodeClosed,
-	admission.CodeNotOpen, admission.CodeRateLimited, admission.CodeNotAdmitted, admission.CodeDisabled, admission.CodeUnavailable, CodeInternal,
+// reservationOutcomes are the outcome labels of POST /api/v1/activities/:id/reservations,
+// created at 0 so the dashboard's panels of that route never read "No data": those of the
+// answers refused before the admission step (malformed, unauthenticated, unknown activity, a
+// panic), then the label of every reservation outcome.
+func reservationOutcomes() []string {
+	return append([]string{CodeBadRequest, CodeTooLarge, CodeUnauthenticated, CodeNotFound, CodeInternal}, outcomeLabels(oAccepted)...)
+}
+
+// outcomeLabels are the distinct HTTP labels of the reservation outcomes from first on.
+func outcomeLabels(first outcome) []string {
+	var labels []string
+	for o := first; o < nOutcomes; o++ {
+		if l := o.httpLabel(); !slices.Contains(labels, l) {
+			labels = append(labels, l)
+		}
+	}
+	return labels
 }
 
 // reservationRoute is the route label of the reservation endpoint (Gin's full path).
@@ -40,9 +51,11 @@ const reservationRoute = "/api/v1/activities/:id/reservations"
 // httpMetrics are the HTTP layer's metrics.
 type httpMetrics struct {
 	latency *prometheus.HistogramVec
-	// reservation holds the latency children of the reservation route by outcome, resolved
-	// once (read-only after newHTTPMetrics), so its requests skip the label lookup.
+	// reservation holds the latency children of the reservation route by outcome label, and
+	// answers by reservation outcome (the child of its label), resolved once (read-only
+	// after newHTTPMetrics), so its requests skip the label lookup.
 	reservation map[string]prometheus.Observer
+	answers     [nOutcomes]prometheus.Observer
 }
 
 // observer is the latency child of (route, outcome).
@@ -64,9 +77,13 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "outcome"}),
 	}
-	m.reservation = make(map[string]prometheus.Observer, len(reservationOutcomes))
-	for _, o := range reservationOutcomes {
-		m.reservation[o] = m.latency.WithLabelValues(reservationRoute, o)
+	labels := reservationOutcomes()
+	m.reservation = make(map[string]prometheus.Observer, len(labels))
+	for _, l := range labels {
+		m.reservation[l] = m.latency.WithLabelValues(reservationRoute, l)
+	}
+	for o := oAccepted; o < nOutcomes; o++ {
+		m.answers[o] = m.reservation[o.httpLabel()]
 	}
 	reg.MustRegister(m.latency)
 	return m

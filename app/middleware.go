@@ -19,13 +19,13 @@ type reqState struct {
 	snap    *Snapshot
 	outcome string
 	// adm is the request to the admission step, which holds its rejection until the answer
-	// is written (see admission.Request); rej is the target of answerError's errors.As.
+	// is written (see admission.Request).
 	adm admission.Request
-	rej *admission.Rejection
-	// fa is the funnel of the activity of a reservation attempt (nil: not an attempt), fo its
-	// outcome, set where the answer is decided; observe counts both with the latency.
+	// fa is the funnel of the activity of a reservation attempt (nil: not an attempt or no
+	// funnel), fo the attempt's outcome, set once where the answer is decided (answered);
+	// observe counts the funnel's and the HTTP histogram's from it, with the latency.
 	fa *actFunnel
-	fo funnelOutcome
+	fo outcome
 }
 
 // state is the request's reqState, nil outside observe.
@@ -35,7 +35,8 @@ func state(c *gin.Context) *reqState {
 	return st
 }
 
-// setOutcome records the outcome of the request for observe.
+// setOutcome records the outcome of the request for observe (a reservation attempt's is
+// recorded by answered instead).
 func setOutcome(c *gin.Context, o string) {
 	if st := state(c); st != nil {
 		st.outcome = o
@@ -57,17 +58,19 @@ func (a *api) observe(c *gin.Context) {
 	}
 	c.Set(ctxState, st)
 	c.Next()
-	o := outcomeLabel(st.outcome, c.Writer.Status())
-	route := c.FullPath()
-	if route == "" {
-		route = "unmatched"
-	}
 	d := time.Since(start)
-	a.metrics.observer(route, o).Observe(d.Seconds())
-	if st.fa != nil {
-		if st.fo == fReplayed && c.Writer.Status() >= http.StatusInternalServerError {
-			st.fo = fUnavailable // the replayed reservation could not be read
+	if st.fo != oNone && st.outcome == "" {
+		// A reservation attempt's answer: its label is its outcome's.
+		a.metrics.answers[st.fo].Observe(d.Seconds())
+	} else {
+		// Any other answer, or one that replaced the attempt's (a panic's 500).
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
 		}
+		a.metrics.observer(route, outcomeLabel(st.outcome, c.Writer.Status())).Observe(d.Seconds())
+	}
+	if st.fa != nil {
 		st.fa.answer(a.funnel, st.fo, st.adm.UserID, st.adm.Quantity, d)
 	}
 	// Nothing keeps the context after the request (gin resets it), so the map can be reused.

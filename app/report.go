@@ -217,11 +217,11 @@ func (r *saleReport) readFunnel(fields map[string]string) {
 			}
 		}
 	}
-	for o := fAccepted; o < nFunnelOutcomes; o++ {
-		n := r.Answers[funnelOutcomeNames[o]]
-		r.Answers[funnelOutcomeNames[o]] = n
+	for o := oAccepted; o < nOutcomes; o++ {
+		n := r.Answers[o.funnelName()]
+		r.Answers[o.funnelName()] = n
 		if o.refused() {
-			r.Refused[funnelOutcomeNames[o]] = n
+			r.Refused[o.funnelName()] = n
 			r.RefusedTotal += n
 		}
 	}

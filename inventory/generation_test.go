@@ -229,6 +229,42 @@ func TestRestoreRebuildsFromTheOrders(t *testing.T) {
 	})
 }
 
+// TestRestoreUnlockReleasesOnlyItsOwnLock: Unlock (inventory_restore_unlock.lua) leaves a
+// restore lock held with another token, and releases its own, after which the next restore
+// can take it.
+func TestRestoreUnlockReleasesOnlyItsOwnLock(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s := newStore(t, rdb, Options{})
+		a := mustCreate(t, s, openActivity(t, 10, 1, 1))
+		tok, err := s.Fence(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Unlock(ctx, a.ID, "not-"+tok); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := rdb.Get(ctx, RestoreLockKey(a.ID)).Result(); err != nil || got != tok {
+			t.Fatalf("lock after an unlock with another token: %q %v, want %q", got, err, tok)
+		}
+		if _, err := s.Fence(ctx, a.ID); !errors.Is(err, ErrBusy) {
+			t.Fatalf("fence while the lock is held: %v, want ErrBusy", err)
+		}
+		if err := s.Unlock(ctx, a.ID, tok); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rdb.Exists(ctx, RestoreLockKey(a.ID)).Result(); err != nil || n != 0 {
+			t.Fatalf("lock after its own unlock: exists %d %v, want gone", n, err)
+		}
+		if err := s.Unlock(ctx, a.ID, tok); err != nil {
+			t.Fatalf("unlocking a lock already gone: %v", err)
+		}
+		if _, err := s.Fence(ctx, a.ID); err != nil {
+			t.Fatalf("fence after the unlock: %v", err)
+		}
+	})
+}
+
 // assertNoKeys fails unless none of keys exists (one EXISTS per key: they may be in
 // different cluster slots).
 func assertNoKeys(t *testing.T, rdb redis.UniversalClient, keys ...string) {

@@ -83,10 +83,10 @@ func (s *Store) Fence(ctx context.Context, id string) (string, error) {
 	return tok, nil
 }
 
-// Unlock releases the restore lock taken by Fence (when still held with tok).
+// Unlock releases the restore lock taken by Fence when it is still held with tok
+// (inventory_restore_unlock.lua).
 func (s *Store) Unlock(ctx context.Context, id, tok string) error {
-	const unlock = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`
-	return s.rdb.Eval(ctx, unlock, []string{RestoreLockKey(id)}, tok).Err()
+	return s.unlock.Run(ctx, s.rdb, []string{RestoreLockKey(id)}, tok).Err()
 }
 
 // RestoredOrder is one MySQL order of the activity, as a restore needs it.

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/lua"
 )
 
 // A Redis that came back rolled back (killed and started on an AOF that lacks its last
@@ -94,18 +97,28 @@ func (s *Store) writeFence(ctx context.Context, id, gen string, l *layout) error
 // meta holds the fence now (written here or before). Meta naming another generation (a
 // restore's fence, a restored state) is left alone.
 func fenceMeta(ctx context.Context, rdb redis.UniversalClient, id, gen string) (bool, error) {
-	const fence = `local g = redis.call('HGET', KEYS[1], 'gen')
-if g == ARGV[1] then return 1 end
-local match = g == ARGV[2]
-if ARGV[2] == '' then match = (not g or g == '') and redis.call('EXISTS', KEYS[1]) == 1 end
-if match then redis.call('HSET', KEYS[1], 'gen', ARGV[1]) return 1 end
-return 0`
-	n, err := rdb.Eval(ctx, fence, []string{Meta(id)}, generationRolledBack, gen).Int()
+	sc, err := fenceScript()
+	if err != nil {
+		return false, err
+	}
+	n, err := sc.Run(ctx, rdb, []string{Meta(id)}, generationRolledBack, gen).Int()
 	if err != nil {
 		return false, fmt.Errorf("inventory: fence %s: %w", id, err)
 	}
 	return n == 1, nil
 }
+
+// fenceScript is inventory_fence_meta.lua, opened once per process and read-only after. It is
+// the one script both the Store (a rollback met) and the Ledger (an order MySQL refused) run
+// through fenceMeta, so it belongs to neither's constructor; New opens it first, so a build
+// without it fails at start, not at the first fence.
+var fenceScript = sync.OnceValues(func() (*lua.Script, error) {
+	sc, err := lua.Open("inventory_fence_meta.lua")
+	if err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	return sc, nil
+})
 
 // fenceShards writes the rolled-back fence in the generation key of every shard of keys.
 func fenceShards(ctx context.Context, rdb redis.UniversalClient, keys []ShardKeys) error {

@@ -134,6 +134,9 @@ type Store struct {
 	reserve, create, load, drain, credit, copy, reshard, token, restore, retire *script
 	reserveBatch, end, issued                                                   *script
 	mover                                                                       *Mover
+	// unlock is inventory_restore_unlock.lua (Unlock), run as the plain EVALSHA it always was:
+	// no call metrics, no wait for replicas.
+	unlock *lua.Script
 	// issuer and calls make the last part of every reservation id this Store hands out:
 	// its mover's incarnation (drawn at start) and '-', boxed once, and the number of the
 	// script call (keys.go ReservationID).
@@ -327,6 +330,12 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	_, _ = rand.Read(base[:])
 	s.attemptBase = binary.BigEndian.Uint64(base[:])
 	if err := s.loadScripts(m); err != nil {
+		return nil, err
+	}
+	if s.unlock, err = lua.Open("inventory_restore_unlock.lua"); err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
+	}
+	if _, err := fenceScript(); err != nil {
 		return nil, err
 	}
 	mv, err := NewMover(rdb)
