@@ -25,6 +25,7 @@ import (
 type Ledger struct {
 	rdb                   redis.UniversalClient
 	confirm, fail, refund *lua.Script
+	fence                 *lua.Script // inventory_fence_meta.lua (FenceRefused)
 	mv                    *Mover
 	d                     Durability // SetDurability
 }
@@ -50,7 +51,7 @@ func NewLedger(rdb redis.UniversalClient) (*Ledger, error) {
 		dst  **lua.Script
 	}{
 		{"inventory_confirm.lua", &l.confirm}, {"inventory_fail.lua", &l.fail},
-		{"inventory_refund.lua", &l.refund},
+		{"inventory_refund.lua", &l.refund}, {"inventory_fence_meta.lua", &l.fence},
 	} {
 		s, err := lua.Open(x.name)
 		if err != nil {

@@ -48,7 +48,7 @@ func (l *Ledger) FenceRefused(ctx context.Context, activity, gen string) error {
 	if err != nil {
 		return err
 	}
-	fenced, err := fenceMeta(ctx, l.rdb, activity, gen)
+	fenced, err := fenceMeta(ctx, l.rdb, l.fence, activity, gen)
 	if err != nil || !fenced {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -85,7 +84,7 @@ func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason
 // writeFence writes the rolled-back fence: meta's generation while it is still gen (a
 // restore's fence stands), and the generation key of every shard of l.
 func (s *Store) writeFence(ctx context.Context, id, gen string, l *layout) error {
-	_, err := fenceMeta(ctx, s.rdb, id, gen)
+	_, err := fenceMeta(ctx, s.rdb, s.fence, id, gen)
 	if serr := fenceShards(ctx, s.rdb, l.keys); err == nil {
 		err = serr
 	}
@@ -96,29 +95,14 @@ func (s *Store) writeFence(ctx context.Context, id, gen string, l *layout) error
 // activity from before generations: while meta exists and names none), and reports whether
 // meta holds the fence now (written here or before). Meta naming another generation (a
 // restore's fence, a restored state) is left alone.
-func fenceMeta(ctx context.Context, rdb redis.UniversalClient, id, gen string) (bool, error) {
-	sc, err := fenceScript()
-	if err != nil {
-		return false, err
-	}
+// sc is inventory_fence_meta.lua, which the Store and the Ledger each load.
+func fenceMeta(ctx context.Context, rdb redis.UniversalClient, sc *lua.Script, id, gen string) (bool, error) {
 	n, err := sc.Run(ctx, rdb, []string{Meta(id)}, generationRolledBack, gen).Int()
 	if err != nil {
 		return false, fmt.Errorf("inventory: fence %s: %w", id, err)
 	}
 	return n == 1, nil
 }
-
-// fenceScript is inventory_fence_meta.lua, opened once per process and read-only after. It is
-// the one script both the Store (a rollback met) and the Ledger (an order MySQL refused) run
-// through fenceMeta, so it belongs to neither's constructor; New opens it first, so a build
-// without it fails at start, not at the first fence.
-var fenceScript = sync.OnceValues(func() (*lua.Script, error) {
-	sc, err := lua.Open("inventory_fence_meta.lua")
-	if err != nil {
-		return nil, fmt.Errorf("inventory: %w", err)
-	}
-	return sc, nil
-})
 
 // fenceShards writes the rolled-back fence in the generation key of every shard of keys.
 func fenceShards(ctx context.Context, rdb redis.UniversalClient, keys []ShardKeys) error {

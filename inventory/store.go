@@ -137,6 +137,8 @@ type Store struct {
 	// unlock is inventory_restore_unlock.lua (Unlock), run as the plain EVALSHA it always was:
 	// no call metrics, no wait for replicas.
 	unlock *lua.Script
+	// fence is inventory_fence_meta.lua (writeFence).
+	fence *lua.Script
 	// issuer and calls make the last part of every reservation id this Store hands out:
 	// its mover's incarnation (drawn at start) and '-', boxed once, and the number of the
 	// script call (keys.go ReservationID).
@@ -335,8 +337,8 @@ func New(rdb redis.UniversalClient, opts Options, m *Metrics, log *slog.Logger) 
 	if s.unlock, err = lua.Open("inventory_restore_unlock.lua"); err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
-	if _, err := fenceScript(); err != nil {
-		return nil, err
+	if s.fence, err = lua.Open("inventory_fence_meta.lua"); err != nil {
+		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	mv, err := NewMover(rdb)
 	if err != nil {
