@@ -111,10 +111,7 @@ func TestLostRedisStatePutsTheActivityInRecovering(t *testing.T) {
 				}
 				fresh := newStore(t, rdb, Options{Catalog: cat}) // an instance started after the loss
 				for _, st := range []*Store{s, fresh} {
-					if err := st.Refresh(ctx); err != nil {
-						t.Fatal(err)
-					}
-					v, ok := st.Activity(a.ID)
+					v, ok := refreshed(ctx, t, st, a.ID)
 					if !ok || !v.Recovering {
 						t.Fatalf("after the loss of the %s: view %+v (cached %v), want recovering", loss, v, ok)
 					}
@@ -134,10 +131,7 @@ func TestLostRedisStatePutsTheActivityInRecovering(t *testing.T) {
 					if err := rdb.HSet(ctx, Meta(a.ID), "gen", a.Generation).Err(); err != nil {
 						t.Fatal(err)
 					}
-					if err := s.Refresh(ctx); err != nil {
-						t.Fatal(err)
-					}
-					if v, _ := s.Activity(a.ID); !v.Recovering {
+					if v, _ := refreshed(ctx, t, s, a.ID); !v.Recovering {
 						t.Fatal("the old generation back in meta reopened the activity")
 					}
 				}
@@ -168,10 +162,7 @@ func TestRestoreRebuildsFromTheOrders(t *testing.T) {
 				IdemHash: IdemHash(idemField(uh, "k-"+u), uh), OrderID: int64(100 + i)})
 		}
 		deleteActivityKeys(t, rdb, a.ID)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.Recovering {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.Recovering {
 			t.Fatal("not recovering after the loss")
 		}
 		tok, err := s.Fence(ctx, a.ID)
@@ -190,10 +181,7 @@ func TestRestoreRebuildsFromTheOrders(t *testing.T) {
 			t.Fatalf("rebuild %+v", got)
 		}
 		// Meta carries the new generation, MySQL not yet: still recovering.
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.Recovering {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.Recovering {
 			t.Fatal("reopened before MySQL named the new generation")
 		}
 		a2 := a

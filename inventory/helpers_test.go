@@ -112,6 +112,23 @@ func workers(n int, stop <-chan struct{}, step func() bool) (wait func()) {
 	return wg.Wait
 }
 
+// rush runs f(0) ... f(n-1) on n goroutines released together, so they meet in Redis at
+// once, and returns when every one has.
+func rush(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
 // testIssuer is the issuer part of the reservation ids the tests make themselves.
 const testIssuer = "00000000000000aa"
 
@@ -138,6 +155,21 @@ func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// mustRefresh runs one refresh pass of s (Store.Refresh) and fails the test on its error.
+func mustRefresh(ctx context.Context, t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refreshed is what s knows of activity id after one refresh pass.
+func refreshed(ctx context.Context, t testing.TB, s *Store, id string) (ActivityView, bool) {
+	t.Helper()
+	mustRefresh(ctx, t, s)
+	return s.Activity(id)
 }
 
 func mustCreate(t testing.TB, s *Store, a Activity) Activity {

@@ -54,17 +54,12 @@ func TestReshardUnderLoad(t *testing.T) {
 		pause()
 		for _, n := range []int{7, 2} {
 			before := reserved.Load()
-			var rwg sync.WaitGroup
-			for _, st := range []*Store{s, other} {
-				rwg.Add(1)
-				go func() {
-					defer rwg.Done()
-					if err := st.Reshard(ctx, a.ID, n); err != nil {
-						t.Errorf("reshard to %d: %v", n, err)
-					}
-				}()
-			}
-			rwg.Wait()
+			stores := []*Store{s, other}
+			rush(len(stores), func(i int) {
+				if err := stores[i].Reshard(ctx, a.ID, n); err != nil {
+					t.Errorf("reshard to %d: %v", n, err)
+				}
+			})
 			pause()
 			if reserved.Load() == before {
 				t.Errorf("no reservation while resharding to %d", n)
