@@ -47,33 +47,7 @@ func (c *fakeCatalog) put(a Activity) {
 func deleteActivityKeys(t *testing.T, rdb redis.UniversalClient, id string) {
 	t.Helper()
 	ctx := ctxT(t)
-	var keys []string
-	for _, pat := range []string{"sk:{" + id + "}:*", "sk:{" + id + ":*"} {
-		it := rdb.Scan(ctx, 0, pat, 1000).Iterator()
-		if cc, ok := rdb.(*redis.ClusterClient); ok {
-			var mu sync.Mutex // ForEachMaster calls the masters at once
-			err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-				it := m.Scan(ctx, 0, pat, 1000).Iterator()
-				for it.Next(ctx) {
-					mu.Lock()
-					keys = append(keys, it.Val())
-					mu.Unlock()
-				}
-				return it.Err()
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		for it.Next(ctx) {
-			keys = append(keys, it.Val())
-		}
-		if err := it.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, k := range keys {
+	for _, k := range keysOfActivity(t, rdb, id) {
 		if err := rdb.Del(ctx, k).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -260,6 +260,37 @@ func buyers(t testing.TB, rdb redis.UniversalClient, k ShardKeys) int64 {
 	return n
 }
 
+// keysOfActivity lists the keys of activity id's tags, {id} (meta) and {id:<epoch>:<shard>},
+// found by SCAN on every master of a Cluster.
+func keysOfActivity(t testing.TB, rdb redis.UniversalClient, id string) []string {
+	t.Helper()
+	ctx := ctxT(t)
+	var mu sync.Mutex // ForEachMaster calls the masters at once
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, "sk:{"+id+"[}:]*", 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		t.Fatalf("unexpected client %T", rdb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
 // heldOn is the units the user with hash uh holds on shard k (0 without a state).
 func heldOn(t testing.TB, rdb redis.UniversalClient, k ShardKeys, uh string) int64 {
 	t.Helper()
