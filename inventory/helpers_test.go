@@ -129,6 +129,14 @@ func rush(n int, f func(i int)) {
 	wg.Wait()
 }
 
+// reserveRush sends n reservations on s at once (rush), req(i) the i-th, and returns their
+// answers by i.
+func reserveRush(ctx context.Context, s *Store, n int, req func(i int) ReserveRequest) ([]ReserveResult, []error) {
+	results, errs := make([]ReserveResult, n), make([]error, n)
+	rush(n, func(i int) { results[i], errs[i] = s.Reserve(ctx, req(i)) })
+	return results, errs
+}
+
 // testIssuer is the issuer part of the reservation ids the tests make themselves.
 const testIssuer = "00000000000000aa"
 

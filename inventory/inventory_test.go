@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -99,10 +98,8 @@ func TestRushExactStock(t *testing.T) {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			forBackends(t, shards == 4, func(t *testing.T, rdb redis.UniversalClient) {
 				s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, shards))
-				results := make([]ReserveResult, 1000)
-				errs := make([]error, 1000)
-				rush(len(results), func(i int) {
-					results[i], errs[i] = s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("user-%d", i), Quantity: 1})
+				results, errs := reserveRush(ctx, s, 1000, func(i int) ReserveRequest {
+					return ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("user-%d", i), Quantity: 1}
 				})
 				rids := map[string]bool{}
 				for i, r := range results {
@@ -144,16 +141,15 @@ func TestRushExactStock(t *testing.T) {
 func TestSameUserManyGoroutines(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 50, 2, 4))
-		var mu sync.Mutex
+		results, errs := reserveRush(ctx, s, 200, func(int) ReserveRequest {
+			return ReserveRequest{ActivityID: a.ID, UserID: "the-one", Quantity: 1}
+		})
 		reserved := map[string]bool{}
 		var already []string
-		rush(200, func(int) {
-			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "the-one", Quantity: 1})
-			mu.Lock()
-			defer mu.Unlock()
+		for i, r := range results {
 			switch {
-			case err != nil:
-				t.Error(err)
+			case errs[i] != nil:
+				t.Error(errs[i])
 			case r.Code == Reserved:
 				reserved[r.ReservationID] = true
 			case r.Code == AlreadyPurchased:
@@ -161,7 +157,7 @@ func TestSameUserManyGoroutines(t *testing.T) {
 			default:
 				t.Errorf("unexpected %v", r.Code)
 			}
-		})
+		}
 		if len(reserved) != 2 || len(already) != 198 {
 			t.Fatalf("reserved %d, already %d; want 2 and 198", len(reserved), len(already))
 		}
@@ -182,7 +178,6 @@ func TestSameUserManyGoroutines(t *testing.T) {
 func TestOtherShardsNeverExceedLimit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s, a, ctx := storeWith(t, rdb, Options{MaxOtherShards: 8}, openActivity(t, 12, 1, 8))
-		var mu sync.Mutex
 		per := map[string]int{}
 		off := 0 // reservations taken off the user's home shard
 		// 20 users who all live on shard 0 (2 units): 10 units must come from elsewhere.
@@ -192,23 +187,22 @@ func TestOtherShardsNeverExceedLimit(t *testing.T) {
 				users = append(users, u)
 			}
 		}
-		rush(400, func(g int) {
-			user := users[g%20]
-			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
-			if err != nil {
-				t.Error(err)
-				return
+		results, errs := reserveRush(ctx, s, 400, func(g int) ReserveRequest {
+			return ReserveRequest{ActivityID: a.ID, UserID: users[g%20], Quantity: 1}
+		})
+		for g, r := range results {
+			if errs[g] != nil {
+				t.Error(errs[g])
+				continue
 			}
 			if r.Code == Reserved {
 				k, _, _ := ParseReservationID(r.ReservationID)
-				mu.Lock()
-				per[user]++
+				per[users[g%20]]++
 				if k.Shard != 0 {
 					off++
 				}
-				mu.Unlock()
 			}
-		})
+		}
 		total := 0
 		for u, n := range per {
 			if n > 1 {
@@ -286,12 +280,12 @@ func TestIdempotencyReplay(t *testing.T) {
 		if err != nil || first.Code != Reserved {
 			t.Fatalf("first = %+v, %v", first, err)
 		}
-		rush(20, func(int) {
-			r, err := s.Reserve(ctx, req)
-			if err != nil || r.Code != Replayed || r.ReservationID != first.ReservationID {
-				t.Errorf("replay = %+v, %v", r, err)
+		results, errs := reserveRush(ctx, s, 20, func(int) ReserveRequest { return req })
+		for i, r := range results {
+			if errs[i] != nil || r.Code != Replayed || r.ReservationID != first.ReservationID {
+				t.Errorf("replay = %+v, %v", r, errs[i])
 			}
-		})
+		}
 		if st := readState(t, rdb, a.ID); st.remaining != 9 || st.journal != 1 {
 			t.Fatalf("replays took stock: %+v", st)
 		}
@@ -510,18 +504,17 @@ func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 		user := "holder"
 		home := HomeShard(s.UserHash(user), 2)
 		rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0)
-		var mu sync.Mutex
-		rids := map[string]int{}
-		rush(30, func(int) {
-			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1, IdempotencyKey: "same"})
-			if err != nil || (r.Code != Reserved && r.Code != Replayed) {
-				t.Errorf("got %+v, %v", r, err)
-				return
-			}
-			mu.Lock()
-			rids[r.ReservationID]++
-			mu.Unlock()
+		results, errs := reserveRush(ctx, s, 30, func(int) ReserveRequest {
+			return ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1, IdempotencyKey: "same"}
 		})
+		rids := map[string]int{}
+		for i, r := range results {
+			if errs[i] != nil || (r.Code != Reserved && r.Code != Replayed) {
+				t.Errorf("got %+v, %v", r, errs[i])
+				continue
+			}
+			rids[r.ReservationID]++
+		}
 		if len(rids) != 1 {
 			t.Fatalf("rids %v, want one", rids)
 		}
