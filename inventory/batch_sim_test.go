@@ -80,11 +80,10 @@ func TestBatchSimulation(t *testing.T) {
 		}
 		reserved := 0
 		for step := 0; step < steps; step++ {
-			h := newHoldHook(s)
+			h := newHoldHook(rdb, s)
 			fault := rng.Intn(4) // 0 none, 1 reply lost, 2 failed before, 3 one queued cancelled
 			h.lose = fault == 1
 			h.failBefore = fault == 2
-			rdb.AddHook(h.hook())
 			pick := func() *batchReq {
 				r := &batchReq{user: users[rng.Intn(len(users))], qty: 1 + rng.Intn(2)}
 				if rng.Intn(2) == 0 {

@@ -146,8 +146,11 @@ func runHeld(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, re
 	wg.Wait()
 }
 
-func newHoldHook(s *Store) *holdHook {
-	return &holdHook{single: s.reserve.s.Hash(), batch: s.reserveBatch.s.Hash(), batchSrc: s.reserveBatch.s.Source(), held: make(chan struct{}), release: make(chan struct{})}
+// newHoldHook adds a holdHook of the scripts of s to rdb's hooks.
+func newHoldHook(rdb redis.UniversalClient, s *Store) *holdHook {
+	h := &holdHook{single: s.reserve.s.Hash(), batch: s.reserveBatch.s.Hash(), batchSrc: s.reserveBatch.s.Source(), held: make(chan struct{}), release: make(chan struct{})}
+	rdb.AddHook(h.hook())
+	return h
 }
 
 // TestBatchRunsEachAsIfAlone: reservations queued behind a call in flight go as one batch,
@@ -158,10 +161,8 @@ func newHoldHook(s *Store) *holdHook {
 // the units.
 func TestBatchRunsEachAsIfAlone(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 2, 1))
-		h := newHoldHook(s)
-		rdb.AddHook(h.hook())
+		s, a, _ := storeWith(t, rdb, Options{}, openActivity(t, 100, 2, 1))
+		h := newHoldHook(rdb, s)
 		first := &batchReq{user: "first", qty: 1}
 		reqs := []*batchReq{
 			{user: "a", qty: 1}, {user: "b", key: "kb", qty: 1}, {user: "a", qty: 1},
@@ -206,10 +207,8 @@ func TestBatchRunsEachAsIfAlone(t *testing.T) {
 // error); the others of the batch are answered as usual.
 func TestBatchWaiterCancelledWhileQueued(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 1, 1))
-		h := newHoldHook(s)
-		rdb.AddHook(h.hook())
+		s, a, _ := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, 1))
+		h := newHoldHook(rdb, s)
 		cctx, cancel := context.WithCancel(ctxT(t))
 		gone := &batchReq{user: "gone", qty: 1, ctx: cctx, cancel: cancel}
 		reqs := []*batchReq{{user: "x", qty: 1}, gone, {user: "y", qty: 1}}
@@ -242,11 +241,9 @@ func TestBatchWaiterCancelledWhileQueued(t *testing.T) {
 // is refused. Counted from Redis: one journal entry per user.
 func TestBatchReplyLost(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		s := newStore(t, rdb, Options{})
-		a := mustCreate(t, s, openActivity(t, 100, 1, 1))
-		h := newHoldHook(s)
+		s, a, _ := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, 1))
+		h := newHoldHook(rdb, s)
 		h.lose = true
-		rdb.AddHook(h.hook())
 		reqs := []*batchReq{{user: "k1", key: "key1", qty: 1}, {user: "n1", qty: 1}, {user: "k2", key: "key2", qty: 1}}
 		runHeld(t, s, h, a.ID, &batchReq{user: "first", qty: 1}, reqs)
 		for _, r := range reqs {

@@ -53,7 +53,7 @@ func BenchmarkReserveDurability(b *testing.B) {
 		b.Run(m.name, func(b *testing.B) {
 			addr := testsvc.PrivateRedis(b, m.args...)
 			if m.repl {
-				testsvc.PrivateRedis(b, "--replicaof", "127.0.0.1", strings.TrimPrefix(addr, "127.0.0.1:"))
+				testsvc.PrivateReplica(b, addr)
 			}
 			rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128, DisableIdentity: true})
 			b.Cleanup(func() { rdb.Close() })

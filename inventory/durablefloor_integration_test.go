@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,17 +15,6 @@ import (
 	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/testwait"
 )
-
-// replicaOnline waits until the master at addr has one replica online.
-func replicaOnline(t *testing.T, addr string) {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	testwait.Eventually(t, 30*time.Second, func() bool {
-		info, _ := c.Info(context.Background(), "replication").Result()
-		return strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online")
-	}, "a replica online at %s", addr)
-}
 
 // TestUnacknowledgedCounterRaisesNoFloor: in mode replicas:1 a reservation whose WAIT fell
 // short (answered OUTCOME_UNKNOWN) still took its number on the master; a failover may
@@ -38,8 +26,7 @@ func replicaOnline(t *testing.T, addr string) {
 func TestUnacknowledgedCounterRaisesNoFloor(t *testing.T) {
 	t.Parallel()
 	master := testsvc.PrivateRedis(t)
-	replica := testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", strings.TrimPrefix(master, "127.0.0.1:"))
-	replicaOnline(t, master)
+	replica := testsvc.PrivateReplica(t, master)
 	// The store's client dials whichever node is the master now (what Sentinel's client does).
 	var at atomic.Value
 	at.Store(master)
@@ -64,14 +51,10 @@ func TestUnacknowledgedCounterRaisesNoFloor(t *testing.T) {
 	if r, err := reserve("u2"); !errors.Is(err, ErrNotDurable) {
 		t.Fatalf("u2 without a replica: %+v %v, want ErrNotDurable", r, err)
 	}
-	if err := s.Refresh(ctx); err != nil { // reads the master's counter, u2's number in it
-		t.Fatal(err)
-	}
+	mustRefresh(ctx, t, s) // reads the master's counter, u2's number in it
 	// The failover: the former replica (without u2's reservation) is the master, with a
 	// replica of its own; the old master is gone.
-	replicaOf := testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", strings.TrimPrefix(replica, "127.0.0.1:"))
-	_ = replicaOf
-	replicaOnline(t, replica)
+	testsvc.PrivateReplica(t, replica)
 	at.Store(replica)
 	mc := redis.NewClient(&redis.Options{Addr: master})
 	t.Cleanup(func() { mc.Close() })

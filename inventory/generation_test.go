@@ -47,33 +47,7 @@ func (c *fakeCatalog) put(a Activity) {
 func deleteActivityKeys(t *testing.T, rdb redis.UniversalClient, id string) {
 	t.Helper()
 	ctx := ctxT(t)
-	var keys []string
-	for _, pat := range []string{"sk:{" + id + "}:*", "sk:{" + id + ":*"} {
-		it := rdb.Scan(ctx, 0, pat, 1000).Iterator()
-		if cc, ok := rdb.(*redis.ClusterClient); ok {
-			var mu sync.Mutex // ForEachMaster calls the masters at once
-			err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-				it := m.Scan(ctx, 0, pat, 1000).Iterator()
-				for it.Next(ctx) {
-					mu.Lock()
-					keys = append(keys, it.Val())
-					mu.Unlock()
-				}
-				return it.Err()
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		for it.Next(ctx) {
-			keys = append(keys, it.Val())
-		}
-		if err := it.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, k := range keys {
+	for _, k := range keysOfActivity(t, rdb, id) {
 		if err := rdb.Del(ctx, k).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -111,10 +85,7 @@ func TestLostRedisStatePutsTheActivityInRecovering(t *testing.T) {
 				}
 				fresh := newStore(t, rdb, Options{Catalog: cat}) // an instance started after the loss
 				for _, st := range []*Store{s, fresh} {
-					if err := st.Refresh(ctx); err != nil {
-						t.Fatal(err)
-					}
-					v, ok := st.Activity(a.ID)
+					v, ok := refreshed(ctx, t, st, a.ID)
 					if !ok || !v.Recovering {
 						t.Fatalf("after the loss of the %s: view %+v (cached %v), want recovering", loss, v, ok)
 					}
@@ -134,10 +105,7 @@ func TestLostRedisStatePutsTheActivityInRecovering(t *testing.T) {
 					if err := rdb.HSet(ctx, Meta(a.ID), "gen", a.Generation).Err(); err != nil {
 						t.Fatal(err)
 					}
-					if err := s.Refresh(ctx); err != nil {
-						t.Fatal(err)
-					}
-					if v, _ := s.Activity(a.ID); !v.Recovering {
+					if v, _ := refreshed(ctx, t, s, a.ID); !v.Recovering {
 						t.Fatal("the old generation back in meta reopened the activity")
 					}
 				}
@@ -168,10 +136,7 @@ func TestRestoreRebuildsFromTheOrders(t *testing.T) {
 				IdemHash: IdemHash(idemField(uh, "k-"+u), uh), OrderID: int64(100 + i)})
 		}
 		deleteActivityKeys(t, rdb, a.ID)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.Recovering {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.Recovering {
 			t.Fatal("not recovering after the loss")
 		}
 		tok, err := s.Fence(ctx, a.ID)
@@ -190,10 +155,7 @@ func TestRestoreRebuildsFromTheOrders(t *testing.T) {
 			t.Fatalf("rebuild %+v", got)
 		}
 		// Meta carries the new generation, MySQL not yet: still recovering.
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.Recovering {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.Recovering {
 			t.Fatal("reopened before MySQL named the new generation")
 		}
 		a2 := a

@@ -112,6 +112,31 @@ func workers(n int, stop <-chan struct{}, step func() bool) (wait func()) {
 	return wg.Wait
 }
 
+// rush runs f(0) ... f(n-1) on n goroutines released together, so they meet in Redis at
+// once, and returns when every one has.
+func rush(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// reserveRush sends n reservations on s at once (rush), req(i) the i-th, and returns their
+// answers by i.
+func reserveRush(ctx context.Context, s *Store, n int, req func(i int) ReserveRequest) ([]ReserveResult, []error) {
+	results, errs := make([]ReserveResult, n), make([]error, n)
+	rush(n, func(i int) { results[i], errs[i] = s.Reserve(ctx, req(i)) })
+	return results, errs
+}
+
 // testIssuer is the issuer part of the reservation ids the tests make themselves.
 const testIssuer = "00000000000000aa"
 
@@ -138,6 +163,21 @@ func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// mustRefresh runs one refresh pass of s (Store.Refresh) and fails the test on its error.
+func mustRefresh(ctx context.Context, t testing.TB, s *Store) {
+	t.Helper()
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refreshed is what s knows of activity id after one refresh pass.
+func refreshed(ctx context.Context, t testing.TB, s *Store, id string) (ActivityView, bool) {
+	t.Helper()
+	mustRefresh(ctx, t, s)
+	return s.Activity(id)
 }
 
 func mustCreate(t testing.TB, s *Store, a Activity) Activity {
@@ -226,6 +266,37 @@ func buyers(t testing.TB, rdb redis.UniversalClient, k ShardKeys) int64 {
 		}
 	}
 	return n
+}
+
+// keysOfActivity lists the keys of activity id's tags, {id} (meta) and {id:<epoch>:<shard>},
+// found by SCAN on every master of a Cluster.
+func keysOfActivity(t testing.TB, rdb redis.UniversalClient, id string) []string {
+	t.Helper()
+	ctx := ctxT(t)
+	var mu sync.Mutex // ForEachMaster calls the masters at once
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, "sk:{"+id+"[}:]*", 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		t.Fatalf("unexpected client %T", rdb)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
 
 // heldOn is the units the user with hash uh holds on shard k (0 without a state).

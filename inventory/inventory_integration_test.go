@@ -32,28 +32,22 @@ func TestThreeInstancesSellExactlyTheStock(t *testing.T) {
 		}
 		defer func() { cancel(); run.Wait() }()
 		a := mustCreate(t, stores[0], openActivity(t, 100, 2, 8))
-		var wg sync.WaitGroup
 		var units atomic.Int64
-		for g := 0; g < 600; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s := stores[g%3]
-				qty := 1 + g%2
-				if v, _ := s.Activity(a.ID); v.SoldOut {
-					return // answered by admission from the instance's mark (app/admission.Admit)
-				}
-				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("m", g/2), Quantity: qty})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if r.Code == Reserved {
-					units.Add(int64(qty))
-				}
-			}()
-		}
-		wg.Wait()
+		rush(600, func(g int) {
+			s := stores[g%3]
+			qty := 1 + g%2
+			if v, _ := s.Activity(a.ID); v.SoldOut {
+				return // answered by admission from the instance's mark (app/admission.Admit)
+			}
+			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprint("m", g/2), Quantity: qty})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if r.Code == Reserved {
+				units.Add(int64(qty))
+			}
+		})
 		st := readState(t, rdb, a.ID)
 		if units.Load()+st.remaining != 100 || st.taken != units.Load() || st.minStock < 0 {
 			t.Fatalf("units %d + remaining %d != 100 (taken %d)", units.Load(), st.remaining, st.taken)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +21,19 @@ func TestCreateIsIdempotent(t *testing.T) {
 		ctx := ctxT(t)
 		a := openActivity(t, 101, 1, 4)
 		// Ten instances post the same activity at once: one creates it, stock loads once.
-		var wg sync.WaitGroup
-		var mu sync.Mutex
+		creates := make([]bool, 10)
+		rush(len(creates), func(i int) {
+			var err error
+			if _, creates[i], err = newStore(t, rdb, Options{}).Create(ctx, a); err != nil {
+				t.Error(err)
+			}
+		})
 		created := 0
-		for i := 0; i < 10; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, c, err := newStore(t, rdb, Options{}).Create(ctx, a)
-				if err != nil {
-					t.Error(err)
-				}
-				if c {
-					mu.Lock()
-					created++
-					mu.Unlock()
-				}
-			}()
+		for _, c := range creates {
+			if c {
+				created++
+			}
 		}
-		wg.Wait()
 		if created != 1 {
 			t.Fatalf("created %d times, want 1", created)
 		}
@@ -105,20 +98,9 @@ func TestRushExactStock(t *testing.T) {
 		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
 			forBackends(t, shards == 4, func(t *testing.T, rdb redis.UniversalClient) {
 				s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, shards))
-				results := make([]ReserveResult, 1000)
-				errs := make([]error, 1000)
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for i := range results {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						<-start
-						results[i], errs[i] = s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("user-%d", i), Quantity: 1})
-					}()
-				}
-				close(start)
-				wg.Wait()
+				results, errs := reserveRush(ctx, s, 1000, func(i int) ReserveRequest {
+					return ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("user-%d", i), Quantity: 1}
+				})
 				rids := map[string]bool{}
 				for i, r := range results {
 					if errs[i] != nil {
@@ -159,30 +141,23 @@ func TestRushExactStock(t *testing.T) {
 func TestSameUserManyGoroutines(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 50, 2, 4))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
+		results, errs := reserveRush(ctx, s, 200, func(int) ReserveRequest {
+			return ReserveRequest{ActivityID: a.ID, UserID: "the-one", Quantity: 1}
+		})
 		reserved := map[string]bool{}
 		var already []string
-		for i := 0; i < 200; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "the-one", Quantity: 1})
-				mu.Lock()
-				defer mu.Unlock()
-				switch {
-				case err != nil:
-					t.Error(err)
-				case r.Code == Reserved:
-					reserved[r.ReservationID] = true
-				case r.Code == AlreadyPurchased:
-					already = append(already, r.ReservationID)
-				default:
-					t.Errorf("unexpected %v", r.Code)
-				}
-			}()
+		for i, r := range results {
+			switch {
+			case errs[i] != nil:
+				t.Error(errs[i])
+			case r.Code == Reserved:
+				reserved[r.ReservationID] = true
+			case r.Code == AlreadyPurchased:
+				already = append(already, r.ReservationID)
+			default:
+				t.Errorf("unexpected %v", r.Code)
+			}
 		}
-		wg.Wait()
 		if len(reserved) != 2 || len(already) != 198 {
 			t.Fatalf("reserved %d, already %d; want 2 and 198", len(reserved), len(already))
 		}
@@ -203,8 +178,6 @@ func TestSameUserManyGoroutines(t *testing.T) {
 func TestOtherShardsNeverExceedLimit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		s, a, ctx := storeWith(t, rdb, Options{MaxOtherShards: 8}, openActivity(t, 12, 1, 8))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
 		per := map[string]int{}
 		off := 0 // reservations taken off the user's home shard
 		// 20 users who all live on shard 0 (2 units): 10 units must come from elsewhere.
@@ -214,28 +187,22 @@ func TestOtherShardsNeverExceedLimit(t *testing.T) {
 				users = append(users, u)
 			}
 		}
-		for g := 0; g < 400; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				user := users[g%20]
-				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})
-				if err != nil {
-					t.Error(err)
-					return
+		results, errs := reserveRush(ctx, s, 400, func(g int) ReserveRequest {
+			return ReserveRequest{ActivityID: a.ID, UserID: users[g%20], Quantity: 1}
+		})
+		for g, r := range results {
+			if errs[g] != nil {
+				t.Error(errs[g])
+				continue
+			}
+			if r.Code == Reserved {
+				k, _, _ := ParseReservationID(r.ReservationID)
+				per[users[g%20]]++
+				if k.Shard != 0 {
+					off++
 				}
-				if r.Code == Reserved {
-					k, _, _ := ParseReservationID(r.ReservationID)
-					mu.Lock()
-					per[user]++
-					if k.Shard != 0 {
-						off++
-					}
-					mu.Unlock()
-				}
-			}()
+			}
 		}
-		wg.Wait()
 		total := 0
 		for u, n := range per {
 			if n > 1 {
@@ -313,18 +280,12 @@ func TestIdempotencyReplay(t *testing.T) {
 		if err != nil || first.Code != Reserved {
 			t.Fatalf("first = %+v, %v", first, err)
 		}
-		var wg sync.WaitGroup
-		for i := 0; i < 20; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := s.Reserve(ctx, req)
-				if err != nil || r.Code != Replayed || r.ReservationID != first.ReservationID {
-					t.Errorf("replay = %+v, %v", r, err)
-				}
-			}()
+		results, errs := reserveRush(ctx, s, 20, func(int) ReserveRequest { return req })
+		for i, r := range results {
+			if errs[i] != nil || r.Code != Replayed || r.ReservationID != first.ReservationID {
+				t.Errorf("replay = %+v, %v", r, errs[i])
+			}
 		}
-		wg.Wait()
 		if st := readState(t, rdb, a.ID); st.remaining != 9 || st.journal != 1 {
 			t.Fatalf("replays took stock: %+v", st)
 		}
@@ -543,24 +504,17 @@ func TestIdempotencyKeyWhileRefilling(t *testing.T) {
 		user := "holder"
 		home := HomeShard(s.UserHash(user), 2)
 		rdb.Set(ctx, Shard(a.ID, 0, home).Stock(), 0, 0)
-		var wg sync.WaitGroup
-		var mu sync.Mutex
+		results, errs := reserveRush(ctx, s, 30, func(int) ReserveRequest {
+			return ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1, IdempotencyKey: "same"}
+		})
 		rids := map[string]int{}
-		for i := 0; i < 30; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1, IdempotencyKey: "same"})
-				if err != nil || (r.Code != Reserved && r.Code != Replayed) {
-					t.Errorf("got %+v, %v", r, err)
-					return
-				}
-				mu.Lock()
-				rids[r.ReservationID]++
-				mu.Unlock()
-			}()
+		for i, r := range results {
+			if errs[i] != nil || (r.Code != Reserved && r.Code != Replayed) {
+				t.Errorf("got %+v, %v", r, errs[i])
+				continue
+			}
+			rids[r.ReservationID]++
 		}
-		wg.Wait()
 		if len(rids) != 1 {
 			t.Fatalf("rids %v, want one", rids)
 		}
@@ -639,10 +593,7 @@ func TestLateEventsKeepTheSoldOutMark(t *testing.T) {
 		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "first", Quantity: 1}); err != nil || r.Code != Reserved {
 			t.Fatalf("reserve = %+v, %v", r, err)
 		}
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.SoldOut {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.SoldOut {
 			t.Fatalf("not sold out after the only unit: %+v", v)
 		}
 		for _, ev := range []string{"created ", "layout ", "created "} {
@@ -811,10 +762,7 @@ func TestUnitsInTransitAreNotSoldOut(t *testing.T) {
 		// The one unit on the other shard, whichever shard Create gave it to, in another
 		// instance's transfer cut short between debit and credit.
 		unitInTransit(t, s, rdb, a, user, 0, 1, "slow-1")
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, ok := s.Activity(a.ID); !ok || v.SoldOut {
+		if v, ok := refreshed(ctx, t, s, a.ID); !ok || v.SoldOut {
 			t.Fatalf("after a refresh with one unit in transit: %+v, want not sold out", v)
 		}
 		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1})

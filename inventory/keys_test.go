@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -72,23 +71,17 @@ func TestUserHashIsKeyed(t *testing.T) {
 func TestUserHashConcurrent(t *testing.T) {
 	key := bytes.Repeat([]byte{3}, MinUserHashKey)
 	shared := mustHasher(t, key)
-	var wg sync.WaitGroup
 	errs := make(chan string, 8)
-	for g := 0; g < 8; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ref := mustHasher(t, key)
-			for i := 0; i < 500; i++ {
-				id := fmt.Sprint(g, "-", i, strings.Repeat("x", i%40))
-				if got, want := shared.UserHash(id), ref.UserHash(id); got != want {
-					errs <- fmt.Sprintf("%q: %s, want %s", id, got, want)
-					return
-				}
+	rush(8, func(g int) {
+		ref := mustHasher(t, key)
+		for i := 0; i < 500; i++ {
+			id := fmt.Sprint(g, "-", i, strings.Repeat("x", i%40))
+			if got, want := shared.UserHash(id), ref.UserHash(id); got != want {
+				errs <- fmt.Sprintf("%q: %s, want %s", id, got, want)
+				return
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	close(errs)
 	for e := range errs {
 		t.Error(e)

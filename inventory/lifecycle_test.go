@@ -1,9 +1,7 @@
 package inventory
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,36 +74,4 @@ func TestEndThenPurgeLeavesOnlyTheMark(t *testing.T) {
 			t.Fatalf("keys after Purge: %v, want only %s", keys, ArchivedKey(a.ID))
 		}
 	})
-}
-
-// keysOfActivity lists the keys of the activity's tags, on every master of a Cluster.
-func keysOfActivity(t *testing.T, rdb redis.UniversalClient, id string) []string {
-	t.Helper()
-	ctx := ctxT(t)
-	var mu sync.Mutex
-	var keys []string
-	scan := func(ctx context.Context, c *redis.Client) error {
-		for _, pat := range []string{"sk:{" + id + "}:*", "sk:{" + id + ":*"} {
-			it := c.Scan(ctx, 0, pat, 1000).Iterator()
-			for it.Next(ctx) {
-				mu.Lock()
-				keys = append(keys, it.Val())
-				mu.Unlock()
-			}
-			if err := it.Err(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var err error
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, scan)
-	} else {
-		err = scan(ctx, rdb.(*redis.Client))
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys
 }

@@ -10,6 +10,64 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// lostDebit is the start of the tests of a debit X made on S, shard 1, and S's node lost: X
+// and Y sell 8 units on two shards (four each), limit 1; home0 are buyers of shard 0, home1
+// of S.
+type lostDebit struct {
+	ctx          context.Context
+	rdb          redis.UniversalClient
+	x, y         *Store
+	a            Activity
+	src          ShardKeys // S
+	home0, home1 []string
+	n0           int // buyers of home0 served
+}
+
+func newLostDebit(t *testing.T, rdb redis.UniversalClient, n1 int) *lostDebit {
+	t.Helper()
+	sc := &lostDebit{ctx: ctxT(t), rdb: rdb}
+	sc.x, sc.y, sc.a = twoInstances(sc.ctx, t, rdb, openActivity(t, 8, 1, 2), Options{})
+	sc.home0, sc.home1 = usersByHome(sc.x, 12, n1)
+	sc.src = Shard(sc.a.ID, 0, 1)
+	return sc
+}
+
+// sell0 reserves one unit for the next buyer of shard 0 through st (instance name).
+func (sc *lostDebit) sell0(t *testing.T, st *Store, name string) {
+	t.Helper()
+	sc.n0++
+	mustReserve(sc.ctx, t, st, name, sc.a.ID, sc.home0[sc.n0-1])
+}
+
+// xDebitsS has X sell shard 0 out, then debit S for its next buyer; goBack returns S to
+// before that debit.
+func (sc *lostDebit) xDebitsS(t *testing.T) (goBack func()) {
+	t.Helper()
+	for i := 0; i < 4; i++ {
+		sc.sell0(t, sc.x, "X")
+	}
+	goBack = snapshotShard(t, sc.rdb, sc.src)
+	sc.sell0(t, sc.x, "X")
+	return goBack
+}
+
+// ySellsUntilRaisedTwice has Y sell shard 0 (the rest of X's credit, then units Y debits from
+// S) until S's mark was raised twice (it names count 2), and fails the test when shard 0's
+// buyers run out before.
+func (sc *lostDebit) ySellsUntilRaisedTwice(t *testing.T) {
+	t.Helper()
+	for {
+		m, _ := sc.rdb.Get(sc.ctx, sc.src.Gen()).Result()
+		if strings.Contains(m, "#2.") {
+			return
+		}
+		if sc.n0 >= len(sc.home0) {
+			t.Fatalf("Y never debited S twice (mark %q)", m)
+		}
+		sc.sell0(t, sc.y, "Y")
+	}
+}
+
 // TestLostMarkRaisedTwiceFences: X debited S (mark <gen>#1.<X's id>), S's node went back past
 // that debit, and Y, whose view of S is older, debited S twice (<gen>#2.<Y's second id>). X's
 // next reservation on S meets a higher count whose history lacks X's mark ({13, mark, 0}):
@@ -17,28 +75,17 @@ import (
 // selling S, whose units X's lost debit already moved and sold elsewhere.
 func TestLostMarkRaisedTwiceFences(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
-		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 8, 1, 2), Options{}) // four units per shard
-		home0, home1 := usersByHome(x, 12, 2)
-		src := Shard(a.ID, 0, 1)
-		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }
-		n0 := 0
-		next0 := func() string { n0++; return home0[n0-1] }
-		for i := 0; i < 4; i++ { // X sells shard 0 out
-			reserve(x, "X", next0())
-		}
-		goBack := snapshotShard(t, rdb, src)
-		reserve(x, "X", next0()) // X debits S
+		sc := newLostDebit(t, rdb, 2)
+		ctx, x, y, a, src := sc.ctx, sc.x, sc.y, sc.a, sc.src
+		goBack := sc.xDebitsS(t)
 		xMark, _ := rdb.Get(ctx, src.Gen()).Result()
 		if !strings.Contains(xMark, "#1.") {
 			t.Fatalf("S's mark after X's debit is %q", xMark)
 		}
 		goBack() // S loses X's debit; shard 0 keeps the credit
-		// Y sells shard 0 (the rest of X's credit, then units Y debits from S) until S's
-		// mark was raised twice by Y.
-		untilRaisedTwice(ctx, t, rdb, src, func() bool { return n0 < len(home0) }, func() { reserve(y, "Y", next0()) })
+		sc.ySellsUntilRaisedTwice(t)
 		// X meets S: its mark is not in S's history, the script says so.
-		res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1})
+		res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: sc.home1[0], Quantity: 1})
 		if err == nil && (res.Code == Reserved || res.Code == Replayed) {
 			t.Fatalf("X reserved on S, which lost X's debit: %+v", res)
 		}
@@ -48,26 +95,10 @@ func TestLostMarkRaisedTwiceFences(t *testing.T) {
 		if g, _ := rdb.HGet(ctx, Meta(a.ID), "gen").Result(); g != generationRolledBack {
 			t.Errorf("X met S without its own debit's mark in S's history and answered ErrRecovering, but did not fence the activity (meta gen %q)", g)
 		}
-		if res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[1], Quantity: 1}); err == nil && res.Code == Reserved {
+		if res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: sc.home1[1], Quantity: 1}); err == nil && res.Code == Reserved {
 			t.Errorf("Y sold %s on S after X met S's loss: X did not fence", res.ReservationID)
 		}
 	})
-}
-
-// untilRaisedTwice calls sell (Y's reservation) until shard src's mark was raised twice (it
-// names count 2), and fails the test when more reports false before.
-func untilRaisedTwice(ctx context.Context, t *testing.T, rdb redis.UniversalClient, src ShardKeys, more func() bool, sell func()) {
-	t.Helper()
-	for {
-		m, _ := rdb.Get(ctx, src.Gen()).Result()
-		if strings.Contains(m, "#2.") {
-			return
-		}
-		if !more() {
-			t.Fatalf("Y never debited S twice (mark %q)", m)
-		}
-		sell()
-	}
 }
 
 // TestInFlightCallForgetsOwnDebit: a reservation of X on S carries the mark X recorded when
@@ -78,34 +109,23 @@ func untilRaisedTwice(ctx context.Context, t *testing.T, rdb redis.UniversalClie
 // its own debit lost. The late answer is given by calling meetMark with it.
 func TestInFlightCallForgetsOwnDebit(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
-		ctx := ctxT(t)
-		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 8, 1, 2), Options{})
-		home0, home1 := usersByHome(x, 12, 1)
-		src := Shard(a.ID, 0, 1)
-		reserve := func(st *Store, name, u string) { t.Helper(); mustReserve(ctx, t, st, name, a.ID, u) }
-		x.mu.RLock()
-		e := x.acts[a.ID]
-		x.mu.RUnlock()
+		sc := newLostDebit(t, rdb, 1)
+		ctx, x, a, src := sc.ctx, sc.x, sc.a, sc.src
+		e := mustEntry(ctx, t, x, a.ID)
 		l := e.layout.Load()
 		inFlight := *l.mark(1, e) // the mark a reservation built now carries for S
 		seen := l.seen(1)
-		n0 := 0
-		next0 := func() string { n0++; return home0[n0-1] }
-		for i := 0; i < 4; i++ {
-			reserve(x, "X", next0())
-		}
-		goBack := snapshotShard(t, rdb, src)
-		reserve(x, "X", next0()) // X debits S and records the raised mark
+		goBack := sc.xDebitsS(t) // X records the raised mark
 		if m := *l.mark(1, e); !strings.Contains(m, "#1.") {
 			t.Fatalf("X recorded %q for S after its debit", m)
 		}
 		goBack()
-		untilRaisedTwice(ctx, t, rdb, src, func() bool { return n0 < len(home0) }, func() { reserve(y, "Y", next0()) })
+		sc.ySellsUntilRaisedTwice(t)
 		got, _ := rdb.Get(ctx, src.Gen()).Result()
 		inHistory, _ := rdb.HExists(ctx, src.Stats(), "m:"+inFlight).Result()
 		// The in-flight reservation's answer reaches X now.
 		x.meetMark(ctx, e, l, 1, inFlight, got, seen, inHistory)
-		res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: home1[0], Quantity: 1})
+		res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: sc.home1[0], Quantity: 1})
 		if err == nil && (res.Code == Reserved || res.Code == Replayed) {
 			t.Fatalf("X reserved %s on S, which lost X's own debit (X's record now %q)", res.ReservationID, *l.mark(1, e))
 		}
@@ -124,9 +144,7 @@ func TestDebitRetriedAfterItRan(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
 		x, _, a := oneInstance(ctx, t, rdb, openActivity(t, 16, 1, 2), Options{})
-		x.mu.RLock()
-		e := x.acts[a.ID]
-		x.mu.RUnlock()
+		e := mustEntry(ctx, t, x, a.ID)
 		l := e.layout.Load()
 		src, home := l.keys[1], l.keys[0]
 		before, _ := rdb.Get(ctx, src.Stock()).Int64()

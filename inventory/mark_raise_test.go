@@ -80,9 +80,7 @@ func TestReserveWhileAnotherInstanceDebitsTheShard(t *testing.T) {
 		// Nothing was lost, nothing fenced: X and Y still sell, and the units are where
 		// the scripts put them.
 		for _, st := range []*Store{x, y} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
+			mustRefresh(ctx, t, st)
 		}
 		more := usersByHomeFrom(x, 5, 2)
 		mustReserve(ctx, t, x, "X", a.ID, more[0])

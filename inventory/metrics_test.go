@@ -33,9 +33,7 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustRefresh(ctx, t, s)
 	tests := []struct {
 		name string
 		give prometheus.Collector

@@ -22,9 +22,8 @@ import (
 // and it provides replicas:2 as is.
 func TestReplicasModeCoversEveryPromotableReplica(t *testing.T) {
 	master := testsvc.PrivateRedis(t)
-	port := strings.TrimPrefix(master, "127.0.0.1:")
-	r1 := testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", port)
-	r2 := testsvc.PrivateRedis(t, "--replicaof", "127.0.0.1", port)
+	r1 := testsvc.PrivateReplica(t, master)
+	r2 := testsvc.PrivateReplica(t, master)
 	rdb := redis.NewClient(&redis.Options{Addr: master, DisableIdentity: true})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()

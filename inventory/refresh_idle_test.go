@@ -39,9 +39,7 @@ func TestIdleRefreshReadsNoTransitWithStock(t *testing.T) {
 		hlen := hlenCounter(rdb)
 		const passes = 8
 		for range passes {
-			if err := s.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
+			mustRefresh(ctx, t, s)
 		}
 		if n := hlen.Load(); n != 0 {
 			t.Errorf("%d HLEN over %d refresh passes of an activity with stock and 6 old layouts, want 0", n, passes)
@@ -70,10 +68,7 @@ func TestRefreshMarksSoldOutOnlyWhenNothingMoves(t *testing.T) {
 			t.Fatalf("debit = %d, %v, %v", d.units, d.closed, err)
 		}
 		hlen := hlenCounter(rdb)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); v.SoldOut {
+		if v, _ := refreshed(ctx, t, s, a.ID); v.SoldOut {
 			t.Fatalf("after a refresh with one unit in transit: %+v, want not sold out", v)
 		}
 		if hlen.Load() == 0 {
@@ -82,17 +77,11 @@ func TestRefreshMarksSoldOutOnlyWhenNothingMoves(t *testing.T) {
 		if n, err := s.Recover(ctx, a.ID, 0); err != nil || n != 1 {
 			t.Fatalf("recover = %d, %v; want the move finished", n, err)
 		}
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); v.SoldOut || v.Remaining != 1 {
+		if v, _ := refreshed(ctx, t, s, a.ID); v.SoldOut || v.Remaining != 1 {
 			t.Fatalf("after the unit landed: %+v, want 1 remaining, not sold out", v)
 		}
 		rdb.Set(ctx, k.Stock(), 0, 0) // the unit sold elsewhere, as far as this instance knows
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.SoldOut {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.SoldOut {
 			t.Fatalf("every shard 0 and nothing in transit: %+v, want sold out", v)
 		}
 	})
@@ -129,9 +118,7 @@ func TestTransferLandingBetweenTheRefreshReadsIsNotSoldOut(t *testing.T) {
 			}
 		})
 		armed.Store(true)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustRefresh(ctx, t, s)
 		if armed.Load() {
 			t.Fatal("the refresh sent no transit read: the test does not test the race")
 		}

@@ -85,17 +85,24 @@ func (s *Store) Reshard(ctx context.Context, id string, n int) error {
 	return fmt.Errorf("%w: reshard of %s did not settle", ErrBusy, id)
 }
 
+// parseTarget parses a layout as meta writes it, "<epoch>:<shards>".
 func parseTarget(r string) (epoch, shards int, ok bool) {
-	a, b, ok := strings.Cut(r, ":")
-	if !ok {
-		return 0, 0, false
-	}
-	e, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || n < 1 || n > keyspace.MaxShards {
+	e, n, ok := intPair(r)
+	if !ok || n < 1 || n > keyspace.MaxShards {
 		return 0, 0, false
 	}
 	return e, n, true
+}
+
+// intPair parses "<a>:<b>", two decimal integers (a layout, a transit entry's location).
+func intPair(v string) (a, b int, ok bool) {
+	x, y, ok := strings.Cut(v, ":")
+	if !ok {
+		return 0, 0, false
+	}
+	a, err1 := strconv.Atoi(x)
+	b, err2 := strconv.Atoi(y)
+	return a, b, err1 == nil && err2 == nil
 }
 
 // run is one run of a recorded reshard: from (e, from shards) to (e+1, to shards), started

@@ -54,17 +54,12 @@ func TestReshardUnderLoad(t *testing.T) {
 		pause()
 		for _, n := range []int{7, 2} {
 			before := reserved.Load()
-			var rwg sync.WaitGroup
-			for _, st := range []*Store{s, other} {
-				rwg.Add(1)
-				go func() {
-					defer rwg.Done()
-					if err := st.Reshard(ctx, a.ID, n); err != nil {
-						t.Errorf("reshard to %d: %v", n, err)
-					}
-				}()
-			}
-			rwg.Wait()
+			stores := []*Store{s, other}
+			rush(len(stores), func(i int) {
+				if err := stores[i].Reshard(ctx, a.ID, n); err != nil {
+					t.Errorf("reshard to %d: %v", n, err)
+				}
+			})
 			pause()
 			if reserved.Load() == before {
 				t.Errorf("no reservation while resharding to %d", n)
@@ -242,4 +237,35 @@ func TestRunLearnsAcrossInstances(t *testing.T) {
 			t.Fatal("Run did not return")
 		}
 	})
+}
+
+// TestParseLayoutAndLoc: a layout "<epoch>:<shards>" and a location "<epoch>:<shard>" parse
+// only as two integers in their ranges.
+func TestParseLayoutAndLoc(t *testing.T) {
+	top := fmt.Sprint(keyspace.MaxShards)
+	tests := []struct {
+		give            string
+		wantLayout      [2]int
+		layoutOK, locOK bool
+		wantLoc         [2]int
+	}{
+		{give: "3:4", wantLayout: [2]int{3, 4}, layoutOK: true, wantLoc: [2]int{3, 4}, locOK: true},
+		{give: "0:0", wantLoc: [2]int{0, 0}, locOK: true},
+		{give: "0:" + top, wantLayout: [2]int{0, keyspace.MaxShards}, layoutOK: true},
+		{give: "-1:2", wantLayout: [2]int{-1, 2}, layoutOK: true},
+		{give: "1:-2"},
+		{give: "1"},
+		{give: "a:2"},
+		{give: "1:b"},
+		{give: "1:2:3"},
+		{give: ""},
+	}
+	for _, tt := range tests {
+		if e, n, ok := parseTarget(tt.give); ok != tt.layoutOK || [2]int{e, n} != tt.wantLayout {
+			t.Errorf("parseTarget(%q) = %d, %d, %v; want %v, %v", tt.give, e, n, ok, tt.wantLayout, tt.layoutOK)
+		}
+		if e, i, ok := parseLoc(tt.give); ok != tt.locOK || [2]int{e, i} != tt.wantLoc {
+			t.Errorf("parseLoc(%q) = %d, %d, %v; want %v, %v", tt.give, e, i, ok, tt.wantLoc, tt.locOK)
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,43 +13,6 @@ import (
 	"github.com/seckill/seckill/internal/redishook"
 	"github.com/seckill/seckill/internal/testwait"
 )
-
-// activityKeys counts the Redis keys of an activity by SCAN: its meta and shards
-// ("sk:{<id>}:..." and "sk:{<id>:<e>:<i>}:..."), on every master of a cluster.
-func activityKeys(t testing.TB, rdb redis.UniversalClient, id string) int {
-	t.Helper()
-	ctx := ctxT(t)
-	var mu sync.Mutex
-	n := 0
-	scan := func(ctx context.Context, c *redis.Client) error {
-		var cursor uint64
-		for {
-			keys, next, err := c.Scan(ctx, cursor, "sk:{"+id+"[}:]*", 1000).Result()
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			n += len(keys)
-			mu.Unlock()
-			if cursor = next; cursor == 0 {
-				return nil
-			}
-		}
-	}
-	var err error
-	switch c := rdb.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, scan)
-	case *redis.Client:
-		err = scan(ctx, c)
-	default:
-		t.Fatalf("unexpected client %T", rdb)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 // passCounter counts the commands an instance sends and its refresh passes (each starts with
 // SMEMBERS of the activities set).
@@ -122,7 +84,7 @@ func TestTwelveReshardsCostOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		settled(1)
-		keys1 := activityKeys(t, rdb, a.ID)
+		keys1 := len(keysOfActivity(t, rdb, a.ID))
 		load1, rate1 := pc.idleLoad(t, 32)
 		for i := 2; i <= 12; i++ {
 			if err := s.Reshard(ctx, a.ID, shards[(i-1)%2]); err != nil {
@@ -130,7 +92,7 @@ func TestTwelveReshardsCostOne(t *testing.T) {
 			}
 		}
 		settled(12)
-		keys12 := activityKeys(t, rdb, a.ID)
+		keys12 := len(keysOfActivity(t, rdb, a.ID))
 		load12, rate12 := pc.idleLoad(t, 32)
 		t.Logf("keys: %d after one reshard, %d after twelve; idle load over 32 refresh passes: %d commands (%.0f/s), %d (%.0f/s)",
 			keys1, keys12, load1, rate1, load12, rate12)

@@ -249,10 +249,25 @@ func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sen
 	if later == "" {
 		return nil
 	}
+	// markLost, markForeign: the next call carries the record and is refused on it.
+	if _, back := s.raiseRecord(ctx, e, l, i, sent, later); back {
+		return ErrRecovering
+	}
+	return nil
+}
+
+// raiseRecord records later for shard i of l, a mark ordered after sent, the one the call
+// carried, when it descends from the record too: the record is still sent, or later is after
+// it by their order, or by the shard's history (one HEXISTS, only when the record moved while
+// the call was in flight: the history only grows on a healthy node). A history without the
+// record is a node that went back: the activity is fenced and back is true. foreign is a
+// record of another generation; a record later lost by its count, or a failed read, leaves
+// the record as it is (the next call carries it and the script reads the history).
+func (s *Store) raiseRecord(ctx context.Context, e *entry, l *layout, i int, sent, later string) (foreign, back bool) {
 	rec := l.marks[i].Load()
 	if rec == nil || *rec == sent {
 		l.raiseMarkFrom(i, rec, later)
-		return nil
+		return false, false
 	}
 	switch markAfter(*rec, later, false) {
 	case markLater:
@@ -260,16 +275,17 @@ func (s *Store) recordLater(ctx context.Context, e *entry, l *layout, i int, sen
 	case markUnsure:
 		known, err := s.markKnown(ctx, l.keys[i], *rec)
 		if err != nil {
-			return nil
+			return false, false
 		}
 		if !known {
 			s.wentBack(ctx, e, l, i, lostMark(*rec, later))
-			return ErrRecovering
+			return false, true
 		}
 		l.raiseMarkFrom(i, rec, later)
+	case markForeign:
+		return true, false
 	}
-	// markLost, markForeign: the next call carries the record and is refused on it.
-	return nil
+	return false, false
 }
 
 // markMet is the decision on a script that refused shard i of l because it holds the mark
@@ -305,34 +321,17 @@ func (s *Store) meetMark(ctx context.Context, e *entry, l *layout, i int, known,
 	}
 	switch markAfter(known, got, inHistory) {
 	case markLater:
-		rec := l.marks[i].Load()
-		if rec == nil || *rec == known {
-			l.raiseMarkFrom(i, rec, got)
-			return markRaised
-		}
-		// Recorded since the call was built (a debit of this instance raised it): got was
-		// ordered against known only, and may not descend from the record (the node lost
-		// that debit, another instance raised it past: TestInFlightCallForgetsOwnDebit).
-		switch markAfter(*rec, got, false) {
-		case markLater:
-			l.raiseMarkFrom(i, rec, got)
-		case markUnsure:
-			// Higher than the record: the shard's history says whether it descends from it
-			// (one HEXISTS, only in this race; the history only grows on a healthy node).
-			known, err := s.markKnown(ctx, l.keys[i], *rec)
-			if err != nil {
-				return markRaised // sent again with the record: the script reads the history
-			}
-			if !known {
-				s.wentBack(ctx, e, l, i, lostMark(*rec, got))
-				return markWentBack
-			}
-			l.raiseMarkFrom(i, rec, got)
-		case markForeign:
+		// The record may have moved since the call was built (a debit of this instance raised
+		// it): got was ordered against known only, and may not descend from the record (the
+		// node lost that debit, another instance raised it past: TestInFlightCallForgetsOwnDebit).
+		// A record got is lost to by its count (the script ran before this instance's later
+		// debit) or a failed read of the history: sent again with the record.
+		switch foreign, back := s.raiseRecord(ctx, e, l, i, known, got); {
+		case back:
+			return markWentBack
+		case foreign:
 			return markOther
 		}
-		// markLost by its count: the script ran before this instance's later debit; sent
-		// again with the record.
 		return markRaised
 	case markLost, markUnsure: // the script read the history: known is not in it
 		s.wentBack(ctx, e, l, i, "its generation mark went back from "+known+" (found "+got+")")

@@ -32,9 +32,7 @@ func TestCounterRolledBackIsNoticed(t *testing.T) {
 			t.Fatalf("a reservation on a counter below a number handed out: %+v %v, want ErrRecovering, nothing taken", res, err)
 		}
 		for _, st := range []*Store{s, newStore(t, rdb, Options{Catalog: cat})} {
-			if err := st.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
+			mustRefresh(ctx, t, st)
 			if _, err := st.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u5", Quantity: 1}); !errors.Is(err, ErrRecovering) {
 				t.Fatalf("reserve after the rollback was noticed: %v, want ErrRecovering", err)
 			}
@@ -198,9 +196,7 @@ func TestRollbackSeenByAnotherInstance(t *testing.T) {
 		goBack := snapshotShard(t, rdb, src)
 		// The fourth buyer of shard 0 needs a unit from shard 1.
 		reserveAll(ctx, t, a1, a.ID, home0...)
-		if err := b.Refresh(ctx); err != nil { // b reads the raised mark
-			t.Fatal(err)
-		}
+		mustRefresh(ctx, t, b) // b reads the raised mark
 		goBack()
 		for i := 0; i < 6; i++ {
 			res, err := b.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: fmt.Sprintf("v%d", i), Quantity: 1})
@@ -320,9 +316,7 @@ func TestMetaBackPastAReshardOnAFreshInstance(t *testing.T) {
 			t.Fatal(err)
 		}
 		y := newStore(t, rdb, Options{Catalog: cat})
-		if err := y.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustRefresh(ctx, t, y)
 		res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u1", Quantity: 1})
 		if !errors.Is(err, ErrRecovering) {
 			t.Fatalf("reserve on an instance started after meta went back past a reshard: %+v %v, want ErrRecovering", res, err)
@@ -385,16 +379,12 @@ func TestFenceLostWithASecondLossIsWrittenAgain(t *testing.T) {
 		if err := rdb.HSet(ctx, Meta(a.ID), before).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustRefresh(ctx, t, s)
 		if g, _ := rdb.HGet(ctx, Meta(a.ID), "gen").Result(); g != generationRolledBack {
 			t.Fatalf("meta's generation after the fence was lost and the fencing instance refreshed: %q, want %q", g, generationRolledBack)
 		}
 		y := newStore(t, rdb, Options{Catalog: cat})
-		if err := y.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustRefresh(ctx, t, y)
 		if _, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u4", Quantity: 1}); !errors.Is(err, ErrRecovering) {
 			t.Fatalf("another instance's reserve after the fence was written again: %v, want ErrRecovering", err)
 		}
@@ -425,9 +415,7 @@ func oneInstance(ctx context.Context, t *testing.T, rdb redis.UniversalClient, d
 	s = newStore(t, rdb, opts)
 	a = mustCreate(t, s, def)
 	cat.put(a)
-	if err := s.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustRefresh(ctx, t, s)
 	return s, cat, a
 }
 
@@ -438,9 +426,7 @@ func twoInstances(ctx context.Context, t *testing.T, rdb redis.UniversalClient, 
 	t.Helper()
 	x, cat, a := oneInstance(ctx, t, rdb, def, xOpts)
 	y = newStore(t, rdb, Options{Catalog: cat})
-	if err := y.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustRefresh(ctx, t, y)
 	return x, y, a
 }
 

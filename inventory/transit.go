@@ -175,14 +175,10 @@ func (m *Mover) debit(ctx context.Context, src, target ShardKeys, id string, wan
 // Loc is "<epoch>:<shard>", the form a transit entry names its target in.
 func (k ShardKeys) Loc() string { return strconv.Itoa(k.Epoch) + ":" + strconv.Itoa(k.Shard) }
 
+// parseLoc parses a location, "<epoch>:<shard>" (Loc).
 func parseLoc(v string) (epoch, shard int, ok bool) {
-	a, b, ok := strings.Cut(v, ":")
-	if !ok {
-		return 0, 0, false
-	}
-	e, err1 := strconv.Atoi(a)
-	i, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || e < 0 || i < 0 || i >= keyspace.MaxShards {
+	e, i, ok := intPair(v)
+	if !ok || e < 0 || i < 0 || i >= keyspace.MaxShards {
 		return 0, 0, false
 	}
 	return e, i, true

@@ -42,10 +42,7 @@ func TestCompensationInTransitFromAnOldLayoutIsNotSoldOut(t *testing.T) {
 		if v, ok := s.Activity(a.ID); !ok || v.SoldOut {
 			t.Fatalf("before the refresh: %+v, want not sold out", v)
 		}
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, ok := s.Activity(a.ID); !ok || v.SoldOut {
+		if v, ok := refreshed(ctx, t, s, a.ID); !ok || v.SoldOut {
 			t.Fatalf("after a refresh with one compensated unit in transit: %+v, want not sold out", v)
 		}
 		other := "rival"

@@ -125,20 +125,14 @@ func TestSoldOutDoesNotFlapWhileATransferIsUnfinished(t *testing.T) {
 			t.Fatal("the sold-out event did not mark the activity")
 		}
 		for i := 0; i < 3; i++ {
-			if err := s.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if v, _ := s.Activity(a.ID); !v.SoldOut {
+			if v, _ := refreshed(ctx, t, s, a.ID); !v.SoldOut {
 				t.Fatalf("refresh %d (every shard 0, one finished move still in transit) cleared the sold-out mark", i)
 			}
 		}
 		if n, err := s.Recover(ctx, a.ID, 0); err != nil || n != 1 {
 			t.Fatalf("recover = %d, %v; want the entry finished", n, err)
 		}
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.SoldOut {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.SoldOut {
 			t.Fatal("not sold out once nothing is in transit")
 		}
 		if st := readState(t, rdb, a.ID); st.remaining != 0 || st.taken != 2 || st.journal != 2 || st.minStock < 0 {
@@ -159,19 +153,13 @@ func TestSoldOutMarkLiftsWhenTransitLands(t *testing.T) {
 		user := "late"
 		unitInTransit(t, s, rdb, a, user, 0, 1, "moving-1")
 		s.handleEvent(ctx, "soldout "+a.ID)
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); !v.SoldOut {
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.SoldOut {
 			t.Fatal("the mark was cleared while every shard reads 0")
 		}
 		if n, err := s.Recover(ctx, a.ID, 0); err != nil || n != 1 {
 			t.Fatalf("recover = %d, %v", n, err)
 		}
-		if err := s.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if v, _ := s.Activity(a.ID); v.SoldOut || v.Remaining != 1 {
+		if v, _ := refreshed(ctx, t, s, a.ID); v.SoldOut || v.Remaining != 1 {
 			t.Fatalf("after the unit landed: %+v, want 1 remaining, not sold out", v)
 		}
 		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: user, Quantity: 1}); err != nil || r.Code != Reserved {

@@ -333,12 +333,8 @@ func (s *sim) checkLossEnd() {
 	}
 	s.logf("end of the run after %d losses, noticed %v", s.loss.losses, s.loss.noticed)
 	s.checkAlways()
-	var orders []sql.Order
-	if err := s.db.Where("activity_id = ?", s.aid).Find(&orders).Error; err != nil {
-		s.t.Fatal(err)
-	}
 	owner := map[string]string{}
-	for _, o := range orders {
+	for _, o := range activityRows[sql.Order](s) {
 		owner[o.ReservationID] = o.UserID
 	}
 	for _, p := range s.loss.pairs {
@@ -354,12 +350,8 @@ func (s *sim) checkLossEnd() {
 // among them those MySQL refused (order/insert.go: the stock or the buyer's limit was reached
 // where the orders live).
 func (s *sim) brokenPromises(owner map[string]string) (refused, broken int) {
-	var comps []sql.Compensation
-	if err := s.db.Where("activity_id = ?", s.aid).Find(&comps).Error; err != nil {
-		s.t.Fatal(err)
-	}
 	why := map[string]string{}
-	for _, c := range comps {
+	for _, c := range activityRows[sql.Compensation](s) {
 		why[c.ReservationID] = c.Reason
 	}
 	for rid := range s.loss.answered {

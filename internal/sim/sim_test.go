@@ -542,6 +542,16 @@ type entry struct {
 	comp   bool // FAILED and its compensation finished (units back, row written)
 }
 
+// activityRows reads the rows of the run's activity from a MySQL table of T (sql.Order,
+// sql.Compensation).
+func activityRows[T any](s *sim) []T {
+	var rows []T
+	if err := s.db.Where("activity_id = ?", s.aid).Find(&rows).Error; err != nil {
+		s.t.Fatal(err)
+	}
+	return rows
+}
+
 // journal reads every journal entry of every layout, with each record's status.
 func (s *sim) journal() []entry {
 	vals, err := s.rdb.HMGet(s.ctx, inventory.Meta(s.aid), "layouts").Result()
@@ -676,10 +686,7 @@ func (s *sim) fail() {
 
 // checkAlways checks what must hold at every step, whatever is in flight.
 func (s *sim) checkAlways() {
-	var orders []sql.Order
-	if err := s.db.Where("activity_id = ?", s.aid).Find(&orders).Error; err != nil {
-		s.t.Fatal(err)
-	}
+	orders := activityRows[sql.Order](s)
 	var sold int64
 	per := map[string]int{}
 	for _, o := range orders {
@@ -789,14 +796,7 @@ func (s *sim) settle() {
 
 func (s *sim) checkSettled() {
 	js := s.journal()
-	var orders []sql.Order
-	if err := s.db.Where("activity_id = ?", s.aid).Find(&orders).Error; err != nil {
-		s.t.Fatal(err)
-	}
-	var comps []sql.Compensation
-	if err := s.db.Where("activity_id = ?", s.aid).Find(&comps).Error; err != nil {
-		s.t.Fatal(err)
-	}
+	orders, comps := activityRows[sql.Order](s), activityRows[sql.Compensation](s)
 	hasOrder := map[string]bool{}
 	per := map[string]int{}
 	for _, o := range orders {

@@ -133,6 +133,33 @@ func PrivateRedis(t testing.TB, args ...string) string {
 	}
 }
 
+// PrivateReplica starts a PrivateRedis (args as there) that replicates the one at master, an
+// address PrivateRedis returned, and returns its address once master counts it online: synced
+// and acknowledging, so a WAIT on master can count it.
+func PrivateReplica(t testing.TB, master string, args ...string) string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := PrivateRedis(t, append([]string{"--replicaof", host, port}, args...)...)
+	_, self, _ := net.SplitHostPort(addr)
+	c := redis.NewClient(&redis.Options{Addr: master, DisableIdentity: true})
+	defer c.Close()
+	online := "port=" + self + ",state=online,"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := c.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, online) {
+			return addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not online at %s after 30s: %v\n%s", addr, master, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // MySQL returns a GORM handle on the test MariaDB database.
 func MySQL(t testing.TB) *gorm.DB {
 	t.Helper()
