@@ -140,20 +140,9 @@ func spawn(t *testing.T, name string, opts Options) *proc {
 	t.Helper()
 	bin := seckillBinary(t)
 	dir := t.TempDir()
-	if opts.ConfigFile == "" {
-		opts.ConfigFile = filepath.Join(dir, "seckill.yaml")
-		if err := os.WriteFile(opts.ConfigFile, []byte(testConfig), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setTestDefaults(t, &opts, dir, testConfig)
 	if opts.InstanceID == "" {
 		opts.InstanceID = fmt.Sprintf("%s-%s-%d", sanitize(t.Name()), name, time.Now().UnixNano())
-	}
-	if opts.MySQLPool == 0 {
-		opts.MySQLPool = 8
-	}
-	if opts.WriterRate == 0 {
-		opts.WriterRate = 20000
 	}
 	if opts.HTTPAddr == "" {
 		opts.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
