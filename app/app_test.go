@@ -22,19 +22,7 @@ import (
 
 // testConfig is a configuration generous enough that only what a test sets limits anything.
 // Its identity mode is header (the tests play the gateway).
-const testConfig = `
-auth: {mode: header, trustedGateway: true}
-limits:
-  global:   {rate: 1000000, burst: 1000000}
-  campaign: {rate: 1000000, burst: 1000000}
-  activity: {rate: 1000000, burst: 1000000}
-  user:     {rate: 1000, burst: 1000}
-  ip:       {rate: 1000000, burst: 1000000}
-  userWindow: {window: 60s, max: 1000}
-  tokens:   {rate: 1000000, burst: 1000000}
-  tokensPerUser: 1000
-  reads:    {rate: 1000000, burst: 1000000}
-`
+const testConfig = testsvc.GenerousConfig
 
 // testAdminToken is the admin token of test instances (32 bytes, the production minimum).
 const testAdminToken = "test-admin-token-0123456789abcde"
