@@ -265,10 +265,10 @@ func TestAcceptanceReshardMidRush(t *testing.T) {
 	var once1, once2 sync.Once
 	res := rush(t, []*testApp{ta}, id, 4000, 32, func(done int64) {
 		if done > 200 {
-			once1.Do(func() { os.WriteFile(ta.cfgPath, []byte(testConfig+"activities:\n  "+id+":\n    shards: 9\n"), 0o644) })
+			once1.Do(func() { os.WriteFile(ta.cfgPath, []byte(withShards(id, 9)), 0o644) })
 		}
 		if done > 900 {
-			once2.Do(func() { os.WriteFile(ta.cfgPath, []byte(testConfig+"activities:\n  "+id+":\n    shards: 3\n"), 0o644) })
+			once2.Do(func() { os.WriteFile(ta.cfgPath, []byte(withShards(id, 3)), 0o644) })
 		}
 	})
 	accepted := res.byCode["202"]

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -44,19 +43,7 @@ func TestAdminActivityListGetAndPprof(t *testing.T) {
 		t.Errorf("list without the token: %d", a.status)
 	}
 
-	get := func(auth string) (int, string) {
-		req, _ := http.NewRequest("GET", ta.adminBase+"/debug/pprof/goroutine?debug=1", nil)
-		if auth != "" {
-			req.Header.Set("Authorization", "Bearer "+auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	get := func(auth string) (int, string) { return ta.page(t, "/debug/pprof/goroutine?debug=1", auth) }
 	if code, _ := get(""); code != http.StatusUnauthorized {
 		t.Errorf("pprof without the token: %d, want 401", code)
 	}

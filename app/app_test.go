@@ -22,19 +22,7 @@ import (
 
 // testConfig is a configuration generous enough that only what a test sets limits anything.
 // Its identity mode is header (the tests play the gateway).
-const testConfig = `
-auth: {mode: header, trustedGateway: true}
-limits:
-  global:   {rate: 1000000, burst: 1000000}
-  campaign: {rate: 1000000, burst: 1000000}
-  activity: {rate: 1000000, burst: 1000000}
-  user:     {rate: 1000, burst: 1000}
-  ip:       {rate: 1000000, burst: 1000000}
-  userWindow: {window: 60s, max: 1000}
-  tokens:   {rate: 1000000, burst: 1000000}
-  tokensPerUser: 1000
-  reads:    {rate: 1000000, burst: 1000000}
-`
+const testConfig = testsvc.GenerousConfig
 
 // testAdminToken is the admin token of test instances (32 bytes, the production minimum).
 const testAdminToken = "test-admin-token-0123456789abcde"
@@ -75,12 +63,7 @@ func startAppUnready(t testing.TB, opts Options, yaml string) *testApp {
 func startAppLogged(t testing.TB, opts Options, yaml string, log *slog.Logger) *testApp {
 	t.Helper()
 	dir := t.TempDir()
-	if opts.ConfigFile == "" {
-		opts.ConfigFile = filepath.Join(dir, "seckill.yaml")
-		if err := os.WriteFile(opts.ConfigFile, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setTestDefaults(t, &opts, dir, yaml)
 	if opts.HTTPAddr == "" {
 		opts.HTTPAddr = "127.0.0.1:0"
 	}
@@ -99,12 +82,6 @@ func startAppLogged(t testing.TB, opts Options, yaml string, log *slog.Logger) *
 	}
 	if opts.Roles == "" {
 		opts.Roles = "api,relay,writer,reconciler"
-	}
-	if opts.MySQLPool == 0 {
-		opts.MySQLPool = 8
-	}
-	if opts.WriterRate == 0 {
-		opts.WriterRate = 20000
 	}
 	if opts.AdminToken == "" {
 		opts.AdminToken = testAdminToken
@@ -127,6 +104,25 @@ func startAppLogged(t testing.TB, opts Options, yaml string, log *slog.Logger) *
 		a.Close()
 	})
 	return ta
+}
+
+// setTestDefaults fills what a test instance, in process or spawned, has unless the test says
+// otherwise: a config file in dir holding yaml, a MySQL pool of 8 and a writer rate of 20,000
+// orders a second.
+func setTestDefaults(t testing.TB, opts *Options, dir, yaml string) {
+	t.Helper()
+	if opts.ConfigFile == "" {
+		opts.ConfigFile = filepath.Join(dir, "seckill.yaml")
+		if err := os.WriteFile(opts.ConfigFile, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opts.MySQLPool == 0 {
+		opts.MySQLPool = 8
+	}
+	if opts.WriterRate == 0 {
+		opts.WriterRate = 20000
+	}
 }
 
 func (ta *testApp) waitReady(t testing.TB) {
@@ -172,37 +168,62 @@ func (ta *testApp) do(t testing.TB, method, path string, headers map[string]stri
 
 // try is do for any goroutine: it returns its error instead of failing the test.
 func (ta *testApp) try(method, path string, headers map[string]string, body string) (answer, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
 	base := ta.base
 	if strings.HasPrefix(path, "/admin/") || path == "/metrics" {
 		base = ta.adminBase
 	}
-	req, err := http.NewRequest(method, base+path, rd)
-	if err != nil {
-		return answer{}, err
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	a, raw, err := send(method, base+path, headers, body)
 	if err != nil {
 		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return answer{}, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	a := answer{status: resp.StatusCode, header: resp.Header}
 	if len(bytes.TrimSpace(raw)) > 0 {
 		if err := json.Unmarshal(raw, &a.body); err != nil {
 			return answer{}, fmt.Errorf("%s %s: answer is not JSON: %q", method, path, raw)
 		}
 	}
 	return a, nil
+}
+
+// send sends a request to url and reads the whole answer: its status and header, and the
+// body as sent.
+func send(method, url string, headers map[string]string, body string) (answer, []byte, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return answer{}, nil, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return answer{}, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}, nil, err
+	}
+	return answer{status: resp.StatusCode, header: resp.Header}, raw, nil
+}
+
+// page GETs path from the admin listener, with token as its bearer token (none when empty),
+// and returns the status and the body as text: for the pages that are not JSON (/metrics,
+// pprof).
+func (ta *testApp) page(t testing.TB, path, token string) (int, string) {
+	t.Helper()
+	h := map[string]string{}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	a, raw, err := send("GET", ta.adminBase+path, h, "")
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return a.status, string(raw)
 }
 
 func (ta *testApp) admin(t testing.TB, method, path, body string) answer {
@@ -225,6 +246,19 @@ func (ta *testApp) reserve(t testing.TB, id, user, idem string) answer {
 		h["Idempotency-Key"] = idem
 	}
 	return ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", h, "")
+}
+
+// waitSoldOutKnown waits, for up to within, until the instance knows that id is sold out,
+// reserving as user meanwhile (a refusal is how an instance learns it).
+func (ta *testApp) waitSoldOutKnown(t testing.TB, id, user string, within time.Duration) {
+	t.Helper()
+	testwait.Eventually(t, within, func() bool {
+		if v, ok := ta.inv.Activity(id); ok && v.SoldOut {
+			return true
+		}
+		ta.reserve(t, id, user, "")
+		return false
+	}, "sell-out of %s known locally", id)
 }
 
 func uniq(t testing.TB, prefix string) string {

@@ -111,28 +111,34 @@ func (c *console) login() {
 }
 
 // openConfigEditor goes Configuration Management > namespace tab > the row of dataID > Edit.
-// The list loads the public namespace first; a tab clicked before that load ends is
-// overridden by it, so the tab is clicked again until the row shows.
 func (c *console) openConfigEditor(namespace, dataID string) {
 	c.t.Helper()
 	c.do("open the configurations", chromedp.Click(`(//*[text()="Configurations"])[1]`))
 	row := fmt.Sprintf(`//tr[.//*[text()=%q]]//a[text()="Edit"]`, dataID)
+	c.chooseNamespaceUntil(namespace, row, dataID, "failed-config-list")
+	c.do("open the config editor",
+		chromedp.Click(row),
+		chromedp.WaitVisible(`//*[text()="Edit Configuration"]`),
+		chromedp.WaitVisible(`//div[contains(@class,"view-line")]`))
+}
+
+// chooseNamespaceUntil clicks the tab of namespace until row shows, 5 times at the most with
+// 5 s each: a list loads the public namespace first, and a tab clicked before that load ends
+// is overridden by it. what names the row in the failure, shot its screenshot.
+func (c *console) chooseNamespaceUntil(namespace, row, what, shot string) {
+	c.t.Helper()
 	for attempt := 1; ; attempt++ {
 		c.do("choose namespace "+namespace, chromedp.Click(fmt.Sprintf(`//*[text()=%q]`, namespace)))
 		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 		err := chromedp.Do(ctx, chromedp.WaitVisible(row))
 		cancel()
 		if err == nil {
-			break
+			return
 		}
 		if attempt == 5 {
-			c.t.Fatalf("console: %s not listed in namespace %s: %v (page: %s)", dataID, namespace, err, c.screenshot("failed-config-list"))
+			c.t.Fatalf("console: %s not listed in namespace %s: %v (page: %s)", what, namespace, err, c.screenshot(shot))
 		}
 	}
-	c.do("open the config editor",
-		chromedp.Click(row),
-		chromedp.WaitVisible(`//*[text()="Edit Configuration"]`),
-		chromedp.WaitVisible(`//div[contains(@class,"view-line")]`))
 }
 
 // edit replaces the value from at the end of the killSwitch line (the last) with to, the way an
@@ -220,14 +226,22 @@ func watchAll(bases []string, activity string, since time.Time, limit time.Durat
 // untilAll polls every instance every 10 ms until ok holds for its answer and returns how
 // long after since each took (-1: not within limit).
 func untilAll(bases []string, activity string, since time.Time, limit time.Duration, ok func(status int, code string) bool) []time.Duration {
-	took := make([]time.Duration, len(bases))
+	return pollEach(len(bases), since, limit, func(i, n int) bool {
+		return ok(probe(bases[i], activity, fmt.Sprintf("console-probe-%d-%d-%d", i, n, time.Now().UnixNano())))
+	})
+}
+
+// pollEach polls each of n instances, in parallel and every 10 ms, until ok(instance, try)
+// holds, and returns how long after since each took (-1: not within limit).
+func pollEach(n int, since time.Time, limit time.Duration, ok func(instance, try int) bool) []time.Duration {
+	took := make([]time.Duration, n)
 	var wg sync.WaitGroup
-	for i, base := range bases {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := 0; time.Since(since) < limit; n++ {
-				if ok(probe(base, activity, fmt.Sprintf("console-probe-%d-%d-%d", i, n, time.Now().UnixNano()))) {
+			for try := 0; time.Since(since) < limit; try++ {
+				if ok(i, try) {
 					took[i] = time.Since(since)
 					return
 				}
@@ -371,18 +385,7 @@ func TestNacosConsoleKillSwitchAndServiceList(t *testing.T) {
 	}
 	c.do("open the service list", chromedp.Navigate("http://"+testsvc.NacosConsoleAddr+"/#/serviceManagement"))
 	svcRow := `//tr[.//*[text()="seckill"]]//a[text()="Details"]`
-	for attempt := 1; ; attempt++ {
-		c.do("choose namespace "+ns, chromedp.Click(fmt.Sprintf(`//*[text()=%q]`, ns)))
-		ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-		err := chromedp.Do(ctx, chromedp.WaitVisible(svcRow))
-		cancel()
-		if err == nil {
-			break
-		}
-		if attempt == 5 {
-			t.Fatalf("console: service seckill not listed in namespace %s: %v (page: %s)", ns, err, c.screenshot("failed-service-list"))
-		}
-	}
+	c.chooseNamespaceUntil(ns, svcRow, "service seckill", "failed-service-list")
 	t.Logf("the console's service list: %s", c.screenshot("service-list"))
 	c.do("open the service details",
 		chromedp.Click(svcRow),

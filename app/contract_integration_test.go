@@ -212,13 +212,7 @@ func TestAPIReplayAnswersCurrentStatus(t *testing.T) {
 	if r := ta.reserve(t, id, "rs-last", ""); r.status != http.StatusAccepted {
 		t.Fatalf("last unit: %d %v", r.status, r.body)
 	}
-	testwait.Eventually(t, 3*time.Second, func() bool {
-		if v, ok := ta.inv.Activity(id); ok && v.SoldOut {
-			return true
-		}
-		ta.reserve(t, id, "rs-other", "")
-		return false
-	}, "sell-out learned")
+	ta.waitSoldOutKnown(t, id, "rs-other", 3*time.Second)
 	replay := ta.reserve(t, id, "rs-user", "rs-key")
 	if replay.status != http.StatusOK || replay.body["reservationId"] != rid || replay.body["status"] != "CONFIRMED" {
 		t.Fatalf("replay of a confirmed reservation after sell-out: %d %v, want 200 %s CONFIRMED", replay.status, replay.body, rid)

@@ -140,20 +140,9 @@ func spawn(t *testing.T, name string, opts Options) *proc {
 	t.Helper()
 	bin := seckillBinary(t)
 	dir := t.TempDir()
-	if opts.ConfigFile == "" {
-		opts.ConfigFile = filepath.Join(dir, "seckill.yaml")
-		if err := os.WriteFile(opts.ConfigFile, []byte(testConfig), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	setTestDefaults(t, &opts, dir, testConfig)
 	if opts.InstanceID == "" {
 		opts.InstanceID = fmt.Sprintf("%s-%s-%d", sanitize(t.Name()), name, time.Now().UnixNano())
-	}
-	if opts.MySQLPool == 0 {
-		opts.MySQLPool = 8
-	}
-	if opts.WriterRate == 0 {
-		opts.WriterRate = 20000
 	}
 	if opts.HTTPAddr == "" {
 		opts.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -309,6 +298,26 @@ type drillClient struct {
 	// quit, when closed, ends the rush: users without a final answer stop retrying and are
 	// counted STOPPED (the caller that closed it fails the test itself).
 	quit <-chan struct{}
+}
+
+// killRecord is what a drill saw when it killed a part mid-rush: when, how many reservations
+// the client had seen accepted and how many orders MySQL held. Read it once the rush is over.
+type killRecord struct {
+	do       sync.Once
+	at       time.Time
+	accepted int64
+	orders   int64
+}
+
+// once runs kill the first time it is called (during a rush: on r's progress) and records
+// the moment, the reservations accepted so far and the orders of activity in db.
+func (k *killRecord) once(t *testing.T, r *drillResult, db *gorm.DB, activity string, kill func()) {
+	k.do.Do(func() {
+		kill()
+		k.at = time.Now()
+		k.accepted = r.acceptedN.Load()
+		k.orders = orderCount(t, db, activity)
+	})
 }
 
 // drillRush sends one reservation per user from conns goroutines (ramped up over c.ramp) and, like a real client,
@@ -723,9 +732,8 @@ func TestDrillInstanceKilled(t *testing.T) {
 
 	var current atomic.Pointer[string]
 	current.Store(&victim.base)
-	var acceptedAtKill, ordersAtKill, pendingAfterKill atomic.Int64
-	var killOnce sync.Once
-	killedAt := time.Time{}
+	var kill killRecord
+	var pendingAfterKill int64
 	res := drillRush(t, drillClient{
 		base:        func(int) string { return *current.Load() },
 		onTransport: func() { current.Store(&survivor.base) },
@@ -734,21 +742,17 @@ func TestDrillInstanceKilled(t *testing.T) {
 		if r.acceptedN.Load() < stock*2/5 {
 			return
 		}
-		killOnce.Do(func() {
+		kill.once(t, r, db, id, func() {
 			victim.kill()
-			killedAt = time.Now()
-			acceptedAtKill.Store(r.acceptedN.Load())
-			ordersAtKill.Store(orderCount(t, db, id))
-			p, _ := pendingJournal(context.Background(), rdb, opts.Namespace)
-			pendingAfterKill.Store(p)
+			pendingAfterKill, _ = pendingJournal(context.Background(), rdb, opts.Namespace)
 		})
 	})
-	if killedAt.IsZero() {
+	if kill.at.IsZero() {
 		t.Fatal("instance B was never killed")
 	}
 	assertOrdersMatch(t, id, stock, 1, res)
 	t.Logf("instance B SIGKILLed after ~%d of %d reservations were accepted, with %d orders in MySQL and %d journal entries pending; %d transport errors failed over to C; all %d orders in MySQL %v after the kill",
-		acceptedAtKill.Load(), stock, ordersAtKill.Load(), pendingAfterKill.Load(), res.snapshot()["TRANSPORT"], stock, time.Since(killedAt).Round(100*time.Millisecond))
+		kill.accepted, stock, kill.orders, pendingAfterKill, res.snapshot()["TRANSPORT"], stock, time.Since(kill.at).Round(100*time.Millisecond))
 	waitDriftZero(t, survivor, id)
 }
 
@@ -1216,25 +1220,18 @@ func TestDrillRocketMQDown(t *testing.T) {
 	id := uniq(t, "mqdown")
 	ta.createActivity(t, id, stock, 1, 4, time.Now().Add(-time.Second))
 
-	var once sync.Once
-	var ordersAtKill, acceptedAtKill atomic.Int64
-	var killedAt time.Time
+	var kill killRecord
 	res := drillRush(t, drillClient{base: func(int) string { return ta.base }, ramp: 6 * time.Second}, id, 2*stock, 32, func(r *drillResult) {
 		// Kill once orders are flowing (or half the stock is taken, whichever comes first).
 		if n := r.acceptedN.Load(); n < stock/4 || n < stock/2 && orderCount(t, db, id) == 0 {
 			return
 		}
-		once.Do(func() {
-			mq.kill()
-			killedAt = time.Now()
-			acceptedAtKill.Store(r.acceptedN.Load())
-			ordersAtKill.Store(orderCount(t, db, id))
-		})
+		kill.once(t, r, db, id, mq.kill)
 	})
-	if killedAt.IsZero() {
+	if kill.at.IsZero() {
 		t.Fatal("RocketMQ was never killed")
 	}
-	acceptedWhileDown := int64(len(res.accepted)) - acceptedAtKill.Load()
+	acceptedWhileDown := int64(len(res.accepted)) - kill.accepted
 	if acceptedWhileDown <= 0 {
 		t.Fatalf("no reservation accepted after RocketMQ was killed")
 	}
@@ -1244,10 +1241,10 @@ func TestDrillRocketMQDown(t *testing.T) {
 		t.Fatalf("%d orders reached MySQL while RocketMQ was down", ordersWhileDown)
 	}
 	mq.start()
-	downFor := time.Since(killedAt)
+	downFor := time.Since(kill.at)
 	start := time.Now()
 	assertOrdersMatch(t, id, stock, 1, res)
 	t.Logf("RocketMQ killed after %d reservations accepted (%d orders in MySQL), %d more accepted while it was down; %d orders when its restart began; down %v in all; all %d orders %v after it was back",
-		acceptedAtKill.Load(), ordersAtKill.Load(), acceptedWhileDown, ordersWhileDown, downFor.Round(100*time.Millisecond), stock, time.Since(start).Round(100*time.Millisecond))
+		kill.accepted, kill.orders, acceptedWhileDown, ordersWhileDown, downFor.Round(100*time.Millisecond), stock, time.Since(start).Round(100*time.Millisecond))
 	waitDriftZero(t, ta, id)
 }

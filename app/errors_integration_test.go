@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/seckill/seckill/internal/testwait"
 )
 
 // countingWriter is a ResponseWriter that keeps only the status, with a header map reused
@@ -57,13 +56,7 @@ func TestRejectionAllocationsWithinHello(t *testing.T) {
 		t.Fatalf("selling the unit: %d %v", a.status, a.body)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	testwait.Eventually(t, 5*time.Second, func() bool {
-		if v, ok := ta.inv.Activity(soldOut); ok && v.SoldOut {
-			return true
-		}
-		ta.reserve(t, soldOut, "alloc-late", "")
-		return false
-	}, "sell-out known locally")
+	ta.waitSoldOutKnown(t, soldOut, "alloc-late", 5*time.Second)
 	for i := 0; ; i++ {
 		if a := ta.reserve(t, limited, "alloc-warm-"+strconv.Itoa(i), ""); a.status == http.StatusTooManyRequests {
 			break

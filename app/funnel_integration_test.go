@@ -36,6 +36,18 @@ func newFunnelClient(ta *testApp) *funnelClient {
 		units: map[string]int64{}, tried: map[string]map[string]bool{}, buyers: map[string]map[string]bool{}}
 }
 
+// refusedLayer is the funnel layer a refusal's code names.
+var refusedLayer = map[string]string{
+	admission.CodeDisabled:         "killswitch",
+	admission.CodeNotOpen:          "not_open",
+	admission.CodeClosed:           "closed",
+	admission.CodeForbidden:        "blacklist",
+	admission.CodeNotAdmitted:      "canary",
+	admission.CodeTokenRequired:    "token",
+	admission.CodeAlreadyPurchased: "user_limit",
+	admission.CodeSoldOut:          "sold_out",
+}
+
 // clientLayer is the funnel outcome an answer names, as the client reads it. A 429 of the user
 // or IP dimension is "user_ip": the client cannot tell the limiter's bucket from its memory of
 // a recent refusal (the report's rate_user, rate_ip and remembered).
@@ -46,28 +58,15 @@ func clientLayer(t testing.TB, a answer) string {
 		return "accepted"
 	case a.status == http.StatusOK:
 		return "replayed"
-	case code == admission.CodeDisabled:
-		return "killswitch"
-	case code == admission.CodeNotOpen:
-		return "not_open"
-	case code == admission.CodeClosed:
-		return "closed"
-	case code == admission.CodeForbidden:
-		return "blacklist"
-	case code == admission.CodeNotAdmitted:
-		return "canary"
-	case code == admission.CodeTokenRequired:
-		return "token"
-	case code == admission.CodeAlreadyPurchased:
-		return "user_limit"
-	case code == admission.CodeSoldOut:
-		return "sold_out"
 	case code == admission.CodeRateLimited:
 		d, _ := a.body["dimension"].(string)
 		if d == "user" || d == "ip" {
 			return "user_ip"
 		}
 		return "rate_" + d
+	}
+	if l, ok := refusedLayer[code]; ok {
+		return l
 	}
 	t.Fatalf("unexpected answer %d %v", a.status, a.body)
 	return ""

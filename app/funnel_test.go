@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -264,14 +263,6 @@ func TestFunnelHashBoundedOverAWeek(t *testing.T) {
 // metricsText is the instance's /metrics page.
 func metricsText(t *testing.T, ta *testApp) string {
 	t.Helper()
-	resp, err := http.Get(ta.adminBase + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(raw)
+	_, text := ta.page(t, "/metrics", "")
+	return text
 }

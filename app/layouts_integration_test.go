@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/internal/testwait"
+	"github.com/seckill/seckill/inventory"
 )
 
 // TestLayoutFollowedByAStartingInstance: an instance whose first configuration already names
@@ -19,28 +22,16 @@ func TestLayoutFollowedByAStartingInstance(t *testing.T) {
 	id := uniq(t, "starting")
 	first.createActivity(t, id, 60, 1, 4, time.Now().Add(-time.Second))
 
-	second := startApp(t, opts, testConfig+fmt.Sprintf("activities:\n  %s:\n    shards: 3\n", id))
-	snap := second.cfg.Current()
-	deadline := time.Now().Add(10 * time.Second)
-	for second.layouts.followed.Load() != snap {
-		if time.Now().After(deadline) {
-			t.Fatalf("the starting instance did not follow its first snapshot within 10 s (retrying %v)", second.layouts.retrying.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	second := startApp(t, opts, withShards(id, 3))
+	waitFollowed(t, second, second.cfg.Current(), "the starting instance follows its first snapshot (retrying %v)",
+		testwait.Lazy(func() string { return fmt.Sprint(second.layouts.retrying.Load()) }))
 	if v, ok := second.inv.Activity(id); !ok || v.Shards != 3 || v.Epoch != 1 {
 		t.Fatalf("starting instance: %+v (known %v), want 3 shards at epoch 1", v, ok)
 	}
 	// The first instance learns it from the layout event or its next refresh (250 ms).
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		v, _ := first.inv.Activity(id)
-		if v.Shards == 3 && v.Epoch == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("first instance still shows %+v 5 s after the reshard", v)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var v inventory.ActivityView
+	testwait.Eventually(t, 5*time.Second, func() bool {
+		v, _ = first.inv.Activity(id)
+		return v.Shards == 3 && v.Epoch == 1
+	}, "first instance shows the reshard (last %+v)", testwait.Lazy(func() string { return fmt.Sprintf("%+v", v) }))
 }

@@ -208,13 +208,11 @@ func archiveWhenSettled(t *testing.T, ta *testApp, id, query string) answer {
 // adminReadyz is the admin listener's /readyz (the one that names recovering activities).
 func adminReadyz(t *testing.T, ta *testApp) answer {
 	t.Helper()
-	resp, err := http.Get(ta.adminBase + "/readyz")
+	a, raw, err := send("GET", ta.adminBase+"/readyz", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	a := answer{status: resp.StatusCode, header: resp.Header}
-	if err := json.NewDecoder(resp.Body).Decode(&a.body); err != nil {
+	if err := json.Unmarshal(raw, &a.body); err != nil {
 		t.Fatalf("admin /readyz: %v", err)
 	}
 	return a

@@ -255,15 +255,8 @@ func waitDriftZeroOrLost(t *testing.T, ta *testApp, id string, lost int) {
 	if l == nil || l["count"] != float64(lost) {
 		t.Errorf("reconciliation lost %v, want count %d", body["lost"], lost)
 	}
-	resp, err := http.Get(ta.adminBase + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
 	want := fmt.Sprintf(`seckill_order_lost_reservations{activity=%q} %d`, id, lost)
-	if !strings.Contains(buf.String(), want) {
+	if !strings.Contains(metricsText(t, ta), want) {
 		t.Errorf("/metrics lacks %s", want)
 	}
 }

@@ -100,11 +100,7 @@ func TestRestoreIsAsynchronous(t *testing.T) {
 	if again := ta.admin(t, "POST", path, ""); again.status != http.StatusAccepted || again.body["startedAt"] != first.body["startedAt"] {
 		t.Fatalf("second POST while running: %d %v, want 202 with the running job %v", again.status, again.body, first.body)
 	}
-	var last answer
-	testwait.Eventually(t, 2*time.Minute, func() bool {
-		last = ta.admin(t, "GET", path, "")
-		return last.status == http.StatusOK && last.body["state"] != "RUNNING"
-	}, "the restore job done (last: %v)", testwait.Lazy(func() string { return fmt.Sprint(last.status, last.body) }))
+	last := waitRestoreJob(t, ta, path)
 	rep, _ := last.body["report"].(map[string]any)
 	if last.body["state"] != "DONE" || rep == nil || rep["sold"] != float64(1) || rep["remaining"] != float64(4) {
 		t.Fatalf("restore job: %v, want DONE with sold 1, remaining 4", last.body)
@@ -112,4 +108,16 @@ func TestRestoreIsAsynchronous(t *testing.T) {
 	if a := ta.reserve(t, id, "u2", ""); a.status != http.StatusAccepted {
 		t.Fatalf("reserve after the restore: %d %v", a.status, a.body)
 	}
+}
+
+// waitRestoreJob polls the restore job at path (the Location of its POST) until it has ended,
+// for up to 2 minutes, and returns the job's last answer.
+func waitRestoreJob(t *testing.T, ta *testApp, path string) answer {
+	t.Helper()
+	var last answer
+	testwait.Eventually(t, 2*time.Minute, func() bool {
+		last = ta.admin(t, "GET", path, "")
+		return last.status == http.StatusOK && last.body["state"] != "RUNNING"
+	}, "the restore job done (last: %v)", testwait.Lazy(func() string { return fmt.Sprint(last.status, last.body) }))
+	return last
 }

@@ -19,16 +19,10 @@ import (
 // fourth is answered from the limiter's memory; part way the IP bucket runs dry (script), and
 // every later request is answered from the memory of that IP.
 func TestMetricsAddUpToHTTPOutcomes(t *testing.T) {
-	ta := startApp(t, realOptions(t), `
-auth: {mode: header, trustedGateway: true}
-limits:
-  global:   {rate: 1000000, burst: 1000000}
-  campaign: {rate: 1000000, burst: 1000000}
-  activity: {rate: 1000000, burst: 1000000}
-  user:     {rate: 0.001, burst: 2}
-  ip:       {rate: 0.001, burst: 15}
-  userWindow: {window: 60s, max: 1000}
-`)
+	ta := startApp(t, realOptions(t), withLimits(map[string]string{
+		"user": "{rate: 0.001, burst: 2}",
+		"ip":   "{rate: 0.001, burst: 15}",
+	}))
 	id := uniq(t, "madd")
 	ta.createActivity(t, id, 100, 1, 2, time.Now().Add(-time.Second))
 	seen := map[string]int{}

@@ -264,11 +264,7 @@ func mysqlGuardDrill(t *testing.T, opts Options, sc guardScenario) {
 	if a := ta.admin(t, "POST", path, ""); a.status != http.StatusAccepted {
 		t.Fatalf("POST restore: %d %v", a.status, a.body)
 	}
-	var job answer
-	testwait.Eventually(t, 2*time.Minute, func() bool {
-		job = ta.admin(t, "GET", path, "")
-		return job.status == http.StatusOK && job.body["state"] != "RUNNING"
-	}, "the restore job done (last: %v)", testwait.Lazy(func() string { return fmt.Sprint(job.status, job.body) }))
+	job := waitRestoreJob(t, ta, path)
 	rep, _ := job.body["report"].(map[string]any)
 	ref, _ := rep["refused"].(map[string]any)
 	list, _ := ref["reservations"].([]any)

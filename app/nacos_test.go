@@ -83,25 +83,9 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		publishNacos(t, dataID, group, content)
-		took := make([]time.Duration, len(apps))
-		var wg sync.WaitGroup
-		for i, ta := range apps {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				n := 0
-				for time.Since(start) < 10*time.Second {
-					n++
-					if check(ta, fmt.Sprintf("probe-%d-%d-%d", i, n, time.Now().UnixNano())) {
-						took[i] = time.Since(start)
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				took[i] = -1
-			}()
-		}
-		wg.Wait()
+		took := pollEach(len(apps), start, 10*time.Second, func(i, n int) bool {
+			return check(apps[i], fmt.Sprintf("probe-%d-%d-%d", i, n+1, time.Now().UnixNano()))
+		})
 		for i, d := range took {
 			if d < 0 {
 				t.Fatalf("instance %d never applied the edit within 10 s", i)

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -25,23 +24,7 @@ func TestRedactArgs(t *testing.T) {
 // bound (it would be cut off with nothing written); the command line answers.
 func TestPprofBounds(t *testing.T) {
 	ta := startApp(t, Options{}, testConfig)
-	get := func(path string) (int, string) {
-		req, err := http.NewRequest("GET", ta.adminBase+path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+testAdminToken)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(raw)
-	}
+	get := func(path string) (int, string) { return ta.page(t, path, testAdminToken) }
 	for _, p := range []string{"/debug/pprof/profile?seconds=120", "/debug/pprof/trace?seconds=3600", "/debug/pprof/profile?seconds=x", "/debug/pprof/profile?seconds=0.5"} {
 		if code, _ := get(p); code != http.StatusBadRequest {
 			t.Errorf("%s: %d, want 400", p, code)

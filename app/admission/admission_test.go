@@ -17,6 +17,7 @@ import (
 
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/redishook"
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/tokenbucket"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/limiter"
@@ -94,15 +95,8 @@ func policy(t *testing.T, yaml string) *Policy {
 	return NewPolicy(cfg)
 }
 
-const generous = `
-auth: {mode: header, trustedGateway: true}
-limits:
-  global:   {rate: 1000000, burst: 1000000}
-  activity: {rate: 1000000, burst: 1000000}
-  user:     {rate: 1000, burst: 1000}
-  ip:       {rate: 1000000, burst: 1000000}
-  userWindow: {window: 60s, max: 1000}
-`
+// generous is a configuration generous enough that only what a test sets limits anything.
+const generous = testsvc.GenerousConfig
 
 func rejection(t *testing.T, err error) *Rejection {
 	t.Helper()

@@ -26,23 +26,25 @@ func (fakeSigner) Sign(domain, msg string) string {
 }
 func (fakeSigner) UserHash(u string) string { return fakeSigner{}.Sign("u", u) }
 
-func newTestRoom(t *testing.T, w config.WaitingRoom, stock int64) (*Room, *fakeStock, redis.UniversalClient) {
+// newTestRoom is a room on a miniredis of its own for activity "a1", open a second ago with 10
+// units left, and a waiting-room configuration that admits 50 places a second in order.
+func newTestRoom(t *testing.T, order string) (*Room, config.WaitingRoom) {
 	t.Helper()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), DisableIdentity: true})
 	fs := &fakeStock{}
-	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = "a1", time.Now().Add(-time.Second), stock
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = "a1", time.Now().Add(-time.Second), 10
 	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, fs, rdb
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, order
+	return r, w
 }
 
 func TestJoinPollPass(t *testing.T) {
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderShuffle
-	r, _, _ := newTestRoom(t, w, 10)
+	r, w := newTestRoom(t, config.OrderShuffle)
 	ctx := context.Background()
 	tk, err := r.Join(ctx, "a1", "u1", true)
 	if err != nil || !tk.New || tk.N != 1 {
@@ -89,9 +91,7 @@ func TestJoinPollPass(t *testing.T) {
 // never a pass: the view knows the skipped places (a poll of one showed ADMITTED with a pass
 // the reservation then refused: 1,302 users of the first queued-sale test run).
 func TestSkippedPlaceGetsNoPass(t *testing.T) {
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
-	r, _, _ := newTestRoom(t, w, 10)
+	r, w := newTestRoom(t, config.OrderFIFO)
 	ctx := context.Background()
 	gone, err := r.Join(ctx, "a1", "gone", false) // no heartbeat: as if it stopped polling
 	if err != nil {
@@ -135,9 +135,7 @@ func stepUntil(ctx context.Context, t *testing.T, r *Room, id string, w config.W
 // USED, even past the pass's expiry (EXPIRED says it was not used); given back (a refusal), it
 // is shown again, and a pass nobody used shows EXPIRED once expired.
 func TestUsedPassIsNotShown(t *testing.T) {
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
-	r, _, _ := newTestRoom(t, w, 10)
+	r, w := newTestRoom(t, config.OrderFIFO)
 	ctx := context.Background()
 	tk, err := r.Join(ctx, "a1", "u1", true)
 	if err != nil {
