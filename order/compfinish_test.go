@@ -269,7 +269,7 @@ func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
 			a := newTestActivity(t, rdb, db, 1, 10)
 			m := a.reserve(1)[0]
 			k, n := keysOf(m)
-			rec := recordAt(t, rdb, k, n)
+			rec := recordOf(t, rdb, m)
 			tc.set(&rec)
 			if err := rdb.HSet(ctx, k.Users(), inventory.RecordField(n), rec.String()).Err(); err != nil {
 				t.Fatal(err)
@@ -285,7 +285,7 @@ func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
 			if r := compensationRows(t, db, a.id); r != 0 {
 				t.Fatalf("%d compensations rows for a reservation that gave nothing back, want 0", r)
 			}
-			if got := recordAt(t, rdb, k, n); got.Status != tc.state {
+			if got := recordOf(t, rdb, m); got.Status != tc.state {
 				t.Fatalf("record %s after the compensation, want it left %s", got.Status, tc.state)
 			}
 			if got, _ := rdb.Get(ctx, k.Stock()).Int64(); got != stock {
@@ -351,8 +351,7 @@ func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
 	if got := testutil.ToFloat64(met.WriterStale); got != 1 {
 		t.Fatalf("seckill_order_writer_stale_dropped_total %v, want 1", got)
 	}
-	k, n := keysOf(m)
-	if st := recordAt(t, rdb, k, n).Status; st != "PENDING" {
+	if st := recordOf(t, rdb, m).Status; st != "PENDING" {
 		t.Fatalf("record %s, want PENDING: a replaced incarnation's record is the restore's", st)
 	}
 }

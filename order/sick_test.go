@@ -89,7 +89,7 @@ func TestStatementTimeoutWaitsForMySQL(t *testing.T) {
 	if err := w.Healthy(); err == nil {
 		t.Fatal("Healthy() = nil while every commit times out")
 	}
-	if got := counterValue(t, m.WriterErrors.WithLabelValues("timeout")); got < 2 {
+	if got := metricValue(m.WriterErrors.WithLabelValues("timeout")); got < 2 {
 		t.Fatalf("order_writer_errors_total{class=timeout} = %v, want >= 2", got)
 	}
 	if err := blocker.Rollback().Error; err != nil {
@@ -195,10 +195,10 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 			if err := w.Healthy(); err == nil {
 				t.Fatal("Healthy() = nil while every commit fails")
 			}
-			if got := counterValue(t, m.WriterErrors.WithLabelValues(tt.class)); got == 0 {
+			if got := metricValue(m.WriterErrors.WithLabelValues(tt.class)); got == 0 {
 				t.Fatalf("order_writer_errors_total{class=%q} = 0", tt.class)
 			}
-			if got := gaugeValue(t, m.WriterFailing); got < 3 {
+			if got := metricValue(m.WriterFailing); got < 3 {
 				t.Fatalf("order_writer_consecutive_failures = %v, want >= 3", got)
 			}
 			in.set(nil)
@@ -214,7 +214,7 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 			if err := w.Healthy(); err != nil {
 				t.Fatalf("Healthy() after a commit: %v", err)
 			}
-			if got := gaugeValue(t, m.WriterFailing); got != 0 {
+			if got := metricValue(m.WriterFailing); got != 0 {
 				t.Fatalf("order_writer_consecutive_failures = %v after a commit", got)
 			}
 		})
@@ -304,8 +304,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			if c := countOrders(t, db, a.id); c.rows != 0 {
 				t.Fatalf("orders %+v for a reservation failed for good", c)
 			}
-			k, n := keysOf(msgs[0])
-			if st := recordAt(t, rdb, k, n).Status; st != "FAILED" {
+			if st := recordOf(t, rdb, msgs[0]).Status; st != "FAILED" {
 				t.Fatalf("record %s after the writer met the compensations row, want FAILED", st)
 			}
 		})
@@ -359,8 +358,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 		compensated[r] = true
 	}
 	for _, m := range msgs {
-		k, n := keysOf(m)
-		st := recordAt(t, rdb, k, n).Status
+		st := recordOf(t, rdb, m).Status
 		switch {
 		case ordered[m.ReservationID] && !compensated[m.ReservationID] && st == "CONFIRMED":
 		case !ordered[m.ReservationID] && compensated[m.ReservationID] && st == "FAILED":
@@ -435,7 +433,7 @@ func TestPoisonErrorsAreDeadLettered(t *testing.T) {
 			if c := compensationRows(t, db, a.id); c != 2 {
 				t.Fatalf("%d compensation rows, want 2", c)
 			}
-			if got := counterValue(t, m.WriterErrors.WithLabelValues("poison")); got != 2 {
+			if got := metricValue(m.WriterErrors.WithLabelValues("poison")); got != 2 {
 				t.Fatalf("order_writer_errors_total{class=poison} = %v, want 2", got)
 			}
 		})

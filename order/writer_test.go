@@ -40,11 +40,11 @@ func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	if c := countOrders(t, db, a.id); c.rows != 1 {
 		t.Fatalf("orders %+v, want 1", c)
 	}
-	k, n := keysOf(msgs[0])
-	rec := recordAt(t, rdb, k, n)
+	rec := recordOf(t, rdb, msgs[0])
 	if rec.Status != "CONFIRMED" || rec.OrderID == "" {
 		t.Fatalf("record %v", rec)
 	}
+	k, _ := keysOf(msgs[0])
 	if got, _ := rdb.HGet(context.Background(), k.Stats(), "confirmed").Int(); got != 1 {
 		t.Fatalf("stats.confirmed = %d, want 1", got)
 	}
@@ -55,7 +55,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserveFor([]string{"buyer-" + a.id}, 3)
 	ctx := context.Background()
-	k, n := keysOf(msgs[0])
+	k, _ := keysOf(msgs[0])
 	before, _ := rdb.Get(ctx, k.Stock()).Int64()
 	c := must(NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t)))
 	var wg sync.WaitGroup
@@ -76,7 +76,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	if after-before != 3 {
 		t.Fatalf("stock went from %d to %d, want +3", before, after)
 	}
-	if st := recordAt(t, rdb, k, n).Status; st != "FAILED" {
+	if st := recordOf(t, rdb, msgs[0]).Status; st != "FAILED" {
 		t.Fatalf("status %q", st)
 	}
 	if u, _, err := inventory.ReadUserState(ctx, rdb, k, msgs[0].UserHash); err != nil || u.Held != 0 {
@@ -127,8 +127,7 @@ func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 	if !errors.Is(err, ErrOrderExists) {
 		t.Fatalf("err = %v, want ErrOrderExists", err)
 	}
-	k, n := keysOf(msgs[0])
-	if st := recordAt(t, rdb, k, n).Status; st != "CONFIRMED" {
+	if st := recordOf(t, rdb, msgs[0]).Status; st != "CONFIRMED" {
 		t.Fatalf("status %q, want CONFIRMED", st)
 	}
 }
@@ -208,7 +207,7 @@ func TestDataErrorIsDeadLettered(t *testing.T) {
 	if err := w.Handle(context.Background(), []Message{bad, good[0]}); err != nil {
 		t.Fatal(err)
 	}
-	if got := counterValue(t, m.WriterErrors.WithLabelValues("poison")); got != 1 {
+	if got := metricValue(m.WriterErrors.WithLabelValues("poison")); got != 1 {
 		t.Fatalf("order_writer_errors_total{class=poison} = %v, want 1", got)
 	}
 	if err := w.Healthy(); err != nil {
@@ -230,7 +229,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	rdb, _, a := activityOn(t, 1, 10)
 	msgs := a.reserveFor([]string{"moved-" + a.id}, 2)
 	ctx := context.Background()
-	old, n := keysOf(msgs[0])
+	old, _ := keysOf(msgs[0])
 	// What a reshard 1 -> 2 leaves behind: the old shard drained (stock key gone, marker set),
 	// its 8 remaining units on the new layout, meta on epoch 1.
 	remaining, _ := rdb.Get(ctx, old.Stock()).Int64()
@@ -265,7 +264,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	if n, _ := rdb.Exists(ctx, old.Stock()).Result(); n != 0 {
 		t.Fatal("compensation recreated the drained shard's stock")
 	}
-	if st := recordAt(t, rdb, old, n).Status; st != "FAILED" {
+	if st := recordOf(t, rdb, msgs[0]).Status; st != "FAILED" {
 		t.Fatalf("status %q", st)
 	}
 	stats, _ := rdb.HGetAll(ctx, old.Stats()).Result()
