@@ -28,8 +28,7 @@ import (
 // and writes no order. The record expires before a redelivery, which must not leave an order
 // beside the compensation either.
 func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 1)
 	x := msgs[0]
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -53,9 +52,7 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := must(NewCompensator(cdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, x, "test"); err != nil {
-		t.Fatalf("compensate: %v", err)
-	}
+	compensated(t, cdb, rdb, x)
 	if !fired.Load() {
 		t.Fatal("the compensator made no query: the hook never ran")
 	}
@@ -89,8 +86,7 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 // is finished (the buyer's count lowered, the mark set). A late duplicate after the record is
 // gone must not become an order for a unit that went back to stock.
 func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	wrdb, h := scriptReplyLost(t, "inventory_fail.lua")
@@ -305,9 +301,7 @@ func TestCompensatedMarkNamesItsReservation(t *testing.T) {
 	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	m := a.reserve(1)[0]
-	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
-		t.Fatal(err)
-	}
+	compensated(t, db, rdb, m)
 	l := must(inventory.NewLedger(rdb))
 	other := m.ReservationID + "7" // the same number, another call
 	if _, n, ok := inventory.ParseReservationID(other); !ok || n != mustNumber(t, m.ReservationID) {
@@ -365,9 +359,7 @@ func TestFinishedCompensationKeepsItsRowWhenItsRecordIsGone(t *testing.T) {
 	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	m := a.reserve(1)[0]
-	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
-		t.Fatal(err)
-	}
+	compensated(t, db, rdb, m)
 	k, n := keysOf(m)
 	if err := rdb.HDel(ctx, k.Users(), inventory.RecordField(n), inventory.CompField(n)).Err(); err != nil {
 		t.Fatal(err)

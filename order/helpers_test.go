@@ -252,6 +252,15 @@ func mustHasher(key []byte) *inventory.Hasher {
 	return h
 }
 
+// compensated fails m's reservation for good with a fresh Compensator on db, failing the
+// test when the compensation does not finish.
+func compensated(t testing.TB, db *gorm.DB, rdb redis.UniversalClient, m Message) {
+	t.Helper()
+	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(context.Background(), m, "test"); err != nil {
+		t.Fatalf("compensate: %v", err)
+	}
+}
+
 // metricValue is the value of a counter or gauge.
 func metricValue(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }
 

@@ -45,8 +45,7 @@ func TestReconcileDetectsDeletedOrder(t *testing.T) {
 // PENDING reservation with no order is only reported.
 func TestReconcileRepairsOrphan(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(2)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 2)
 	ctx := context.Background()
 	if err := db.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq) VALUES (?,?,?,?,?)",
 		msgs[0].ReservationID, a.id, msgs[0].UserID, 1, 1).Error; err != nil {

@@ -60,8 +60,7 @@ func late(msgs []Message, attempts int) []Message {
 // the blocking transaction ends they become orders.
 func TestStatementTimeoutWaitsForMySQL(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(3)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 3)
 	blocker := db.Begin()
 	if err := blocker.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq) VALUES (?,?,?,?,?)",
 		msgs[0].ReservationID, a.id, "blocker-"+a.id, 1, 1).Error; err != nil {
@@ -226,13 +225,10 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 // becoming an order.
 func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(2)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 2)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
-	if err := must(NewCompensator(wdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, msgs[0], "test"); err != nil {
-		t.Fatal(err)
-	}
+	compensated(t, wdb, rdb, msgs[0])
 	k, n := keysOf(msgs[0])
 	if err := rdb.HDel(ctx, k.Users(), inventory.RecordField(n)).Err(); err != nil { // the record's TTL ran out
 		t.Fatal(err)
@@ -317,8 +313,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 // order.
 func TestWriterRacingCompensatorIsExact(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 300)
-	msgs := a.reserve(300)
+	rdb, db, a, msgs := reservedOn(t, 2, 300, 300)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, BatchSize: 20}, testMetrics(), testLogger(t)))
@@ -378,8 +373,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 // panicking alone, dead-lettered, while the others of its batch become orders.
 func TestPanickingMessageIsIsolated(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 10)
-	msgs := a.reserve(4)
+	rdb, db, a, msgs := reservedOn(t, 2, 10, 4)
 	bad := msgs[2].ReservationID
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 3}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func(batch []Message) {

@@ -19,8 +19,7 @@ import (
 
 func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 2, 10, 1)
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	// Three deliveries, two of them concurrent, one in a batch with itself.
 	var wg sync.WaitGroup
@@ -114,8 +113,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 
 func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 	t.Parallel()
-	rdb, _, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, _, a, msgs := reservedOn(t, 1, 10, 1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	// Order committed but the confirm step "crashed": insert the row directly.
@@ -154,8 +152,7 @@ func TestSeqConflictIsCompensated(t *testing.T) {
 
 func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 100)
-	msgs := a.reserve(50)
+	rdb, db, a, msgs := reservedOn(t, 2, 100, 50)
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	var logged syncbuf.Buffer
 	q := NewMemQueue(100, slog.New(slog.NewJSONHandler(&logged, nil)))
@@ -194,8 +191,7 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 
 func TestDataErrorIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 1)
 	// A seq beyond the INT column is a permanent data error (strict mode): the writer
 	// isolates the row, dead-letters it and compensates the reservation; the good one in
 	// the same batch still becomes an order.
