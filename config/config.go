@@ -17,9 +17,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"math"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -379,7 +380,7 @@ func (c *Config) Validate() error {
 	v.limits(&c.Limits)
 	v.fallback(&c.Fallback)
 	v.activities(c.Activities)
-	for _, id := range sortedKeys(c.Campaigns) {
+	for _, id := range slices.Sorted(maps.Keys(c.Campaigns)) {
 		p := "campaigns." + id
 		v.id(p, id)
 		if l := c.Campaigns[id].Limits; l != nil {
@@ -418,7 +419,7 @@ func (v *validator) limits(l *Limits) {
 	if l.IPv6Prefix < 1 || l.IPv6Prefix > 128 {
 		v.addf("limits.ipv6Prefix", "%d not in 1..128", l.IPv6Prefix)
 	}
-	for _, name := range sortedKeys(l.Channels) {
+	for _, name := range slices.Sorted(maps.Keys(l.Channels)) {
 		p := "limits.channels." + name
 		v.id(p, name)
 		v.limit(p, l.Channels[name])
@@ -445,7 +446,7 @@ func (v *validator) fallback(f *Fallback) {
 // activities checks every activity's overrides, in the order of their ids, recording the
 // problems of each under its path.
 func (v *validator) activities(acts map[string]Activity) {
-	for _, id := range sortedKeys(acts) {
+	for _, id := range slices.Sorted(maps.Keys(acts)) {
 		a, p := acts[id], "activities."+id
 		v.id(p, id)
 		if a.CanaryRatio != nil {
@@ -631,15 +632,6 @@ func mustPrefixes(list []string) []netip.Prefix {
 		out = append(out, p)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ValidUserID reports whether u is a valid user id: 1 to keyspace.MaxUserID (128) bytes of printable UTF-8 in

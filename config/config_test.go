@@ -36,16 +36,24 @@ func TestDefaultValid(t *testing.T) {
 	}
 }
 
-// The embedded default must match docs/API.md section 6 and the defaults.
-func TestEmbeddedDefaultFile(t *testing.T) {
-	data, err := os.ReadFile("seckill.yaml")
+// decodeFile decodes the configuration file at path, failing the test when it cannot be read
+// or decoded.
+func decodeFile(t testing.TB, path string) *Config {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, err := Decode(data)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
+	return c
+}
+
+// The embedded default must match docs/API.md section 6 and the defaults.
+func TestEmbeddedDefaultFile(t *testing.T) {
+	c := decodeFile(t, "seckill.yaml")
 	def := Default()
 	if !reflect.DeepEqual(c.Limits, def.Limits) || !reflect.DeepEqual(c.Fallback, def.Fallback) {
 		t.Fatalf("seckill.yaml limits/fallback differ from Default()")
@@ -67,15 +75,7 @@ func TestGoodFixtures(t *testing.T) {
 		t.Fatal("no fixtures")
 	}
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Decode(data); err != nil {
-				t.Fatalf("Decode: %v", err)
-			}
-		})
+		t.Run(filepath.Base(f), func(t *testing.T) { decodeFile(t, f) })
 	}
 }
 
@@ -428,13 +428,8 @@ func checkPrefixLists(t *testing.T, c *Config) {
 
 // BenchmarkRequestPath is what one request reads from a snapshot: zero allocations.
 func BenchmarkRequestPath(b *testing.B) {
-	data, err := os.ReadFile("seckill.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
 	r := NewReloader(func(c *Config, _ Meta) (*Config, error) { return c, nil }, nil, nil)
-	c, _ := Decode(data)
-	r.cur.Store(c)
+	r.cur.Store(decodeFile(b, "seckill.yaml"))
 	ip := netip.MustParseAddr("198.51.100.7")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -1,21 +1,11 @@
 package config
 
-import (
-	"os"
-	"testing"
-)
+import "testing"
 
 // TestLoadtestConfigIsValidAndGenerous: the load-run config decodes strictly and lets one
 // address send far more than the default per-IP limit.
 func TestLoadtestConfigIsValidAndGenerous(t *testing.T) {
-	raw, err := os.ReadFile("loadtest.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := Decode(raw)
-	if err != nil {
-		t.Fatalf("config/loadtest.yaml: %v", err)
-	}
+	cfg := decodeFile(t, "loadtest.yaml")
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config/loadtest.yaml: %v", err)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,18 +195,15 @@ func (w *nacosWorker) follow(ctx context.Context, get func() (string, error), wa
 	}
 }
 
+// defaultCacheDir is the Nacos SDK's cache and log directory when none is set.
+func defaultCacheDir() string { return filepath.Join(os.TempDir(), "seckill-nacos") }
+
 func (s *NacosSource) defaults() {
-	if s.DataID == "" {
-		s.DataID = DefaultDataID
-	}
-	if s.Group == "" {
-		s.Group = DefaultGroup
-	}
+	s.DataID = cmp.Or(s.DataID, DefaultDataID)
+	s.Group = cmp.Or(s.Group, DefaultGroup)
+	s.CacheDir = cmp.Or(s.CacheDir, defaultCacheDir())
 	if s.PollEvery <= 0 {
 		s.PollEvery = DefaultPollEvery
-	}
-	if s.CacheDir == "" {
-		s.CacheDir = filepath.Join(os.TempDir(), "seckill-nacos")
 	}
 	if s.Log == nil {
 		s.Log = slog.New(slog.DiscardHandler)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -150,34 +149,10 @@ type childEvent struct {
 // of v2.3.2's RpcClient on reconnect) is logged; any other race fails the test.
 func startChild(t *testing.T, n int, addr, dataID string, events chan<- childEvent) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_ADDR="+addr, "CHILD_DATA_ID="+dataID,
-		"CHILD_CACHE_DIR="+t.TempDir())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		checkChildRaces(t, n, stderr.String())
-	})
+	t.Cleanup(func() { checkChildRaces(t, n, stderr.String()) }) // after the child stopped: cleanups run last first
+	_, stdout := testsvc.Child(t, []string{childEnv + "=1", "CHILD_ADDR=" + addr, "CHILD_DATA_ID=" + dataID,
+		"CHILD_CACHE_DIR=" + t.TempDir()}, &stderr, "-test.run=^$")
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {

@@ -1,13 +1,13 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -72,17 +72,11 @@ func (r *NacosRegistry) Healthy() int {
 // done or Close is called; then it deregisters and returns nil. A failed registration is
 // retried on every refresh. It returns an error only if the client cannot be created.
 func (r *NacosRegistry) Run(ctx context.Context) error {
-	if r.ServiceName == "" {
-		r.ServiceName = DefaultServiceName
-	}
-	if r.Group == "" {
-		r.Group = DefaultGroup
-	}
+	r.ServiceName = cmp.Or(r.ServiceName, DefaultServiceName)
+	r.Group = cmp.Or(r.Group, DefaultGroup)
+	r.CacheDir = cmp.Or(r.CacheDir, defaultCacheDir())
 	if r.RefreshEvery <= 0 {
 		r.RefreshEvery = DefaultRefreshEvery
-	}
-	if r.CacheDir == "" {
-		r.CacheDir = filepath.Join(os.TempDir(), "seckill-nacos")
 	}
 	log := r.Log
 	if log == nil {

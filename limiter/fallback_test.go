@@ -167,15 +167,8 @@ func TestRedisDownFallsBackAndRecovers(t *testing.T) {
 		t.Fatalf("with Redis down: %+v, %v, degraded %v; want allowed locally and degraded", d, err, l.Degraded())
 	}
 	// The fallback global budget (burst 3, one instance known) is enforced locally.
-	allowed := 1
-	var last Decision
-	for range 10 {
-		if d, _ := l.Allow(context.Background(), r); d.Allowed {
-			allowed++
-		} else {
-			last = d
-		}
-	}
+	allowed, last := allowTimes(l, r, 10)
+	allowed++ // with the request that found Redis down
 	if allowed != 3 || last.Dimension != DimGlobal || last.Reason != ReasonFallback || last.RetryAfter < time.Second {
 		t.Fatalf("fallback allowed %d (want 3), last rejection %+v", allowed, last)
 	}
@@ -266,15 +259,7 @@ func TestFallbackBudgetDividedByHealthy(t *testing.T) {
 		l := newTestLimiter(t, rdb, newFakeClock(), Options{Healthy: func() int { return 2 }})
 		l.degrade("test", nil)
 		r := Request{Fallback: fb, IP: tokenbucket.Limit{Rate: 0.001, Burst: 6}, IPKey: ipKeyOf(l, "10.4.1.1")}
-		n := 0
-		var last Decision
-		for range 10 {
-			if d, _ := l.Allow(context.Background(), r); d.Allowed {
-				n++
-			} else {
-				last = d
-			}
-		}
+		n, last := allowTimes(l, r, 10)
 		if n != 3 || last.Dimension != DimIP || last.Reason != ReasonRemembered {
 			t.Fatalf("admitted %d (want 3), last %+v (want remembered ip)", n, last)
 		}
@@ -287,13 +272,8 @@ func TestFallbackConfigChangeClamps(t *testing.T) {
 	l := newTestLimiter(t, testsvc.Redis(t), newFakeClock(), Options{Healthy: func() int { return 1 }})
 	l.degrade("test", nil)
 	take := func(lim tokenbucket.Limit, tries int) int {
-		n := 0
-		for range tries {
-			r := Request{Fallback: Fallback{Global: lim}, Activity: tokenbucket.Limit{Rate: 0.001, Burst: 1000}, ActivityID: "a"}
-			if d, _ := l.Allow(context.Background(), r); d.Allowed {
-				n++
-			}
-		}
+		r := Request{Fallback: Fallback{Global: lim}, Activity: tokenbucket.Limit{Rate: 0.001, Burst: 1000}, ActivityID: "a"}
+		n, _ := allowTimes(l, r, tries)
 		return n
 	}
 	steps := []struct {

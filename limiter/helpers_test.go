@@ -118,6 +118,20 @@ func newTestLimiterPrefix(t testing.TB, rdb redis.UniversalClient, clk *fakeCloc
 	return l
 }
 
+// allowTimes asks l to allow r n times; it returns how many were allowed and the last
+// rejection (the zero Decision when none was rejected). Errors are not checked: the caller
+// checks the decisions.
+func allowTimes(l *Limiter, r Request, n int) (allowed int, last Decision) {
+	for range n {
+		if d, _ := l.Allow(context.Background(), r); d.Allowed {
+			allowed++
+		} else {
+			last = d
+		}
+	}
+	return allowed, last
+}
+
 // must returns v, or stops the test binary when a constructor failed (an embedded script
 // that does not load, a metric registered twice): a defect no test can go on from.
 func must[T any](v T, err error) T {

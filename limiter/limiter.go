@@ -60,16 +60,9 @@ type Fallback struct {
 }
 
 func (f Fallback) withDefaults() Fallback {
-	if f.RedisSlow <= 0 {
-		f.RedisSlow = 20 * time.Millisecond
-	}
-	if f.SlowCallsToDegrade <= 0 {
-		f.SlowCallsToDegrade = 20
-	}
-	if f.ProbeEvery <= 0 {
-		f.ProbeEvery = time.Second
-	}
-	f.ProbeEvery = min(f.ProbeEvery, MaxProbeEvery)
+	f.RedisSlow = positiveOr(f.RedisSlow, 20*time.Millisecond)
+	f.SlowCallsToDegrade = positiveOr(f.SlowCallsToDegrade, 20)
+	f.ProbeEvery = min(positiveOr(f.ProbeEvery, time.Second), MaxProbeEvery)
 	return f
 }
 
@@ -355,19 +348,20 @@ func limiterDefaults(opts Options) Options {
 	if opts.Clock == nil {
 		opts.Clock = systemClock{}
 	}
-	if opts.LeaseWindow <= 0 {
-		opts.LeaseWindow = 50 * time.Millisecond
-	}
-	if opts.LeaseTTL <= 0 {
-		opts.LeaseTTL = 100 * time.Millisecond
-	}
-	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = 300 * time.Millisecond
-	}
-	if opts.MaxKeys <= 0 {
-		opts.MaxKeys = 100_000
-	}
+	opts.LeaseWindow = positiveOr(opts.LeaseWindow, 50*time.Millisecond)
+	opts.LeaseTTL = positiveOr(opts.LeaseTTL, 100*time.Millisecond)
+	opts.CallTimeout = positiveOr(opts.CallTimeout, 300*time.Millisecond)
+	opts.MaxKeys = positiveOr(opts.MaxKeys, 100_000)
 	return opts
+}
+
+// positiveOr is v when it is positive, else def: the default of an unset (or meaningless,
+// negative) duration or count.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // loadScripts loads the limiter's three Lua scripts; the first that cannot be loaded fails

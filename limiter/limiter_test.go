@@ -133,12 +133,19 @@ func TestRefundGivesBackEverything(t *testing.T) {
 	}
 }
 
-func TestRememberedCostsNoRedisCall(t *testing.T) {
+// countedLimiter is a test Limiter on a fake clock, over a Redis client of its own whose
+// commands calls counts.
+func countedLimiter(t *testing.T) (l *Limiter, clk *fakeClock, calls *redishook.Counter) {
+	t.Helper()
 	rdb := testsvc.Redis(t).(*redis.Client)
-	calls := &redishook.Counter{}
+	calls = &redishook.Counter{}
 	rdb.AddHook(calls)
-	clk := newFakeClock()
-	l := newTestLimiter(t, rdb, clk, Options{})
+	clk = newFakeClock()
+	return newTestLimiter(t, rdb, clk, Options{}), clk, calls
+}
+
+func TestRememberedCostsNoRedisCall(t *testing.T) {
+	l, clk, calls := countedLimiter(t)
 	r := Request{Global: tokenbucket.Limit{Rate: 1000, Burst: 1000}, IP: tokenbucket.Limit{Rate: 1, Burst: 2},
 		IPKey: ipKeyOf(l, "10.1.1.1"), UserKey: "00000000000000aa"}
 
@@ -198,11 +205,7 @@ func TestCanceledRequestIsRejected(t *testing.T) {
 
 // TestLeaseCostsFewRedisCalls: the leased budgets cost far less than one call per request.
 func TestLeaseCostsFewRedisCalls(t *testing.T) {
-	rdb := testsvc.Redis(t).(*redis.Client)
-	calls := &redishook.Counter{}
-	rdb.AddHook(calls)
-	clk := newFakeClock()
-	l := newTestLimiter(t, rdb, clk, Options{})
+	l, clk, calls := countedLimiter(t)
 	r := Request{Global: tokenbucket.Limit{Rate: 50000, Burst: 100000}, Campaign: tokenbucket.Limit{Rate: 30000, Burst: 60000},
 		CampaignID: "c", Activity: tokenbucket.Limit{Rate: 20000, Burst: 40000}, ActivityID: "a",
 		Channel: tokenbucket.Limit{Rate: 20000, Burst: 40000}, ChannelName: "web"}
@@ -229,12 +232,7 @@ func TestConfigChangeClampsLeasedBudget(t *testing.T) {
 	clk := newFakeClock()
 	l := newTestLimiter(t, rdb, clk, Options{})
 	take := func(lim tokenbucket.Limit, tries int) int {
-		got := 0
-		for range tries {
-			if d, _ := l.Allow(context.Background(), Request{Activity: lim, ActivityID: "a"}); d.Allowed {
-				got++
-			}
-		}
+		got, _ := allowTimes(l, Request{Activity: lim, ActivityID: "a"}, tries)
 		return got
 	}
 	if got := take(tokenbucket.Limit{Rate: 1000, Burst: 100}, 2); got != 2 {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -154,24 +153,8 @@ func TestNoDegradeUnderCPUSaturation(t *testing.T) {
 // running TestFaultProxyChild) and returns its address and a func that turns the latency on.
 func childProxy(t *testing.T, latency time.Duration) (string, func()) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultProxyChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "SECKILL_FAULTPROXY_CHILD="+latency.String())
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = in.Close() // the child exits on EOF
-		_ = cmd.Wait()
-	})
+	in, out := testsvc.Child(t, []string{"SECKILL_FAULTPROXY_CHILD=" + latency.String()}, os.Stderr,
+		"-test.run=^TestFaultProxyChild$", "-test.count=1") // the child exits on EOF of its stdin
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		if addr, ok := strings.CutPrefix(sc.Text(), "faultproxy "); ok {

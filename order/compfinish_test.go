@@ -28,8 +28,7 @@ import (
 // and writes no order. The record expires before a redelivery, which must not leave an order
 // beside the compensation either.
 func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 1)
 	x := msgs[0]
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
@@ -53,9 +52,7 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := must(NewCompensator(cdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, x, "test"); err != nil {
-		t.Fatalf("compensate: %v", err)
-	}
+	compensated(t, cdb, rdb, x)
 	if !fired.Load() {
 		t.Fatal("the compensator made no query: the hook never ran")
 	}
@@ -89,8 +86,7 @@ func TestExpiredRecordCompensatedOrderIsUndone(t *testing.T) {
 // is finished (the buyer's count lowered, the mark set). A late duplicate after the record is
 // gone must not become an order for a unit that went back to stock.
 func TestRedeliveryFinishesPartialCompensation(t *testing.T) {
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	wrdb, h := scriptReplyLost(t, "inventory_fail.lua")
@@ -269,7 +265,7 @@ func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
 			a := newTestActivity(t, rdb, db, 1, 10)
 			m := a.reserve(1)[0]
 			k, n := keysOf(m)
-			rec := recordAt(t, rdb, k, n)
+			rec := recordOf(t, rdb, m)
 			tc.set(&rec)
 			if err := rdb.HSet(ctx, k.Users(), inventory.RecordField(n), rec.String()).Err(); err != nil {
 				t.Fatal(err)
@@ -285,7 +281,7 @@ func TestCompensationOfAnotherOrAConfirmedRecordKeepsNoRow(t *testing.T) {
 			if r := compensationRows(t, db, a.id); r != 0 {
 				t.Fatalf("%d compensations rows for a reservation that gave nothing back, want 0", r)
 			}
-			if got := recordAt(t, rdb, k, n); got.Status != tc.state {
+			if got := recordOf(t, rdb, m); got.Status != tc.state {
 				t.Fatalf("record %s after the compensation, want it left %s", got.Status, tc.state)
 			}
 			if got, _ := rdb.Get(ctx, k.Stock()).Int64(); got != stock {
@@ -305,9 +301,7 @@ func TestCompensatedMarkNamesItsReservation(t *testing.T) {
 	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	m := a.reserve(1)[0]
-	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
-		t.Fatal(err)
-	}
+	compensated(t, db, rdb, m)
 	l := must(inventory.NewLedger(rdb))
 	other := m.ReservationID + "7" // the same number, another call
 	if _, n, ok := inventory.ParseReservationID(other); !ok || n != mustNumber(t, m.ReservationID) {
@@ -351,8 +345,7 @@ func TestCompensatedMessageOfAReplacedIncarnationIsCounted(t *testing.T) {
 	if got := testutil.ToFloat64(met.WriterStale); got != 1 {
 		t.Fatalf("seckill_order_writer_stale_dropped_total %v, want 1", got)
 	}
-	k, n := keysOf(m)
-	if st := recordAt(t, rdb, k, n).Status; st != "PENDING" {
+	if st := recordOf(t, rdb, m).Status; st != "PENDING" {
 		t.Fatalf("record %s, want PENDING: a replaced incarnation's record is the restore's", st)
 	}
 }
@@ -366,9 +359,7 @@ func TestFinishedCompensationKeepsItsRowWhenItsRecordIsGone(t *testing.T) {
 	rdb, db, a := activityOn(t, 1, 10)
 	ctx := context.Background()
 	m := a.reserve(1)[0]
-	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(ctx, m, "test"); err != nil {
-		t.Fatal(err)
-	}
+	compensated(t, db, rdb, m)
 	k, n := keysOf(m)
 	if err := rdb.HDel(ctx, k.Users(), inventory.RecordField(n), inventory.CompField(n)).Err(); err != nil {
 		t.Fatal(err)

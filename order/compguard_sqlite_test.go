@@ -61,7 +61,6 @@ func TestCompensationGuardOnSQLiteHoldsAgainstARestoresClaim(t *testing.T) {
 			comp := must(NewCompensator(db, rdb, testMetrics(), testLogger(t)))
 			rec := must(NewReconciler(db, rdb, ReconcileOptions{}, testMetrics(), testLogger(t)))
 			m := a.reserveFor([]string{"buyer-" + a.id}, 1)[0]
-			k, n := keysOf(m)
 			type cutResult struct {
 				comps []string
 				err   error
@@ -91,7 +90,7 @@ func TestCompensationGuardOnSQLiteHoldsAgainstARestoresClaim(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("the restore's claim: %v", r.err)
 			}
-			st := recordAt(t, rdb, k, n).Status
+			st := recordOf(t, rdb, m).Status
 			seen := slices.Contains(r.comps, m.ReservationID)
 			t.Logf("compensate: %v; record %s; the cut saw the compensation: %v; claimed between check and writes: %v", err, st, seen, claimedBetween)
 			if claimedBetween {

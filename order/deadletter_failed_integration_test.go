@@ -21,8 +21,7 @@ import (
 // go and the compensation be finished; before, Compensate ignored the FAILED answer, returned
 // ErrOrderExists and the message was acked with the order standing beside returned stock.
 func TestDeadLetterOverFailedRecordUndoesTheOrder(t *testing.T) {
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	var failComp, panicReadBack atomic.Bool

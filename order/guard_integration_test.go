@@ -163,8 +163,7 @@ func checkGuard(t *testing.T, seed uint64, db *gorm.DB, a *testActivity, msgs []
 	}
 	refused := 0
 	for _, m := range msgs {
-		k, n := keysOf(m)
-		rec := recordAt(t, a.rdb, k, n)
+		rec := recordOf(t, a.rdb, m)
 		st, w := rec.Status, rec.Why
 		reason, comped := why[m.ReservationID]
 		switch {
@@ -207,7 +206,7 @@ func TestPoisonedRowTakesNoUnit(t *testing.T) {
 	if len(comps) != 1 || comps[0].ReservationID != msgs[1].ReservationID || strings.HasPrefix(comps[0].Reason, refusedPrefix) {
 		t.Fatalf("compensations %+v, want the second buyer's dead letter only (no refusal)", comps)
 	}
-	if got := counterValue(t, m.DeadLetters.WithLabelValues(string(causeInsert))); got != 1 {
+	if got := metricValue(m.DeadLetters.WithLabelValues(string(causeInsert))); got != 1 {
 		t.Fatalf("dead letters (insert) %v, want 1", got)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
@@ -252,14 +252,17 @@ func mustHasher(key []byte) *inventory.Hasher {
 	return h
 }
 
-func counterValue(t testing.TB, c prometheus.Counter) float64 {
+// compensated fails m's reservation for good with a fresh Compensator on db, failing the
+// test when the compensation does not finish.
+func compensated(t testing.TB, db *gorm.DB, rdb redis.UniversalClient, m Message) {
 	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
+	if err := must(NewCompensator(db, rdb, testMetrics(), testLogger(t))).Compensate(context.Background(), m, "test"); err != nil {
+		t.Fatalf("compensate: %v", err)
 	}
-	return m.GetCounter().GetValue()
 }
+
+// metricValue is the value of a counter or gauge.
+func metricValue(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }
 
 // keysOf returns the shard keys and record number of a valid message's reservation, for
 // tests that arrange or inspect inventory's Redis state directly.
@@ -268,9 +271,10 @@ func keysOf(m Message) (inventory.ShardKeys, int64) {
 	return k, n
 }
 
-// recordAt reads the n-th reservation record of shard k (the zero Record when there is none).
-func recordAt(t testing.TB, rdb redis.Cmdable, k inventory.ShardKeys, n int64) inventory.Record {
+// recordOf reads the reservation record of a valid message (the zero Record when there is none).
+func recordOf(t testing.TB, rdb redis.Cmdable, m Message) inventory.Record {
 	t.Helper()
+	k, n := keysOf(m)
 	r, _, err := inventory.ReadRecord(context.Background(), rdb, k, n)
 	if err != nil {
 		t.Fatal(err)

@@ -13,11 +13,6 @@ import (
 	"github.com/seckill/seckill/internal/syncbuf"
 )
 
-// countMsg counts the records with msg and sums their "suppressed".
-func countMsg(recs []map[string]any, msg string) (n int, suppressed float64) {
-	return syncbuf.Count(recs, msg, "suppressed")
-}
-
 // deadRedis returns a client of an address nobody listens on.
 func deadRedis(t testing.TB) redis.UniversalClient {
 	t.Helper()
@@ -52,15 +47,15 @@ func TestRelayWithRedisDownLogsOnce(t *testing.T) {
 	if err := r.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fails := counterValue(t, m.RelayErrors.WithLabelValues("discover"))
+	fails := metricValue(m.RelayErrors.WithLabelValues("discover"))
 	if fails < 5 {
 		t.Fatalf("only %v failed discover rounds in 2 s", fails)
 	}
 	recs := buf.Records(t)
-	if n, _ := countMsg(recs, "reading the journal list failed"); n != 1 {
+	if n, _ := syncbuf.Count(recs, "reading the journal list failed", "suppressed"); n != 1 {
 		t.Fatalf("%d lines for %v failed rounds, want 1", n, fails)
 	}
-	n, _ := countMsg(recs, "redis client")
+	n, _ := syncbuf.Count(recs, "redis client", "suppressed")
 	if n == 0 {
 		t.Fatal("no go-redis client line came through the structured logger")
 	}

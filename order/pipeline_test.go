@@ -24,13 +24,20 @@ func activityOn(t *testing.T, shards int, stock int64) (redis.UniversalClient, *
 	return rdb, db, newTestActivity(t, rdb, db, shards, stock)
 }
 
+// reservedOn is activityOn with n reservations of one unit made, for n distinct users: their
+// messages, as the relay would publish them.
+func reservedOn(t *testing.T, shards int, stock int64, n int) (redis.UniversalClient, *gorm.DB, *testActivity, []Message) {
+	t.Helper()
+	rdb, db, a := activityOn(t, shards, stock)
+	return rdb, db, a, a.reserve(n)
+}
+
 // reservedPipeline is the start of a pipeline test: the test Redis and MySQL, an activity of
 // stock units on shards of which reserved are reserved (their entries in its journals), fresh
 // metrics and a logger.
 func reservedPipeline(t *testing.T, shards int, stock int64, reserved int) (redis.UniversalClient, *gorm.DB, *testActivity, *Metrics, *slog.Logger) {
 	t.Helper()
-	rdb, db, a := activityOn(t, shards, stock)
-	a.reserve(reserved)
+	rdb, db, a, _ := reservedOn(t, shards, stock, reserved)
 	return rdb, db, a, testMetrics(), testLogger(t)
 }
 

@@ -35,7 +35,7 @@ func TestReconcileDetectsDeletedOrder(t *testing.T) {
 		t.Fatalf("report %+v, want drift 2", rep)
 	}
 	rec.Round(context.Background())
-	if got := gaugeValue(t, m.Drift.WithLabelValues(a.id)); got != 2 {
+	if got := metricValue(m.Drift.WithLabelValues(a.id)); got != 2 {
 		t.Fatalf("drift metric %v, want 2", got)
 	}
 }
@@ -45,24 +45,23 @@ func TestReconcileDetectsDeletedOrder(t *testing.T) {
 // PENDING reservation with no order is only reported.
 func TestReconcileRepairsOrphan(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(2)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 2)
 	ctx := context.Background()
 	if err := db.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq) VALUES (?,?,?,?,?)",
 		msgs[0].ReservationID, a.id, msgs[0].UserID, 1, 1).Error; err != nil {
 		t.Fatal(err)
 	}
-	k, n := keysOf(msgs[0])
+	k, _ := keysOf(msgs[0])
 	// Pretend the relay sent them.
 	rdb.HIncrBy(ctx, k.Stats(), "relayed", 2)
 	m := testMetrics()
 	rec := must(NewReconciler(db, rdb, ReconcileOptions{OrphanAfter: time.Millisecond, Repair: true, ActivitiesKey: a.activities}, m, testLogger(t)))
 	time.Sleep(5 * time.Millisecond)
 	rec.Round(ctx)
-	if st := recordAt(t, rdb, k, n).Status; st != "CONFIRMED" {
+	if st := recordOf(t, rdb, msgs[0]).Status; st != "CONFIRMED" {
 		t.Fatalf("status %q, want CONFIRMED", st)
 	}
-	if got := gaugeValue(t, m.Orphans.WithLabelValues(a.id)); got != 1 {
+	if got := metricValue(m.Orphans.WithLabelValues(a.id)); got != 1 {
 		t.Fatalf("orphans %v, want 1", got)
 	}
 	rep, err := rec.Report(ctx, a.id)

@@ -38,7 +38,7 @@ func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	activityRow(t, a, 10)
 	m := a.reserveFor([]string{"buyer-" + a.id}, 1)[0]
-	k, n := keysOf(m)
+	k, _ := keysOf(m)
 	stockBefore, _ := rdb.Get(ctx, k.Stock()).Int64()
 	held := func() int64 {
 		u, _, err := inventory.ReadUserState(ctx, rdb, k, m.UserHash)
@@ -55,7 +55,7 @@ func TestCompensationOfAnOlderIncarnationChangesNothing(t *testing.T) {
 	if err := w.deadLetter(ctx, m, causeMaxAttempts, "test"); err != nil {
 		t.Fatalf("dead letter of an older incarnation: %v, want it acknowledged", err)
 	}
-	if st := recordAt(t, rdb, k, n).Status; st != "PENDING" {
+	if st := recordOf(t, rdb, m).Status; st != "PENDING" {
 		t.Errorf("record %s, want PENDING: the compensation failed a reservation of a replaced incarnation", st)
 	}
 	if got, _ := rdb.Get(ctx, k.Stock()).Int64(); got != stockBefore {

@@ -42,8 +42,7 @@ func TestReusedReservationIDIsNotADuplicate(t *testing.T) {
 	if err := w.Handle(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	_, n := keysOf(second[0])
-	rec := recordAt(t, rdb, k, n)
+	rec := recordOf(t, rdb, second[0])
 	if rec.Status == "CONFIRMED" && rec.OrderID == strconv.FormatInt(alice.ID, 10) {
 		t.Fatalf("bob's reservation was confirmed with alice's order %d: %v", alice.ID, rec)
 	}

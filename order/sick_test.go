@@ -60,8 +60,7 @@ func late(msgs []Message, attempts int) []Message {
 // the blocking transaction ends they become orders.
 func TestStatementTimeoutWaitsForMySQL(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(3)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 3)
 	blocker := db.Begin()
 	if err := blocker.Exec("INSERT INTO orders (reservation_id, activity_id, user_id, quantity, seq) VALUES (?,?,?,?,?)",
 		msgs[0].ReservationID, a.id, "blocker-"+a.id, 1, 1).Error; err != nil {
@@ -89,7 +88,7 @@ func TestStatementTimeoutWaitsForMySQL(t *testing.T) {
 	if err := w.Healthy(); err == nil {
 		t.Fatal("Healthy() = nil while every commit times out")
 	}
-	if got := counterValue(t, m.WriterErrors.WithLabelValues("timeout")); got < 2 {
+	if got := metricValue(m.WriterErrors.WithLabelValues("timeout")); got < 2 {
 		t.Fatalf("order_writer_errors_total{class=timeout} = %v, want >= 2", got)
 	}
 	if err := blocker.Rollback().Error; err != nil {
@@ -195,10 +194,10 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 			if err := w.Healthy(); err == nil {
 				t.Fatal("Healthy() = nil while every commit fails")
 			}
-			if got := counterValue(t, m.WriterErrors.WithLabelValues(tt.class)); got == 0 {
+			if got := metricValue(m.WriterErrors.WithLabelValues(tt.class)); got == 0 {
 				t.Fatalf("order_writer_errors_total{class=%q} = 0", tt.class)
 			}
-			if got := gaugeValue(t, m.WriterFailing); got < 3 {
+			if got := metricValue(m.WriterFailing); got < 3 {
 				t.Fatalf("order_writer_consecutive_failures = %v, want >= 3", got)
 			}
 			in.set(nil)
@@ -214,7 +213,7 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 			if err := w.Healthy(); err != nil {
 				t.Fatalf("Healthy() after a commit: %v", err)
 			}
-			if got := gaugeValue(t, m.WriterFailing); got != 0 {
+			if got := metricValue(m.WriterFailing); got != 0 {
 				t.Fatalf("order_writer_consecutive_failures = %v after a commit", got)
 			}
 		})
@@ -226,13 +225,10 @@ func TestSickMySQLIsNeverCompensated(t *testing.T) {
 // becoming an order.
 func TestLateDuplicateOfCompensatedReservation(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(2)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 2)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
-	if err := must(NewCompensator(wdb, rdb, testMetrics(), testLogger(t))).Compensate(ctx, msgs[0], "test"); err != nil {
-		t.Fatal(err)
-	}
+	compensated(t, wdb, rdb, msgs[0])
 	k, n := keysOf(msgs[0])
 	if err := rdb.HDel(ctx, k.Users(), inventory.RecordField(n)).Err(); err != nil { // the record's TTL ran out
 		t.Fatal(err)
@@ -304,8 +300,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 			if c := countOrders(t, db, a.id); c.rows != 0 {
 				t.Fatalf("orders %+v for a reservation failed for good", c)
 			}
-			k, n := keysOf(msgs[0])
-			if st := recordAt(t, rdb, k, n).Status; st != "FAILED" {
+			if st := recordOf(t, rdb, msgs[0]).Status; st != "FAILED" {
 				t.Fatalf("record %s after the writer met the compensations row, want FAILED", st)
 			}
 		})
@@ -318,8 +313,7 @@ func TestStalledWriterDoesNotCommitOverCompensation(t *testing.T) {
 // order.
 func TestWriterRacingCompensatorIsExact(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 300)
-	msgs := a.reserve(300)
+	rdb, db, a, msgs := reservedOn(t, 2, 300, 300)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	w := must(NewWriter(wdb, rdb, WriterOptions{MaxOrdersPerSecond: -1, BatchSize: 20}, testMetrics(), testLogger(t)))
@@ -359,8 +353,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 		compensated[r] = true
 	}
 	for _, m := range msgs {
-		k, n := keysOf(m)
-		st := recordAt(t, rdb, k, n).Status
+		st := recordOf(t, rdb, m).Status
 		switch {
 		case ordered[m.ReservationID] && !compensated[m.ReservationID] && st == "CONFIRMED":
 		case !ordered[m.ReservationID] && compensated[m.ReservationID] && st == "FAILED":
@@ -380,8 +373,7 @@ func TestWriterRacingCompensatorIsExact(t *testing.T) {
 // panicking alone, dead-lettered, while the others of its batch become orders.
 func TestPanickingMessageIsIsolated(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 10)
-	msgs := a.reserve(4)
+	rdb, db, a, msgs := reservedOn(t, 2, 10, 4)
 	bad := msgs[2].ReservationID
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1, MaxAttempts: 3}, testMetrics(), testLogger(t)))
 	w.beforeInsert = func(batch []Message) {
@@ -435,7 +427,7 @@ func TestPoisonErrorsAreDeadLettered(t *testing.T) {
 			if c := compensationRows(t, db, a.id); c != 2 {
 				t.Fatalf("%d compensation rows, want 2", c)
 			}
-			if got := counterValue(t, m.WriterErrors.WithLabelValues("poison")); got != 2 {
+			if got := metricValue(m.WriterErrors.WithLabelValues("poison")); got != 2 {
 				t.Fatalf("order_writer_errors_total{class=poison} = %v, want 2", got)
 			}
 		})

@@ -49,7 +49,7 @@ func TestLateMessageOfAnOlderIncarnationIsRefused(t *testing.T) {
 		t.Fatalf("orders %+v, want only the early one (%s): the late incarnation-0 message was written after the restore",
 			rows, early[0].ReservationID)
 	}
-	if got := counterValue(t, m.WriterStale); got != 1 {
+	if got := metricValue(m.WriterStale); got != 1 {
 		t.Fatalf("stale messages counted %v, want 1", got)
 	}
 	// A message of the current incarnation is written as usual.

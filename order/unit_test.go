@@ -8,21 +8,10 @@ import (
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/inventory"
 )
-
-func gaugeValue(t testing.TB, g prometheus.Gauge) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := g.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetGauge().GetValue()
-}
 
 func TestMessageFromEntry(t *testing.T) {
 	uh := testHasher.UserHash("alice")

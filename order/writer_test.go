@@ -19,8 +19,7 @@ import (
 
 func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 2, 10, 1)
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	// Three deliveries, two of them concurrent, one in a batch with itself.
 	var wg sync.WaitGroup
@@ -40,11 +39,11 @@ func TestDuplicateDeliveryMakesOneOrder(t *testing.T) {
 	if c := countOrders(t, db, a.id); c.rows != 1 {
 		t.Fatalf("orders %+v, want 1", c)
 	}
-	k, n := keysOf(msgs[0])
-	rec := recordAt(t, rdb, k, n)
+	rec := recordOf(t, rdb, msgs[0])
 	if rec.Status != "CONFIRMED" || rec.OrderID == "" {
 		t.Fatalf("record %v", rec)
 	}
+	k, _ := keysOf(msgs[0])
 	if got, _ := rdb.HGet(context.Background(), k.Stats(), "confirmed").Int(); got != 1 {
 		t.Fatalf("stats.confirmed = %d, want 1", got)
 	}
@@ -55,7 +54,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	rdb, db, a := activityOn(t, 1, 10)
 	msgs := a.reserveFor([]string{"buyer-" + a.id}, 3)
 	ctx := context.Background()
-	k, n := keysOf(msgs[0])
+	k, _ := keysOf(msgs[0])
 	before, _ := rdb.Get(ctx, k.Stock()).Int64()
 	c := must(NewCompensator(writerDB(t, testsvc.MySQLDSN), rdb, testMetrics(), testLogger(t)))
 	var wg sync.WaitGroup
@@ -76,7 +75,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 	if after-before != 3 {
 		t.Fatalf("stock went from %d to %d, want +3", before, after)
 	}
-	if st := recordAt(t, rdb, k, n).Status; st != "FAILED" {
+	if st := recordOf(t, rdb, msgs[0]).Status; st != "FAILED" {
 		t.Fatalf("status %q", st)
 	}
 	if u, _, err := inventory.ReadUserState(ctx, rdb, k, msgs[0].UserHash); err != nil || u.Held != 0 {
@@ -114,8 +113,7 @@ func TestCompensateTwiceReturnsStockOnce(t *testing.T) {
 
 func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 	t.Parallel()
-	rdb, _, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, _, a, msgs := reservedOn(t, 1, 10, 1)
 	ctx := context.Background()
 	wdb := writerDB(t, testsvc.MySQLDSN)
 	// Order committed but the confirm step "crashed": insert the row directly.
@@ -127,8 +125,7 @@ func TestCompensateRefusesWhenOrderExists(t *testing.T) {
 	if !errors.Is(err, ErrOrderExists) {
 		t.Fatalf("err = %v, want ErrOrderExists", err)
 	}
-	k, n := keysOf(msgs[0])
-	if st := recordAt(t, rdb, k, n).Status; st != "CONFIRMED" {
+	if st := recordOf(t, rdb, msgs[0]).Status; st != "CONFIRMED" {
 		t.Fatalf("status %q, want CONFIRMED", st)
 	}
 }
@@ -155,8 +152,7 @@ func TestSeqConflictIsCompensated(t *testing.T) {
 
 func TestPanicInHandlerIsRedelivered(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 2, 100)
-	msgs := a.reserve(50)
+	rdb, db, a, msgs := reservedOn(t, 2, 100, 50)
 	w := must(NewWriter(writerDB(t, testsvc.MySQLDSN), rdb, WriterOptions{MaxOrdersPerSecond: -1}, testMetrics(), testLogger(t)))
 	var logged syncbuf.Buffer
 	q := NewMemQueue(100, slog.New(slog.NewJSONHandler(&logged, nil)))
@@ -195,8 +191,7 @@ func TestPanicInHandlerIsRedelivered(t *testing.T) {
 
 func TestDataErrorIsDeadLettered(t *testing.T) {
 	t.Parallel()
-	rdb, db, a := activityOn(t, 1, 10)
-	msgs := a.reserve(1)
+	rdb, db, a, msgs := reservedOn(t, 1, 10, 1)
 	// A seq beyond the INT column is a permanent data error (strict mode): the writer
 	// isolates the row, dead-letters it and compensates the reservation; the good one in
 	// the same batch still becomes an order.
@@ -208,7 +203,7 @@ func TestDataErrorIsDeadLettered(t *testing.T) {
 	if err := w.Handle(context.Background(), []Message{bad, good[0]}); err != nil {
 		t.Fatal(err)
 	}
-	if got := counterValue(t, m.WriterErrors.WithLabelValues("poison")); got != 1 {
+	if got := metricValue(m.WriterErrors.WithLabelValues("poison")); got != 1 {
 		t.Fatalf("order_writer_errors_total{class=poison} = %v, want 1", got)
 	}
 	if err := w.Healthy(); err != nil {
@@ -230,7 +225,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	rdb, _, a := activityOn(t, 1, 10)
 	msgs := a.reserveFor([]string{"moved-" + a.id}, 2)
 	ctx := context.Background()
-	old, n := keysOf(msgs[0])
+	old, _ := keysOf(msgs[0])
 	// What a reshard 1 -> 2 leaves behind: the old shard drained (stock key gone, marker set),
 	// its 8 remaining units on the new layout, meta on epoch 1.
 	remaining, _ := rdb.Get(ctx, old.Stock()).Int64()
@@ -265,7 +260,7 @@ func TestCompensateAfterReshardCreditsTheCurrentLayout(t *testing.T) {
 	if n, _ := rdb.Exists(ctx, old.Stock()).Result(); n != 0 {
 		t.Fatal("compensation recreated the drained shard's stock")
 	}
-	if st := recordAt(t, rdb, old, n).Status; st != "FAILED" {
+	if st := recordOf(t, rdb, msgs[0]).Status; st != "FAILED" {
 		t.Fatalf("status %q", st)
 	}
 	stats, _ := rdb.HGetAll(ctx, old.Stats()).Result()

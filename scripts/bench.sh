@@ -522,16 +522,7 @@ step_ratios() {
 # it includes the instance's 10 follow reads a second and any other client of the shared
 # server, so it is an upper bound).
 step_queue() {
-  cat >"$OUT/queue-newuser.lua" <<'LUA'
-local n = 0
-local run = os.time()
-local threads = 0
-setup = function(thread) threads = threads + 1; thread:set("tid", threads) end
-request = function()
-  n = n + 1
-  return wrk.format("POST", nil, {["X-User-Id"] = "q" .. run .. "-" .. tid .. "-" .. n}, nil)
-end
-LUA
+  newuser_script "$OUT/queue-newuser.lua" q
   printf 'wrk.headers["X-User-Id"] = "poller"\n' >"$OUT/queue-poller.lua"
   local gport=$((BASE_PORT + 92))
   ROWS=()

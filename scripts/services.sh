@@ -175,44 +175,51 @@ redis_up() {
 	log "redis standalone up on 127.0.0.1:6379"
 }
 
-cluster_ok() {
-	local p
-	for p in "${CLUSTER_PORTS[@]}"; do
-		redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
-	done
-}
-
-cluster_up() {
-	if cluster_ok; then
-		return 0
-	fi
-	local p
-	# A partial or broken cluster of ours: rebuild it from scratch (it holds no persistent data).
-	for p in "${CLUSTER_PORTS[@]}"; do
-		stop_pid "redis cluster node $p" "$(redis_pidfile "$p")" redis-server
-		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
-		rm -rf "$INFRA/redis/$p"
-	done
-	for p in "${CLUSTER_PORTS[@]}"; do
-		redis_start "$p" --cluster-enabled yes --cluster-config-file "$INFRA/redis/$p/nodes.conf" \
-			--cluster-node-timeout 5000
-	done
-	local addrs=()
-	for p in "${CLUSTER_PORTS[@]}"; do addrs+=("127.0.0.1:$p"); done
-	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
-		>"$INFRA/redis/cluster-create.log" 2>&1 ||
-		fail_with_log "redis-cli --cluster create failed" "$INFRA/redis/cluster-create.log"
-	wait_for 30 "cluster_state:ok" cluster_ok ||
-		fail_with_log "redis cluster did not reach cluster_state:ok" "$INFRA/redis/cluster-create.log" "$INFRA/redis/7001/redis.log"
-	log "redis cluster up on 127.0.0.1:7001-7003"
-}
-
 # cluster_ok_on PORT...: every node answers cluster_state:ok.
 cluster_ok_on() {
 	local p
 	for p in "$@"; do
 		redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
 	done
+}
+
+# cluster_ok: the 3-master cluster answers cluster_state:ok on every node.
+cluster_ok() { cluster_ok_on "${CLUSTER_PORTS[@]}"; }
+
+# cluster_create LOG REPLICAS PORT... -- REDIS_ARG...: builds a cluster from scratch on the
+# PORTs (it holds test data only): stops our nodes on them, wipes their directories, starts
+# each with the REDIS_ARGs and creates the cluster with REPLICAS replicas per master, its
+# output in LOG.
+cluster_create() {
+	local log=$1 replicas=$2 p ports=() addrs=()
+	shift 2
+	while [ "$1" != -- ]; do
+		ports+=("$1")
+		shift
+	done
+	shift
+	for p in "${ports[@]}"; do
+		stop_pid "redis cluster node $p" "$(redis_pidfile "$p")" redis-server
+		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
+		rm -rf "$INFRA/redis/$p"
+	done
+	for p in "${ports[@]}"; do
+		redis_start "$p" --cluster-enabled yes --cluster-config-file "$INFRA/redis/$p/nodes.conf" "$@"
+		addrs+=("127.0.0.1:$p")
+	done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >"$log" 2>&1 ||
+		fail_with_log "redis-cli --cluster create (replicas $replicas) failed" "$log"
+}
+
+cluster_up() {
+	if cluster_ok; then
+		return 0
+	fi
+	# A partial or broken cluster of ours: rebuild it from scratch (it holds no persistent data).
+	cluster_create "$INFRA/redis/cluster-create.log" 0 "${CLUSTER_PORTS[@]}" -- --cluster-node-timeout 5000
+	wait_for 30 "cluster_state:ok" cluster_ok ||
+		fail_with_log "redis cluster did not reach cluster_state:ok" "$INFRA/redis/cluster-create.log" "$INFRA/redis/7001/redis.log"
+	log "redis cluster up on 127.0.0.1:7001-7003"
 }
 
 # ha_cluster_ok: the cluster with replicas is ok and every master has a replica online.
@@ -231,20 +238,8 @@ ha_cluster_up() {
 	if ha_cluster_ok; then
 		return 0
 	fi
-	local p addrs=()
-	for p in "${HA_CLUSTER_PORTS[@]}"; do
-		stop_pid "redis cluster node $p" "$(redis_pidfile "$p")" redis-server
-		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
-		rm -rf "$INFRA/redis/$p"
-	done
-	for p in "${HA_CLUSTER_PORTS[@]}"; do
-		redis_start "$p" --cluster-enabled yes --cluster-config-file "$INFRA/redis/$p/nodes.conf" \
-			--cluster-node-timeout 3000 --repl-diskless-sync-delay 0
-		addrs+=("127.0.0.1:$p")
-	done
-	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
-		>"$INFRA/redis/ha-cluster-create.log" 2>&1 ||
-		fail_with_log "redis-cli --cluster create (with replicas) failed" "$INFRA/redis/ha-cluster-create.log"
+	cluster_create "$INFRA/redis/ha-cluster-create.log" 1 "${HA_CLUSTER_PORTS[@]}" -- \
+		--cluster-node-timeout 3000 --repl-diskless-sync-delay 0
 	wait_for 30 "cluster with replicas ok" ha_cluster_ok ||
 		fail_with_log "the redis cluster with replicas did not get every replica online" "$INFRA/redis/ha-cluster-create.log" "$INFRA/redis/${HA_CLUSTER_PORTS[0]}/redis.log"
 	log "redis cluster with replicas up on 127.0.0.1:${HA_CLUSTER_PORTS[0]}-${HA_CLUSTER_PORTS[5]}"
@@ -398,6 +393,31 @@ mariadb_down() {
 	stop_pid "mariadb" "$MY/mysqld.pid" mariadbd
 }
 
+# maven_jars DIR NAME WHAT DEPENDENCY...: copies the runtime jars of the DEPENDENCYs (each a
+# Maven <dependency> element) into DIR/lib, through the pom DIR/pom.xml of artifact NAME-runtime;
+# Maven's output goes to DIR/maven.log, shown with WHAT when it fails.
+maven_jars() {
+	local dir=$1 name=$2 what=$3 deps
+	shift 3
+	deps=$(printf '    %s\n' "$@")
+	mkdir -p "$dir"
+	cat >"$dir/pom.xml" <<-EOF
+		<project xmlns="http://maven.apache.org/POM/4.0.0">
+		  <modelVersion>4.0.0</modelVersion>
+		  <groupId>local.seckill</groupId><artifactId>$name-runtime</artifactId><version>0</version>
+		  <packaging>pom</packaging>
+		  <dependencies>
+		$deps
+		  </dependencies>
+		</project>
+	EOF
+	rm -rf "$dir/lib"
+	mvn -B -q -f "$dir/pom.xml" -Dmaven.repo.local="$CACHE/m2" \
+		org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+		-DoutputDirectory="$dir/lib" -DincludeScope=runtime >"$dir/maven.log" 2>&1 ||
+		fail_with_log "Maven could not assemble $what" "$dir/maven.log"
+}
+
 # ---------------------------------------------------------------------------- RocketMQ
 
 RMQ="$INFRA/rocketmq"
@@ -408,23 +428,9 @@ rocketmq_jars() {
 		return 0
 	fi
 	log "assembling RocketMQ $RMQ_VER jars with Maven (cold cache: a few minutes)"
-	mkdir -p "$RMQ_CACHE"
-	cat >"$RMQ_CACHE/pom.xml" <<-EOF
-		<project xmlns="http://maven.apache.org/POM/4.0.0">
-		  <modelVersion>4.0.0</modelVersion>
-		  <groupId>local.seckill</groupId><artifactId>rocketmq-runtime</artifactId><version>0</version>
-		  <packaging>pom</packaging>
-		  <dependencies>
-		    <dependency><groupId>org.apache.rocketmq</groupId><artifactId>rocketmq-namesrv</artifactId><version>$RMQ_VER</version></dependency>
-		    <dependency><groupId>org.apache.rocketmq</groupId><artifactId>rocketmq-broker</artifactId><version>$RMQ_VER</version></dependency>
-		  </dependencies>
-		</project>
-	EOF
-	rm -rf "$RMQ_CACHE/lib"
-	mvn -B -q -f "$RMQ_CACHE/pom.xml" -Dmaven.repo.local="$CACHE/m2" \
-		org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
-		-DoutputDirectory="$RMQ_CACHE/lib" -DincludeScope=runtime >"$RMQ_CACHE/maven.log" 2>&1 ||
-		fail_with_log "Maven could not assemble RocketMQ $RMQ_VER" "$RMQ_CACHE/maven.log"
+	maven_jars "$RMQ_CACHE" rocketmq "RocketMQ $RMQ_VER" \
+		"<dependency><groupId>org.apache.rocketmq</groupId><artifactId>rocketmq-namesrv</artifactId><version>$RMQ_VER</version></dependency>" \
+		"<dependency><groupId>org.apache.rocketmq</groupId><artifactId>rocketmq-broker</artifactId><version>$RMQ_VER</version></dependency>"
 	[ -f "$RMQ_CACHE/lib/rocketmq-broker-$RMQ_VER.jar" ] ||
 		fail_with_log "rocketmq-broker-$RMQ_VER.jar missing after Maven" "$RMQ_CACHE/maven.log"
 	touch "$RMQ_CACHE/lib/.complete"
@@ -571,24 +577,10 @@ nacos_jars() {
 		return 0
 	fi
 	log "assembling Nacos $NACOS_VER jars with Maven (cold cache: ~1 min)"
-	mkdir -p "$NACOS_CACHE"
 	local excl='<exclusions><exclusion><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-istio</artifactId></exclusion><exclusion><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-k8s-sync</artifactId></exclusion></exclusions>'
-	cat >"$NACOS_CACHE/pom.xml" <<-EOP
-		<project xmlns="http://maven.apache.org/POM/4.0.0">
-		  <modelVersion>4.0.0</modelVersion>
-		  <groupId>local.seckill</groupId><artifactId>nacos-runtime</artifactId><version>0</version>
-		  <packaging>pom</packaging>
-		  <dependencies>
-		    <dependency><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-server</artifactId><version>$NACOS_VER</version>$excl</dependency>
-		    <dependency><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-console</artifactId><version>$NACOS_VER</version>$excl</dependency>
-		  </dependencies>
-		</project>
-	EOP
-	rm -rf "$NACOS_CACHE/lib"
-	mvn -B -q -f "$NACOS_CACHE/pom.xml" -Dmaven.repo.local="$CACHE/m2" \
-		org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
-		-DoutputDirectory="$NACOS_CACHE/lib" -DincludeScope=runtime >"$NACOS_CACHE/maven.log" 2>&1 ||
-		fail_with_log "Maven could not assemble Nacos $NACOS_VER" "$NACOS_CACHE/maven.log"
+	maven_jars "$NACOS_CACHE" nacos "Nacos $NACOS_VER" \
+		"<dependency><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-server</artifactId><version>$NACOS_VER</version>$excl</dependency>" \
+		"<dependency><groupId>io.github.pig-mesh.nacos</groupId><artifactId>nacos-console</artifactId><version>$NACOS_VER</version>$excl</dependency>"
 	[ -f "$NACOS_CACHE/lib/nacos-console-$NACOS_VER.jar" ] && ls "$NACOS_CACHE"/lib/hessian-4.*.jar >/dev/null 2>&1 ||
 		fail_with_log "nacos-console-$NACOS_VER.jar or hessian 4 missing after Maven" "$NACOS_CACHE/maven.log"
 	touch "$NACOS_CACHE/lib/.complete"

@@ -3,13 +3,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,45 +42,8 @@ func TestREADMEProductionExampleRunsAsPasted(t *testing.T) {
 	script := "export SECKILL_NACOS_DATA_ID=" + dataID + " SECKILL_ROCKETMQ_TOPIC=" + run + " SECKILL_NAMESPACE=" + run + "\n" + block
 	cmd := exec.Command("bash", "-e", "-c", script)
 	cmd.Dir = "../.." // the module root, where a reader pastes it
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}()
-	deadline := time.Now().Add(3 * time.Minute) // the build is a link after the commands' test build
-	for {
-		select {
-		case err := <-exited:
-			t.Fatalf("the example stopped before /readyz answered 200: %v\n%s", err, tail(out.String()))
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
-		resp, err := http.DefaultClient.Do(req)
-		cancel()
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz on %s not 200 within 3 minutes (last %v)\n%s", addr, err, tail(out.String()))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// 3 minutes: the build is a link after the commands' test build.
+	startGroup(t, cmd).waitReady(t, "http://"+addr+"/readyz", 3*time.Minute)
 }
 
 // docBlock is the first ```sh block after the line that holds marker in doc, the text of the
@@ -105,13 +65,4 @@ func docBlock(t *testing.T, name, doc, marker string) string {
 		t.Fatalf("the sh block after %q does not end", marker)
 	}
 	return rest[:end]
-}
-
-// tail is the last 40 lines of s.
-func tail(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -114,35 +115,7 @@ func TestREADMECommandsRunAsPasted(t *testing.T) {
 	run := exec.Command("bash", "-e", "-c", runLine)
 	run.Dir = "../.." // the module root, where a reader pastes it
 	run.Env = embeddedEnv(t)
-	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out syncbuf.Buffer
-	run.Stdout, run.Stderr = &out, &out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- run.Wait() }()
-	defer func() {
-		_ = syscall.Kill(-run.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-run.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}()
-	deadline := time.Now().Add(5 * time.Minute)
-	for status("http://127.0.0.1:8080/readyz") != 200 {
-		select {
-		case err := <-exited:
-			t.Fatalf("%q stopped before /readyz answered 200: %v\n%s", runLine, err, lastLines(out.String()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz on :8080 not 200 within 5 minutes of %q\n%s", runLine, lastLines(out.String()))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	startGroup(t, run).waitReady(t, "http://127.0.0.1:8080/readyz", 5*time.Minute)
 
 	// Block 2: the tour, in another terminal.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -205,6 +178,69 @@ func checkTour(t *testing.T, out string) {
 	// 6. One new reservation counted (the replay not).
 	if lines[5] != `seckill_reservations_accepted_total{activity="demo"} 1` {
 		fail("line 6 (the metric) is not seckill_reservations_accepted_total{activity=\"demo\"} 1")
+	}
+}
+
+// groupRun is a command that startGroup started in a process group of its own.
+type groupRun struct {
+	cmd  *exec.Cmd
+	out  syncbuf.Buffer // its stdout and stderr
+	done chan struct{}  // closed once it exited
+	err  error          // its exit, once done is closed
+}
+
+// startGroup starts cmd in a process group of its own and stops the group when the test
+// ends: SIGTERM, and SIGKILL when it still runs 20 s later.
+func startGroup(t *testing.T, cmd *exec.Cmd) *groupRun {
+	t.Helper()
+	r := &groupRun{cmd: cmd, done: make(chan struct{})}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout, cmd.Stderr = &r.out, &r.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		r.err = cmd.Wait()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-r.done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-r.done
+		}
+	})
+	return r
+}
+
+// waitReady waits until url answers 200, at most within; it fails the test when the command
+// exits first or the time runs out, with the last lines of its output.
+func (r *groupRun) waitReady(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("%q stopped before %s answered 200: %v\n%s", r.cmd.Args, url, r.err, lastLines(r.out.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not 200 within %v of %q (last %v)\n%s", url, within, r.cmd.Args, err, lastLines(r.out.String()))
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -92,13 +92,7 @@ func (p *Proxy) Disable() error {
 		return ErrClosed
 	}
 	p.disabled = true
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.close()
-	}
+	p.dropLocked()
 	return nil
 }
 
@@ -144,17 +138,22 @@ func (p *Proxy) Close() error {
 	if !p.closed {
 		p.closed = true
 		p.cancel()
-		if p.ln != nil {
-			p.ln.Close()
-			p.ln = nil
-		}
-		for c := range p.conns {
-			c.close()
-		}
+		p.dropLocked()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
 	return nil
+}
+
+// dropLocked stops listening and closes every open connection. The caller holds p.mu.
+func (p *Proxy) dropLocked() {
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.close()
+	}
 }
 
 // startAcceptingLocked starts the accept loop of ln. The caller holds p.mu (or owns p alone).
