@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/internal/backoff"
 )
 
@@ -200,6 +202,10 @@ func (s *Store) runBatch(ctx context.Context, e *entry, l *layout, batch []*batc
 		}
 		if i >= len(res) {
 			it.err = fmt.Errorf("inventory: reserve batch script: %d answers for %d reservations", len(res), len(batch))
+			continue
+		}
+		if rerr, ok := res[i].(redis.Error); ok { // that reservation's own error (the script's message)
+			it.err = fmt.Errorf("inventory: reserve batch script: reservation %d: %w", i, rerr)
 			continue
 		}
 		one, ok := res[i].([]any)

@@ -49,17 +49,20 @@
 -- A dimension that is off (rate 0, window 0 or max 0, no idempotency key) costs no parsing
 -- and no field.
 -- Order: shard open? -> generation -> floor -> idempotency replay -> open/close (Redis TIME) -> user
--- bucket and window -> IP bucket -> per-user limit -> stock -> record + journal -> stock, counter
--- and stats written. Tokens are not taken when the answer is EMPTY (the caller refills the shard
--- and asks again).
+-- bucket and window -> IP bucket -> per-user limit -> stock -> journal, record + user, IP token
+-- -> stock, counter and stats written. Tokens are not taken when the answer is EMPTY (the caller
+-- refills the shard and asks again). Redis keeps what a script wrote before it failed, so
+-- nothing is written before the last step that can fail: a malformed user state, stock or
+-- counter is an error answer before any write, and of a sale's writes the XADD (a journal of
+-- the wrong type) goes first; an error answer took nothing.
 -- The record is "PENDING|qty|ts|uh|||rid|uid" (orderId and why are set by the order
 -- pipeline; the compensation's mark is r:<n>:c). The journal entry is one field,
 -- e = "rid|qty|seq|ts|uh|ik|uid" (inventory/journal.go: activity, epoch and shard are the id's;
 -- one field costs the XADD far less than ten); it carries the idempotency field too (ik, ""
 -- without a key), so the order keeps it and a restore from MySQL rebuilds the binding
 -- (inventory/restore.go).
--- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET (HGET), HSET
--- users (with the record), XADD, then DECRBY, INCRBY seq, HINCRBY stats (the batch script
+-- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET (HGET), XADD,
+-- HSET users (with the record), then DECRBY, INCRBY seq, HINCRBY stats (the batch script
 -- makes the MGET, TIME and the last three once for all its reservations). Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
 -- the time in ms is cut from TIME's strings).

@@ -16,7 +16,10 @@
 -- per reservation, the first included: its shard's place in that list (1..G), user id, user
 -- hash, quantity, idempotency field ("" none), which replace ARGV[2], ARGV[3], ARGV[4] and
 -- ARGV[12].
--- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it. A
+-- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it; a
+-- reservation that fails (an error reply of its own, or one it raised: a corrupt user state,
+-- a command refused) gets an error answer in its place and writes nothing, and the others
+-- are answered and written as if it had not been sent (all or nothing per reservation). A
 -- shard is read once before its first reservation (MGET, the mark's HEXISTS) and its stock,
 -- counter and taken statistic written once after the call's last; Redis TIME is read once
 -- (lib_reserve.lua).
@@ -46,7 +49,15 @@ for i = 1, n do
   else
     a[2], a[3], a[4], a[12] = ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
     if ip then s.k[7] = KEYS[6 * g + i] else s.k[7] = nil end
-    out[i] = answer_on(s.k, a, s.sh)
+    -- A reservation that raises (a Lua error on a corrupt state, a command refused) writes
+    -- nothing before it does (lib_reserve.lua): it fails alone, with an error answer of
+    -- its own, and the others of the call are answered and closed as if it had not been sent.
+    local ok, r = pcall(answer_on, s.k, a, s.sh)
+    if not ok then
+      if type(r) == 'table' then r = r.err end -- a command's error
+      r = redis.error_reply('seckill: reservation of ' .. a[3] .. ' failed: ' .. tostring(r))
+    end
+    out[i] = r
   end
 end
 for j = 1, g do

@@ -34,7 +34,9 @@ local function reserve_on(KEYS, ARGV, sh)
   local held, seq_s, last, packed = 0, '0', '', '|||||'
   if cur then
     local h, s, l, p = string.match(cur, '^([^|]*)|([^|]*)|([^|]*)|(.*)$')
-    if not h then
+    -- the sequence is checked here, not where a sale raises it: a sale writes nothing before
+    -- its last point that can fail (see the writes below)
+    if not h or not tonumber(s) then
       return redis.error_reply('seckill: malformed user state ' .. uh)
     end
     held, seq_s, last, packed = tonumber(h) or 0, s, l, p
@@ -101,27 +103,32 @@ local function reserve_on(KEYS, ARGV, sh)
   if stock < qty then
     return {8, stock}
   end
-  if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
 
   local seq = qs -- a new user's sequence is the quantity (no number to format)
   if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
-  sh.n = sh.n + 1
-  local n = tostring(sh.n)
+  local n = tostring(sh.n + 1)
   local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n .. '.' .. ARGV[17] .. ARGV[18]
   local ms = sh.ms
   -- the record (lib_record.lua's form), written with the user's fields in one HSET
   local rf, rec = 'r:' .. n, 'PENDING|' .. qs .. '|' .. ms .. '|' .. uh .. '|||' .. rid .. '|' .. ARGV[2]
-  sh.stock = stock - qty
-  sh.taken = sh.taken + qty
   local count = qs
   if held > 0 then count = held + qty end
   local user = count .. '|' .. seq .. '|' .. rid .. '|' .. packed
+  -- A sale writes nothing before its last command that can fail, so a failure (raised: the
+  -- script stops, or the batch script's pcall answers it alone) leaves nothing of it: the
+  -- journal entry first (a journal of the wrong type refuses it), then the users hash (read
+  -- above: it takes the HSET), the IP bucket (read by tb_check: it takes the SET), and only
+  -- then what shard_close writes for it.
+  redis.call('XADD', KEYS[4], '*', 'e', rid .. '|' .. qs .. '|' .. seq .. '|' .. ms .. '|' .. uh .. '|' .. idf .. '|' .. ARGV[2])
   if idf ~= '' then
     redis.call('HSET', KEYS[2], rf, rec, uh, user, idf, rid)
   else
     redis.call('HSET', KEYS[2], rf, rec, uh, user)
   end
-  redis.call('XADD', KEYS[4], '*', 'e', rid .. '|' .. qs .. '|' .. seq .. '|' .. ms .. '|' .. uh .. '|' .. idf .. '|' .. ARGV[2])
+  if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
+  sh.n = sh.n + 1
+  sh.stock = stock - qty
+  sh.taken = sh.taken + qty
   return {1, rid, sh.stock}
 end
 
@@ -133,6 +140,11 @@ local function shard_open(KEYS, ARGV, clk)
   local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
   if not sd[1] then
     return nil, {10}
+  end
+  -- shard_close's DECRBY and INCRBY run after the sales wrote: a stock or counter they would
+  -- refuse refuses the shard here, before anything is written
+  if not string.find(sd[1], '^%-?%d+$') or (sd[2] and not string.find(sd[2], '^%d+$')) then
+    return nil, redis.error_reply('seckill: malformed stock or counter ' .. KEYS[1])
   end
   local later
   if ARGV[15] ~= '' and sd[3] ~= ARGV[15] then
