@@ -19,7 +19,8 @@
 -- Returns one answer per reservation, in order, each as inventory_reserve.lua answers it; a
 -- reservation that fails (an error reply of its own, or one it raised: a corrupt user state,
 -- a command refused) gets an error answer in its place and writes nothing, and the others
--- are answered and written as if it had not been sent (all or nothing per reservation). A
+-- are answered and written as if it had not been sent (all or nothing per reservation); a
+-- refusal of the node's state (READONLY, NOREPLICAS, MISCONF, OOM) fails the whole call. A
 -- shard is read once before its first reservation (MGET, the mark's HEXISTS) and its stock,
 -- counter and taken statistic written once after the call's last; Redis TIME is read once
 -- (lib_reserve.lua).
@@ -52,10 +53,17 @@ for i = 1, n do
     -- A reservation that raises (a Lua error on a corrupt state, a command refused) writes
     -- nothing before it does (lib_reserve.lua): it fails alone, with an error answer of
     -- its own, and the others of the call are answered and closed as if it had not been sent.
+    -- A refusal of the node's state (READONLY, NOREPLICAS, MISCONF, OOM: any code but ERR and
+    -- WRONGTYPE, the data's) comes at the call's first write, before anything is written, and
+    -- is the whole call's: raised again, the call fails with it as the single script does, so
+    -- the client sees the server's error (and drops a connection to a demoted master).
     local ok, r = pcall(answer_on, s.k, a, s.sh)
     if not ok then
-      if type(r) == 'table' then r = r.err end -- a command's error
-      r = redis.error_reply('seckill: reservation of ' .. a[3] .. ' failed: ' .. tostring(r))
+      if type(r) == 'table' then r = r.err end -- a command's error (a refusal comes as a string)
+      r = tostring(r)
+      local code = string.match(r, '^(%u+) ')
+      if code and code ~= 'ERR' and code ~= 'WRONGTYPE' then error({err = r}) end
+      r = redis.error_reply('seckill: reservation of ' .. a[3] .. ' failed: ' .. r)
     end
     out[i] = r
   end
