@@ -249,3 +249,30 @@ func TestAdmissionErrorMapping(t *testing.T) {
 		}
 	}
 }
+
+// TestFunnelCountsEveryAttempt: an attempt that reached admission is counted as answered
+// whatever happened after: one that never got its outcome decided (a panic before answered,
+// such as one while reading a replayed reservation) and a replay whose answer a panic's 500
+// replaced both count unavailable, so the funnel's answers add up to its attempts. Any other
+// outcome is counted as decided (an accepted one sold its units whatever the answer).
+func TestFunnelCountsEveryAttempt(t *testing.T) {
+	tests := []struct {
+		name   string
+		give   outcome
+		status int
+		want   outcome
+	}{
+		{"panic before the outcome", oNone, http.StatusInternalServerError, oUnavailable},
+		{"replay replaced by a panic's 500", oReplayed, http.StatusInternalServerError, oUnavailable},
+		{"replay answered", oReplayed, http.StatusOK, oReplayed},
+		{"accepted, then a panic", oAccepted, http.StatusInternalServerError, oAccepted},
+		{"accepted", oAccepted, http.StatusAccepted, oAccepted},
+		{"sold out", oSoldOut, http.StatusGone, oSoldOut},
+	}
+	for _, tt := range tests {
+		st := &reqState{fo: tt.give}
+		if got := st.funnelOutcome(tt.status); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got.funnelName(), tt.want.funnelName())
+		}
+	}
+}

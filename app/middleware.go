@@ -28,6 +28,17 @@ type reqState struct {
 	fo outcome
 }
 
+// funnelOutcome is what the funnel counts of an attempt answered with status: its outcome,
+// or unavailable when none was decided (a panic before answered, say while reading a
+// replayed reservation) or a replay's answer became a 5xx, so every attempt is answered once.
+// An accepted attempt stays accepted whatever its answer: it sold its units.
+func (st *reqState) funnelOutcome(status int) outcome {
+	if st.fo == oNone || st.fo == oReplayed && status >= http.StatusInternalServerError {
+		return oUnavailable
+	}
+	return st.fo
+}
+
 // state is the request's reqState, nil outside observe.
 func state(c *gin.Context) *reqState {
 	v, _ := c.Get(ctxState)
@@ -71,7 +82,7 @@ func (a *api) observe(c *gin.Context) {
 		a.metrics.observer(route, outcomeLabel(st.outcome, c.Writer.Status())).Observe(d.Seconds())
 	}
 	if st.fa != nil {
-		st.fa.answer(a.funnel, st.fo, st.adm.UserID, st.adm.Quantity, d)
+		st.fa.answer(a.funnel, st.funnelOutcome(c.Writer.Status()), st.adm.UserID, st.adm.Quantity, d)
 	}
 	// Nothing keeps the context after the request (gin resets it), so the map can be reused.
 	if a.states != nil && lent {
