@@ -45,6 +45,10 @@ var batchFaults = []batchFault{
 	{name: "stock not an integer", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
 		return "", rdb.Set(ctx, k.Stock(), "9.5", 0).Err()
 	}, shard: true, msg: "malformed stock"},
+	// A stock with a leading zero: a pattern of digits takes it, DECRBY does not.
+	{name: "stock with a leading zero", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
+		return "", rdb.Set(ctx, k.Stock(), "010", 0).Err()
+	}, shard: true, msg: "malformed stock"},
 }
 
 // shardTruth is what a shard holds: the ground truth a reservation's effects are checked on.

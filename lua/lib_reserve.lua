@@ -136,14 +136,23 @@ end
 -- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK). clk is the Redis TIME a
 -- shard opened before in the same call read (nil: none yet, read it): every shard of a call
 -- sells at one time.
+-- int_ok: s is an integer as Redis's DECRBY and INCRBY read one (negative only when neg).
+local function int_ok(s, neg)
+  if s == '0' then return true end
+  local pat = '^[1-9]%d*$'
+  if neg then pat = '^%-?[1-9]%d*$' end
+  return #s <= 18 and string.find(s, pat) ~= nil
+end
+
 local function shard_open(KEYS, ARGV, clk)
   local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
   if not sd[1] then
     return nil, {10}
   end
   -- shard_close's DECRBY and INCRBY run after the sales wrote: a stock or counter they would
-  -- refuse refuses the shard here, before anything is written
-  if not string.find(sd[1], '^%-?%d+$') or (sd[2] and not string.find(sd[2], '^%d+$')) then
+  -- refuse refuses the shard here, before anything is written (Redis reads an integer with no
+  -- leading zero and at most 19 digits; 18 here, far above any stock)
+  if not int_ok(sd[1], true) or (sd[2] and not int_ok(sd[2], false)) then
     return nil, redis.error_reply('seckill: malformed stock or counter ' .. KEYS[1])
   end
   local later
