@@ -25,6 +25,8 @@
 -- counter and taken statistic written once after the call's last; Redis TIME is read once
 -- (lib_reserve.lua).
 --#include lib_reserve.lua
+-- the errors a node refuses a script's first write with, for its state, not the data's
+local state_refusals = {READONLY = true, NOREPLICAS = true, MISCONF = true, OOM = true}
 local g = tonumber(ARGV[21])
 local base = 21 + 3 * g
 local n = (#ARGV - base) / 5
@@ -53,16 +55,18 @@ for i = 1, n do
     -- A reservation that raises (a Lua error on a corrupt state, a command refused) writes
     -- nothing before it does (lib_reserve.lua): it fails alone, with an error answer of
     -- its own, and the others of the call are answered and closed as if it had not been sent.
-    -- A refusal of the node's state (READONLY, NOREPLICAS, MISCONF, OOM: any code but ERR and
-    -- WRONGTYPE, the data's) comes at the call's first write, before anything is written, and
-    -- is the whole call's: raised again, the call fails with it as the single script does, so
-    -- the client sees the server's error (and drops a connection to a demoted master).
+    -- A refusal of the node's state (READONLY, NOREPLICAS, MISCONF, OOM) comes only at the
+    -- call's first write, before anything is written, and is the whole call's: raised again,
+    -- the call fails with it as the single script does, so the client sees the server's error
+    -- (and drops a connection to a demoted master). Any other error (ERR, WRONGTYPE, an ACL's
+    -- NOPERM, checked on every command) may come after an earlier reservation wrote: it is
+    -- answered alone, so shard_close still counts what the others sold.
     local ok, r = pcall(answer_on, s.k, a, s.sh)
     if not ok then
       if type(r) == 'table' then r = r.err end -- a command's error (a refusal comes as a string)
       r = tostring(r)
       local code = string.match(r, '^(%u+) ')
-      if code and code ~= 'ERR' and code ~= 'WRONGTYPE' then error({err = r}) end
+      if state_refusals[code] then error({err = r}) end
       r = redis.error_reply('seckill: reservation of ' .. a[3] .. ' failed: ' .. r)
     end
     out[i] = r
