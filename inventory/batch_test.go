@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/redishook"
+	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
 // holdHook holds the first single reservation script sent with a context carrying holdFirst
@@ -94,6 +97,7 @@ func queued(t *testing.T, s *Store, id string) int {
 type batchReq struct {
 	user, key string
 	qty       int
+	ip        string // the IP bucket's key ("" none), at batchIPRate
 	ctx       context.Context
 	cancel    func() // called once every request queued, before the hold is released
 	res       ReserveResult
@@ -108,7 +112,11 @@ func runHeld(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, re
 	var wg sync.WaitGroup
 	send := func(r *batchReq, c context.Context) {
 		defer wg.Done()
-		r.res, r.err = s.Reserve(c, ReserveRequest{ActivityID: id, UserID: r.user, IdempotencyKey: r.key, Quantity: r.qty})
+		req := ReserveRequest{ActivityID: id, UserID: r.user, IdempotencyKey: r.key, Quantity: r.qty}
+		if r.ip != "" {
+			req.IPKey, req.IPRate = r.ip, batchIPRate
+		}
+		r.res, r.err = s.Reserve(c, req)
 	}
 	wg.Add(1)
 	go send(first, context.WithValue(ctx, holdFirst{}, true))
@@ -198,6 +206,68 @@ func TestBatchRunsEachAsIfAlone(t *testing.T) {
 		st := readState(t, rdb, a.ID)
 		if st.journal != 5 || st.remaining != 100-units || units != 6 {
 			t.Errorf("journal %d entries, stock %d: want 5 reservations of 6 units (stock %d)", st.journal, st.remaining, 100-6)
+		}
+	})
+}
+
+// batchIPRate is the IP bucket of a batchReq with an ip: four tokens, next to no refill.
+var batchIPRate = tokenbucket.Limit{Rate: 0.001, Burst: 4}
+
+// TestBatchIPBucketsOncePerCall: a batch reads each IP bucket once and writes it once at the
+// call's end (lib_reserve.lua call_close), yet every reservation meets its IP's bucket as the
+// ones before it in the batch left it, whatever the other IPs and shards between them: an
+// attempt refused for the per-user limit still takes its IP token, one refused for its IP
+// takes nothing. Counted from Redis: the journal, the stored buckets, and the next call.
+func TestBatchIPBucketsOncePerCall(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, 2))
+		if !s.ChecksIP() {
+			return // a cluster: the IP bucket is in another slot, the limiter takes it (TestIPBucketInTheReservationScript)
+		}
+		h := newHoldHook(rdb, s)
+		ipA, ipB := "sk:{ip:"+uniqueID(t)+"a}:tb", "sk:{ip:"+uniqueID(t)+"b}:tb"
+		t.Cleanup(func() { rdb.Del(context.Background(), ipA, ipB) })
+		first := &batchReq{user: "first", qty: 1, ip: ipA} // A: 3 tokens left
+		reqs := []*batchReq{
+			{user: "u0", qty: 1, ip: ipA}, {user: "u1", qty: 1, ip: ipB}, {user: "first", qty: 1, ip: ipA},
+			{user: "u3", qty: 1, ip: ipA}, {user: "u4", qty: 1, ip: ipB}, {user: "u5", qty: 1, ip: ipA},
+			{user: "u6", qty: 1, ip: ipB}, {user: "u7", qty: 1, ip: ipB}, {user: "u8", qty: 1, ip: ipB},
+			{user: "u9", qty: 1, ip: ipA},
+		}
+		runHeld(t, s, h, a.ID, first, reqs)
+		if h.batches != 1 {
+			t.Fatalf("%d batch calls for the %d reservations queued behind the held one, want 1", h.batches, len(reqs))
+		}
+		if first.err != nil || first.res.Code != Reserved {
+			t.Fatalf("the held reservation: %+v %v", first.res, first.err)
+		}
+		want := []Code{Reserved, Reserved, AlreadyPurchased, Reserved, Reserved, IPRateLimited,
+			Reserved, Reserved, IPRateLimited, IPRateLimited}
+		for i, r := range reqs {
+			if r.err != nil || r.res.Code != want[i] {
+				t.Errorf("request %d (%s, %s): %+v %v, want %s", i, r.user, r.ip, r.res, r.err, want[i])
+			}
+		}
+		if st := readState(t, rdb, a.ID); st.journal != 7 || st.remaining != 93 {
+			t.Errorf("journal %d entries, stock %d: want 7 reservations (stock 93)", st.journal, st.remaining)
+		}
+		for _, k := range []string{ipA, ipB} {
+			v, err := rdb.Get(ctx, k).Result()
+			if err != nil {
+				t.Fatalf("IP bucket %s: %v", k, err)
+			}
+			tok, _, _ := strings.Cut(v, "|")
+			if f, err := strconv.ParseFloat(tok, 64); err != nil || f >= 1 {
+				t.Errorf("IP bucket %s holds %q: want under one token", k, v)
+			}
+		}
+		h.off()
+		for ip, want := range map[string]Code{ipA: IPRateLimited, ipB: IPRateLimited, "sk:{ip:" + uniqueID(t) + "c}:tb": Reserved} {
+			r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "next-" + ip, Quantity: 1, IPKey: ip, IPRate: batchIPRate})
+			if err != nil || r.Code != want {
+				t.Errorf("a later reservation from %s: %+v %v, want %s", ip, r, err, want)
+			}
+			rdb.Del(context.Background(), ip)
 		}
 	})
 }

@@ -49,8 +49,8 @@
 -- A dimension that is off (rate 0, window 0 or max 0, no idempotency key) costs no parsing
 -- and no field.
 -- Order: shard open? -> generation -> floor -> idempotency replay -> open/close (Redis TIME) -> user
--- bucket and window -> IP bucket -> per-user limit -> stock -> journal, record + user, IP token
--- -> stock, counter and stats written. Tokens are not taken when the answer is EMPTY (the caller
+-- bucket and window -> IP bucket -> per-user limit -> stock -> journal, record + user -> stock,
+-- counter and stats written -> IP token written. Tokens are not taken when the answer is EMPTY (the caller
 -- refills the shard and asks again). Redis keeps what a script wrote before it failed, so
 -- nothing is written before the last step that can fail: a malformed user state, stock or
 -- counter is an error answer before any write, and of a sale's writes the XADD (a journal of
@@ -63,7 +63,8 @@
 -- (inventory/restore.go).
 -- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET (HGET), XADD,
 -- HSET users (with the record), then DECRBY, INCRBY seq, HINCRBY stats (the batch script
--- makes the MGET, TIME and the last three once for all its reservations). Numbers are turned into strings
+-- makes the MGET, TIME and the last three once for all its reservations of a shard); with the
+-- IP bucket a GET before and a SET after (once per IP for all the batch's reservations). Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
 -- the time in ms is cut from TIME's strings).
 -- Returns:

@@ -33,7 +33,8 @@ local n = (#ARGV - base) / 5
 local ip = #KEYS > 6 * g
 local a = {}
 for i = 1, 20 do a[i] = ARGV[i] end
-local shards, out, clk = {}, {}, nil
+local cx = call_open(a)
+local shards, out = {}, {}
 for i = 1, n do
   local b = base + 5 * (i - 1)
   local j = tonumber(ARGV[b + 1])
@@ -43,8 +44,7 @@ for i = 1, n do
   if not s then
     local o = 6 * (j - 1)
     s = {k = {KEYS[o + 1], KEYS[o + 2], KEYS[o + 3], KEYS[o + 4], KEYS[o + 5], KEYS[o + 6]}}
-    s.sh, s.refused = shard_open(s.k, a, clk)
-    if s.sh then clk = s.sh.clk end
+    s.sh, s.refused = shard_open(s.k, a, cx)
     shards[j] = s
   end
   if not s.sh then
@@ -61,7 +61,7 @@ for i = 1, n do
     -- (and drops a connection to a demoted master). Any other error (ERR, WRONGTYPE, an ACL's
     -- NOPERM, checked on every command) may come after an earlier reservation wrote: it is
     -- answered alone, so shard_close still counts what the others sold.
-    local ok, r = pcall(answer_on, s.k, a, s.sh)
+    local ok, r = pcall(answer_on, s.k, a, s.sh, cx)
     if not ok then
       if type(r) == 'table' then r = r.err end -- a command's error (a refusal comes as a string)
       r = tostring(r)
@@ -76,4 +76,5 @@ for j = 1, g do
   local s = shards[j]
   if s and s.sh then shard_close(s.k, s.sh) end
 end
+call_close(cx)
 return out

@@ -3,22 +3,74 @@
 -- (inventory_reserve_batch.lua) runs each exactly as the single script would, one after the
 -- other in one call. What the reservations of one shard in a call share is read and written
 -- once: the shard (shard_open: stock, counter, mark, floor, read before its first;
--- shard_close: the stock, the counter and the stats' taken, written after the call's last),
--- and Redis TIME once per call. A script is atomic, so each reservation still sees its shard
--- as the ones before it left it.
+-- shard_close: the stock, the counter and the stats' taken, written after the call's last);
+-- what all of a call's reservations share, once per call (call_open): Redis TIME, the numbers
+-- of the limits, and each IP bucket (one GET before its first attempt, one SET after the
+-- call's last, call_close). A script is atomic, so each reservation still sees its shard and
+-- its IP bucket as the ones before it left them.
 --#include lib_bucket.lua
 --#include lib_window.lua
+-- call_open reads once what every reservation of a call shares (a batch's reservations share
+-- ARGV[5..11], ARGV[19], ARGV[20]: inventory/batch.go B4): the numbers of the limits and
+-- times, the IP buckets the call has read (ip: key -> {tokens, ts}; ipk: the keys taken from,
+-- in order; call_close writes each once), the strings of numbers the call has formed (str),
+-- and Redis TIME once a shard opened (clk).
+local function call_open(ARGV)
+  local rate, wms, wmax = tonumber(ARGV[8]), tonumber(ARGV[10]), tonumber(ARGV[11])
+  return {limit = tonumber(ARGV[5]), opens = tonumber(ARGV[6]), closes = tonumber(ARGV[7]),
+    rate = rate, burst = tonumber(ARGV[9]), wms = wms, wmax = wmax,
+    lim = rate > 0 or (wms > 0 and wmax > 0), -- a user bucket or window is on: the limits part of the user's state is used
+    iprate = tonumber(ARGV[19]) or 0, ipburst = tonumber(ARGV[20]) or 0,
+    suffix = '.' .. ARGV[17] .. ARGV[18], ip = {}, ipk = {}, str = {}}
+end
+
+-- str is tostring(x), formed once per call for each value: a crowd of new users leaves the
+-- same bucket tokens and window start, so most reservations of a call reuse one string.
+local function str(cx, x)
+  local s = cx.str[x]
+  if not s then
+    s = tostring(x)
+    cx.str[x] = s
+  end
+  return s
+end
+
+-- ip_bucket is the IP bucket of key as the call's reservations left it: read with one GET by
+-- its first, then kept in the call (call_close writes it once).
+local function ip_bucket(cx, key)
+  local b = cx.ip[key]
+  if not b then
+    b = {}
+    local v = redis.call('GET', key)
+    if v then
+      local x, y = string.match(v, '^([^|]*)|(.*)$')
+      b.tokens, b.ts = tonumber(x), tonumber(y)
+    end
+    cx.ip[key] = b
+  end
+  return b
+end
+
+-- ip_took keeps what an attempt took from the IP bucket b of key, for call_close to write.
+local function ip_took(cx, key, b, tokens, now)
+  if not b.taken then
+    b.taken = true
+    cx.ipk[#cx.ipk + 1] = key
+  end
+  b.tokens, b.ts = tokens, now
+end
+
 -- reserve_on decides one reservation on sh, the shard as shard_open read it and the
--- reservations before this one of the call left it.
-local function reserve_on(KEYS, ARGV, sh)
+-- reservations before this one of the call left it; cx is the call's (call_open).
+local function reserve_on(KEYS, ARGV, sh, cx)
   local stock = sh.stock
   local uh = ARGV[3]
   local qs = ARGV[4]
   local qty = tonumber(qs)
   local idf = ARGV[12]
-  local rate = tonumber(ARGV[8])
-  local wms, wmax = tonumber(ARGV[10]), tonumber(ARGV[11])
-  local lim = rate > 0 or (wms > 0 and wmax > 0) -- a user bucket or window is on: the limits part of the user's state is used
+  local rate = cx.rate
+  local wms, wmax = cx.wms, cx.wmax
+  local lim = cx.lim
   -- One read of what this reservation decides on: the user's state (one field, see the
   -- header) and, with a key, the key's binding.
   local cur
@@ -43,8 +95,7 @@ local function reserve_on(KEYS, ARGV, sh)
   end
 
   local t, now, now_ms = sh.t, sh.now, sh.now_ms
-  local opens = tonumber(ARGV[6])
-  local closes = tonumber(ARGV[7])
+  local opens, closes = cx.opens, cx.closes
   if opens > 0 and now_ms < opens then
     return {4, opens}
   end
@@ -64,11 +115,11 @@ local function reserve_on(KEYS, ARGV, sh)
   if rate > 0 then
     local ts
     if bsec ~= '' then ts = tonumber(bsec) * 1000000 + tonumber(busec) end
-    local ok, retry, after = tb_take(tonumber(btok), ts, rate, tonumber(ARGV[9]), 1, now)
+    local ok, retry, after = tb_take(tonumber(btok), ts, rate, cx.burst, 1, now)
     if not ok then
       return {6, retry}
     end
-    btok, bsec, busec = tostring(after), t[1], t[2]
+    btok, bsec, busec = str(cx, after), t[1], t[2]
   end
   if wms > 0 and wmax > 0 then
     local s0, p0 = tonumber(wst), tonumber(wpr)
@@ -77,24 +128,24 @@ local function reserve_on(KEYS, ARGV, sh)
       return {7, retry}
     end
     if s1 ~= s0 or p1 ~= p0 then
-      wst = tostring(s1)
-      if p1 == 0 then wpr = '0' else wpr = tostring(p1) end
+      wst = str(cx, s1)
+      wpr = str(cx, p1)
     end
-    if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
+    wcu = str(cx, c1)
   end
-  local iprate, ipburst, ip_tokens = 0, 0, 0
-  if KEYS[7] then
-    iprate, ipburst = tonumber(ARGV[19]), tonumber(ARGV[20])
+  local ipb, ip_tokens -- the IP bucket, when checked, and its tokens once this one is taken
+  if KEYS[7] and cx.iprate > 0 then
+    ipb = ip_bucket(cx, KEYS[7])
     local ip_ok, ip_retry
-    ip_ok, ip_retry, ip_tokens = tb_check(KEYS[7], iprate, ipburst, 1, now)
+    ip_ok, ip_retry, ip_tokens = tb_take(ipb.tokens, ipb.ts, cx.iprate, cx.ipburst, 1, now)
     if not ip_ok then
       return {12, ip_retry}
     end
   end
   if lim then packed = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu end
 
-  if held + qty > tonumber(ARGV[5]) then
-    if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
+  if held + qty > cx.limit then
+    if ipb then ip_took(cx, KEYS[7], ipb, ip_tokens, now) end
     if lim then -- the attempt counts against bucket and window
       redis.call('HSET', KEYS[2], uh, held .. '|' .. seq_s .. '|' .. last .. '|' .. packed)
     end
@@ -106,8 +157,8 @@ local function reserve_on(KEYS, ARGV, sh)
 
   local seq = qs -- a new user's sequence is the quantity (no number to format)
   if seq_s ~= '0' then seq = tostring(tonumber(seq_s) + qty) end
-  local n = tostring(sh.n + 1)
-  local rid = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.' .. n .. '.' .. ARGV[17] .. ARGV[18]
+  local n = string.format('%d', sh.n + 1)
+  local rid = sh.prefix .. n .. cx.suffix
   local ms = sh.ms
   -- the record (lib_record.lua's form), written with the user's fields in one HSET
   local rf, rec = 'r:' .. n, 'PENDING|' .. qs .. '|' .. ms .. '|' .. uh .. '|||' .. rid .. '|' .. ARGV[2]
@@ -117,15 +168,15 @@ local function reserve_on(KEYS, ARGV, sh)
   -- A sale writes nothing before its last command that can fail, so a failure (raised: the
   -- script stops, or the batch script's pcall answers it alone) leaves nothing of it: the
   -- journal entry first (a journal of the wrong type refuses it), then the users hash (read
-  -- above: it takes the HSET), the IP bucket (read by tb_check: it takes the SET), and only
-  -- then what shard_close writes for it.
+  -- above: it takes the HSET), and only then what the call's end writes for it (the IP
+  -- bucket's token, kept in the call until call_close; what shard_close writes).
   redis.call('XADD', KEYS[4], '*', 'e', rid .. '|' .. qs .. '|' .. seq .. '|' .. ms .. '|' .. uh .. '|' .. idf .. '|' .. ARGV[2])
   if idf ~= '' then
     redis.call('HSET', KEYS[2], rf, rec, uh, user, idf, rid)
   else
     redis.call('HSET', KEYS[2], rf, rec, uh, user)
   end
-  if KEYS[7] then tb_commit(KEYS[7], ip_tokens, now, iprate, ipburst) end
+  if ipb then ip_took(cx, KEYS[7], ipb, ip_tokens, now) end
   sh.n = sh.n + 1
   sh.stock = stock - qty
   sh.taken = sh.taken + qty
@@ -133,9 +184,8 @@ local function reserve_on(KEYS, ARGV, sh)
 end
 
 -- shard_open reads the shard the reservations of a call share: nil and the answer of each
--- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK). clk is the Redis TIME a
--- shard opened before in the same call read (nil: none yet, read it): every shard of a call
--- sells at one time.
+-- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK). The first shard of the call
+-- to open reads Redis TIME into cx.clk: every shard of a call sells at one time.
 -- int_ok: s is an integer as Redis's DECRBY and INCRBY read one (negative only when neg).
 local function int_ok(s, neg)
   if s == '0' then return true end
@@ -144,7 +194,7 @@ local function int_ok(s, neg)
   return #s <= 18 and string.find(s, pat) ~= nil
 end
 
-local function shard_open(KEYS, ARGV, clk)
+local function shard_open(KEYS, ARGV, cx)
   local sd = redis.call('MGET', KEYS[1], KEYS[3], KEYS[6])
   if not sd[1] then
     return nil, {10}
@@ -178,14 +228,17 @@ local function shard_open(KEYS, ARGV, clk)
   if (tonumber(sd[2]) or 0) < tonumber(ARGV[16]) then -- rolled back (see ARGV[16])
     return nil, {14, sd[2] or '0'}
   end
+  local clk = cx.clk
   if not clk then
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     clk = {t = t, now = now, now_ms = math.floor(now / 1000), ms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)}
+    cx.clk = clk
   end
   local n = tonumber(sd[2]) or 0
-  return {stock = tonumber(sd[1]), n = n, n0 = n, taken = 0, later = later, clk = clk, t = clk.t, now = clk.now,
-    now_ms = clk.now_ms, ms = clk.ms}
+  -- prefix: the reservation id's part the shard's sales share (keys.go ReservationID)
+  return {stock = tonumber(sd[1]), n = n, n0 = n, taken = 0, later = later, t = clk.t, now = clk.now,
+    now_ms = clk.now_ms, ms = clk.ms, prefix = ARGV[1] .. '.' .. ARGV[13] .. '.' .. ARGV[14] .. '.'}
 end
 
 -- shard_close writes what the call's sales took from sh: the stock, the counter and the taken
@@ -198,12 +251,21 @@ local function shard_close(KEYS, sh)
   end
 end
 
+-- call_close writes each IP bucket the call's attempts took from, once, after every shard's
+-- shard_close: a SET takes any key, so nothing but an ACL refuses it.
+local function call_close(cx)
+  for _, key in ipairs(cx.ipk) do
+    local b = cx.ip[key]
+    tb_commit(key, b.tokens, b.ts, cx.iprate, cx.ipburst)
+  end
+end
+
 -- answer_on is reserve_on's answer for the caller: on a later mark than ARGV[15] it carries
 -- that mark (4th, the shorter answers padded with 0), so the caller records it, sold or
 -- not: a record left behind by an answer that sold nothing would match the shard again once
 -- its node went back past the debits since, and the next call would sell their units twice.
-local function answer_on(KEYS, ARGV, sh)
-  local r = reserve_on(KEYS, ARGV, sh)
+local function answer_on(KEYS, ARGV, sh, cx)
+  local r = reserve_on(KEYS, ARGV, sh, cx)
   if sh.later then
     for i = #r + 1, 3 do r[i] = 0 end
     r[4] = sh.later
@@ -213,11 +275,13 @@ end
 
 -- reserve_one is one reservation (inventory_reserve.lua's contract).
 local function reserve_one(KEYS, ARGV)
-  local sh, refused = shard_open(KEYS, ARGV)
+  local cx = call_open(ARGV)
+  local sh, refused = shard_open(KEYS, ARGV, cx)
   if not sh then
     return refused
   end
-  local r = answer_on(KEYS, ARGV, sh)
+  local r = answer_on(KEYS, ARGV, sh, cx)
   shard_close(KEYS, sh)
+  call_close(cx)
   return r
 end
