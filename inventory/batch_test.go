@@ -97,7 +97,8 @@ func queued(t *testing.T, s *Store, id string) int {
 type batchReq struct {
 	user, key string
 	qty       int
-	ip        string // the IP bucket's key ("" none), at batchIPRate
+	ip        string             // the IP bucket's key ("" none)
+	ipRate    *tokenbucket.Limit // its limit (nil: batchIPRate)
 	ctx       context.Context
 	cancel    func() // called once every request queued, before the hold is released
 	res       ReserveResult
@@ -115,6 +116,9 @@ func runHeld(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, re
 		req := ReserveRequest{ActivityID: id, UserID: r.user, IdempotencyKey: r.key, Quantity: r.qty}
 		if r.ip != "" {
 			req.IPKey, req.IPRate = r.ip, batchIPRate
+			if r.ipRate != nil {
+				req.IPRate = *r.ipRate
+			}
 		}
 		r.res, r.err = s.Reserve(c, req)
 	}
@@ -334,6 +338,45 @@ func TestBatchReplyLost(t *testing.T) {
 		}
 		if st := readState(t, rdb, a.ID); st.journal != 4 || st.remaining != 96 {
 			t.Errorf("journal %d, stock %d: want 4 reservations (the held one and the batch's 3)", st.journal, st.remaining)
+		}
+	})
+}
+
+// TestIPBucketWriteRefusedLeavesTheSales: the IP bucket is written last, once per call
+// (call_close); a SET that Redis refuses there (here a PX out of range: a rate of 1e-15/s
+// makes a refill take 1e18 ms) comes after the sales wrote, so it must not turn them into
+// errors: each is answered as sold, the stock and journal hold them, and the bucket stays
+// unwritten (Redis logs a warning). Alone and in a batch.
+func TestIPBucketWriteRefusedLeavesTheSales(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, 2))
+		if !s.ChecksIP() {
+			return // a cluster: no IP key in the reservation (TestIPBucketInTheReservationScript)
+		}
+		ip := "sk:{ip:" + uniqueID(t) + "}:tb"
+		t.Cleanup(func() { rdb.Del(context.Background(), ip) })
+		rate := tokenbucket.Limit{Rate: 1e-15, Burst: 100}
+		r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "alone", Quantity: 1, IPKey: ip, IPRate: rate})
+		if err != nil || r.Code != Reserved {
+			t.Fatalf("alone: %+v %v, want RESERVED", r, err)
+		}
+		h := newHoldHook(rdb, s)
+		first := &batchReq{user: "first", qty: 1}
+		reqs := make([]*batchReq, 5)
+		for i := range reqs {
+			reqs[i] = &batchReq{user: fmt.Sprintf("u%d", i), qty: 1, ip: ip, ipRate: &rate}
+		}
+		runHeld(t, s, h, a.ID, first, reqs)
+		for i, r := range reqs {
+			if r.err != nil || r.res.Code != Reserved {
+				t.Errorf("request %d in the batch: %+v %v, want RESERVED", i, r.res, r.err)
+			}
+		}
+		if st := readState(t, rdb, a.ID); st.journal != 7 || st.remaining != 93 {
+			t.Errorf("journal %d entries, stock %d: want 7 reservations (stock 93)", st.journal, st.remaining)
+		}
+		if n, err := rdb.Exists(ctx, ip).Result(); err != nil || n != 0 {
+			t.Errorf("the IP bucket exists (%d, %v): its SET was refused, it must stay unwritten", n, err)
 		}
 	})
 }

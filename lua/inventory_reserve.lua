@@ -27,7 +27,8 @@
 -- an id is never handed out twice, whatever Redis forgot (inventory/keys.go ReservationID).
 -- Optional, single-node Redis only (the key is in another slot): KEYS[7] the per-IP token
 -- bucket of the limiter (sk:{ip:<hash>}:tk), ARGV[19] IP rate/s, ARGV[20] IP burst: one IP
--- token is taken with the user's, all or nothing, in this same round trip.
+-- token is taken with the user's, all or nothing, in this same round trip (written after the
+-- sale's own writes, once per call and IP: lib_reserve.lua call_close).
 -- The users hash keeps everything of a user on this shard: its state in one field <uh>,
 --   "held|seq|last|tokens|tsSec|tsUsec|winStart|winPrev|winCur"
 -- held the units held (lowered by refunds: inventory_refund.lua), seq the user's sequence (only

@@ -22,8 +22,9 @@
 -- are answered and written as if it had not been sent (all or nothing per reservation); a
 -- refusal of the node's state (READONLY, NOREPLICAS, MISCONF, OOM) fails the whole call. A
 -- shard is read once before its first reservation (MGET, the mark's HEXISTS) and its stock,
--- counter and taken statistic written once after the call's last; Redis TIME is read once
--- (lib_reserve.lua).
+-- counter and taken statistic written once after the call's last; Redis TIME is read once,
+-- and each IP bucket once before its first attempt and written once after every shard's
+-- close (lib_reserve.lua call_open, call_close).
 --#include lib_reserve.lua
 -- the errors a node refuses a script's first write with, for its state, not the data's
 local state_refusals = {READONLY = true, NOREPLICAS = true, MISCONF = true, OOM = true}
@@ -60,7 +61,8 @@ for i = 1, n do
     -- the call fails with it as the single script does, so the client sees the server's error
     -- (and drops a connection to a demoted master). Any other error (ERR, WRONGTYPE, an ACL's
     -- NOPERM, checked on every command) may come after an earlier reservation wrote: it is
-    -- answered alone, so shard_close still counts what the others sold.
+    -- answered alone, so shard_close still counts what the others sold (and the IP buckets'
+    -- SETs at the call's end, call_close, log theirs and let the sales stand).
     local ok, r = pcall(answer_on, s.k, a, s.sh, cx)
     if not ok then
       if type(r) == 'table' then r = r.err end -- a command's error (a refusal comes as a string)

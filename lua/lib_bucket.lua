@@ -12,7 +12,9 @@
 -- tb_commit(key, tokens, now_us, rate, burst) stores the new state with a TTL of a full refill.
 --
 -- The reservation script keeps the per-user bucket inside the user's packed field of the
--- shard's users hash and runs tb_take on it (see inventory_reserve.lua).
+-- shard's users hash and runs tb_take on it (see inventory_reserve.lua); it runs tb_take on
+-- the IP bucket too, read once and written once per call (lib_reserve.lua ip_bucket,
+-- call_close).
 local function tb_take(tokens, ts, rate, burst, n, now_us)
   if rate <= 0 then return true, 0, 0 end
   if tokens == nil or ts == nil then

@@ -51,13 +51,15 @@ local function ip_bucket(cx, key)
   return b
 end
 
--- ip_took keeps what an attempt took from the IP bucket b of key, for call_close to write.
+-- ip_took keeps what an attempt took from the IP bucket b of key, for call_close to write:
+-- the tokens as the SET stores them (tostring: 14 digits), so the next attempt of the call
+-- reads what it would have read from Redis after a call of its own.
 local function ip_took(cx, key, b, tokens, now)
   if not b.taken then
     b.taken = true
     cx.ipk[#cx.ipk + 1] = key
   end
-  b.tokens, b.ts = tokens, now
+  b.tokens, b.ts = tonumber(str(cx, tokens)), now
 end
 
 -- reserve_on decides one reservation on sh, the shard as shard_open read it and the
@@ -252,11 +254,19 @@ local function shard_close(KEYS, sh)
 end
 
 -- call_close writes each IP bucket the call's attempts took from, once, after every shard's
--- shard_close: a SET takes any key, so nothing but an ACL refuses it.
+-- shard_close. A SET takes a key of any type, so only an ACL that forbids it (or a PX out of
+-- range, a rate under 1e-14/s) refuses it, after the sales wrote: the sales stand and are
+-- answered, the bucket stays as it was (the IP limit lets more through, as the limiter does
+-- when it degrades), and Redis logs a warning, rather than every caller of the call told
+-- "error" for units it was sold.
 local function call_close(cx)
   for _, key in ipairs(cx.ipk) do
     local b = cx.ip[key]
-    tb_commit(key, b.tokens, b.ts, cx.iprate, cx.ipburst)
+    local ok, err = pcall(tb_commit, key, b.tokens, b.ts, cx.iprate, cx.ipburst)
+    if not ok then
+      if type(err) == 'table' then err = err.err end
+      redis.log(redis.LOG_WARNING, 'seckill: the IP bucket ' .. key .. ' was not written: ' .. tostring(err))
+    end
   end
 end
 
