@@ -99,6 +99,7 @@ type batchReq struct {
 	qty       int
 	ip        string             // the IP bucket's key ("" none)
 	ipRate    *tokenbucket.Limit // its limit (nil: batchIPRate)
+	limits    bool               // the user bucket and window of batchUserLimits
 	ctx       context.Context
 	cancel    func() // called once every request queued, before the hold is released
 	res       ReserveResult
@@ -114,6 +115,9 @@ func runHeld(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, re
 	send := func(r *batchReq, c context.Context) {
 		defer wg.Done()
 		req := ReserveRequest{ActivityID: id, UserID: r.user, IdempotencyKey: r.key, Quantity: r.qty}
+		if r.limits {
+			req.UserRate, req.Window, req.WindowMax = batchUserRate, time.Hour, 10
+		}
 		if r.ip != "" {
 			req.IPKey, req.IPRate = r.ip, batchIPRate
 			if r.ipRate != nil {
@@ -210,6 +214,71 @@ func TestBatchRunsEachAsIfAlone(t *testing.T) {
 		st := readState(t, rdb, a.ID)
 		if st.journal != 5 || st.remaining != 100-units || units != 6 {
 			t.Errorf("journal %d entries, stock %d: want 5 reservations of 6 units (stock %d)", st.journal, st.remaining, 100-6)
+		}
+	})
+}
+
+// batchUserRate is the user bucket of a batchReq with limits (and a window of 10 an hour):
+// two tokens, next to no refill.
+var batchUserRate = tokenbucket.Limit{Rate: 0.0001, Burst: 2}
+
+// TestBatchNewUsersShareOneLimitsState: the bucket and window a new user leaves are the same
+// for every new user of a call (a full bucket and an empty window at the call's one Redis
+// time), so the batch forms them once (lib_reserve.lua cx.fresh), yet a user met again in
+// the same call takes from the state its first attempt wrote: read from Redis, every new
+// user holds one token and one event of the window, and a user's third attempt is refused
+// for its bucket. One shard: on a cluster a batch is one shard's.
+func TestBatchNewUsersShareOneLimitsState(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s, a, ctx := storeWith(t, rdb, Options{}, openActivity(t, 100, 5, 1))
+		h := newHoldHook(rdb, s)
+		first := &batchReq{user: "first", qty: 1}
+		reqs := []*batchReq{
+			{user: "n0", qty: 1, limits: true}, {user: "again", qty: 1, limits: true}, {user: "n1", qty: 1, limits: true},
+			{user: "again", qty: 1, limits: true}, {user: "n2", qty: 1, limits: true}, {user: "again", qty: 1, limits: true},
+			{user: "n3", qty: 1, limits: true},
+		}
+		runHeld(t, s, h, a.ID, first, reqs)
+		if h.batches != 1 {
+			t.Fatalf("%d batch calls for the %d reservations queued behind the held one, want 1", h.batches, len(reqs))
+		}
+		want := []Code{Reserved, Reserved, Reserved, Reserved, Reserved, UserRateLimited, Reserved}
+		for i, r := range reqs {
+			if r.err != nil || r.res.Code != want[i] {
+				t.Errorf("request %d (%s): %+v %v, want %s", i, r.user, r.res, r.err, want[i])
+			}
+		}
+		limits := map[int64][]string{} // units held -> the limits parts of the users holding them
+		all, err := rdb.HGetAll(ctx, Shard(a.ID, 0, 0).Users()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, v := range all {
+			if !ValidUserHash(f) {
+				continue
+			}
+			u, ok := ParseUserState(v)
+			if !ok {
+				t.Fatalf("user %s: malformed state %q", f, v)
+			}
+			if u.Limits != noLimits {
+				limits[u.Held] = append(limits[u.Held], u.Limits)
+			}
+		}
+		if len(limits[1]) != 4 || len(limits[2]) != 1 {
+			t.Fatalf("users with limits by units held: %v, want 4 new users holding 1 and one holding 2", limits)
+		}
+		p := strings.Split(limits[1][0], "|")
+		if len(p) != 6 || p[0] != "1" || p[4] != "0" || p[5] != "1" {
+			t.Errorf("a new user's limits %q: want one token left and one event in the window", limits[1][0])
+		}
+		for _, l := range limits[1][1:] {
+			if l != limits[1][0] {
+				t.Errorf("new users of one call hold %q and %q: want one state", limits[1][0], l)
+			}
+		}
+		if q := strings.Split(limits[2][0], "|"); len(q) != 6 || q[0] != "0" || q[5] != "2" {
+			t.Errorf("the user met three times holds %q: want no token left and two events in the window (a refused attempt counts none)", limits[2][0])
 		}
 	})
 }

@@ -52,14 +52,54 @@ local function ip_bucket(cx, key)
 end
 
 -- ip_took keeps what an attempt took from the IP bucket b of key, for call_close to write:
--- the tokens as the SET stores them (tostring: 14 digits), so the next attempt of the call
--- reads what it would have read from Redis after a call of its own.
+-- the tokens as the SET stores them (tostring: 14 digits; a whole number under 1e14 is
+-- stored as it is), so the next attempt of the call reads what it would have read from
+-- Redis after a call of its own.
 local function ip_took(cx, key, b, tokens, now)
   if not b.taken then
     b.taken = true
     cx.ipk[#cx.ipk + 1] = key
   end
-  b.tokens, b.ts = tonumber(str(cx, tokens)), now
+  if tokens ~= math.floor(tokens) or tokens >= 1e14 then
+    tokens = tonumber(str(cx, tokens))
+  end
+  b.tokens, b.ts = tokens, now
+end
+
+-- limits_take takes this attempt from the user's bucket and window (on packed, the limits'
+-- part of the user's state, see the header): the part as it leaves them, or nil and the
+-- refusal (USER_RATE, USER_WINDOW).
+local function limits_take(cx, packed, sh)
+  local btok, bsec, busec, wst, wpr, wcu = '', '', '', '', '', ''
+  do
+    local c, d, e, f, g, h = string.match(packed, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
+    if c then
+      btok, bsec, busec, wst, wpr, wcu = c, d, e, f, g, h
+    end
+  end
+
+  if cx.rate > 0 then
+    local ts
+    if bsec ~= '' then ts = tonumber(bsec) * 1000000 + tonumber(busec) end
+    local ok, retry, after = tb_take(tonumber(btok), ts, cx.rate, cx.burst, 1, sh.now)
+    if not ok then
+      return nil, {6, retry}
+    end
+    btok, bsec, busec = str(cx, after), sh.t[1], sh.t[2]
+  end
+  if cx.wms > 0 and cx.wmax > 0 then
+    local s0, p0 = tonumber(wst), tonumber(wpr)
+    local ok, retry, s1, p1, c1 = wc_check(s0, p0, tonumber(wcu), cx.wms, cx.wmax, sh.now_ms)
+    if not ok then
+      return nil, {7, retry}
+    end
+    if s1 ~= s0 or p1 ~= p0 then
+      wst = str(cx, s1)
+      wpr = str(cx, p1)
+    end
+    wcu = str(cx, c1)
+  end
+  return btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu
 end
 
 -- reserve_on decides one reservation on sh, the shard as shard_open read it and the
@@ -70,8 +110,6 @@ local function reserve_on(KEYS, ARGV, sh, cx)
   local qs = ARGV[4]
   local qty = tonumber(qs)
   local idf = ARGV[12]
-  local rate = cx.rate
-  local wms, wmax = cx.wms, cx.wmax
   local lim = cx.lim
   -- One read of what this reservation decides on: the user's state (one field, see the
   -- header) and, with a key, the key's binding.
@@ -96,7 +134,7 @@ local function reserve_on(KEYS, ARGV, sh, cx)
     held, seq_s, last, packed = tonumber(h) or 0, s, l, p
   end
 
-  local t, now, now_ms = sh.t, sh.now, sh.now_ms
+  local now, now_ms = sh.now, sh.now_ms
   local opens, closes = cx.opens, cx.closes
   if opens > 0 and now_ms < opens then
     return {4, opens}
@@ -105,35 +143,20 @@ local function reserve_on(KEYS, ARGV, sh, cx)
     return {5}
   end
 
-  -- the limits' packed state (see the header), read only when a limit is on
-  local btok, bsec, busec, wst, wpr, wcu = '', '', '', '', '', ''
+  -- the limits' packed state after this attempt: a new user's is the same for every new user
+  -- of the call (a full bucket and an empty window at one Redis time), formed by the first
+  local lp
   if lim then
-    local c, d, e, f, g, h = string.match(packed, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')
-    if c then
-      btok, bsec, busec, wst, wpr, wcu = c, d, e, f, g, h
+    if not cur and cx.fresh then
+      lp = cx.fresh
+    else
+      local refused
+      lp, refused = limits_take(cx, packed, sh)
+      if not lp then
+        return refused
+      end
+      if not cur then cx.fresh = lp end
     end
-  end
-
-  if rate > 0 then
-    local ts
-    if bsec ~= '' then ts = tonumber(bsec) * 1000000 + tonumber(busec) end
-    local ok, retry, after = tb_take(tonumber(btok), ts, rate, cx.burst, 1, now)
-    if not ok then
-      return {6, retry}
-    end
-    btok, bsec, busec = str(cx, after), t[1], t[2]
-  end
-  if wms > 0 and wmax > 0 then
-    local s0, p0 = tonumber(wst), tonumber(wpr)
-    local ok, retry, s1, p1, c1 = wc_check(s0, p0, tonumber(wcu), wms, wmax, now_ms)
-    if not ok then
-      return {7, retry}
-    end
-    if s1 ~= s0 or p1 ~= p0 then
-      wst = str(cx, s1)
-      wpr = str(cx, p1)
-    end
-    wcu = str(cx, c1)
   end
   local ipb, ip_tokens -- the IP bucket, when checked, and its tokens once this one is taken
   if KEYS[7] and cx.iprate > 0 then
@@ -144,7 +167,7 @@ local function reserve_on(KEYS, ARGV, sh, cx)
       return {12, ip_retry}
     end
   end
-  if lim then packed = btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu end
+  if lim then packed = lp end
 
   if held + qty > cx.limit then
     if ipb then ip_took(cx, KEYS[7], ipb, ip_tokens, now) end
