@@ -349,7 +349,7 @@ row() { # label req/s reference-label allocs/req extra
 }
 wrk_run() { # label url [lua]: sets RPS REQS NON2XX
   local label=$1 url=$2 lua=${3:-}
-  local args=(-t2 -c"$CONNS" -d"${WRK_SECONDS}s" --latency)
+  local args=(-t"$((CONNS < 2 ? 1 : 2))" -c"$CONNS" -d"${WRK_SECONDS}s" --latency)
   [ -n "$lua" ] && args+=(-s "$lua")
   wrk "${args[@]}" "$url" >"$OUT/wrk-$label.txt" 2>&1
   RPS=$(awk '/^Requests\/sec/ {print $2}' "$OUT/wrk-$label.txt")
