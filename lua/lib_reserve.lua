@@ -12,33 +12,27 @@
 --#include lib_window.lua
 -- call_open reads once what every reservation of a call shares (a batch's reservations share
 -- ARGV[5..11], ARGV[19], ARGV[20]: inventory/batch.go B4): the numbers of the limits and
--- times, the IP buckets the call has read (ip: key -> {tokens, ts}; ipk: the keys taken from,
--- in order; call_close writes each once), the strings of numbers the call has formed (str),
--- and Redis TIME once a shard opened (clk).
+-- times; later the IP buckets the call has read (ip: key -> {tokens, ts}; ipk: the keys taken
+-- from, in order; call_close writes each once), a new user's limits state (fresh) and Redis
+-- TIME once a shard opened (clk).
 local function call_open(ARGV)
   local rate, wms, wmax = tonumber(ARGV[8]), tonumber(ARGV[10]), tonumber(ARGV[11])
   return {limit = tonumber(ARGV[5]), opens = tonumber(ARGV[6]), closes = tonumber(ARGV[7]),
     rate = rate, burst = tonumber(ARGV[9]), wms = wms, wmax = wmax,
     lim = rate > 0 or (wms > 0 and wmax > 0), -- a user bucket or window is on: the limits part of the user's state is used
     iprate = tonumber(ARGV[19]) or 0, ipburst = tonumber(ARGV[20]) or 0,
-    suffix = '.' .. ARGV[17] .. ARGV[18], ip = {}, ipk = {}, str = {}}
-end
-
--- str is tostring(x), formed once per call for each value: a crowd of new users leaves the
--- same bucket tokens and window start, so most reservations of a call reuse one string.
-local function str(cx, x)
-  local s = cx.str[x]
-  if not s then
-    s = tostring(x)
-    cx.str[x] = s
-  end
-  return s
+    suffix = '.' .. ARGV[17] .. ARGV[18]}
 end
 
 -- ip_bucket is the IP bucket of key as the call's reservations left it: read with one GET by
 -- its first, then kept in the call (call_close writes it once).
 local function ip_bucket(cx, key)
-  local b = cx.ip[key]
+  local ip = cx.ip
+  if not ip then
+    ip = {}
+    cx.ip, cx.ipk = ip, {}
+  end
+  local b = ip[key]
   if not b then
     b = {}
     local v = redis.call('GET', key)
@@ -46,7 +40,7 @@ local function ip_bucket(cx, key)
       local x, y = string.match(v, '^([^|]*)|(.*)$')
       b.tokens, b.ts = tonumber(x), tonumber(y)
     end
-    cx.ip[key] = b
+    ip[key] = b
   end
   return b
 end
@@ -61,7 +55,7 @@ local function ip_took(cx, key, b, tokens, now)
     cx.ipk[#cx.ipk + 1] = key
   end
   if tokens ~= math.floor(tokens) or tokens >= 1e14 then
-    tokens = tonumber(str(cx, tokens))
+    tokens = tonumber(tostring(tokens))
   end
   b.tokens, b.ts = tokens, now
 end
@@ -85,7 +79,7 @@ local function limits_take(cx, packed, sh)
     if not ok then
       return nil, {6, retry}
     end
-    btok, bsec, busec = str(cx, after), sh.t[1], sh.t[2]
+    btok, bsec, busec = tostring(after), sh.t[1], sh.t[2]
   end
   if cx.wms > 0 and cx.wmax > 0 then
     local s0, p0 = tonumber(wst), tonumber(wpr)
@@ -94,10 +88,10 @@ local function limits_take(cx, packed, sh)
       return nil, {7, retry}
     end
     if s1 ~= s0 or p1 ~= p0 then
-      wst = str(cx, s1)
-      wpr = str(cx, p1)
+      wst = tostring(s1)
+      if p1 == 0 then wpr = '0' else wpr = tostring(p1) end
     end
-    wcu = str(cx, c1)
+    if c1 == 1 then wcu = '1' else wcu = tostring(c1) end
   end
   return btok .. '|' .. bsec .. '|' .. busec .. '|' .. wst .. '|' .. wpr .. '|' .. wcu
 end
@@ -283,6 +277,7 @@ end
 -- when it degrades), and Redis logs a warning, rather than every caller of the call told
 -- "error" for units it was sold.
 local function call_close(cx)
+  if not cx.ipk then return end
   for _, key in ipairs(cx.ipk) do
     local b = cx.ip[key]
     local ok, err = pcall(tb_commit, key, b.tokens, b.ts, cx.iprate, cx.ipburst)
