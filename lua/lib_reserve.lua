@@ -21,7 +21,8 @@ local function call_open(ARGV)
     rate = rate, burst = tonumber(ARGV[9]), wms = wms, wmax = wmax,
     lim = rate > 0 or (wms > 0 and wmax > 0), -- a user bucket or window is on: the limits part of the user's state is used
     iprate = tonumber(ARGV[19]) or 0, ipburst = tonumber(ARGV[20]) or 0,
-    suffix = '.' .. ARGV[17] .. ARGV[18]}
+    suffix = '.' .. ARGV[17] .. ARGV[18], ip = false, ipk = false, fresh = false, clk = false}
+  -- (every field the call sets later is in the constructor: a table that grows rehashes)
 end
 
 -- ip_bucket is the IP bucket of key as the call's reservations left it: read with one GET by
@@ -34,12 +35,11 @@ local function ip_bucket(cx, key)
   end
   local b = ip[key]
   if not b then
-    b = {}
-    local v = redis.call('GET', key)
+    local v, x, y = redis.call('GET', key)
     if v then
-      local x, y = string.match(v, '^([^|]*)|(.*)$')
-      b.tokens, b.ts = tonumber(x), tonumber(y)
+      x, y = string.match(v, '^([^|]*)|(.*)$')
     end
+    b = {tokens = tonumber(x), ts = tonumber(y), taken = false}
     ip[key] = b
   end
   return b
