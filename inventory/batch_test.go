@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/redishook"
+	"github.com/seckill/seckill/internal/testsvc"
 	"github.com/seckill/seckill/internal/tokenbucket"
 )
 
@@ -448,4 +449,53 @@ func TestIPBucketWriteRefusedLeavesTheSales(t *testing.T) {
 			t.Errorf("the IP bucket exists (%d, %v): its SET was refused, it must stay unwritten", n, err)
 		}
 	})
+}
+
+// TestRefusedWriteTakesNoIPToken: an attempt whose own write Redis refuses took nothing, its
+// IP token included. Here an ACL refuses the HSET command (Redis checks a script's declared
+// keys before it runs, but a command inside it only when it is called), so an attempt over
+// the per-user limit (ALREADY, which writes the user's bucket and window) fails at its HSET;
+// in a batch each such attempt gets its error answer, and the IP bucket, written at the call's
+// end, must not count it (it did while the token was kept before the HSET).
+func TestRefusedWriteTakesNoIPToken(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	ctx := ctxT(t)
+	s, a, _ := storeWith(t, rdb, Options{}, openActivity(t, 100, 1, 1))
+	for _, u := range []string{"a", "b"} {
+		if r, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1}); err != nil || r.Code != Reserved {
+			t.Fatalf("%s: %+v %v", u, r, err)
+		}
+	}
+	user := "no-hset-" + uniqueID(t)
+	if err := rdb.Do(ctx, "ACL", "SETUSER", user, "on", ">"+user, "~*", "+@all", "-hset").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Do(context.Background(), "ACL", "DELUSER", user) })
+	ro := redis.NewClient(&redis.Options{Addr: testsvc.RedisAddr, Username: user, Password: user, DisableIdentity: true})
+	t.Cleanup(func() { ro.Close() })
+	rs := newStore(t, ro, Options{})
+	h := newHoldHook(ro, rs)
+	ip := "sk:{ip:" + uniqueID(t) + "}:tb"
+	t.Cleanup(func() { rdb.Del(context.Background(), ip) })
+	first := &batchReq{user: "a", qty: 1} // ALREADY without limits: writes nothing
+	reqs := []*batchReq{{user: "a", qty: 1, limits: true, ip: ip}, {user: "b", qty: 1, limits: true, ip: ip}}
+	runHeld(t, rs, h, a.ID, first, reqs)
+	if h.batches != 1 {
+		t.Fatalf("%d batch calls, want 1: %v; %v; %v", h.batches, first.err, reqs[0].err, reqs[1].err)
+	}
+	if first.err != nil || first.res.Code != AlreadyPurchased {
+		t.Errorf("the held request: %+v %v, want ALREADY_PURCHASED", first.res, first.err)
+	}
+	for i, r := range reqs {
+		if r.err == nil || !strings.Contains(r.err.Error(), "can't run this command") {
+			t.Errorf("request %d (%s): %+v %v, want the ACL's refusal", i, r.user, r.res, r.err)
+		}
+	}
+	if n, err := rdb.Exists(ctx, ip).Result(); err != nil || n != 0 {
+		v, _ := rdb.Get(ctx, ip).Result()
+		t.Errorf("the IP bucket was written (%q, %v): the attempts that failed took a token", v, err)
+	}
+	if st := readState(t, rdb, a.ID); st.journal != 2 || st.remaining != 98 {
+		t.Errorf("journal %d entries, stock %d: want the 2 sales before (stock 98)", st.journal, st.remaining)
+	}
 }

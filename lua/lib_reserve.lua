@@ -12,9 +12,9 @@
 --#include lib_window.lua
 -- call_open reads once what every reservation of a call shares (a batch's reservations share
 -- ARGV[5..11], ARGV[19], ARGV[20]: inventory/batch.go B4): the numbers of the limits and
--- times; later the IP buckets the call has read (ip: key -> {tokens, ts}; ipk: the keys taken
--- from, in order; call_close writes each once), a new user's limits state (fresh) and Redis
--- TIME once a shard opened (clk).
+-- times; later the IP buckets the call has read (ip: key -> {tokens, ts, taken}; ipk: the
+-- keys taken from, in order; call_close writes each once), a new user's limits state (fresh)
+-- and Redis TIME once a shard opened (clk).
 local function call_open(ARGV)
   local rate, wms, wmax = tonumber(ARGV[8]), tonumber(ARGV[10]), tonumber(ARGV[11])
   return {limit = tonumber(ARGV[5]), opens = tonumber(ARGV[6]), closes = tonumber(ARGV[7]),
@@ -164,10 +164,10 @@ local function reserve_on(KEYS, ARGV, sh, cx)
   if lim then packed = lp end
 
   if held + qty > cx.limit then
-    if ipb then ip_took(cx, KEYS[7], ipb, ip_tokens, now) end
     if lim then -- the attempt counts against bucket and window
       redis.call('HSET', KEYS[2], uh, held .. '|' .. seq_s .. '|' .. last .. '|' .. packed)
     end
+    if ipb then ip_took(cx, KEYS[7], ipb, ip_tokens, now) end -- after the HSET: a failed one took nothing
     return {3, last}
   end
   if stock < qty then
@@ -271,8 +271,9 @@ local function shard_close(KEYS, sh)
 end
 
 -- call_close writes each IP bucket the call's attempts took from, once, after every shard's
--- shard_close. A SET takes a key of any type, so only an ACL that forbids it (or a PX out of
--- range, a rate under 1e-14/s) refuses it, after the sales wrote: the sales stand and are
+-- shard_close. A SET takes a key of any type, so only an ACL that forbids the command (one
+-- that forbids a declared key refuses the whole call before it runs) or a PX out of range (a
+-- rate under 1e-14/s) refuses it, after the sales wrote: the sales stand and are
 -- answered, the bucket stays as it was (the IP limit lets more through, as the limiter does
 -- when it degrades), and Redis logs a warning, rather than every caller of the call told
 -- "error" for units it was sold.
