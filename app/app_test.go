@@ -230,12 +230,21 @@ func (ta *testApp) admin(t testing.TB, method, path, body string) answer {
 	return ta.do(t, method, path, map[string]string{"Authorization": "Bearer " + testAdminToken}, body)
 }
 
+// createActivity creates id as an operator would: a 503 (a Redis just started whose replica
+// has not caught up yet, say) is retried for up to 15 s, and then the same definition is
+// answered 201, or 200 when the refused attempt had created it after all.
 func (ta *testApp) createActivity(t testing.TB, id string, stock, perUser, shards int, opens time.Time) {
 	t.Helper()
 	body := fmt.Sprintf(`{"activityId":%q,"stock":%d,"perUserLimit":%d,"shards":%d,"opensAt":%q}`,
 		id, stock, perUser, shards, opens.UTC().Format(time.RFC3339Nano))
 	a := ta.admin(t, "POST", "/admin/v1/activities", body)
-	if a.status != http.StatusCreated {
+	retried := false
+	for deadline := time.Now().Add(15 * time.Second); a.status == http.StatusServiceUnavailable && time.Now().Before(deadline); {
+		t.Logf("create %s: 503 %v, retrying", id, a.body)
+		time.Sleep(200 * time.Millisecond)
+		a, retried = ta.admin(t, "POST", "/admin/v1/activities", body), true
+	}
+	if a.status != http.StatusCreated && (!retried || a.status != http.StatusOK) {
 		t.Fatalf("create %s: %d %v", id, a.status, a.body)
 	}
 }
