@@ -163,6 +163,25 @@ func runHeld(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, re
 	wg.Wait()
 }
 
+// runOneBatch is runHeld, and the reservations queued behind the held one went as one batch.
+func runOneBatch(t *testing.T, s *Store, h *holdHook, id string, first *batchReq, reqs []*batchReq) {
+	t.Helper()
+	runHeld(t, s, h, id, first, reqs)
+	if h.batches != 1 {
+		t.Fatalf("%d batch calls for the %d reservations queued behind the held one, want 1 (the held one: %v)", h.batches, len(reqs), first.err)
+	}
+}
+
+// wantCodes checks that each of reqs was answered want[i], without an error.
+func wantCodes(t *testing.T, reqs []*batchReq, want []Code) {
+	t.Helper()
+	for i, r := range reqs {
+		if r.err != nil || r.res.Code != want[i] {
+			t.Errorf("request %d (%s, ip %q): %+v %v, want %s", i, r.user, r.ip, r.res, r.err, want[i])
+		}
+	}
+}
+
 // newHoldHook adds a holdHook of the scripts of s to rdb's hooks.
 func newHoldHook(rdb redis.UniversalClient, s *Store) *holdHook {
 	h := &holdHook{single: s.reserve.s.Hash(), batch: s.reserveBatch.s.Hash(), batchSrc: s.reserveBatch.s.Source(), held: make(chan struct{}), release: make(chan struct{})}
@@ -186,10 +205,7 @@ func TestBatchRunsEachAsIfAlone(t *testing.T) {
 			{user: "b", key: "kb", qty: 1}, {user: "c", qty: 2}, {user: "a", qty: 1},
 			{user: "c", qty: 1}, {user: "b", key: "kb", qty: 1},
 		}
-		runHeld(t, s, h, a.ID, first, reqs)
-		if h.batches != 1 {
-			t.Fatalf("%d batch calls for the %d reservations queued behind the held one, want 1", h.batches, len(reqs))
-		}
+		runOneBatch(t, s, h, a.ID, first, reqs)
 		want := []Code{Reserved, Reserved, Reserved, Replayed, Reserved, AlreadyPurchased, AlreadyPurchased, Replayed}
 		var bRid string
 		units := int64(first.qty)
@@ -239,16 +255,9 @@ func TestBatchNewUsersShareOneLimitsState(t *testing.T) {
 			{user: "again", qty: 1, limits: true}, {user: "n2", qty: 1, limits: true}, {user: "again", qty: 1, limits: true},
 			{user: "n3", qty: 1, limits: true},
 		}
-		runHeld(t, s, h, a.ID, first, reqs)
-		if h.batches != 1 {
-			t.Fatalf("%d batch calls for the %d reservations queued behind the held one, want 1", h.batches, len(reqs))
-		}
+		runOneBatch(t, s, h, a.ID, first, reqs)
 		want := []Code{Reserved, Reserved, Reserved, Reserved, Reserved, UserRateLimited, Reserved}
-		for i, r := range reqs {
-			if r.err != nil || r.res.Code != want[i] {
-				t.Errorf("request %d (%s): %+v %v, want %s", i, r.user, r.res, r.err, want[i])
-			}
-		}
+		wantCodes(t, reqs, want)
 		limits := map[int64][]string{} // units held -> the limits parts of the users holding them
 		all, err := rdb.HGetAll(ctx, Shard(a.ID, 0, 0).Users()).Result()
 		if err != nil {
@@ -308,20 +317,13 @@ func TestBatchIPBucketsOncePerCall(t *testing.T) {
 			{user: "u6", qty: 1, ip: ipB}, {user: "u7", qty: 1, ip: ipB}, {user: "u8", qty: 1, ip: ipB},
 			{user: "u9", qty: 1, ip: ipA},
 		}
-		runHeld(t, s, h, a.ID, first, reqs)
-		if h.batches != 1 {
-			t.Fatalf("%d batch calls for the %d reservations queued behind the held one, want 1", h.batches, len(reqs))
-		}
+		runOneBatch(t, s, h, a.ID, first, reqs)
 		if first.err != nil || first.res.Code != Reserved {
 			t.Fatalf("the held reservation: %+v %v", first.res, first.err)
 		}
 		want := []Code{Reserved, Reserved, AlreadyPurchased, Reserved, Reserved, IPRateLimited,
 			Reserved, Reserved, IPRateLimited, IPRateLimited}
-		for i, r := range reqs {
-			if r.err != nil || r.res.Code != want[i] {
-				t.Errorf("request %d (%s, %s): %+v %v, want %s", i, r.user, r.ip, r.res, r.err, want[i])
-			}
-		}
+		wantCodes(t, reqs, want)
 		if st := readState(t, rdb, a.ID); st.journal != 7 || st.remaining != 93 {
 			t.Errorf("journal %d entries, stock %d: want 7 reservations (stock 93)", st.journal, st.remaining)
 		}
@@ -479,10 +481,7 @@ func TestRefusedWriteTakesNoIPToken(t *testing.T) {
 	t.Cleanup(func() { rdb.Del(context.Background(), ip) })
 	first := &batchReq{user: "a", qty: 1} // ALREADY without limits: writes nothing
 	reqs := []*batchReq{{user: "a", qty: 1, limits: true, ip: ip}, {user: "b", qty: 1, limits: true, ip: ip}}
-	runHeld(t, rs, h, a.ID, first, reqs)
-	if h.batches != 1 {
-		t.Fatalf("%d batch calls, want 1: %v; %v; %v", h.batches, first.err, reqs[0].err, reqs[1].err)
-	}
+	runOneBatch(t, rs, h, a.ID, first, reqs)
 	if first.err != nil || first.res.Code != AlreadyPurchased {
 		t.Errorf("the held request: %+v %v, want ALREADY_PURCHASED", first.res, first.err)
 	}
