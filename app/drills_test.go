@@ -814,7 +814,11 @@ func TestDrillRedisLatency(t *testing.T) {
 	}
 
 	p.SetLatency(0)
-	recovered := testwait.Eventually(t, 30*time.Second, func() bool {
+	// Recovery takes three PING rounds in a row within RedisSlow (20 ms) of a local control
+	// (limiter/health.go probe): on a shared machine whose Redis is starved by the suite's
+	// other drills that took over 30 s twice in eight runs; a limiter that never recovers still
+	// fails here.
+	recovered := testwait.Eventually(t, 90*time.Second, func() bool {
 		return metric(t, ta.adminBase, "seckill_rate_limiter_degraded") == 0
 	}, "seckill_rate_limiter_degraded back to 0")
 
