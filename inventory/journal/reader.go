@@ -87,8 +87,10 @@ func decode(msgs []redis.XMessage) []Entry {
 }
 
 // Ack acknowledges entries of one journal stream that were handed to the queue, for the
-// group, and deletes them: each entry's units count as relayed once, however many readers
-// acknowledge it. It returns the entries and units acknowledged now.
+// group: each entry's units count as relayed once, however many readers acknowledge it.
+// The journal is then trimmed below the oldest entry the group still needs (pending, or
+// never delivered), so an entry acknowledged behind an older pending one leaves with it.
+// It returns the entries and units acknowledged now.
 func (r *Reader) Ack(ctx context.Context, stream string, entries []Ack) (acked, units int64, err error) {
 	k, ok := Stream(stream)
 	if !ok {
