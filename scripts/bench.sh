@@ -692,7 +692,8 @@ wrk_p99() { awk '$1 == "99%" {print $2}' "$OUT/wrk-$1.txt"; }
 # the commands' is the scripts' own time (Lua, arguments, reply; a lower bound: the instance's
 # own reads outside scripts, the refresh's, count as commands too). Run it on a Redis of its
 # own: every client of the server is counted. PPROF=1 also takes a CPU profile of the instance
-# during its run.
+# during its run; CMDSTATS_ROLES sets the instance's roles (default api; with the relay and the
+# writer their Redis time counts too).
 step_cmdstats() {
   local shards=${SHARDS:-16} gport=$((BASE_PORT + 92)) ceil
   newuser_script "$OUT/newuser.lua" c
@@ -706,8 +707,9 @@ step_cmdstats() {
   ceil=$(awk -v c="$ceil" 'BEGIN { split(c, x, " "); if (x[1] > 0) printf "%.2f", x[2] / x[1] }')
   echo "  ceiling: $RPS req/s, min_reserve.lua $ceil us per EVALSHA" | tee "$OUT/cmdstats.txt"
   cleanup
-  say "cmdstats: one instance, roles api, $shards shards, wrk -t2 -c$CONNS -d${WRK_SECONDS}s of 202s on $REDIS_ADDR"
-  ROLES=api start_instances 1 qcs
+  local roles=${CMDSTATS_ROLES:-api}
+  say "cmdstats: one instance, roles $roles, $shards shards, wrk -t2 -c$CONNS -d${WRK_SECONDS}s of 202s on $REDIS_ADDR"
+  ROLES=$roles start_instances 1 qcs
   local adm=${ADMINS[0]} u=${TARGETS[0]} a="cs-$RUN"
   create_activity "$adm" "$a" 100000000 "$shards"
   sleep 1
