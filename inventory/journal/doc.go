@@ -3,8 +3,8 @@
 // sk:journals): which streams are journals (Stream, IsStream), the reads of a consumer
 // group (Reader.Read for entries never delivered, Reader.Claim for entries left pending too
 // long), each entry decoded with inventory.ParseJournalEntry, and the acknowledgement that
-// counts an entry's units as relayed once and trims the journal below the oldest entry the group
-// still needs (Reader.Ack, inventory_ack.lua).
+// counts an entry's units as relayed once and takes it out of the journal (Reader.Ack,
+// inventory_ack.lua: one trim below the oldest entry the group still needs).
 // The settling of a reservation after its order (Confirm, Fail, Refund, Counts) is
 // inventory.Ledger's. docs/DESIGN.md describes the relay that drives it.
 package journal

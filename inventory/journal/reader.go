@@ -88,8 +88,9 @@ func decode(msgs []redis.XMessage) []Entry {
 
 // Ack acknowledges entries of one journal stream that were handed to the queue, for the
 // group: each entry's units count as relayed once, however many readers acknowledge it.
-// The journal is then trimmed below the oldest entry the group still needs (pending, or
-// never delivered), so an entry acknowledged behind an older pending one leaves with it.
+// The entries acknowledged now then leave the journal, which holds exactly the entries not
+// yet acknowledged (one trim below the oldest the group still needs, and a delete by id of
+// those acknowledged ahead of an older pending one).
 // It returns the entries and units acknowledged now.
 func (r *Reader) Ack(ctx context.Context, stream string, entries []Ack) (acked, units int64, err error) {
 	k, ok := Stream(stream)
