@@ -45,6 +45,15 @@ var batchFaults = []batchFault{
 	{name: "stock not an integer", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
 		return "", rdb.Set(ctx, k.Stock(), "9.5", 0).Err()
 	}, shard: true, msg: "malformed stock"},
+	// A statistics key of another type, or a taken count that is not an integer: shard_close's
+	// HINCRBY would fail after the shard's sales wrote, and a batch's later shards would not
+	// close at all.
+	{name: "stats of the wrong type", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
+		return "", rdb.Set(ctx, k.Stats(), "not a hash", 0).Err()
+	}, shard: true, msg: "WRONGTYPE"},
+	{name: "taken not an integer", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
+		return "", rdb.HSet(ctx, k.Stats(), "taken", "x").Err()
+	}, shard: true, msg: "malformed statistics"},
 	// A stock with a leading zero: a pattern of digits takes it, DECRBY does not.
 	{name: "stock with a leading zero", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
 		return "", rdb.Set(ctx, k.Stock(), "010", 0).Err()

@@ -62,9 +62,10 @@
 -- one field costs the XADD far less than ten); it carries the idempotency field too (ik, ""
 -- without a key), so the order keeps it and a restore from MySQL rebuilds the binding
 -- (inventory/restore.go).
--- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), TIME, HMGET (HGET), XADD,
+-- Redis calls of a reservation (IP bucket off): MGET (stock, seq, generation), HGET stats.taken
+-- (a statistics key shard_close could not write refuses the shard first), TIME, HMGET (HGET), XADD,
 -- HSET users (with the record), then DECRBY, INCRBY seq, HINCRBY stats (the batch script
--- makes the MGET, TIME and the last three once for all its reservations of a shard); with the
+-- makes the MGET, the HGET, TIME and the last three once for all its reservations of a shard); with the
 -- IP bucket a GET before and a SET after (once per IP for all the batch's reservations). Numbers are turned into strings
 -- as rarely as possible (quantity and epoch/shard are passed through as the caller's strings,
 -- the time in ms is cut from TIME's strings).

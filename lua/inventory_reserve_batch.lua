@@ -21,13 +21,23 @@
 -- a command refused) gets an error answer in its place and writes nothing, and the others
 -- are answered and written as if it had not been sent (all or nothing per reservation); a
 -- refusal of the node's state (READONLY, NOREPLICAS, MISCONF, OOM) fails the whole call. A
--- shard is read once before its first reservation (MGET, the mark's HEXISTS) and its stock,
+-- shard is read once before its first reservation (MGET, stats.taken's HGET, the mark's
+-- HEXISTS; a shard that raises there, on a key of the wrong type, fails its own reservations
+-- alone) and its stock,
 -- counter and taken statistic written once after the call's last; Redis TIME is read once,
 -- and each IP bucket once before its first attempt and written once after every shard's
 -- close (lib_reserve.lua call_open, call_close).
 --#include lib_reserve.lua
 -- the errors a node refuses a script's first write with, for its state, not the data's
 local state_refusals = {READONLY = true, NOREPLICAS = true, MISCONF = true, OOM = true}
+-- refusal_of is the message of an error a pcall caught, raised again when it is the node's
+-- state's (the whole call's, see below)
+local function refusal_of(e)
+  if type(e) == 'table' then e = e.err end -- a command's error (a refusal comes as a string)
+  e = tostring(e)
+  if state_refusals[string.match(e, '^(%u+) ')] then error({err = e}) end
+  return e
+end
 local g = tonumber(ARGV[21])
 local base = 21 + 3 * g
 local n = (#ARGV - base) / 5
@@ -45,7 +55,14 @@ for i = 1, n do
   if not s then
     local o = 6 * (j - 1)
     s = {k = {KEYS[o + 1], KEYS[o + 2], KEYS[o + 3], KEYS[o + 4], KEYS[o + 5], KEYS[o + 6]}}
-    s.sh, s.refused = shard_open(s.k, a, cx)
+    -- A shard that raises on opening (a key of the wrong type) wrote nothing: its
+    -- reservations get its error, the others of the call are sold and closed.
+    local ok, sh, refused = pcall(shard_open, s.k, a, cx)
+    if ok then
+      s.sh, s.refused = sh, refused
+    else
+      s.refused = redis.error_reply('seckill: shard ' .. s.k[1] .. ' failed: ' .. refusal_of(sh))
+    end
     shards[j] = s
   end
   if not s.sh then
@@ -65,11 +82,7 @@ for i = 1, n do
     -- SETs at the call's end, call_close, log theirs and let the sales stand).
     local ok, r = pcall(answer_on, s.k, a, s.sh, cx)
     if not ok then
-      if type(r) == 'table' then r = r.err end -- a command's error (a refusal comes as a string)
-      r = tostring(r)
-      local code = string.match(r, '^(%u+) ')
-      if state_refusals[code] then error({err = r}) end
-      r = redis.error_reply('seckill: reservation of ' .. a[3] .. ' failed: ' .. r)
+      r = redis.error_reply('seckill: reservation of ' .. a[3] .. ' failed: ' .. refusal_of(r))
     end
     out[i] = r
   end

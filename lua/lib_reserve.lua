@@ -203,7 +203,9 @@ local function reserve_on(KEYS, ARGV, sh, cx)
 end
 
 -- shard_open reads the shard the reservations of a call share: nil and the answer of each
--- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK). The first shard of the call
+-- when it refuses them all (SHARD_CLOSED, GENERATION, ROLLED_BACK, a malformed stock, counter
+-- or statistic), before anything of the shard is written; it raises on a key of the wrong
+-- type. The first shard of the call
 -- to open reads Redis TIME into cx.clk: every shard of a call sells at one time.
 -- int_ok: s is an integer as Redis's DECRBY and INCRBY read one (negative only when neg).
 local function int_ok(s, neg)
@@ -223,6 +225,12 @@ local function shard_open(KEYS, ARGV, cx)
   -- leading zero and at most 19 digits; 18 here, far above any stock)
   if not int_ok(sd[1], true) or (sd[2] and not int_ok(sd[2], false)) then
     return nil, redis.error_reply('seckill: malformed stock or counter ' .. KEYS[1])
+  end
+  -- and its HINCRBY of the statistics: a key of another type raises here (WRONGTYPE), a taken
+  -- count HINCRBY would refuse refuses the shard
+  local tk = redis.call('HGET', KEYS[5], 'taken')
+  if tk and not int_ok(tk, true) then
+    return nil, redis.error_reply('seckill: malformed statistics ' .. KEYS[5])
   end
   local later
   if ARGV[15] ~= '' and sd[3] ~= ARGV[15] then
