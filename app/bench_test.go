@@ -250,7 +250,7 @@ func benchCleanup(a *App, id string, shards int) {
 }
 
 // redisCalls sums seckill_redis_script_calls_total and seckill_rate_limiter_redis_calls_total of the instance.
-func redisCalls(b *testing.B, a *App) float64 {
+func redisCalls(b testing.TB, a *App) float64 {
 	mfs, err := a.reg.Gather()
 	if err != nil {
 		b.Fatal(err)
