@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill/internal/testsvc"
 )
 
@@ -15,7 +13,7 @@ import (
 // takes them and PFCOUNT answers exactly what the sketch's own count computes, also after
 // merging two instances' sketches.
 func TestHLLSketchMergesIntoRedis(t *testing.T) {
-	for name, rdb := range map[string]redis.UniversalClient{"standalone": testsvc.Redis(t), "cluster": testsvc.RedisCluster(t)} {
+	for name, rdb := range testsvc.RedisServers(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			key := "sk:{" + uniq(t, "hll") + "}:hll:tried"

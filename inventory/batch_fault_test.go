@@ -45,6 +45,11 @@ var batchFaults = []batchFault{
 	{name: "stock not an integer", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
 		return "", rdb.Set(ctx, k.Stock(), "9.5", 0).Err()
 	}, shard: true, msg: "malformed stock"},
+	// A counter of another type: MGET reads it as missing (a shard's first sale), INCRBY would
+	// fail after the shard's sales wrote.
+	{name: "counter of the wrong type", plant: func(ctx context.Context, rdb redis.UniversalClient, k ShardKeys, _ string) (string, error) {
+		return "", rdb.HSet(ctx, k.Seq(), "n", "1").Err()
+	}, shard: true, msg: "malformed stock or counter"},
 	// A statistics key of another type, or a taken count that is not an integer: shard_close's
 	// HINCRBY would fail after the shard's sales wrote, and a batch's later shards would not
 	// close at all.

@@ -223,7 +223,10 @@ local function shard_open(KEYS, ARGV, cx)
   -- shard_close's DECRBY and INCRBY run after the sales wrote: a stock or counter they would
   -- refuse refuses the shard here, before anything is written (Redis reads an integer with no
   -- leading zero and at most 19 digits; 18 here, far above any stock)
-  if not int_ok(sd[1], true) or (sd[2] and not int_ok(sd[2], false)) then
+  -- (MGET reads a counter of another type as missing, a shard's first sale: only then is the
+  -- key looked at)
+  if not int_ok(sd[1], true) or (sd[2] and not int_ok(sd[2], false)) or
+      (not sd[2] and redis.call('EXISTS', KEYS[3]) == 1) then
     return nil, redis.error_reply('seckill: malformed stock or counter ' .. KEYS[1])
   end
   -- and its HINCRBY of the statistics: a key of another type raises here (WRONGTYPE), a taken

@@ -90,6 +90,13 @@ func RedisCluster(t testing.TB) redis.UniversalClient {
 	return c
 }
 
+// RedisServers returns both Redis servers a script runs against, by name: "standalone" (Redis)
+// and "cluster" (RedisCluster), for a test that runs the same checks on each.
+func RedisServers(t testing.TB) map[string]redis.UniversalClient {
+	t.Helper()
+	return map[string]redis.UniversalClient{"standalone": Redis(t), "cluster": RedisCluster(t)}
+}
+
 // PrivateRedis starts a redis-server of the test's own on a free loopback port, with its own
 // directory and no persistence (args come last, so they override), waits until it answers PING
 // and kills it when the test ends. It returns the address. A test uses it when it needs a server

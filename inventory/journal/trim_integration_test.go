@@ -29,7 +29,7 @@ import (
 //   - once everything is read and acknowledged the journal is empty (a layout retires only
 //     then: retire.go reads XLEN).
 func TestAckTrimsWhatTheGroupIsDoneWith(t *testing.T) {
-	for name, rdb := range map[string]redis.UniversalClient{"standalone": testsvc.Redis(t), "cluster": testsvc.RedisCluster(t)} {
+	for name, rdb := range testsvc.RedisServers(t) {
 		t.Run(name, func(t *testing.T) {
 			for seed := uint64(1); seed <= 6; seed++ {
 				ackTrimRun(t, rdb, seed)
