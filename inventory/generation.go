@@ -40,28 +40,33 @@ type Catalog interface {
 
 // catalogOne is the catalog's entry of id: the last read's, else MySQL's row of id read alone
 // (an activity created since the last read, the common case of a sale created on a running
-// fleet), which is then added to the catalog so later passes find it without MySQL; a miss or
-// a failed read is remembered for catalogEvery. A whole read of the catalog costs a scan of
-// every activity MySQL ever knew, so it is never the answer to one id.
-func (s *Store) catalogOne(ctx context.Context, id string) (Activity, bool) {
+// fleet), which is then added to the catalog so later passes find it without MySQL. found is
+// false when MySQL has no such row; err is not nil when MySQL could not be asked (nothing is
+// known then: a caller that would decide on the answer decides nothing). A miss or a failed
+// read is remembered for catalogEvery. A whole read of the catalog costs a scan of every
+// activity MySQL ever knew, so it is never the answer to one id.
+func (s *Store) catalogOne(ctx context.Context, id string) (k Activity, found bool, err error) {
 	if s.opts.Catalog == nil {
-		return Activity{}, false
+		return Activity{}, false, nil
 	}
 	if k, ok := s.lastCatalog()[id]; ok {
-		return k, true
+		return k, true, nil
 	}
 	s.catalogMu.Lock()
 	defer s.catalogMu.Unlock()
-	if at, ok := s.catalogMiss[id]; ok && time.Since(at) < catalogEvery {
-		return Activity{}, false
+	if m, ok := s.catalogMiss[id]; ok && time.Since(m.at) < catalogEvery {
+		return Activity{}, false, m.err
 	}
 	k, ok, err := s.opts.Catalog.One(ctx, id)
 	if err != nil || !ok {
 		if s.catalogMiss == nil || len(s.catalogMiss) > 10_000 {
-			s.catalogMiss = map[string]time.Time{}
+			s.catalogMiss = map[string]catalogMiss{}
 		}
-		s.catalogMiss[id] = time.Now()
-		return Activity{}, false
+		if err != nil {
+			err = fmt.Errorf("inventory: read the catalog's row of %s: %w", id, err)
+		}
+		s.catalogMiss[id] = catalogMiss{at: time.Now(), err: err}
+		return Activity{}, false, err
 	}
 	delete(s.catalogMiss, id)
 	cur := s.catalog.Load()
@@ -74,7 +79,13 @@ func (s *Store) catalogOne(ctx context.Context, id string) (Activity, bool) {
 	}
 	m[id] = k
 	s.catalog.CompareAndSwap(cur, &m) // lost to a whole read: that read has the row too
-	return k, true
+	return k, true, nil
+}
+
+// catalogMiss is a read of one catalog row that found none (err nil) or failed (err), at at.
+type catalogMiss struct {
+	at  time.Time
+	err error
 }
 
 // catalogEvery is how often, at most, the refresh reads the catalog again: only when Redis

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -200,8 +201,23 @@ func (s *Store) Refresh(ctx context.Context) error {
 		if _, known := cat[id]; !known && s.opts.Catalog != nil && s.suspect(id, m, ok) {
 			// Redis misses what this instance saw of an activity the last catalog did not
 			// name (created since): ask MySQL for that one.
-			if _, found := s.catalogOne(ctx, id); found {
+			k, found, err := s.catalogOne(ctx, id)
+			if err != nil {
+				// MySQL not told: nothing is decided on this pass. Dropping the entry here
+				// would forget the numbers it handed out, which the restore's list of lost
+				// reservations needs (reportIssued).
+				s.log.Debug("a suspected loss left undecided: the catalog read failed", "activity", id, "err", err)
+				continue
+			}
+			if found {
 				cat = s.lastCatalog()
+				if _, in := cat[id]; !in { // a whole read begun before the row was written replaced it
+					cat = maps.Clone(cat)
+					if cat == nil {
+						cat = map[string]Activity{}
+					}
+					cat[id] = k
+				}
 			}
 		}
 		if s.checkLost(ctx, id, m, ok, cat) {
@@ -528,11 +544,8 @@ func (s *Store) checkShard(ctx context.Context, e *entry, l *layout, k int) {
 	if e.recovering.Load() != nil || e.layout.Load() != l || s.opts.Catalog == nil {
 		return
 	}
-	known, ok := s.lastCatalog()[e.def.ID]
-	if !ok {
-		known, ok = s.catalogOne(ctx, e.def.ID) // created since the last read
-	}
-	if !ok {
+	known, ok, err := s.catalogOne(ctx, e.def.ID) // the last read's, or MySQL's row if created since
+	if err != nil || !ok {
 		return
 	}
 	lost, err := s.shardLost(ctx, e, l, k)

@@ -176,7 +176,7 @@ type Store struct {
 	catalogAt      atomic.Value // time.Time
 	catalogChecked atomic.Int64 // unix ns of the catalogAt whose ids a refresh last read
 	catalogMu      sync.Mutex   // guards catalogMiss; serializes catalogOne's reads
-	catalogMiss    map[string]time.Time
+	catalogMiss    map[string]catalogMiss
 	catalogFailing atomic.Bool
 }
 

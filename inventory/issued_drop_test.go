@@ -1,0 +1,69 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// flakyCatalog is a fakeCatalog whose One fails while fail is set (MySQL unreachable or slow
+// for one read).
+type flakyCatalog struct {
+	fakeCatalog
+	fail atomic.Bool
+}
+
+func (c *flakyCatalog) One(ctx context.Context, id string) (Activity, bool, error) {
+	if c.fail.Load() {
+		return Activity{}, false, errors.New("catalog read failed")
+	}
+	return c.fakeCatalog.One(ctx, id)
+}
+
+// TestIssuedMarksSurviveAFailedCatalogRead: an instance sold on an activity created after
+// its last catalog read; Redis comes back empty and the one read of the activity's row that
+// would confirm the loss fails. The instance must not forget the numbers it handed out: once
+// MySQL answers, it reports them for the restore's list of lost reservations.
+func TestIssuedMarksSurviveAFailedCatalogRead(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		cat := &flakyCatalog{}
+		s := newStore(t, rdb, Options{Catalog: cat})
+		mustRefresh(ctx, t, s) // the catalog read, before the activity exists
+		a := mustCreate(t, s, openActivity(t, 10, 1, 1))
+		cat.put(a)
+		var high int64
+		for _, u := range []string{"u1", "u2", "u3"} {
+			res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1})
+			if err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+			_, n, _ := ParseReservationID(res.ReservationID)
+			high = max(high, n)
+		}
+		deleteActivityKeys(t, rdb, a.ID)
+		cat.fail.Store(true)
+		mustRefresh(ctx, t, s)
+		cat.fail.Store(false) // MySQL answers again
+		// The failed read is remembered for catalogEvery; the passes after it ask again.
+		for until := time.Now().Add(3 * catalogEvery); ; time.Sleep(50 * time.Millisecond) {
+			mustRefresh(ctx, t, s)
+			if v, ok := s.Activity(a.ID); ok && v.Recovering {
+				break
+			} else if time.Now().After(until) {
+				t.Fatalf("after the loss: %+v (cached %v), want recovering", v, ok)
+			}
+		}
+		marks, err := s.IssuedMarks(ctx, a.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := marks[[2]int{0, 0}]; got < high {
+			t.Fatalf("the instance reported %d as its highest number on shard 0, it handed out %d: the restore would not list the lost ones", got, high)
+		}
+	})
+}
