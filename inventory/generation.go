@@ -413,6 +413,36 @@ func (l *layout) noteIssued(i int, rid string) {
 	}
 }
 
+// noteReplayed records that this instance answered reservation rid as a replay of an
+// idempotency key: the buyer holds it as a 202 whatever became of the first answer (lost with
+// its instance, or answered OUTCOME_UNKNOWN), so it counts as handed out here, on the layout
+// its epoch names (the current one or one a reshard replaced).
+func (e *entry) noteReplayed(rid string) {
+	k, _, ok := ParseReservationID(rid)
+	if !ok || k.Activity != e.def.ID {
+		return
+	}
+	note := func(l *layout) bool {
+		if l.epoch != k.Epoch {
+			return false
+		}
+		if k.Shard >= 0 && k.Shard < len(l.issued) {
+			l.noteIssued(k.Shard, rid)
+		}
+		return true
+	}
+	if note(e.layout.Load()) {
+		return
+	}
+	e.pastMu.Lock()
+	defer e.pastMu.Unlock()
+	for _, l := range e.past {
+		if note(l) {
+			return
+		}
+	}
+}
+
 // reportIssued writes this instance's highest reservation number per shard of every layout
 // it used into IssuedKey, for the restore's list of reservations lost with Redis. It runs on
 // each refresh while the activity is recovering (Redis may lose the report again).

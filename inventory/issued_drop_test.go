@@ -67,3 +67,42 @@ func TestIssuedMarksSurviveAFailedCatalogRead(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayedNumbersAreReported: a reservation whose answer was lost (its instance answered
+// OUTCOME_UNKNOWN, or restarted) and that the buyer's retry with the same key got from
+// another instance as a replay is a number that instance answered 202: it reports it once
+// Redis lost the activity, so the restore lists it when its journal entry was lost too.
+func TestReplayedNumbersAreReported(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
+		var rid string
+		for _, u := range []string{"u1", "u2"} {
+			res, err := x.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: u, Quantity: 1, IdempotencyKey: "k-" + u})
+			if err != nil || res.Code != Reserved {
+				t.Fatalf("reserve %s: %+v %v", u, res, err)
+			}
+			rid = res.ReservationID
+		}
+		// x's answer to u2 was lost, and x with it: u2's retry reaches y.
+		res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u2", Quantity: 1, IdempotencyKey: "k-u2"})
+		if err != nil || res.Code != Replayed || res.ReservationID != rid {
+			t.Fatalf("the retry on y: %+v %v, want the replay of %s", res, err, rid)
+		}
+		_, n, _ := ParseReservationID(rid)
+		deleteActivityKeys(t, rdb, a.ID)
+		for range 2 {
+			mustRefresh(ctx, t, y)
+		}
+		if v, ok := y.Activity(a.ID); !ok || !v.Recovering {
+			t.Fatalf("after the loss: %+v (cached %v), want recovering", v, ok)
+		}
+		marks, err := y.IssuedMarks(ctx, a.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := marks[[2]int{0, 0}]; got < n {
+			t.Fatalf("y reported %d as its highest number on shard 0; it answered %d as a replay: the restore would not list it", got, n)
+		}
+	})
+}

@@ -399,7 +399,8 @@ func (s *Store) replayedOn(ctx context.Context, e *entry, l *layout, home int, r
 		return s.accept(ctx, e, l, home, rid, sent, later)
 	}
 	// A replay answers a sale made before: it stands as accept's does, whatever the
-	// mark's record says (recordLater fences then).
+	// mark's record says (recordLater fences then), and its number counts as handed out here.
+	e.noteReplayed(rid)
 	if err := s.recordLater(ctx, e, l, home, sent, later); err != nil && !errors.Is(err, ErrRecovering) {
 		return ReserveResult{}, done, err
 	}
