@@ -72,7 +72,16 @@ func TestIssuedMarksSurviveAFailedCatalogRead(t *testing.T) {
 // OUTCOME_UNKNOWN, or restarted) and that the buyer's retry with the same key got from
 // another instance as a replay is a number that instance answered 202: it reports it once
 // Redis lost the activity, so the restore lists it when its journal entry was lost too.
+//
+// The retry is answered by the reserve script (a sale still open) or, where admission answers
+// before it (sold out, a waiting-room pass, a grab token), by Store.Replay.
 func TestReplayedNumbersAreReported(t *testing.T) {
+	for _, by := range []string{"script", "Replay"} {
+		t.Run(by, func(t *testing.T) { replayedNumberReported(t, by) })
+	}
+}
+
+func replayedNumberReported(t *testing.T, by string) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
 		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
@@ -85,9 +94,16 @@ func TestReplayedNumbersAreReported(t *testing.T) {
 			rid = res.ReservationID
 		}
 		// x's answer to u2 was lost, and x with it: u2's retry reaches y.
-		res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u2", Quantity: 1, IdempotencyKey: "k-u2"})
-		if err != nil || res.Code != Replayed || res.ReservationID != rid {
-			t.Fatalf("the retry on y: %+v %v, want the replay of %s", res, err, rid)
+		if by == "script" {
+			res, err := y.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u2", Quantity: 1, IdempotencyKey: "k-u2"})
+			if err != nil || res.Code != Replayed || res.ReservationID != rid {
+				t.Fatalf("the retry on y: %+v %v, want the replay of %s", res, err, rid)
+			}
+		} else {
+			got, found, err := y.Replay(ctx, a.ID, "u2", "k-u2")
+			if err != nil || !found || got != rid {
+				t.Fatalf("the retry on y: %q %v %v, want the replay of %s", got, found, err, rid)
+			}
 		}
 		_, n, _ := ParseReservationID(rid)
 		deleteActivityKeys(t, rdb, a.ID)

@@ -202,10 +202,11 @@ func (s *Store) Refresh(ctx context.Context) error {
 			// Redis misses what this instance saw of an activity the last catalog did not
 			// name (created since): ask MySQL for that one.
 			k, found, err := s.catalogOne(ctx, id)
-			if err != nil {
-				// MySQL not told: nothing is decided on this pass. Dropping the entry here
-				// would forget the numbers it handed out, which the restore's list of lost
-				// reservations needs (reportIssued).
+			if err != nil && !ok {
+				// Meta gone and MySQL not told: nothing is decided on this pass. Dropping the
+				// entry as unknown would forget the numbers it handed out, which the
+				// restore's list of lost reservations needs (reportIssued). (Meta present is
+				// applied as before: a fence or another generation in it is what refuses.)
 				s.log.Debug("a suspected loss left undecided: the catalog read failed", "activity", id, "err", err)
 				continue
 			}

@@ -37,6 +37,7 @@ func (s *Store) Replay(ctx context.Context, activityID, userID, key string) (str
 	if err := s.durableRead(ctx, k); err != nil {
 		return "", false, err
 	}
+	e.noteReplayed(v) // answered 202 by this instance now, whatever became of the first answer
 	return v, true, nil
 }
 

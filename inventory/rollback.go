@@ -59,8 +59,8 @@ func (s *Store) fenceRolledBack(ctx context.Context, e *entry, l *layout, reason
 	if err := s.writeFence(ctx, id, e.generation(), l); err != nil {
 		s.log.Error("fencing the rolled-back activity failed; the next refresh retries it on meta", "activity", id, "err", err)
 	}
-	k, ok, err := s.catalogOne(ctx, id)
-	if !ok && err == nil && strings.HasSuffix(reason, fencedElsewhere) && s.opts.Catalog != nil {
+	k, ok, _ := s.catalogOne(ctx, id) // a failed read: as unknown (the next refresh decides again)
+	if !ok && strings.HasSuffix(reason, fencedElsewhere) && s.opts.Catalog != nil {
 		return // MySQL does not know it: not an activity this deployment restores (checkLost)
 	}
 	if !ok {
