@@ -4,11 +4,18 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,4 +92,73 @@ func TestWaitingRoomPage(t *testing.T) {
 	if used, err := ta.rdb.HExists(context.Background(), "sk:{"+id+"}:q:used", "21").Result(); err != nil || !used {
 		t.Fatalf("the pass of place 21 is not used in Redis (%v, %v)", used, err)
 	}
+}
+
+// TestWaitingRoomPageKeepsItsTurnThroughALostAnswer: the page's reservation is made and its
+// answer lost on the way back (a proxy in front of the service answers 503 for it, as one does
+// for an upstream that hung up). The pass is used by then, so a retry without the first
+// attempt's Idempotency-Key would be refused (403) while the buyer holds a reservation: the
+// page must retry with its key and show the reservation the service made.
+func TestWaitingRoomPageKeepsItsTurnThroughALostAnswer(t *testing.T) {
+	c := newConsole(t)
+	id := uniq(t, "wr-lost")
+	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 20, order: fifo, heartbeat: 30s, passTTL: 1m}"))
+	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
+	target, err := url.Parse(ta.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posts atomic.Int32
+	var made atomic.Value // the body of the answer the page never saw
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		if r.Request.Method != http.MethodPost || !strings.HasSuffix(r.Request.URL.Path, "/reservations") {
+			return nil
+		}
+		if posts.Add(1) != 1 {
+			return nil
+		}
+		body, err := io.ReadAll(r.Body)
+		_ = r.Body.Close()
+		if err != nil {
+			return err
+		}
+		made.Store(fmt.Sprintf("%d %s", r.StatusCode, body))
+		const lostBody = "upstream connection lost"
+		r.StatusCode, r.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
+		r.Header = http.Header{"Retry-After": {"1"}, "Content-Type": {"text/plain"}}
+		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(lostBody)), int64(len(lostBody))
+		return nil
+	}
+	px := httptest.NewServer(rp)
+	t.Cleanup(px.Close)
+
+	c.do("open the waiting room page through the proxy",
+		chromedp.Navigate(px.URL+"/waiting-room?activity="+id+"#user=lost-user"),
+		chromedp.WaitVisible(chromedp.CSS("#position")))
+	type shown struct{ Status, Result string }
+	var last shown
+	testwait.Eventually(t, 60*time.Second, func() bool {
+		s, err := chromedp.Run(c.ctx, chromedp.Evaluate[shown](`({Status: document.getElementById("status").textContent,
+			Result: document.getElementById("result").textContent})`))
+		if err != nil {
+			t.Fatalf("read the page: %v", err)
+		}
+		last = s
+		return s.Result != ""
+	}, "the page's result (last shown %+v)", testwait.Lazy(func() string { return fmt.Sprintf("%+v", last) }))
+	first, _ := made.Load().(string)
+	if !strings.HasPrefix(first, "202 ") {
+		t.Fatalf("the lost answer was %q, want the 202 of a reservation made", first)
+	}
+	var want struct {
+		ReservationID string `json:"reservationId"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(first, "202 ")), &want); err != nil || want.ReservationID == "" {
+		t.Fatalf("the lost answer %q: %v", first, err)
+	}
+	if last.Status != "RESERVED" || !strings.HasSuffix(last.Result, "Reservation "+want.ReservationID+".") {
+		t.Fatalf("the page ended with %+v after %d reservation requests; the service made %s", last, posts.Load(), want.ReservationID)
+	}
+	t.Logf("the page kept its turn: %d reservation requests, %q", posts.Load(), last.Result)
 }
