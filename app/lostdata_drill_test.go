@@ -4,6 +4,7 @@ package app
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -168,10 +169,32 @@ func TestDrillRedisRestartedEmpty(t *testing.T) {
 		listed[v.(string)] = true
 	}
 	extra := 0
+	unlisted := false
 	for rid := range wantLost {
 		if !listed[rid] {
+			unlisted = true
 			t.Errorf("reservation %s was answered 202, has no order, and the restore does not list it", rid)
 		}
+	}
+	if unlisted {
+		// What the restore had to go on: the instances' reports, against the highest number
+		// each issuer (an instance's process, the id's last part) was answered 202 for per shard.
+		rep, err := rds.client().HGetAll(context.Background(), inventory.IssuedKey(id)).Result()
+		t.Logf("instances %s (a) and %s (b); their reports: %v (%v)", a.opts.InstanceID, b.opts.InstanceID, rep, err)
+		high := map[string]int64{}
+		for rid := range acceptedBefore {
+			k, n, ok := inventory.ParseReservationID(rid)
+			if !ok {
+				continue
+			}
+			issuer := rid[strings.LastIndex(rid, ".")+1:]
+			if dash := strings.LastIndex(issuer, "-"); dash > 0 {
+				issuer = issuer[:dash]
+			}
+			f := fmt.Sprintf("%d:%d:%s", k.Epoch, k.Shard, issuer)
+			high[f] = max(high[f], n)
+		}
+		t.Logf("the highest number answered 202 per epoch:shard:issuer: %v", high)
 	}
 	for rid := range listed {
 		if !wantLost[rid] {

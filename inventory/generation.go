@@ -443,6 +443,24 @@ func (e *entry) noteReplayed(rid string) {
 	}
 }
 
+// reportRecovering reports the numbers handed out on every activity this instance holds in
+// the recovering state (reportIssued). Refresh runs it at the end of each pass, including a
+// pass that failed: a key the pass cannot read (another activity's meta of the wrong type, a
+// pipeline that timed out) must not keep this instance's numbers from a restore.
+func (s *Store) reportRecovering(ctx context.Context) {
+	var ids []string
+	s.mu.RLock()
+	for id, e := range s.acts {
+		if e.recovering.Load() != nil {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.RUnlock()
+	for _, id := range ids {
+		s.reportIssued(ctx, id)
+	}
+}
+
 // reportIssued writes this instance's highest reservation number per shard of every layout
 // it used into IssuedKey, for the restore's list of reservations lost with Redis. It runs on
 // each refresh while the activity is recovering (Redis may lose the report again).

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/keyspace"
 )
 
 // flakyCatalog is a fakeCatalog whose One fails while fail is set (MySQL unreachable or slow
@@ -119,6 +121,49 @@ func replayedNumberReported(t *testing.T, by string) {
 		}
 		if got := marks[[2]int{0, 0}]; got < n {
 			t.Fatalf("y reported %d as its highest number on shard 0; it answered %d as a replay: the restore would not list it", got, n)
+		}
+	})
+}
+
+// TestIssuedReportedWhenARefreshFails: the reports of a recovering activity do not wait for a
+// refresh pass that succeeds: one malformed key of another activity (meta of the wrong type
+// fails the pass's pipeline) must not keep this instance's numbers from the restore.
+func TestIssuedReportedWhenARefreshFails(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
+		res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u1", Quantity: 1})
+		if err != nil || res.Code != Reserved {
+			t.Fatalf("reserve: %+v %v", res, err)
+		}
+		_, n, _ := ParseReservationID(res.ReservationID)
+		deleteActivityKeys(t, rdb, a.ID)
+		if v, _ := refreshed(ctx, t, s, a.ID); !v.Recovering {
+			t.Fatal("not recovering after the loss")
+		}
+		if err := rdb.Del(ctx, IssuedKey(a.ID)).Err(); err != nil { // as if the report were lost
+			t.Fatal(err)
+		}
+		broken := uniqueID(t) + "-broken"
+		if err := rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), broken).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Set(ctx, Meta(broken), "not a hash", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			rdb.Del(context.Background(), Meta(broken))
+			rdb.SRem(context.Background(), keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), broken)
+		})
+		if err := s.Refresh(ctx); err == nil {
+			t.Fatal("the refresh read a meta of the wrong type without an error")
+		}
+		marks, err := s.IssuedMarks(ctx, a.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := marks[[2]int{0, 0}]; got < n {
+			t.Fatalf("after a failing refresh pass the report reads %d, the instance handed out %d", got, n)
 		}
 	})
 }

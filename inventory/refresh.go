@@ -149,6 +149,7 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 
 // Refresh runs one refresh pass (Run calls it every RefreshEvery).
 func (s *Store) Refresh(ctx context.Context) error {
+	defer s.reportRecovering(ctx) // whatever this pass reads or fails to
 	ids, err := s.rdb.SMembers(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities)).Result()
 	if err != nil {
 		return err
@@ -222,8 +223,7 @@ func (s *Store) Refresh(ctx context.Context) error {
 			}
 		}
 		if s.checkLost(ctx, id, m, ok, cat) {
-			s.reportIssued(ctx, id)
-			continue
+			continue // reported at the pass's end (reportRecovering)
 		}
 		if !ok {
 			s.drop(id)
