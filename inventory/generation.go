@@ -306,6 +306,14 @@ func (s *Store) setRecovering(k Activity, e *entry, reason string) {
 	}
 	r := &recovering{reason: reason, gen: k.Generation, since: time.Now()}
 	if e.recovering.CompareAndSwap(nil, r) {
+		// Report the numbers handed out now, not only at the refresh's next pass: the loop
+		// that runs it may be held up (a long pass, a settling pass against a Redis that was
+		// down), and no sale adds to them from here on.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s.reportIssued(ctx, k.ID)
+		}()
 		s.m.recovering.WithLabelValues(k.ID).Set(1)
 		s.log.Error("activity recovering: Redis lost its state; reservations are refused until it is restored from MySQL",
 			"activity", k.ID, "reason", reason, "generation", k.Generation,

@@ -167,3 +167,34 @@ func TestIssuedReportedWhenARefreshFails(t *testing.T) {
 		}
 	})
 }
+
+// TestIssuedReportedWhenTheLossIsSeen: an instance that sees the loss on a reservation
+// (without a refresh pass) reports its numbers then: a refresh loop held up elsewhere (a slow
+// pass over many activities, a settling pass against a Redis that was down) must not leave
+// the restore without them.
+func TestIssuedReportedWhenTheLossIsSeen(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{})
+		res, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u1", Quantity: 1})
+		if err != nil || res.Code != Reserved {
+			t.Fatalf("reserve: %+v %v", res, err)
+		}
+		_, n, _ := ParseReservationID(res.ReservationID)
+		deleteActivityKeys(t, rdb, a.ID)
+		if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u2", Quantity: 1}); !errors.Is(err, ErrRecovering) {
+			t.Fatalf("reserve after the loss: %v, want ErrRecovering", err)
+		}
+		var got int64
+		for until := time.Now().Add(2 * time.Second); time.Now().Before(until); time.Sleep(20 * time.Millisecond) {
+			marks, err := s.IssuedMarks(ctx, a.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got = marks[[2]int{0, 0}]; got >= n {
+				return
+			}
+		}
+		t.Fatalf("2 s after the instance saw the loss its report reads %d; it handed out %d", got, n)
+	})
+}
