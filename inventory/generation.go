@@ -310,7 +310,7 @@ func (s *Store) setRecovering(k Activity, e *entry, reason string) {
 		// that runs it may be held up (a long pass, a settling pass against a Redis that was
 		// down), and no sale adds to them from here on.
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 			defer cancel()
 			s.reportIssued(ctx, k.ID)
 		}()
@@ -456,6 +456,10 @@ func (e *entry) noteReplayed(rid string) {
 // pass that failed: a key the pass cannot read (another activity's meta of the wrong type, a
 // pipeline that timed out) must not keep this instance's numbers from a restore.
 func (s *Store) reportRecovering(ctx context.Context) {
+	// Bounded: after a pass that failed on a Redis that hangs, one timeout for the lot, not
+	// one per activity.
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
 	var ids []string
 	s.mu.RLock()
 	for id, e := range s.acts {
@@ -468,6 +472,9 @@ func (s *Store) reportRecovering(ctx context.Context) {
 		s.reportIssued(ctx, id)
 	}
 }
+
+// reportTimeout bounds one round of reports (reportRecovering, or the one setRecovering starts).
+const reportTimeout = 2 * time.Second
 
 // reportIssued writes this instance's highest reservation number per shard of every layout
 // it used into IssuedKey, for the restore's list of reservations lost with Redis. It runs on

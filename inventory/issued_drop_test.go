@@ -198,3 +198,34 @@ func TestIssuedReportedWhenTheLossIsSeen(t *testing.T) {
 		t.Fatalf("2 s after the instance saw the loss its report reads %d; it handed out %d", got, n)
 	})
 }
+
+// TestIssuedReportNeverGoesBack: a report keeps the larger number of a field, so a report
+// that lands after a later one (the one made when the loss was seen, a refresh pass's), or
+// one of a process restarted under the same id, never lowers what the restore reads.
+func TestIssuedReportNeverGoesBack(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		ctx := ctxT(t)
+		s, _, a := oneInstance(ctx, t, rdb, openActivity(t, 10, 1, 1), Options{InstanceID: "same-id"})
+		if _, err := s.Reserve(ctx, ReserveRequest{ActivityID: a.ID, UserID: "u1", Quantity: 1}); err != nil {
+			t.Fatal(err)
+		}
+		deleteActivityKeys(t, rdb, a.ID)
+		// What an earlier report of this id (before a restart) said, and another shard's.
+		if err := rdb.HSet(ctx, IssuedKey(a.ID), "0:0:same-id", 7, "0:3:same-id", 2).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			mustRefresh(ctx, t, s)
+		}
+		got, err := rdb.HGetAll(ctx, IssuedKey(a.ID)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["0:0:same-id"] != "7" || got["0:3:same-id"] != "2" {
+			t.Fatalf("the report after a restart under the same id: %v, want 0:0 kept at 7 and 0:3 at 2", got)
+		}
+		if v, _ := s.Activity(a.ID); !v.Recovering {
+			t.Fatal("not recovering after the loss")
+		}
+	})
+}
