@@ -308,7 +308,8 @@ func (s *Store) setRecovering(k Activity, e *entry, reason string) {
 	if e.recovering.CompareAndSwap(nil, r) {
 		// Report the numbers handed out now, not only at the refresh's next pass: the loop
 		// that runs it may be held up (a long pass, a settling pass against a Redis that was
-		// down), and no sale adds to them from here on.
+		// down). A sale whose answer was still on its way may add one after this; the
+		// refresh passes report it (the script keeps the larger number).
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 			defer cancel()
