@@ -310,11 +310,13 @@ func (s *Store) setRecovering(k Activity, e *entry, reason string) {
 		// that runs it may be held up (a long pass, a settling pass against a Redis that was
 		// down). A sale whose answer was still on its way may add one after this; the
 		// refresh passes report it (the script keeps the larger number).
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
-			defer cancel()
-			s.reportIssued(ctx, k.ID)
-		}()
+		if e.handedOut() {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
+				defer cancel()
+				s.reportIssued(ctx, k.ID)
+			}()
+		}
 		s.m.recovering.WithLabelValues(k.ID).Set(1)
 		s.log.Error("activity recovering: Redis lost its state; reservations are refused until it is restored from MySQL",
 			"activity", k.ID, "reason", reason, "generation", k.Generation,
@@ -464,7 +466,7 @@ func (s *Store) reportRecovering(ctx context.Context) {
 	var ids []string
 	s.mu.RLock()
 	for id, e := range s.acts {
-		if e.recovering.Load() != nil {
+		if e.recovering.Load() != nil && e.handedOut() {
 			ids = append(ids, id)
 		}
 	}
@@ -472,6 +474,30 @@ func (s *Store) reportRecovering(ctx context.Context) {
 	for _, id := range ids {
 		s.reportIssued(ctx, id)
 	}
+}
+
+// handedOut reports whether this instance handed out a reservation number on any layout of e
+// (an activity it only knows from the catalog has none to report).
+func (e *entry) handedOut() bool {
+	some := func(l *layout) bool {
+		for i := range l.issued {
+			if l.issued[i].Load() > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if some(e.layout.Load()) {
+		return true
+	}
+	e.pastMu.Lock()
+	defer e.pastMu.Unlock()
+	for _, l := range e.past {
+		if some(l) {
+			return true
+		}
+	}
+	return false
 }
 
 // reportTimeout bounds one round of reports (reportRecovering, or the one setRecovering starts).
