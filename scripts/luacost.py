@@ -12,6 +12,8 @@ It writes keys of its own (sk:{luacost-<pid>:...}), deletes them at the end, and
 server's command statistics: run it on a Redis of its own, for example
   redis-server --port 16399 --save '' --daemonize yes
   python3 scripts/luacost.py --port 16399
+--ceiling measures the ceiling on the same server instead (min_reserve.lua, one reservation a
+call), for a ratio from one run.
 """
 import argparse
 import os
@@ -72,9 +74,14 @@ def main():
     p.add_argument('--no-ip', action='store_true', help='no IP bucket')
     p.add_argument('--no-key', action='store_true', help='no idempotency field')
     p.add_argument('--seed', type=int, default=1)
+    p.add_argument('--ceiling', action='store_true',
+                   help="the ceiling instead: internal/ginhello's min_reserve.lua, CALLS x BATCH calls of one each")
     o = p.parse_args()
     rnd = random.Random(o.seed)
     r = Conn(o.port)
+    if o.ceiling:
+        ceiling(r, o.calls * o.batch)
+        return
     sha = r('SCRIPT', 'LOAD', source('inventory_reserve_batch.lua'))
     ns = 'luacost-%d' % os.getpid()
     keys = []
@@ -122,6 +129,30 @@ def main():
     print('%d reservations, %d a call, %d shards%s%s%s: EVALSHA %.2f us per reservation, commands %.2f, the script\'s own %.2f'
           % (n, o.batch, o.shards, ', no limits' if o.no_limits else '', ', no IP' if o.no_ip else '',
              ', no key' if o.no_key else '', evalsha / n, commands / n, (evalsha - commands) / n))
+
+
+def ceiling(r, n):
+    """The ceiling of docs/BENCHMARKS.md on the same Redis: n calls of min_reserve.lua (DECRBY,
+    TIME and XADD of the service's entry form), one reservation each, and its EVALSHA time per call."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'internal', 'ginhello', 'min_reserve.lua')
+    with open(path) as f:
+        sha = r('SCRIPT', 'LOAD', f.read())
+    stock, journal = 'sk:{luacost-ceiling-%d}:stock' % os.getpid(), 'sk:{luacost-ceiling-%d}:journal' % os.getpid()
+    r('SET', stock, 10 ** 12)
+    r('CONFIG', 'RESETSTAT')
+    try:
+        for i in range(n):
+            res = r('EVALSHA', sha, 2, stock, journal, 'luacost.0.0.%d.%016x-1' % (i + 1, i), 'luacost',
+                    'user-%d' % i, '%032x' % i, '1', '0', '0')
+            if res[0] != 1:
+                raise SystemExit('call %d: not taken: %r' % (i, res))
+        stats = r('INFO', 'commandstats')
+    finally:
+        r('DEL', stock, journal)
+    for line in stats.splitlines():
+        m = re.match(r'cmdstat_evalsha:calls=(\d+),usec=(\d+)', line)
+        if m:
+            print('%d calls of the ceiling script: EVALSHA %.2f us per call' % (n, int(m.group(2)) / n))
 
 
 if __name__ == '__main__':
