@@ -311,11 +311,11 @@ func (s *Store) setRecovering(k Activity, e *entry, reason string) {
 		// down). A sale whose answer was still on its way may add one after this; the
 		// refresh passes report it (the script keeps the larger number).
 		if e.handedOut() {
-			go func() {
+			s.reports.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), reportTimeout)
 				defer cancel()
 				s.reportIssued(ctx, k.ID)
-			}()
+			})
 		}
 		s.m.recovering.WithLabelValues(k.ID).Set(1)
 		s.log.Error("activity recovering: Redis lost its state; reservations are refused until it is restored from MySQL",
@@ -429,7 +429,7 @@ func (l *layout) noteIssued(i int, rid string) {
 // its instance, or answered OUTCOME_UNKNOWN), so it counts as handed out here, on the layout
 // its epoch names (the current one or one a reshard replaced).
 func (e *entry) noteReplayed(rid string) {
-	k, _, ok := ParseReservationID(rid)
+	k, n, ok := ParseReservationID(rid)
 	if !ok || k.Activity != e.def.ID {
 		return
 	}
@@ -446,12 +446,25 @@ func (e *entry) noteReplayed(rid string) {
 		return
 	}
 	e.pastMu.Lock()
-	defer e.pastMu.Unlock()
 	for _, l := range e.past {
 		if note(l) {
+			e.pastMu.Unlock()
 			return
 		}
 	}
+	e.pastMu.Unlock()
+	// A layout this instance never held (replaced before it started, or being replaced now:
+	// apply lists the old layout in past just after the swap): kept by (epoch, shard).
+	if k.Shard < 0 || k.Epoch < 0 {
+		return
+	}
+	es := [2]int{k.Epoch, k.Shard}
+	e.answeredMu.Lock()
+	if e.answered == nil {
+		e.answered = map[[2]int]int64{}
+	}
+	e.answered[es] = max(e.answered[es], n)
+	e.answeredMu.Unlock()
 }
 
 // reportRecovering reports the numbers handed out on every activity this instance holds in
@@ -491,13 +504,16 @@ func (e *entry) handedOut() bool {
 		return true
 	}
 	e.pastMu.Lock()
-	defer e.pastMu.Unlock()
 	for _, l := range e.past {
 		if some(l) {
+			e.pastMu.Unlock()
 			return true
 		}
 	}
-	return false
+	e.pastMu.Unlock()
+	e.answeredMu.Lock()
+	defer e.answeredMu.Unlock()
+	return len(e.answered) > 0
 }
 
 // reportTimeout bounds one round of reports (reportRecovering, or the one setRecovering starts).
@@ -516,16 +532,25 @@ func (s *Store) reportIssued(ctx context.Context, id string) {
 	e.pastMu.Lock()
 	lays := append([]*layout{e.layout.Load()}, e.past...)
 	e.pastMu.Unlock()
-	var args []any
+	high := map[[2]int]int64{}
 	for _, l := range lays {
 		for i := range l.issued {
 			if n := l.issued[i].Load(); n > 0 {
-				args = append(args, strconv.Itoa(l.epoch)+":"+strconv.Itoa(i)+":"+s.opts.InstanceID, n)
+				high[[2]int{l.epoch, i}] = max(high[[2]int{l.epoch, i}], n)
 			}
 		}
 	}
-	if len(args) == 0 {
+	e.answeredMu.Lock()
+	for es, n := range e.answered {
+		high[es] = max(high[es], n)
+	}
+	e.answeredMu.Unlock()
+	if len(high) == 0 {
 		return
+	}
+	args := make([]any, 0, 2*len(high))
+	for es, n := range high {
+		args = append(args, strconv.Itoa(es[0])+":"+strconv.Itoa(es[1])+":"+s.opts.InstanceID, n)
 	}
 	res, err := s.run(ctx, s.issued, []string{IssuedKey(id), ArchivedKey(id)}, args...)
 	if err != nil {

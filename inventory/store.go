@@ -124,6 +124,7 @@ const (
 // Store is the inventory of every activity. Safe for concurrent use; Run keeps its cache
 // fresh.
 type Store struct {
+	reports    sync.WaitGroup // the reports setRecovering started (tests wait for them)
 	rdb        redis.UniversalClient
 	queueCalls int // the calls of one reservation queue in flight at most (batch.go B2)
 	opts       Options
@@ -222,6 +223,10 @@ type entry struct {
 	// past are the layouts this entry used before the current one (their issued marks).
 	pastMu sync.Mutex
 	past   []*layout
+	// answered: the highest number per (epoch, shard) this instance answered as a replay on a
+	// layout it does not hold (one a reshard replaced before it started): noteReplayed.
+	answeredMu sync.Mutex
+	answered   map[[2]int]int64
 }
 
 // transitKeys are the xout keys of the shards of the layouts named by spec.
