@@ -57,7 +57,11 @@ const allocChildEnv = "SECKILL_ALLOC_CHILD"
 // running (a client's timers, a stopped app's last passes) adds to whichever run it falls in.
 func TestRejectionAllocationsWithinHello(t *testing.T) {
 	if os.Getenv(allocChildEnv) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestRejectionAllocationsWithinHello$", "-test.count=1", "-test.v")
+		args := []string{"-test.run=^TestRejectionAllocationsWithinHello$", "-test.count=1", "-test.v", "-test.timeout=5m"}
+		if testing.Short() {
+			args = append(args, "-test.short")
+		}
+		cmd := exec.Command(os.Args[0], args...)
 		cmd.Env = append(os.Environ(), allocChildEnv+"=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
