@@ -77,12 +77,16 @@ port_open() { # port_open PORT: true when something accepts TCP on 127.0.0.1:POR
 }
 
 # pid_alive PIDFILE PATTERN: true when the pid file names a live process whose command line
-# contains PATTERN (guards against a recycled pid).
+# contains PATTERN (guards against a recycled pid). A pid file left from an earlier boot may
+# name what is now a thread of another process (/proc answers for a thread id too, with its
+# process's command line, and a signal to it goes to the whole process): only a process's
+# own id counts, so stopping a stale 6390 cannot stop the redis on 6379.
 pid_alive() {
 	local pidfile=$1 pattern=$2 pid
 	[ -s "$pidfile" ] || return 1
 	pid=$(cat "$pidfile")
 	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+	[ "$(awk '$1 == "Tgid:" { print $2 }' "/proc/$pid/status" 2>/dev/null)" = "$pid" ] || return 1
 	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$pattern"
 }
 
@@ -167,7 +171,7 @@ redis_start() {
 
 redis_up() {
 	if redis_ping 6379; then
-		pid_alive "$(redis_pidfile 6379)" redis-server || log "note: 127.0.0.1:6379 answers but was not started by this script; reusing it"
+		pid_alive "$(redis_pidfile 6379)" "redis-server 127.0.0.1:6379" || log "note: 127.0.0.1:6379 answers but was not started by this script; reusing it"
 		return 0
 	fi
 	port_open 6379 && die "127.0.0.1:6379 is taken by something that is not Redis"
@@ -199,7 +203,7 @@ cluster_create() {
 	done
 	shift
 	for p in "${ports[@]}"; do
-		stop_pid "redis cluster node $p" "$(redis_pidfile "$p")" redis-server
+		stop_pid "redis cluster node $p" "$(redis_pidfile "$p")" "redis-server 127.0.0.1:$p"
 		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
 		rm -rf "$INFRA/redis/$p"
 	done
@@ -269,10 +273,10 @@ sentinel_up() {
 	fi
 	local p m=${SENT_REDIS_PORTS[0]} r=${SENT_REDIS_PORTS[1]} dir
 	for p in "${SENT_PORTS[@]}"; do
-		stop_pid "redis sentinel $p" "$(sentinel_pidfile "$p")" redis-server
+		stop_pid "redis sentinel $p" "$(sentinel_pidfile "$p")" "redis-server 127.0.0.1:$p"
 	done
 	for p in "${SENT_REDIS_PORTS[@]}"; do
-		stop_pid "redis $p" "$(redis_pidfile "$p")" redis-server
+		stop_pid "redis $p" "$(redis_pidfile "$p")" "redis-server 127.0.0.1:$p"
 	done
 	for p in "${SENT_REDIS_PORTS[@]}" "${SENT_PORTS[@]}"; do
 		port_open "$p" && die "127.0.0.1:$p is in use by a process this script did not start; stop it first"
@@ -309,10 +313,10 @@ sentinel_up() {
 redis_down() {
 	local p
 	for p in 6379 "${CLUSTER_PORTS[@]}" "${SENT_REDIS_PORTS[@]}" "${HA_CLUSTER_PORTS[@]}"; do
-		stop_pid "redis $p" "$(redis_pidfile "$p")" redis-server
+		stop_pid "redis $p" "$(redis_pidfile "$p")" "redis-server 127.0.0.1:$p"
 	done
 	for p in "${SENT_PORTS[@]}"; do
-		stop_pid "redis sentinel $p" "$(sentinel_pidfile "$p")" redis-server
+		stop_pid "redis sentinel $p" "$(sentinel_pidfile "$p")" "redis-server 127.0.0.1:$p"
 	done
 }
 
