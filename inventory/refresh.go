@@ -186,14 +186,22 @@ func (s *Store) Refresh(ctx context.Context) error {
 	if len(names) == 0 {
 		return nil
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	keyErr, err := execEach(ctx, pipe)
+	if err != nil {
 		return err
 	}
-	if checkCatalog {
+	if checkCatalog && keyErr == nil {
 		s.catalogChecked.Store(catAt.UnixNano())
 	}
 	entries := make([]*entry, 0, len(names))
 	for i, id := range names {
+		if err := metas[i].Err(); err != nil {
+			// This activity's meta alone is unreadable (a key of the wrong type): nothing is
+			// decided for it on this pass, and the others are refreshed; the pass returns
+			// the error (Run logs it once).
+			keyErr = fmt.Errorf("inventory: meta of %s: %w", id, err)
+			continue
+		}
 		m, ok, err := parseMeta(id, metas[i].Val())
 		if err != nil {
 			s.log.Warn("bad meta", "activity", id, "err", err)
@@ -238,7 +246,23 @@ func (s *Store) Refresh(ctx context.Context) error {
 		}
 		entries = append(entries, e)
 	}
-	return s.refreshStock(ctx, entries)
+	return errors.Join(keyErr, s.refreshStock(ctx, entries))
+}
+
+// execEach runs pipe for callers that check each command's own error: a reply error of one
+// command (a key of the wrong type, which an operator's write or a bad dump can leave) is
+// that command's, so it fails the activity it reads and not the whole pass, and is returned
+// as keyErr; err is a failure of the pipeline itself (the connection, the context), whose
+// commands all failed.
+func execEach(ctx context.Context, pipe redis.Pipeliner) (keyErr, err error) {
+	_, err = pipe.Exec(ctx)
+	switch {
+	case err == nil || errors.Is(err, redis.Nil):
+		return nil, nil
+	case isRedisError(err):
+		return err, nil
+	}
+	return nil, err
 }
 
 // refreshStock reads the stock of every shard of the entries' current layouts in one
@@ -399,13 +423,17 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 			xout[n] = append(xout[n], pipe.HLen(ctx, key))
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	keyErr, err := execEach(ctx, pipe)
+	if err != nil {
 		return err
 	}
 	still := js[:0:0]
 	for n, j := range js {
 		var moving int64
 		for _, c := range xout[n] {
+			if c.Err() != nil { // unreadable: units may be moving, mark nothing
+				moving++
+			}
 			moving += c.Val()
 		}
 		if moving == 0 {
@@ -413,7 +441,7 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 		}
 	}
 	if len(still) == 0 {
-		return nil
+		return keyErr
 	}
 	pipe = s.rdb.Pipeline()
 	stock := make([][]*redis.StringCmd, len(still))
@@ -422,7 +450,8 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 			stock[n] = append(stock[n], pipe.Get(ctx, j.l.keys[k].Stock()))
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	stockErr, err := execEach(ctx, pipe)
+	if err != nil {
 		return err
 	}
 	for n, j := range still {
@@ -437,7 +466,7 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 			s.markSoldOut(ctx, j.e, "refresh")
 		}
 	}
-	return nil
+	return errors.Join(keyErr, stockErr)
 }
 
 // sawRead is the mark a refresh read on shard i of l, for layout.saw.
