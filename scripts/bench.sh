@@ -9,7 +9,8 @@
 # (hello, hello with a JSON body decoded, one EVALSHA, the two-call design) and the service's
 # 410, 429 and 202 paths (roles api, then all roles in one process), each without a body and
 # with the JSON body clients send, one wrk run each, in one go, with the ratios, the Redis time
-# per reservation and the heap allocations per request.
+# per reservation and the heap allocations per request. BENCH_PROFILE=1 also takes a CPU profile
+# of the service during each 202 run (it costs the run a few percent).
 #
 # Every step prints the load average next to its figures (the machine is shared) and writes
 # its raw output under $BENCH_OUT (default /tmp/seckill-bench-<time>). Runs are bounded in
@@ -473,8 +474,15 @@ step_ratios() {
     local b0 n0 b1 n1
     b0=$(metric_sum "$adm" seckill_reserve_batch_size_sum) n0=$(metric_sum "$adm" seckill_reserve_batch_size_count)
     s0=$(ticks "${PIDS[-1]}") r0=$(ticks "$rpid")
+    local prof=""
+    if [ -n "${BENCH_PROFILE:-}" ]; then # a CPU profile of the service over most of the 202 run
+      curl -fs -H "Authorization: Bearer $ADMIN_TOKEN" -o "$OUT/cpu-202-$tag.pprof" \
+        "$adm/debug/pprof/profile?seconds=$((WRK_SECONDS > 3 ? WRK_SECONDS - 2 : 1))" &
+      prof=$!
+    fi
     wrk_run "202-$tag" "$u/api/v1/activities/$a202/reservations" "$nu"
     s1=$(ticks "${PIDS[-1]}") r1=$(ticks "$rpid")
+    [ -z "$prof" ] || { wait "$prof" && echo "  CPU profile: $OUT/cpu-202-$tag.pprof (go tool pprof -top $BIN/seckill $OUT/cpu-202-$tag.pprof)"; }
     after=$(cmdstat evalsha)
     b1=$(metric_sum "$adm" seckill_reserve_batch_size_sum) n1=$(metric_sum "$adm" seckill_reserve_batch_size_count)
     echo "  reservations per reserve call (seckill_reserve_batch_size): $(per $((b1 - b0)) $((n1 - n0))) over $((n1 - n0)) calls"
