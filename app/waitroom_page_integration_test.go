@@ -5,6 +5,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -94,14 +95,39 @@ func TestWaitingRoomPage(t *testing.T) {
 	}
 }
 
-// TestWaitingRoomPageKeepsItsTurnThroughALostAnswer: the page's reservation is made and its
-// answer lost on the way back (a proxy in front of the service answers 503 for it, as one does
-// for an upstream that hung up). The pass is used by then, so a retry without the first
-// attempt's Idempotency-Key would be refused (403) while the buyer holds a reservation: the
-// page must retry with its key and show the reservation the service made.
+// TestWaitingRoomPageKeepsItsTurnThroughALostAnswer: the page's reservation is made, its 202
+// lost on the way (a proxy answers 503 for it), and the page, retrying with its key, shows the
+// reservation the service made (200), where a retry without the key finds the pass used (403).
 func TestWaitingRoomPageKeepsItsTurnThroughALostAnswer(t *testing.T) {
+	pageKeepsItsTurn(t, "wr-lost", func(r *http.Response, c *console) error {
+		const lostBody = "upstream connection lost"
+		r.StatusCode, r.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
+		r.Header = http.Header{"Retry-After": {"1"}, "Content-Type": {"text/plain"}}
+		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(lostBody)), int64(len(lostBody))
+		return nil
+	})
+}
+
+// TestWaitingRoomPageKeepsItsTurnThroughAReload: the buyer reloads the page while its
+// reservation's answer is on the way (the proxy holds the 202 until the reload is done). The
+// reloaded page finds the turn USED and, with the pass and key its tab kept, asks for that
+// reservation again and shows it, instead of only saying that the turn was used.
+func TestWaitingRoomPageKeepsItsTurnThroughAReload(t *testing.T) {
+	pageKeepsItsTurn(t, "wr-reload", func(r *http.Response, c *console) error {
+		if _, err := chromedp.Run(c.ctx, chromedp.Reload()); err != nil {
+			return fmt.Errorf("reload the page: %w", err)
+		}
+		return errors.New("the page was reloaded") // the old page's request has no one to answer
+	})
+}
+
+// pageKeepsItsTurn opens the waiting room page of a new activity (id prefix) through a proxy
+// whose lose takes the answer of the page's first reservation (the service made it: its body
+// is kept) and does what the buyer's side does to it; the page must end showing that
+// reservation.
+func pageKeepsItsTurn(t *testing.T, prefix string, lose func(r *http.Response, c *console) error) {
 	c := newConsole(t)
-	id := uniq(t, "wr-lost")
+	id := uniq(t, prefix)
 	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 20, order: fifo, heartbeat: 30s, passTTL: 1m}"))
 	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
 	target, err := url.Parse(ta.base)
@@ -124,12 +150,9 @@ func TestWaitingRoomPageKeepsItsTurnThroughALostAnswer(t *testing.T) {
 			return err
 		}
 		made.Store(fmt.Sprintf("%d %s", r.StatusCode, body))
-		const lostBody = "upstream connection lost"
-		r.StatusCode, r.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
-		r.Header = http.Header{"Retry-After": {"1"}, "Content-Type": {"text/plain"}}
-		r.Body, r.ContentLength = io.NopCloser(strings.NewReader(lostBody)), int64(len(lostBody))
-		return nil
+		return lose(r, c)
 	}
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) { w.WriteHeader(http.StatusBadGateway) }
 	px := httptest.NewServer(rp)
 	t.Cleanup(px.Close)
 
@@ -141,12 +164,13 @@ func TestWaitingRoomPageKeepsItsTurnThroughALostAnswer(t *testing.T) {
 	testwait.Eventually(t, 60*time.Second, func() bool {
 		s, err := chromedp.Run(c.ctx, chromedp.Evaluate[shown](`({Status: document.getElementById("status").textContent,
 			Result: document.getElementById("result").textContent})`))
-		if err != nil {
-			t.Fatalf("read the page: %v", err)
+		if err != nil { // between two pages while one reloads; the next read tells
+			last = shown{Result: "(not read: " + err.Error() + ")"}
+			return false
 		}
 		last = s
-		return s.Result != ""
-	}, "the page's result (last shown %+v)", testwait.Lazy(func() string { return fmt.Sprintf("%+v", last) }))
+		return s.Result != "" && posts.Load() > 1
+	}, "the page's result after its first reservation (last shown %+v)", testwait.Lazy(func() string { return fmt.Sprintf("%+v", last) }))
 	first, _ := made.Load().(string)
 	if !strings.HasPrefix(first, "202 ") {
 		t.Fatalf("the lost answer was %q, want the 202 of a reservation made", first)
