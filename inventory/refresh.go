@@ -1,10 +1,12 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -67,9 +69,14 @@ const (
 )
 
 // recoverAll is one background pass over the activities this instance holds: settle
-// transfers in transit and retire old layouts. An activity in the recovering state is left
+// transfers left in transit and retire old layouts. An activity in the recovering state is left
 // alone (its Redis state is wrong or gone; the restore rebuilds it), and so is one whose meta
-// is gone. Failures (Redis down) log one line per kind per 10 s, and one when it works again.
+// is gone. Two pipelines find what is due, whatever the number of activities: every meta,
+// then every transit hash of their layouts' shards; Recover runs only for an activity with a
+// transfer in transit for recoverAge or a credit sweep due, Retire only for one with a layout
+// to collect or retire (before, each activity cost three round trips a pass, in a row, and a
+// pass held up the refresh loop that runs it). Failures (Redis down) log one line per kind per
+// 10 s, and one when it works again.
 func (s *Store) recoverAll(ctx context.Context) {
 	s.mu.RLock()
 	ids := make([]string, 0, len(s.acts))
@@ -79,8 +86,19 @@ func (s *Store) recoverAll(ctx context.Context) {
 		}
 	}
 	s.mu.RUnlock()
+	if len(ids) == 0 {
+		return
+	}
+	settle, retire, err := s.settlingDue(ctx, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.rl.Warn("settle", "settling transfers in transit failed", "activities", len(ids), "err", err)
+			s.rl.Warn("retire", "retiring old layouts failed", "activities", len(ids), "err", err)
+		}
+		return
+	}
 	settled, retired := true, true
-	for _, id := range ids {
+	for _, id := range settle {
 		n, err := s.Recover(ctx, id, recoverAge)
 		switch {
 		case err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound):
@@ -89,6 +107,8 @@ func (s *Store) recoverAll(ctx context.Context) {
 		case n > 0:
 			s.log.Info("settled transfers left in transit", "activity", id, "transfers", n)
 		}
+	}
+	for _, id := range retire {
 		if _, err := s.Retire(ctx, id); err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) {
 			retired = false
 			s.rl.Warn("retire", "retiring old layouts failed", "activity", id, "err", err)
@@ -100,6 +120,83 @@ func (s *Store) recoverAll(ctx context.Context) {
 	if retired {
 		s.rl.OK("retire", "retiring old layouts works again")
 	}
+}
+
+// settlingDue reads, in two pipelines, which of ids have work for Recover (a transfer in
+// transit for recoverAge or more, a credit sweep due) and for Retire (meta's gc names a
+// layout to collect, or meta keeps a layout older than the current one). An activity whose
+// meta or transit hashes cannot be read or parsed is given to both, whose own reads report
+// it; one whose meta is gone to neither. err is a failure of a pipeline itself.
+func (s *Store) settlingDue(ctx context.Context, ids []string) (settle, retire []string, err error) {
+	pipe := s.rdb.Pipeline()
+	metas := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		metas[i] = pipe.HGetAll(ctx, Meta(id))
+	}
+	if _, err := execEach(ctx, pipe); err != nil {
+		return nil, nil, err
+	}
+	type due struct {
+		id   string
+		xout []*redis.MapStringStringCmd
+	}
+	var reads []due
+	pipe = s.rdb.Pipeline()
+	for i, id := range ids {
+		m, err := metas[i].Result()
+		if err != nil {
+			settle, retire = append(settle, id), append(retire, id)
+			continue
+		}
+		if m["def"] == "" {
+			continue // meta gone: the refresh decides what that is
+		}
+		epoch, err1 := strconv.Atoi(m["epoch"])
+		lays, err2 := parseLayouts(id, m["layouts"])
+		if err1 != nil || err2 != nil {
+			settle, retire = append(settle, id), append(retire, id)
+			continue
+		}
+		if m["gc"] != "" || (len(lays) > 0 && lays[0].Epoch < epoch) {
+			retire = append(retire, id)
+		}
+		if s.sweepWanted(id) {
+			settle = append(settle, id)
+			continue
+		}
+		d := due{id: id}
+		for _, l := range lays {
+			for k := 0; k < l.Shards; k++ {
+				d.xout = append(d.xout, pipe.HGetAll(ctx, Shard(id, l.Epoch, k).XOut()))
+			}
+		}
+		reads = append(reads, d)
+	}
+	if len(reads) == 0 {
+		return settle, retire, nil
+	}
+	if _, err := execEach(ctx, pipe); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now().UnixMilli()
+	for _, d := range reads {
+		for _, c := range d.xout {
+			if c.Err() != nil || oldestTransit(c.Val(), now) >= recoverAge {
+				settle = append(settle, d.id)
+				break
+			}
+		}
+	}
+	return settle, retire, nil
+}
+
+// oldestTransit is the age of the oldest entry of a transit hash (0 when it has none).
+func oldestTransit(all map[string]string, now int64) time.Duration {
+	var oldest time.Duration
+	for _, age := range transitAges(all, now) {
+		oldest = max(oldest, age)
+	}
+	return oldest
 }
 
 func (s *Store) subscribe(ctx context.Context) {
@@ -254,15 +351,26 @@ func (s *Store) Refresh(ctx context.Context) error {
 // that command's, so it fails the activity it reads and not the whole pass, and is returned
 // as keyErr; err is a failure of the pipeline itself (the connection, the context), whose
 // commands all failed.
+// (Exec's own error is only its first command's: each command's is looked at, so a reply
+// error ahead of a connection's does not hide it.)
 func execEach(ctx context.Context, pipe redis.Pipeliner) (keyErr, err error) {
-	_, err = pipe.Exec(ctx)
-	switch {
-	case err == nil || errors.Is(err, redis.Nil):
-		return nil, nil
-	case isRedisError(err):
-		return err, nil
+	cmds, execErr := pipe.Exec(ctx)
+	for _, c := range cmds {
+		switch e := c.Err(); {
+		case e == nil || errors.Is(e, redis.Nil):
+		case isRedisError(e):
+			keyErr = cmp.Or(keyErr, e)
+		default:
+			return nil, e
+		}
 	}
-	return nil, err
+	if execErr != nil && !errors.Is(execErr, redis.Nil) && keyErr == nil {
+		if !isRedisError(execErr) {
+			return nil, execErr
+		}
+		keyErr = execErr
+	}
+	return keyErr, nil
 }
 
 // refreshStock reads the stock of every shard of the entries' current layouts in one

@@ -403,6 +403,14 @@ func (s *Store) Recover(ctx context.Context, id string, minAge time.Duration) (i
 	return settled, errors.Join(errs...)
 }
 
+// sweepWanted reports whether the credit records of the activity are due for a sweep
+// (sweepDue would take it), without recording one.
+func (s *Store) sweepWanted(id string) bool {
+	s.sweepMu.Lock()
+	defer s.sweepMu.Unlock()
+	return time.Since(s.swept[id]) >= creditKeep/2
+}
+
 // sweepDue reports whether the credit records of the activity are due for a sweep (at most
 // once per creditKeep/2 per Store), and records the sweep.
 func (s *Store) sweepDue(id string) bool {

@@ -1,0 +1,86 @@
+package inventory
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
+)
+
+// roundTrips adds to rdb a counter of its round trips: each command sent alone and each
+// pipeline count one.
+func roundTrips(rdb redis.UniversalClient) *atomic.Int64 {
+	n := new(atomic.Int64)
+	rdb.AddHook(redishook.Hook{
+		Process: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+			n.Add(1)
+			return next(ctx, cmd)
+		},
+		Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+			n.Add(1)
+			return next(ctx, cmds)
+		},
+	})
+	return n
+}
+
+// TestSettlingPassCostsTwoRoundTrips: the background pass that settles transfers and retires
+// layouts (recoverAll, every 2 s, in the refresh loop) costs two round trips when nothing is
+// due, however many activities the instance holds (it cost three per activity, one after the
+// other, and held up the refresh), and still settles a transfer in transit for recoverAge and
+// retires a layout past RetireAfter.
+func TestSettlingPassCostsTwoRoundTrips(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+		s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t), ReshardRunLimit: time.Second, RetireAfter: 2 * time.Second},
+			openActivity(t, 10, 1, 2))
+		acts := []Activity{a}
+		for i := 0; i < 11; i++ {
+			acts = append(acts, mustCreate(t, s, openActivity(t, 10, 1, 2)))
+		}
+		mustRefresh(ctx, t, s)
+		s.recoverAll(ctx) // the first pass sweeps every activity's credit records
+		trips := roundTrips(rdb)
+		s.recoverAll(ctx)
+		if n := trips.Load(); n != 2 {
+			t.Errorf("an idle settling pass over %d activities took %d round trips, want 2", len(acts), n)
+		}
+
+		// A transfer in transit for longer than recoverAge is settled by the pass.
+		moving := acts[3]
+		_, src := unitInTransit(t, s, rdb, moving, "buyer", 0, 1, "late-1")
+		v := rdb.HGet(ctx, src.XOut(), "late-1").Val()
+		old := strconv.FormatInt(time.Now().Add(-2*recoverAge).UnixMilli(), 10)
+		if err := rdb.HSet(ctx, src.XOut(), "late-1", v[:strings.LastIndexByte(v, '|')+1]+old).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// A layout replaced by a reshard is retired once RetireAfter has passed.
+		resharded := acts[7]
+		if err := s.Reshard(ctx, resharded.ID, 3); err != nil {
+			t.Fatal(err)
+		}
+		s.recoverAll(ctx) // stamps when the old layout was first seen replaced (retire.go)
+		time.Sleep(2*time.Second + 200*time.Millisecond)
+		s.recoverAll(ctx)
+		if n := rdb.HLen(ctx, src.XOut()).Val(); n != 0 {
+			t.Errorf("%d entries still in transit after a settling pass, want the one of %s settled", n, moving.ID)
+		}
+		if l := rdb.HGet(ctx, Meta(resharded.ID), "layouts").Val(); l != "1:3" {
+			t.Errorf("meta layouts of %s after a settling pass past RetireAfter: %q, want %q (the old layout retired)", resharded.ID, l, "1:3")
+		}
+		for _, x := range acts {
+			if x.ID == moving.ID || x.ID == resharded.ID {
+				continue
+			}
+			if l := rdb.HGet(ctx, Meta(x.ID), "layouts").Val(); l != "0:2" {
+				t.Fatal(fmt.Errorf("meta layouts of %s: %q", x.ID, l))
+			}
+		}
+	})
+}
