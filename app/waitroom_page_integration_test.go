@@ -99,7 +99,7 @@ func TestWaitingRoomPage(t *testing.T) {
 // lost on the way (a proxy answers 503 for it), and the page, retrying with its key, shows the
 // reservation the service made (200), where a retry without the key finds the pass used (403).
 func TestWaitingRoomPageKeepsItsTurnThroughALostAnswer(t *testing.T) {
-	pageKeepsItsTurn(t, "wr-lost", func(r *http.Response, c *console) error {
+	pageKeepsItsTurn(t, "wr-lost", 100, func(r *http.Response, c *console) error {
 		const lostBody = "upstream connection lost"
 		r.StatusCode, r.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
 		r.Header = http.Header{"Retry-After": {"1"}, "Content-Type": {"text/plain"}}
@@ -109,35 +109,67 @@ func TestWaitingRoomPageKeepsItsTurnThroughALostAnswer(t *testing.T) {
 }
 
 // TestWaitingRoomPageKeepsItsTurnThroughAReload: the buyer reloads the page while its
-// reservation's answer is on the way (the proxy holds the 202 until the reload is done). The
-// reloaded page finds the turn USED and, with the pass and key its tab kept, asks for that
-// reservation again and shows it, instead of only saying that the turn was used.
+// reservation's answer is on the way (the proxy holds the 202 until the reload is done), and
+// that reservation took the last unit. The reloaded page's join is answered 410 SOLD_OUT (or
+// its turn shows USED); with the pass and key its tab kept it asks for that reservation again
+// and shows it, instead of saying "Sold out." or only that the turn was used.
 func TestWaitingRoomPageKeepsItsTurnThroughAReload(t *testing.T) {
-	pageKeepsItsTurn(t, "wr-reload", func(r *http.Response, c *console) error {
+	loads := pageKeepsItsTurn(t, "wr-reload", 1, func(r *http.Response, c *console) error {
+		// The instance knows the sale sold out before the page comes back: its join is 410.
+		act := strings.TrimSuffix(r.Request.URL.String(), "/reservations")
+		if err := statusWithin(act, "SOLD_OUT", 10*time.Second); err != nil {
+			return err
+		}
 		if _, err := chromedp.Run(c.ctx, chromedp.Reload()); err != nil {
 			return fmt.Errorf("reload the page: %w", err)
 		}
 		return errors.New("the page was reloaded") // the old page's request has no one to answer
 	})
+	if loads != 2 {
+		t.Fatalf("the page was loaded %d times, want 2 (the reload did not happen: the test tested a retry)", loads)
+	}
 }
 
-// pageKeepsItsTurn opens the waiting room page of a new activity (id prefix) through a proxy
-// whose lose takes the answer of the page's first reservation (the service made it: its body
-// is kept) and does what the buyer's side does to it; the page must end showing that
-// reservation.
-func pageKeepsItsTurn(t *testing.T, prefix string, lose func(r *http.Response, c *console) error) {
+// statusWithin polls the activity at url (GET, no credentials needed) until its status is want.
+func statusWithin(url, want string, within time.Duration) error {
+	var last string
+	for until := time.Now().Add(within); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get(url)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		var v struct{ Status string }
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		_ = resp.Body.Close()
+		if err == nil && v.Status == want {
+			return nil
+		}
+		last = fmt.Sprintf("%d %q %v", resp.StatusCode, v.Status, err)
+	}
+	return fmt.Errorf("%s not %s within %s (last: %s)", url, want, within, last)
+}
+
+// pageKeepsItsTurn opens the waiting room page of a new activity (id prefix, stock units)
+// through a proxy whose lose takes the answer of the page's first reservation (the service
+// made it: its body is kept) and does what the buyer's side does to it; the page must end
+// showing that reservation. It returns how many times the page was loaded.
+func pageKeepsItsTurn(t *testing.T, prefix string, stock int, lose func(r *http.Response, c *console) error) (loads int32) {
 	c := newConsole(t)
 	id := uniq(t, prefix)
 	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 20, order: fifo, heartbeat: 30s, passTTL: 1m}"))
-	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
+	ta.createActivity(t, id, stock, 1, 1, time.Now().Add(-time.Second))
 	target, err := url.Parse(ta.base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var posts atomic.Int32
+	var posts, pages atomic.Int32
 	var made atomic.Value // the body of the answer the page never saw
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.ModifyResponse = func(r *http.Response) error {
+		if r.Request.URL.Path == "/waiting-room" {
+			pages.Add(1)
+		}
 		if r.Request.Method != http.MethodPost || !strings.HasSuffix(r.Request.URL.Path, "/reservations") {
 			return nil
 		}
@@ -185,4 +217,5 @@ func pageKeepsItsTurn(t *testing.T, prefix string, lose func(r *http.Response, c
 		t.Fatalf("the page ended with %+v after %d reservation requests; the service made %s", last, posts.Load(), want.ReservationID)
 	}
 	t.Logf("the page kept its turn: %d reservation requests, %q", posts.Load(), last.Result)
+	return pages.Load()
 }
