@@ -41,7 +41,13 @@ func (s *Store) Run(ctx context.Context) error {
 			lastRecover = time.Now()
 			s.recoverAll(ctx)
 		}
-		err := s.Refresh(ctx)
+		keys, err := s.refresh(ctx)
+		switch {
+		case keys != nil && ctx.Err() == nil:
+			s.rl.Warn("keys", "inventory refresh skipped activities whose keys it cannot read", "err", keys)
+		case keys == nil && err == nil:
+			s.rl.OK("keys", "inventory refresh reads every activity's keys again")
+		}
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
 			s.log.Warn("inventory refresh failing", "err", err)
@@ -244,12 +250,17 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 	}
 }
 
-// Refresh runs one refresh pass (Run calls it every RefreshEvery).
-func (s *Store) Refresh(ctx context.Context) error {
+// Refresh runs one refresh pass (Run runs one every RefreshEvery).
+func (s *Store) Refresh(ctx context.Context) error { return errors.Join(s.refresh(ctx)) }
+
+// refresh is one refresh pass. keys are the keys it could not read (reply errors of their own
+// commands, a key of the wrong type): what they belong to was skipped and the rest refreshed.
+// err is a failure of the pass itself (Redis unreachable).
+func (s *Store) refresh(ctx context.Context) (keys, err error) {
 	defer s.reportRecovering(ctx) // whatever this pass reads or fails to
 	ids, err := s.rdb.SMembers(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities)).Result()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cat := s.loadCatalog(ctx, catalogCached)
 	// The ids only the catalog names (neither in Redis's set nor cached here: an activity this
@@ -281,11 +292,11 @@ func (s *Store) Refresh(ctx context.Context) error {
 		metas = append(metas, pipe.HMGet(ctx, Meta(id), metaFields...))
 	}
 	if len(names) == 0 {
-		return nil
+		return nil, nil
 	}
 	keyErr, err := execEach(ctx, pipe)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if checkCatalog && keyErr == nil {
 		s.catalogChecked.Store(catAt.UnixNano())
@@ -343,7 +354,8 @@ func (s *Store) Refresh(ctx context.Context) error {
 		}
 		entries = append(entries, e)
 	}
-	return errors.Join(keyErr, s.refreshStock(ctx, entries))
+	stockKeys, err := s.refreshStock(ctx, entries)
+	return errors.Join(keyErr, stockKeys), err
 }
 
 // execEach runs pipe for callers that check each command's own error: a reply error of one
@@ -379,15 +391,15 @@ func execEach(ctx context.Context, pipe redis.Pipeliner) (keyErr, err error) {
 // whose current shards read 0 is marked sold out: they are read then (soldOutUnlessMoving),
 // and not for an activity with stock or already marked (an idle instance would read every
 // shard of every layout kept until it retires four times a second).
-func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
+func (s *Store) refreshStock(ctx context.Context, entries []*entry) (keys, err error) {
 	pipe := s.rdb.Pipeline()
 	jobs := s.queueStockReads(ctx, pipe, entries)
 	if len(jobs) == 0 {
-		return nil
+		return nil, nil
 	}
 	started := time.Now().UnixNano()
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return err
+		return nil, err
 	}
 	var found stockFindings
 	for i := range jobs {
@@ -413,9 +425,9 @@ func (s *Store) refreshStock(ctx context.Context, entries []*entry) error {
 			}
 		}
 	}
-	err := s.soldOutUnlessMoving(ctx, found.empty)
+	keys, err = s.soldOutUnlessMoving(ctx, found.empty)
 	s.saw(ctx, append(found.saws, s.checkMarks(ctx, found.unsure)...))
-	return err
+	return keys, err
 }
 
 // stockRead is refreshStock's read of one entry's current layout: the layout read, one
@@ -520,9 +532,9 @@ type emptyRead struct {
 // credits its target and deletes its transit entry after the first stock read is seen by the
 // second (an HLEN that reads its entry gone came after its credit), and its unit is not
 // marked sold out. A missing or unreadable stock key marks nothing, as in the first read.
-func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
+func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) (keys, err error) {
 	if len(js) == 0 {
-		return nil
+		return nil, nil
 	}
 	pipe := s.rdb.Pipeline()
 	xout := make([][]*redis.IntCmd, len(js))
@@ -533,7 +545,7 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 	}
 	keyErr, err := execEach(ctx, pipe)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	still := js[:0:0]
 	for n, j := range js {
@@ -549,7 +561,7 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 		}
 	}
 	if len(still) == 0 {
-		return keyErr
+		return keyErr, nil
 	}
 	pipe = s.rdb.Pipeline()
 	stock := make([][]*redis.StringCmd, len(still))
@@ -560,7 +572,7 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 	}
 	stockErr, err := execEach(ctx, pipe)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for n, j := range still {
 		empty := true
@@ -574,7 +586,7 @@ func (s *Store) soldOutUnlessMoving(ctx context.Context, js []emptyRead) error {
 			s.markSoldOut(ctx, j.e, "refresh")
 		}
 	}
-	return errors.Join(keyErr, stockErr)
+	return errors.Join(keyErr, stockErr), nil
 }
 
 // sawRead is the mark a refresh read on shard i of l, for layout.saw.

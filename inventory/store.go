@@ -829,7 +829,8 @@ func (s *Store) lookup(ctx context.Context, id string) (ActivityView, bool, erro
 	if !known && m.loaded {
 		// A new entry: read its stock now rather than show the full stock until the
 		// next refresh.
-		if err := s.refreshStock(ctx, []*entry{e}); err != nil {
+		if keys, err := s.refreshStock(ctx, []*entry{e}); err != nil || keys != nil {
+			err = errors.Join(keys, err)
 			s.log.Debug("first stock read failed", "activity", id, "err", err)
 		}
 	}
