@@ -2,11 +2,15 @@ package inventory
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/internal/keyspace"
+	"github.com/seckill/seckill/internal/syncbuf"
 )
 
 // TestOneBrokenMetaDoesNotStopTheRefresh: a meta key of the wrong type (an operator's SET, a
@@ -42,4 +46,39 @@ func TestOneBrokenMetaDoesNotStopTheRefresh(t *testing.T) {
 			t.Fatalf("after another instance sold the stock, a refresh beside a broken meta reads remaining %d, sold out %v; want 0, true", v.Remaining, v.SoldOut)
 		}
 	})
+}
+
+// TestRunWarnsOfABrokenKeyApartFromFailing: the refresh loop names a key it cannot read, and
+// does not call the refresh failing for it (that line is the outage's, logged once when it
+// starts and once when it ends: a broken key taken for one would hide a real outage).
+func TestRunWarnsOfABrokenKeyApartFromFailing(t *testing.T) {
+	rdb := miniRedis(t)
+	var out syncbuf.Buffer
+	ns := uniqueID(t)
+	s, err := New(rdb, Options{Namespace: ns, RefreshEvery: 20 * time.Millisecond}, nil, slog.New(slog.NewTextHandler(&out, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	broken := uniqueID(t) + "-broken"
+	if err := rdb.SAdd(ctx, keyspace.Namespaced(ns, keyspace.Activities), broken).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, Meta(broken), "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	log := out.String()
+	if !strings.Contains(log, "skipped activities whose keys it cannot read") || !strings.Contains(log, broken) {
+		t.Errorf("the log does not name the unreadable meta of %s:\n%s", broken, log)
+	}
+	if strings.Contains(log, "inventory refresh failing") {
+		t.Errorf("a broken key was logged as the refresh failing:\n%s", log)
+	}
 }
