@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,8 +76,8 @@ const (
 // recoverAll is one background pass over the activities this instance holds: settle
 // transfers left in transit and retire old layouts. An activity in the recovering state is left
 // alone (its Redis state is wrong or gone; the restore rebuilds it), and so is one whose meta
-// is gone. Two pipelines find what is due, whatever the number of activities: every meta,
-// then every transit hash of their layouts' shards; Recover runs only for an activity with a
+// is gone. Pipelines find what is due (settlingDue: every meta, then every transit hash of
+// their layouts' shards, a few hundred commands each); Recover runs only for an activity with a
 // transfer in transit for recoverAge or a credit sweep due, Retire only for one with a layout
 // to collect or retire (before, each activity cost three round trips a pass, in a row, and a
 // pass held up the refresh loop that runs it). Failures (Redis down) log one line per kind per
@@ -95,14 +94,7 @@ func (s *Store) recoverAll(ctx context.Context) {
 	if len(ids) == 0 {
 		return
 	}
-	settle, retire, err := s.settlingDue(ctx, ids)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.rl.Warn("settle", "settling transfers in transit failed", "activities", len(ids), "err", err)
-			s.rl.Warn("retire", "retiring old layouts failed", "activities", len(ids), "err", err)
-		}
-		return
-	}
+	settle, retire := s.settlingDue(ctx, ids)
 	settled, retired := true, true
 	for _, id := range settle {
 		n, err := s.Recover(ctx, id, recoverAge)
@@ -128,72 +120,92 @@ func (s *Store) recoverAll(ctx context.Context) {
 	}
 }
 
-// settlingDue reads, in two pipelines, which of ids have work for Recover (a transfer in
-// transit for recoverAge or more, a credit sweep due) and for Retire (meta's gc names a
-// layout to collect, or meta keeps a layout older than the current one). An activity whose
-// meta or transit hashes cannot be read or parsed is given to both, whose own reads report
-// it; one whose meta is gone to neither. err is a failure of a pipeline itself.
-func (s *Store) settlingDue(ctx context.Context, ids []string) (settle, retire []string, err error) {
-	pipe := s.rdb.Pipeline()
-	metas := make([]*redis.MapStringStringCmd, len(ids))
-	for i, id := range ids {
-		metas[i] = pipe.HGetAll(ctx, Meta(id))
-	}
-	if _, err := execEach(ctx, pipe); err != nil {
-		return nil, nil, err
-	}
-	type due struct {
-		id   string
-		xout []*redis.MapStringStringCmd
-	}
-	var reads []due
-	pipe = s.rdb.Pipeline()
-	for i, id := range ids {
-		m, err := metas[i].Result()
-		if err != nil {
-			settle, retire = append(settle, id), append(retire, id)
+// settleChunk bounds the commands of one of settlingDue's pipelines: a pipeline's replies are
+// read under one deadline (the client's ReadTimeout), and a huge one would hold Redis up.
+const settleChunk = 512
+
+// settlingDue finds which of ids have work for Recover (a transfer in transit for recoverAge
+// or more, a credit sweep due) and for Retire (meta's gc names a layout to collect, or meta
+// keeps a layout older than the current one): pipelines of meta, then of the transit hashes
+// of every layout's shards, at most settleChunk commands each. An activity whose meta or
+// transit hashes cannot be read (a pipeline failed: Redis down, a Cluster node failing over)
+// or parsed is given to both, whose own reads then work or report it, one activity at a time
+// as before; one whose meta is gone to neither.
+func (s *Store) settlingDue(ctx context.Context, ids []string) (settle, retire []string) {
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), settleChunk)]
+		ids = ids[len(chunk):]
+		pipe := s.rdb.Pipeline()
+		metas := make([]*redis.MapStringStringCmd, len(chunk))
+		for i, id := range chunk {
+			metas[i] = pipe.HGetAll(ctx, Meta(id))
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !isRedisError(err) {
+			settle, retire = append(settle, chunk...), append(retire, chunk...)
 			continue
 		}
-		if m["def"] == "" {
-			continue // meta gone: the refresh decides what that is
-		}
-		epoch, err1 := strconv.Atoi(m["epoch"])
-		lays, err2 := parseLayouts(id, m["layouts"])
-		if err1 != nil || err2 != nil {
-			settle, retire = append(settle, id), append(retire, id)
-			continue
-		}
-		if m["gc"] != "" || (len(lays) > 0 && lays[0].Epoch < epoch) {
-			retire = append(retire, id)
-		}
-		if s.sweepWanted(id) {
-			settle = append(settle, id)
-			continue
-		}
-		d := due{id: id}
-		for _, l := range lays {
-			for k := 0; k < l.Shards; k++ {
-				d.xout = append(d.xout, pipe.HGetAll(ctx, Shard(id, l.Epoch, k).XOut()))
+		var reads xoutReads
+		pipe = s.rdb.Pipeline()
+		for i, id := range chunk {
+			m, err := metas[i].Result()
+			if err != nil {
+				settle, retire = append(settle, id), append(retire, id)
+				continue
+			}
+			if m["def"] == "" {
+				continue // meta gone: the refresh decides what that is
+			}
+			epoch, err1 := strconv.Atoi(m["epoch"])
+			lays, err2 := parseLayouts(id, m["layouts"])
+			if err1 != nil || err2 != nil {
+				settle, retire = append(settle, id), append(retire, id)
+				continue
+			}
+			if m["gc"] != "" || (len(lays) > 0 && lays[0].Epoch < epoch) {
+				retire = append(retire, id)
+			}
+			if s.sweepWanted(id) {
+				settle = append(settle, id)
+				continue
+			}
+			if len(reads.cmds) >= settleChunk {
+				settle = append(settle, reads.due(ctx, pipe)...)
+				reads, pipe = xoutReads{}, s.rdb.Pipeline()
+			}
+			for _, l := range lays {
+				for k := 0; k < l.Shards; k++ {
+					reads.ids = append(reads.ids, id)
+					reads.cmds = append(reads.cmds, pipe.HGetAll(ctx, Shard(id, l.Epoch, k).XOut()))
+				}
 			}
 		}
-		reads = append(reads, d)
+		settle = append(settle, reads.due(ctx, pipe)...)
 	}
-	if len(reads) == 0 {
-		return settle, retire, nil
+	return settle, retire
+}
+
+// xoutReads are transit hashes queued on a pipeline, each with its activity (an activity's
+// hashes next to each other).
+type xoutReads struct {
+	ids  []string
+	cmds []*redis.MapStringStringCmd
+}
+
+// due runs pipe and returns the activities with a transfer in transit for recoverAge or more,
+// or a transit hash it could not read, each once.
+func (r xoutReads) due(ctx context.Context, pipe redis.Pipeliner) []string {
+	if len(r.cmds) == 0 {
+		return nil
 	}
-	if _, err := execEach(ctx, pipe); err != nil {
-		return nil, nil, err
-	}
+	_, _ = pipe.Exec(ctx) // each command's own error is checked below
 	now := time.Now().UnixMilli()
-	for _, d := range reads {
-		for _, c := range d.xout {
-			if c.Err() != nil || oldestTransit(c.Val(), now) >= recoverAge {
-				settle = append(settle, d.id)
-				break
-			}
+	var out []string
+	for i, c := range r.cmds {
+		if (c.Err() != nil || oldestTransit(c.Val(), now) >= recoverAge) && (len(out) == 0 || out[len(out)-1] != r.ids[i]) {
+			out = append(out, r.ids[i])
 		}
 	}
-	return settle, retire, nil
+	return out
 }
 
 // oldestTransit is the age of the oldest entry of a transit hash (0 when it has none).
@@ -303,11 +315,9 @@ func (s *Store) refresh(ctx context.Context) (keys, err error) {
 	}
 	entries := make([]*entry, 0, len(names))
 	for i, id := range names {
-		if err := metas[i].Err(); err != nil {
-			// This activity's meta alone is unreadable (a key of the wrong type): nothing is
-			// decided for it on this pass, and the others are refreshed; the pass returns
-			// the error (Run logs it once).
-			keyErr = fmt.Errorf("inventory: meta of %s: %w", id, err)
+		if metas[i].Err() != nil {
+			// This activity's meta alone is unreadable (a key of the wrong type, in keyErr):
+			// nothing is decided for it on this pass, and the others are refreshed.
 			continue
 		}
 		m, ok, err := parseMeta(id, metas[i].Val())
@@ -358,32 +368,38 @@ func (s *Store) refresh(ctx context.Context) (keys, err error) {
 	return errors.Join(keyErr, stockKeys), err
 }
 
-// execEach runs pipe for callers that check each command's own error: a reply error of one
-// command (a key of the wrong type, which an operator's write or a bad dump can leave) is
-// that command's, so it fails the activity it reads and not the whole pass, and is returned
-// as keyErr; err is a failure of the pipeline itself (the connection, the context), whose
-// commands all failed.
-// (Exec's own error is only its first command's: each command's is looked at, so a reply
-// error ahead of a connection's does not hide it.)
+// execEach runs pipe for callers that check each command's own error: a key of the wrong type
+// (WRONGTYPE: an operator's write or a bad dump can leave one) fails only the command that
+// reads it, so only what it belongs to, and is returned in keyErr (the first few keys named);
+// any other error (the connection, the context, a node LOADING or CLUSTERDOWN, an ACL) is err,
+// a failure of the whole pipeline. Each command's error is looked at: Exec's own is only its
+// first command's.
 func execEach(ctx context.Context, pipe redis.Pipeliner) (keyErr, err error) {
 	cmds, execErr := pipe.Exec(ctx)
+	var keys []error
+	broken := 0
 	for _, c := range cmds {
 		switch e := c.Err(); {
 		case e == nil || errors.Is(e, redis.Nil):
-		case isRedisError(e):
-			keyErr = cmp.Or(keyErr, e)
+		case redis.HasErrorPrefix(e, "WRONGTYPE"):
+			if broken++; len(keys) < maxKeysNamed {
+				keys = append(keys, fmt.Errorf("key %v: %w", c.Args()[1], e))
+			}
 		default:
 			return nil, e
 		}
 	}
-	if execErr != nil && !errors.Is(execErr, redis.Nil) && keyErr == nil {
-		if !isRedisError(execErr) {
-			return nil, execErr
-		}
-		keyErr = execErr
+	if len(cmds) == 0 && execErr != nil && !errors.Is(execErr, redis.Nil) {
+		return nil, execErr
 	}
-	return keyErr, nil
+	if broken > len(keys) {
+		keys = append(keys, fmt.Errorf("and %d more keys of the wrong type", broken-len(keys)))
+	}
+	return errors.Join(keys...), nil
 }
+
+// maxKeysNamed is how many unreadable keys a refresh pass names in its error.
+const maxKeysNamed = 5
 
 // refreshStock reads the stock of every shard of the entries' current layouts in one
 // pipeline and updates remaining, the shards believed empty and the sold-out mark. Units in
