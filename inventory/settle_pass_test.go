@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -83,4 +84,52 @@ func TestSettlingPassCostsTwoRoundTrips(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSettlingPassFallsBackWhenItsReadsFail: when the settling pass's own reads fail (a
+// pipeline to a Cluster node failing over, a read timing out), the activities they covered go
+// to Recover and Retire one at a time, as before the pass read ahead: a transfer past
+// recoverAge is settled in that pass, whichever of its two reads failed.
+func TestSettlingPassFallsBackWhenItsReadsFail(t *testing.T) {
+	for _, which := range []string{"meta", "xout"} {
+		t.Run(which, func(t *testing.T) {
+			forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
+				s, a, ctx := storeWith(t, rdb, Options{Namespace: uniqueID(t)}, openActivity(t, 10, 1, 2))
+				other := mustCreate(t, s, openActivity(t, 10, 1, 2))
+				mustRefresh(ctx, t, s)
+				s.recoverAll(ctx) // the first pass sweeps every activity's credit records
+				_, src := unitInTransit(t, s, rdb, a, "buyer", 0, 1, "late-1")
+				v := rdb.HGet(ctx, src.XOut(), "late-1").Val()
+				old := strconv.FormatInt(time.Now().Add(-2*recoverAge).UnixMilli(), 10)
+				if err := rdb.HSet(ctx, src.XOut(), "late-1", v[:strings.LastIndexByte(v, '|')+1]+old).Err(); err != nil {
+					t.Fatal(err)
+				}
+				// The first pipeline of HGETALLs of the kind named fails, as a connection's
+				// failure fails each of its commands.
+				var armed atomic.Bool
+				armed.Store(true)
+				rdb.AddHook(redishook.Hook{Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+					if len(cmds) > 1 && cmds[0].Name() == "hgetall" && strings.HasSuffix(fmt.Sprint(cmds[0].Args()[1]), which) &&
+						armed.CompareAndSwap(true, false) {
+						err := errors.New("i/o timeout (the test's)")
+						for _, c := range cmds {
+							c.SetErr(err)
+						}
+						return err
+					}
+					return next(ctx, cmds)
+				}})
+				s.recoverAll(ctx)
+				if armed.Load() {
+					t.Fatalf("no pipeline of %s reads was sent: the test does not test the fallback", which)
+				}
+				if n := rdb.HLen(ctx, src.XOut()).Val(); n != 0 {
+					t.Errorf("%d entries still in transit after a pass whose %s reads failed, want the one of %s settled", n, which, a.ID)
+				}
+				if _, ok := s.Activity(other.ID); !ok {
+					t.Fatalf("%s dropped", other.ID)
+				}
+			})
+		})
+	}
 }
