@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/seckill/seckill/internal/keyspace"
 )
 
 // flakyCatalog is a fakeCatalog whose One fails while fail is set (MySQL unreachable or slow
@@ -161,17 +159,7 @@ func TestIssuedReportedWhenARefreshFails(t *testing.T) {
 		if err := rdb.Del(ctx, IssuedKey(a.ID)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		broken := uniqueID(t) + "-broken"
-		if err := rdb.SAdd(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), broken).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := rdb.Set(ctx, Meta(broken), "not a hash", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			rdb.Del(context.Background(), Meta(broken))
-			rdb.SRem(context.Background(), keyspace.Namespaced(s.opts.Namespace, keyspace.Activities), broken)
-		})
+		brokenMeta(t, rdb, s.opts.Namespace)
 		if err := s.Refresh(ctx); err == nil {
 			t.Fatal("the refresh read a meta of the wrong type without an error")
 		}

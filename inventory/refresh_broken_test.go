@@ -13,6 +13,26 @@ import (
 	"github.com/seckill/seckill/internal/syncbuf"
 )
 
+// brokenMeta names in namespace ns's set of activities a new one whose meta is a string (a
+// key of the wrong type), and returns its id.
+func brokenMeta(t *testing.T, rdb redis.UniversalClient, ns string) string {
+	t.Helper()
+	ctx := ctxT(t)
+	broken := uniqueID(t) + "-broken"
+	set := keyspace.Namespaced(ns, keyspace.Activities)
+	if err := rdb.SAdd(ctx, set, broken).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, Meta(broken), "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rdb.Del(context.Background(), Meta(broken))
+		rdb.SRem(context.Background(), set, broken)
+	})
+	return broken
+}
+
 // TestOneBrokenMetaDoesNotStopTheRefresh: a meta key of the wrong type (an operator's SET, a
 // restore from a bad dump) is that activity's problem alone. The other activities' refresh
 // goes on: another instance's sales lower this one's remaining and mark the sale sold out,
@@ -21,18 +41,7 @@ func TestOneBrokenMetaDoesNotStopTheRefresh(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
 		x, y, a := twoInstances(ctx, t, rdb, openActivity(t, 2, 1, 1), Options{})
-		broken := uniqueID(t) + "-broken"
-		set := keyspace.Namespaced(x.opts.Namespace, keyspace.Activities)
-		if err := rdb.SAdd(ctx, set, broken).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := rdb.Set(ctx, Meta(broken), "not a hash", 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			rdb.Del(context.Background(), Meta(broken))
-			rdb.SRem(context.Background(), set, broken)
-		})
+		brokenMeta(t, rdb, x.opts.Namespace)
 		mustReserve(ctx, t, y, "y", a.ID, "u1")
 		mustReserve(ctx, t, y, "y", a.ID, "u2")
 		if keys, err := x.refresh(ctx); keys == nil || err != nil {
@@ -60,13 +69,7 @@ func TestRunWarnsOfABrokenKeyApartFromFailing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(ctxT(t))
-	broken := uniqueID(t) + "-broken"
-	if err := rdb.SAdd(ctx, keyspace.Namespaced(ns, keyspace.Activities), broken).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Set(ctx, Meta(broken), "not a hash", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	broken := brokenMeta(t, rdb, ns)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	time.Sleep(300 * time.Millisecond)

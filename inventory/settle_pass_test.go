@@ -32,6 +32,21 @@ func roundTrips(rdb redis.UniversalClient) *atomic.Int64 {
 	return n
 }
 
+// ageTransit makes the transit entry xid of src's xout hash age old (its time, the value's
+// last field, moved back).
+func ageTransit(t *testing.T, rdb redis.UniversalClient, src ShardKeys, xid string, age time.Duration) {
+	t.Helper()
+	ctx := ctxT(t)
+	v, err := rdb.HGet(ctx, src.XOut(), xid).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strconv.FormatInt(time.Now().Add(-age).UnixMilli(), 10)
+	if err := rdb.HSet(ctx, src.XOut(), xid, v[:strings.LastIndexByte(v, '|')+1]+at).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSettlingPassCostsTwoRoundTrips: the background pass that settles transfers and retires
 // layouts (recoverAll, every 2 s, in the refresh loop) costs two round trips when nothing is
 // due, however many activities the instance holds (it cost three per activity, one after the
@@ -56,11 +71,7 @@ func TestSettlingPassCostsTwoRoundTrips(t *testing.T) {
 		// A transfer in transit for longer than recoverAge is settled by the pass.
 		moving := acts[3]
 		_, src := unitInTransit(t, s, rdb, moving, "buyer", 0, 1, "late-1")
-		v := rdb.HGet(ctx, src.XOut(), "late-1").Val()
-		old := strconv.FormatInt(time.Now().Add(-2*recoverAge).UnixMilli(), 10)
-		if err := rdb.HSet(ctx, src.XOut(), "late-1", v[:strings.LastIndexByte(v, '|')+1]+old).Err(); err != nil {
-			t.Fatal(err)
-		}
+		ageTransit(t, rdb, src, "late-1", 2*recoverAge)
 		// A layout replaced by a reshard is retired once RetireAfter has passed.
 		resharded := acts[7]
 		if err := s.Reshard(ctx, resharded.ID, 3); err != nil {
@@ -99,11 +110,7 @@ func TestSettlingPassFallsBackWhenItsReadsFail(t *testing.T) {
 				mustRefresh(ctx, t, s)
 				s.recoverAll(ctx) // the first pass sweeps every activity's credit records
 				_, src := unitInTransit(t, s, rdb, a, "buyer", 0, 1, "late-1")
-				v := rdb.HGet(ctx, src.XOut(), "late-1").Val()
-				old := strconv.FormatInt(time.Now().Add(-2*recoverAge).UnixMilli(), 10)
-				if err := rdb.HSet(ctx, src.XOut(), "late-1", v[:strings.LastIndexByte(v, '|')+1]+old).Err(); err != nil {
-					t.Fatal(err)
-				}
+				ageTransit(t, rdb, src, "late-1", 2*recoverAge)
 				// The first pipeline of HGETALLs of the kind named fails, as a connection's
 				// failure fails each of its commands.
 				var armed atomic.Bool
