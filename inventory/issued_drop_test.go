@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/internal/redishook"
 )
 
 // flakyCatalog is a fakeCatalog whose One fails while fail is set (MySQL unreachable or slow
@@ -140,8 +142,8 @@ func replayedNumberReported(t *testing.T, by string) {
 }
 
 // TestIssuedReportedWhenARefreshFails: the reports of a recovering activity do not wait for a
-// refresh pass that succeeds: one malformed key of another activity (meta of the wrong type
-// fails the pass's pipeline) must not keep this instance's numbers from the restore.
+// refresh pass that succeeds: a pass whose meta read fails (the connection drops under it)
+// must not keep this instance's numbers from the restore.
 func TestIssuedReportedWhenARefreshFails(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, rdb redis.UniversalClient) {
 		ctx := ctxT(t)
@@ -159,9 +161,21 @@ func TestIssuedReportedWhenARefreshFails(t *testing.T) {
 		if err := rdb.Del(ctx, IssuedKey(a.ID)).Err(); err != nil {
 			t.Fatal(err)
 		}
-		brokenMeta(t, rdb, s.opts.Namespace)
-		if err := s.Refresh(ctx); err == nil {
-			t.Fatal("the refresh read a meta of the wrong type without an error")
+		// The pass's meta pipeline fails as a dropped connection fails it: every command.
+		var armed atomic.Bool
+		armed.Store(true)
+		rdb.AddHook(redishook.Hook{Pipeline: func(ctx context.Context, cmds []redis.Cmder, next redis.ProcessPipelineHook) error {
+			if cmds[0].Name() == "hmget" && armed.CompareAndSwap(true, false) {
+				err := errors.New("read tcp: connection reset (the test's)")
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+			return next(ctx, cmds)
+		}})
+		if keys, err := s.refresh(ctx); err == nil || keys != nil {
+			t.Fatalf("a refresh whose meta read failed: keys %v, failure %v; want the pass failed", keys, err)
 		}
 		if got := reportedMark(ctx, t, s, a.ID); got < n {
 			t.Fatalf("after a failing refresh pass the report reads %d, the instance handed out %d", got, n)

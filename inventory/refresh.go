@@ -132,7 +132,7 @@ const settleChunk = 512
 // or parsed is given to both, whose own reads then work or report it, one activity at a time
 // as before; one whose meta is gone to neither.
 func (s *Store) settlingDue(ctx context.Context, ids []string) (settle, retire []string) {
-	for len(ids) > 0 {
+	for len(ids) > 0 && ctx.Err() == nil {
 		chunk := ids[:min(len(ids), settleChunk)]
 		ids = ids[len(chunk):]
 		pipe := s.rdb.Pipeline()
@@ -265,9 +265,9 @@ func (s *Store) handleEvent(ctx context.Context, payload string) {
 // Refresh runs one refresh pass (Run runs one every RefreshEvery).
 func (s *Store) Refresh(ctx context.Context) error { return errors.Join(s.refresh(ctx)) }
 
-// refresh is one refresh pass. keys are the keys it could not read (reply errors of their own
-// commands, a key of the wrong type): what they belong to was skipped and the rest refreshed.
-// err is a failure of the pass itself (Redis unreachable).
+// refresh is one refresh pass. keys are the keys it could not read (WRONGTYPE: a key of the
+// wrong type, execEach): what they belong to was skipped and the rest refreshed. err is a
+// failure of the pass itself (Redis unreachable, any other error).
 func (s *Store) refresh(ctx context.Context) (keys, err error) {
 	defer s.reportRecovering(ctx) // whatever this pass reads or fails to
 	ids, err := s.rdb.SMembers(ctx, keyspace.Namespaced(s.opts.Namespace, keyspace.Activities)).Result()
@@ -310,7 +310,7 @@ func (s *Store) refresh(ctx context.Context) (keys, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if checkCatalog && keyErr == nil {
+	if checkCatalog { // a key of the wrong type stays so: reading the catalog's ids again would not help
 		s.catalogChecked.Store(catAt.UnixNano())
 	}
 	entries := make([]*entry, 0, len(names))

@@ -803,8 +803,8 @@ cmd_down() {
 		"mariadb|$MY/mysqld.pid|mariadbd|TERM"
 	)
 	local p e name pidfile pattern sig pids=() files=()
-	for p in 6379 "${CLUSTER_PORTS[@]}" "${SENT_REDIS_PORTS[@]}" "${HA_CLUSTER_PORTS[@]}"; do entries+=("redis $p|$(redis_pidfile "$p")|redis-server|TERM"); done
-	for p in "${SENT_PORTS[@]}"; do entries+=("redis sentinel $p|$(sentinel_pidfile "$p")|redis-server|TERM"); done
+	for p in 6379 "${CLUSTER_PORTS[@]}" "${SENT_REDIS_PORTS[@]}" "${HA_CLUSTER_PORTS[@]}"; do entries+=("redis $p|$(redis_pidfile "$p")|redis-server 127.0.0.1:$p|TERM"); done
+	for p in "${SENT_PORTS[@]}"; do entries+=("redis sentinel $p|$(sentinel_pidfile "$p")|redis-server 127.0.0.1:$p|TERM"); done
 	for e in "${entries[@]}"; do
 		IFS='|' read -r name pidfile pattern sig <<<"$e"
 		if pid_alive "$pidfile" "$pattern"; then
