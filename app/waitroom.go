@@ -116,10 +116,13 @@ func (a *api) getQueue(c *gin.Context) {
 		return
 	}
 	now := a.now()
-	st, err := a.room.Status(c.Request.Context(), id, r.UserID, n, w, r.Activity.OpensAt, adm.Blocked, now)
+	st, err := a.room.Poll(c.Request.Context(), id, r.UserID, n, w, r.Activity.OpensAt, adm.Blocked, now)
 	switch {
 	case errors.Is(err, waitroom.ErrUnknownLine):
 		writeError(c, unavailable("the line is not known on this instance yet, retry shortly"))
+		return
+	case errors.Is(err, waitroom.ErrNotYourPlace):
+		writeError(c, newError(http.StatusNotFound, CodeNotFound, "this ticket's place in line is no longer yours (the line lost it): join again"))
 		return
 	case err != nil:
 		writeError(c, a.storeError(err))

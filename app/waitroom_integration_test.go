@@ -161,10 +161,15 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 			t.Fatalf("poll of the admitted place: %d %v", p.status, p.body)
 		}
 	}
-	if polled := cc.Load(); polled != 500 {
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("500 polls of an admitted place sent %d Redis commands, want 500: %v", polled, sent)
+	// one round trip a poll: is the place still the user's (a line Redis lost numbers its
+	// places again), is its pass used
+	mu.Lock()
+	defer mu.Unlock()
+	if polled := cc.Load(); polled != 1000 || len(sent) != 2 {
+		t.Fatalf("500 polls of an admitted place sent %d Redis commands, want 1000 (an HGET of the place and an HEXISTS of the used passes each): %v", polled, sent)
+	}
+	if sent["[hget sk:{"+id+"}:q:users]"] != 500 || sent["[hexists sk:{"+id+"}:q:used]"] != 500 {
+		t.Fatalf("500 polls of an admitted place sent %v, want 500 HGET of the places and 500 HEXISTS of the used passes", sent)
 	}
 }
 

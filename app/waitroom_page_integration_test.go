@@ -219,3 +219,57 @@ func pageKeepsItsTurn(t *testing.T, prefix string, stock int, lose func(r *http.
 	t.Logf("the page kept its turn: %d reservation requests, %q", posts.Load(), last.Result)
 	return pages.Load()
 }
+
+// TestWaitingRoomPageJoinsAgainWhenTheLineIsLost: the page waits at place 21 when Redis loses
+// the line (its keys deleted, as a Redis back with less). The new line has handed out no
+// ticket, so the page's next poll is answered 404 (its ticket is not its place any more); the
+// page joins again, gets place 1 of the new line, and reserves with its pass.
+func TestWaitingRoomPageJoinsAgainWhenTheLineIsLost(t *testing.T) {
+	c := newConsole(t)
+	id := uniq(t, "wr-page-lost")
+	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 2, order: fifo, heartbeat: 8s, passTTL: 1m}"))
+	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
+	for i := 0; i < 20; i++ {
+		if j := ta.join(t, id, fmt.Sprintf("ahead-%d", i)); j.status != http.StatusCreated {
+			t.Fatalf("join ahead-%d: %d %v", i, j.status, j.body)
+		}
+	}
+	c.do("open the waiting room page",
+		chromedp.Navigate(ta.base+"/waiting-room?activity="+id+"#user=page-user"),
+		chromedp.WaitVisible(chromedp.CSS("#position")))
+	ctx := context.Background()
+	users := "sk:{" + id + "}:q:users"
+	testwait.Eventually(t, 30*time.Second, func() bool {
+		n, err := ta.rdb.HLen(ctx, users).Result()
+		return err == nil && n == 21
+	}, "the page's place in line")
+	var lost []string
+	for _, k := range []string{"users", "st", "hb", "adm", "live", "used", "steps", "skip", "lease"} {
+		lost = append(lost, "sk:{"+id+"}:q:"+k)
+	}
+	if err := ta.rdb.Del(ctx, lost...).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	type shown struct{ Status, Result string }
+	var last shown
+	testwait.Eventually(t, 60*time.Second, func() bool {
+		s, err := chromedp.Run(c.ctx, chromedp.Evaluate[shown](`({Status: document.getElementById("status").textContent,
+			Result: document.getElementById("result").textContent})`))
+		if err != nil {
+			t.Fatalf("read the page: %v", err)
+		}
+		last = s
+		return s.Result != ""
+	}, "the page's result (last shown %+v)", testwait.Lazy(func() string { return fmt.Sprintf("%+v", last) }))
+	if last.Status != "RESERVED" {
+		t.Fatalf("the page ended with status %q: %q", last.Status, last.Result)
+	}
+	// the page joined the new line (its only place) and used that place's pass
+	if n, err := ta.rdb.HLen(ctx, users).Result(); err != nil || n != 1 {
+		t.Fatalf("the new line has %d places (%v), want the page's alone", n, err)
+	}
+	if used, err := ta.rdb.HExists(ctx, "sk:{"+id+"}:q:used", "1").Result(); err != nil || !used {
+		t.Fatalf("the pass of the new line's place 1 is not used in Redis (%v, %v)", used, err)
+	}
+}

@@ -7,15 +7,18 @@
 //   - Status answers a poll from memory: every instance follows the line's state (the serving
 //     position, the order of the prequeue, the recent inlet steps) every FollowEvery, and
 //     remembers the places polled here, which it hands to Redis as heartbeats in one command
-//     per period. Only a poll of a place whose turn came makes a Redis call, one HEXISTS of
-//     the used passes, so that a pass a reservation used (on any instance) is not shown again.
+//     per period. Only a poll of a place whose turn came makes a Redis call, one round trip
+//     that reads the user's place (a line Redis lost numbers its places again: the ticket
+//     may name another user's) and whether its pass was used, so that a pass a reservation
+//     used (on any instance) is not shown again.
 //   - The inlet: exactly one instance at a time holds the line's lease (waitroom_lease.lua, a
 //     fencing token per holder) and moves the serving position (waitroom_open.lua at the
 //     opening, then waitroom_admit.lua every FollowEvery). The admit script bounds the
 //     admissions of any 1 s span by the rate, whoever calls it, and the live passes by the
 //     stock factor x the units left.
 //   - ConsumePass (waitroom_pass.lua) makes a pass single use; its signature binds it to the
-//     user, the activity and the place, and is checked in memory first.
+//     user, the activity, the place, its ticket and the line's order, and is checked in memory
+//     first; the script checks that the line still gives the place to the user.
 package waitroom
 
 import (
@@ -139,6 +142,11 @@ func keysOf(id string) keys {
 // (within FollowEvery of the room being turned on or of the start): answer 503 and retry.
 var ErrUnknownLine = errors.New("waitroom: the line's state is not known here yet")
 
+// ErrNotYourPlace is returned by Status for a ticket whose turn came while the line gives its
+// place to another user, or to none: Redis lost the line (or the part of it that held the
+// user's place) and numbered its places again. The user joins again for a place of its own.
+var ErrNotYourPlace = errors.New("waitroom: the ticket is not the user's place in the line (the line lost it): join again")
+
 // line is what one instance knows of one activity's line.
 type line struct {
 	id   string
@@ -175,6 +183,7 @@ type view struct {
 	seed     uint64
 	perm     []uint32 // ticket n (1..pre) -> place, when shuffled; shared, read-only
 	openAt   time.Time
+	openMs   uint64        // the opening as Redis wrote it: another one means the line was lost
 	steps    []step        // recent inlet steps, oldest first
 	outflow  float64       // places served per second over the last outflowWindow
 	measured time.Duration // how long the outflow was measured over
@@ -295,30 +304,48 @@ func (r *Room) ParseTicket(activityID, userID, token string) (uint64, bool) {
 	return n, true
 }
 
-// passToken is a pass for place e, bound to the user and the activity, valid until exp.
-func (r *Room) passToken(activityID, userID string, e uint64, exp time.Time) string {
-	es, xs := strconv.FormatUint(e, 10), strconv.FormatInt(exp.UnixMilli(), 10)
-	return es + "." + xs + "." + r.signer.Sign("pass", activityID+"\x00"+userID+"\x00"+es+"\x00"+xs)
+// passToken is a pass for place e of ticket n, in the line ordered by seed, bound to the user
+// and the activity, valid until exp. The ticket and the seed let the pass script check that
+// the line still gives that place to the user (a line Redis lost numbers its places again).
+func (r *Room) passToken(activityID, userID string, e, n, seed uint64, exp time.Time) string {
+	body := strconv.FormatUint(e, 10) + "." + strconv.FormatUint(n, 10) + "." + strconv.FormatUint(seed, 10) +
+		"." + strconv.FormatInt(exp.UnixMilli(), 10)
+	return body + "." + r.signer.Sign("pass", activityID+"\x00"+userID+"\x00"+body)
 }
 
-// parsePass returns the place of a pass issued to the user for the activity and not expired at now.
-func (r *Room) parsePass(activityID, userID, pass string, now time.Time) (uint64, bool) {
-	parts := strings.Split(pass, ".")
-	if len(parts) != 3 || len(parts[0]) > 20 || len(parts[1]) > 20 || len(parts[2]) != 32 {
-		return 0, false
+// pass is what a pass names: a place, the ticket that has it, and the seed of the line's order.
+type pass struct{ place, ticket, seed uint64 }
+
+// parsePass returns what a pass issued to the user for the activity and not expired at now names.
+func (r *Room) parsePass(activityID, userID, token string, now time.Time) (pass, bool) {
+	body, sig, ok := cutLast(token, ".")
+	parts := strings.Split(body, ".")
+	if !ok || len(parts) != 4 || len(sig) != 32 {
+		return pass{}, false
 	}
-	e, err1 := strconv.ParseUint(parts[0], 10, 64)
-	x, err2 := strconv.ParseInt(parts[1], 10, 64)
-	if err1 != nil || err2 != nil || e == 0 {
-		return 0, false
+	var x [4]uint64
+	for i, s := range parts {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || len(s) > 20 || strconv.FormatUint(v, 10) != s {
+			return pass{}, false
+		}
+		x[i] = v
 	}
-	if !equal(r.signer.Sign("pass", activityID+"\x00"+userID+"\x00"+parts[0]+"\x00"+parts[1]), parts[2]) {
-		return 0, false
+	if x[0] == 0 || x[1] == 0 || !equal(r.signer.Sign("pass", activityID+"\x00"+userID+"\x00"+body), sig) {
+		return pass{}, false
 	}
-	if now.UnixMilli() > x {
-		return 0, false
+	if uint64(now.UnixMilli()) > x[3] {
+		return pass{}, false
 	}
-	return e, true
+	return pass{place: x[0], ticket: x[1], seed: x[2]}, true
+}
+
+// cutLast slices s around the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // equal compares two signatures in constant time.
@@ -339,13 +366,14 @@ func equal(a, b string) bool {
 // after an answer it did not get); false for any other. The signature and the expiry are
 // checked in memory first (a forged or foreign pass costs no Redis call).
 func (r *Room) ConsumePass(ctx context.Context, activityID, userID, pass, idem string, ttl time.Duration) (bool, error) {
-	e, ok := r.parsePass(activityID, userID, pass, time.Now())
+	p, ok := r.parsePass(activityID, userID, pass, time.Now())
 	if !ok {
 		return false, nil
 	}
 	k := keysOf(activityID)
 	sum := sha256.Sum256([]byte(idem))
-	v, err := r.pass.Run(ctx, r.rdb, []string{k.live, k.used}, e, ttl.Milliseconds(), hex.EncodeToString(sum[:8])).Int64()
+	v, err := r.pass.Run(ctx, r.rdb, []string{k.live, k.used, k.users, k.st}, p.place, ttl.Milliseconds(),
+		hex.EncodeToString(sum[:8]), r.userHash(userID), p.ticket, p.seed).Int64()
 	if err != nil {
 		return false, fmt.Errorf("waitroom: pass: %w", err)
 	}
@@ -364,12 +392,12 @@ func (r *Room) ConsumePass(ctx context.Context, activityID, userID, pass, idem s
 // it would have. True when it was given back; false for a pass not used, expired since, or
 // not the user's.
 func (r *Room) ReturnPass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error) {
-	e, ok := r.parsePass(activityID, userID, pass, time.Now())
+	p, ok := r.parsePass(activityID, userID, pass, time.Now())
 	if !ok {
 		return false, nil
 	}
 	k := keysOf(activityID)
-	v, err := r.unpass.Run(ctx, r.rdb, []string{k.live, k.used, k.adm}, e, ttl.Milliseconds()).Int64()
+	v, err := r.unpass.Run(ctx, r.rdb, []string{k.live, k.used, k.adm}, p.place, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("waitroom: give the pass back: %w", err)
 	}
@@ -404,10 +432,11 @@ type Status struct {
 
 // Status answers a poll of ticket n from this instance's memory and records that the place is
 // alive, unless blocked (a blacklisted user: the place never advances, its heartbeat is never
-// recorded, and no pass is given). A place whose turn came costs one Redis call, which asks
-// whether a reservation used its pass (waitroom_pass.lua's used passes, the truth of every
-// instance): if so the answer is USED, with no pass, before and after the pass's expiry; any
-// other place costs none. The error is ErrUnknownLine, or that call's.
+// recorded, and no pass is given). A place whose turn came costs one Redis round trip, which
+// asks whether the line still gives the place to the user (else ErrNotYourPlace) and whether a
+// reservation used its pass (waitroom_pass.lua's used passes, the truth of every instance): if
+// so the answer is USED, with no pass, before and after the pass's expiry; any other place
+// costs none. The error is ErrUnknownLine, ErrNotYourPlace, or that call's.
 func (r *Room) Status(ctx context.Context, activityID, userID string, n uint64, w config.WaitingRoom, opensAt time.Time, blocked bool, now time.Time) (Status, error) {
 	ln := r.lineOf(activityID)
 	v := ln.view.Load()
@@ -431,9 +460,28 @@ func (r *Room) Status(ctx context.Context, activityID, userID string, n uint64, 
 		return Status{State: StateSkipped, ETA: -1}, nil
 	}
 	if e <= v.pos && !blocked {
-		return r.turnStatus(ctx, ln, v, activityID, userID, e, w.PassTTL.D(), now)
+		return r.turnStatus(ctx, ln, v, activityID, userID, n, e, w.PassTTL.D(), now)
 	}
 	return waitingStatus(ln, v, e, w.Rate, blocked, now, maxPoll), nil
+}
+
+// Poll is Status for a poll of a ticket the user holds from an earlier join: a ticket past
+// the last one the line has handed out, as this instance last read it, costs one Redis call,
+// which asks whether the line gives it to the user (ErrNotYourPlace if not). Such a ticket
+// was joined within the last read (rare for a poll) or belongs to a line Redis lost, whose
+// new one has not numbered that far: its holder joins again now rather than when the new
+// line reaches the number. (A join's own answer is Status: its ticket is the user's.)
+func (r *Room) Poll(ctx context.Context, activityID, userID string, n uint64, w config.WaitingRoom, opensAt time.Time, blocked bool, now time.Time) (Status, error) {
+	if v := r.lineOf(activityID).view.Load(); v != nil && n > v.seq {
+		got, err := r.rdb.HGet(ctx, keysOf(activityID).users, r.userHash(userID)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return Status{}, fmt.Errorf("waitroom: is the place the user's: %w", err)
+		}
+		if got != strconv.FormatUint(n, 10) {
+			return Status{}, ErrNotYourPlace
+		}
+	}
+	return r.Status(ctx, activityID, userID, n, w, opensAt, blocked, now)
 }
 
 // prequeueStatus answers a poll of ticket n, at place e if known, before the line opens or
@@ -471,26 +519,33 @@ func prequeueStatus(v *view, n, e uint64, known bool, rate float64, opensAt, now
 	return st
 }
 
-// turnStatus answers a poll of place e whose turn came: USED when a reservation used its
-// pass (one Redis call), EXPIRED once passTTL after the admission has passed, else
-// ADMITTED with a pass that expires then.
-func (r *Room) turnStatus(ctx context.Context, ln *line, v *view, activityID, userID string, e uint64, passTTL time.Duration, now time.Time) (Status, error) {
+// turnStatus answers a poll of ticket n, at place e, whose turn came, with one round trip
+// that reads the user's place and whether its pass was used: ErrNotYourPlace when the line
+// gives place e to another ticket or the user none (Redis lost the line: its places were
+// numbered again), USED when a reservation used the pass, EXPIRED once passTTL after the
+// admission has passed, else ADMITTED with a pass that expires then.
+func (r *Room) turnStatus(ctx context.Context, ln *line, v *view, activityID, userID string, n, e uint64, passTTL time.Duration, now time.Time) (Status, error) {
 	at, ok := v.admittedAt(e)
 	if !ok {
 		at = v.read
 	}
 	exp := at.Add(passTTL)
-	used, err := r.rdb.HExists(ctx, ln.k.used, strconv.FormatUint(e, 10)).Result()
-	if err != nil {
+	pipe := r.rdb.Pipeline() // one slot: the line's keys share its tag
+	mine := pipe.HGet(ctx, ln.k.users, r.userHash(userID))
+	usedCmd := pipe.HExists(ctx, ln.k.used, strconv.FormatUint(e, 10))
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, fmt.Errorf("waitroom: is the pass used: %w", err)
 	}
-	if used {
+	if mine.Val() != strconv.FormatUint(n, 10) {
+		return Status{}, ErrNotYourPlace
+	}
+	if usedCmd.Val() {
 		return Status{State: StateUsed, ETA: -1}, nil
 	}
 	if !now.Before(exp) {
 		return Status{State: StateExpired, ETA: -1}, nil
 	}
-	return Status{State: StateAdmitted, Pass: r.passToken(activityID, userID, e, exp), PassExpires: exp}, nil
+	return Status{State: StateAdmitted, Pass: r.passToken(activityID, userID, e, n, v.seed, exp), PassExpires: exp}, nil
 }
 
 // waitingStatus answers a poll of place e still waiting (or of a blocked user): its position,
@@ -621,11 +676,31 @@ func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
 			from = e
 		}
 	}
-	v.skips = ln.skipped
 	if _, ok := vals[1].(string); ok {
-		v.opened, v.pre, v.seed = true, u(1), u(2)
-		v.openAt = time.UnixMilli(int64(u(3))).Add(-offset)
+		v.opened, v.pre, v.seed, v.openMs = true, u(1), u(2), u(3)
+		v.openAt = time.UnixMilli(int64(v.openMs)).Add(-offset)
 	}
+	if old := ln.view.Load(); old != nil && (v.seq < old.seq || old.opened && (!v.opened || v.openMs != old.openMs)) {
+		// Redis lost the line (its numbers went back, or another opening replaced the one
+		// known): it numbers its places again, so what this instance remembers by place
+		// number belongs to the old line. The skipped places are read again from the start.
+		r.log.Warn("waiting room line lost in Redis: following the new one", "activity", ln.id,
+			"seq", v.seq, "was", old.seq)
+		all, err := r.rdb.ZRangeByScore(ctx, ln.k.skip, &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("waitroom: follow: %w", err)
+		}
+		ln.skipped = ln.skipped[:0:0]
+		for _, m := range all {
+			if e, err := strconv.ParseUint(m, 10, 64); err == nil && (len(ln.skipped) == 0 || e > ln.skipped[len(ln.skipped)-1]) {
+				ln.skipped = append(ln.skipped, e)
+			}
+		}
+		ln.mu.Lock()
+		ln.preds = map[uint64]prediction{}
+		ln.mu.Unlock()
+	}
+	v.skips = ln.skipped
 	if v.opened && v.seed != 0 && v.pre > 0 {
 		ln.shuffle(v.seed, v.pre)
 		v.perm = ln.perm

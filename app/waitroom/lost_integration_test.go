@@ -1,0 +1,158 @@
+//go:build integration
+
+package waitroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/config"
+	"github.com/seckill/seckill/internal/testsvc"
+)
+
+// A line whose Redis state was lost (a Redis back with less, a flush) numbers its places again
+// from 1. A ticket or a pass of the old line names a place by its number only, so it must not
+// reach the new line's place of that number, another buyer's: the old ticket's poll got a pass
+// for it and the old pass used it, so one buyer took the turn of another, whose own pass was
+// then refused; and a place the old line skipped showed SKIPPED to the new line's buyer there.
+func TestTheOldLinesTicketsAndPassesDoNotReachTheNewLine(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	id := fmt.Sprintf("wr-lost-%d", time.Now().UnixNano())
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	ctx := context.Background()
+	join := func(user string, alive bool) Ticket {
+		t.Helper()
+		tk, err := r.Join(ctx, id, user, alive)
+		if err != nil {
+			t.Fatalf("join %s: %v", user, err)
+		}
+		return tk
+	}
+	admitted := func(user string, n uint64) string {
+		t.Helper()
+		now := time.Now()
+		st, err := r.Status(ctx, id, user, n, w, now, false, now)
+		if err != nil || st.State != StateAdmitted || st.Pass == "" {
+			t.Fatalf("%s's poll of ticket %d: %+v %v, want ADMITTED with a pass (view %+v)", user, n, st, err, r.lineOf(id).view.Load())
+		}
+		return st.Pass
+	}
+
+	// The old line: place 1 skipped (no heartbeat), place 2 admitted with a pass.
+	if tk := join("gone", false); tk.N != 1 {
+		t.Fatalf("first ticket %d", tk.N)
+	}
+	old := join("old", true)
+	stepUntil(ctx, t, r, id, w, 2)
+	oldPass := admitted("old", old.N)
+
+	// Redis loses the line.
+	k := keysOf(id)
+	if err := rdb.Del(ctx, k.users, k.st, k.hb, k.adm, k.live, k.used, k.steps, k.skip, k.lease).Err(); err != nil {
+		t.Fatal(err)
+	}
+	stepUntil(ctx, t, r, id, w, 0)
+	// The new line has handed out no ticket yet: the old ticket's poll says so at once (its
+	// holder joins again), rather than WAITING until the new line numbers that far.
+	now := time.Now()
+	if st, err := r.Poll(ctx, id, "old", old.N, w, now, false, now); !errors.Is(err, ErrNotYourPlace) {
+		t.Errorf("the old ticket's poll before the new line numbered that far: %+v %v, want ErrNotYourPlace", st, err)
+	}
+
+	// The new line: two buyers take places 1 and 2, both polling.
+	n1, n2 := join("new1", true), join("new2", true)
+	if n1.N != 1 || n2.N != old.N {
+		t.Fatalf("the new line's tickets %d, %d: want 1 and %d (the old ones' numbers)", n1.N, n2.N, old.N)
+	}
+	// a ticket joined after the instance's last reading of the line is the user's
+	if st, err := r.Poll(ctx, id, "new2", n2.N, w, now, false, now); err != nil || st.State != StateWaiting {
+		t.Errorf("a poll of a ticket newer than the instance's reading: %+v %v, want WAITING", st, err)
+	}
+	stepUntil(ctx, t, r, id, w, 2)
+	admitted("new1", n1.N) // place 1, which the old line skipped
+	newPass := admitted("new2", n2.N)
+
+	// The old buyer's ticket and pass name place 2, now new2's.
+	now = time.Now()
+	if st, err := r.Poll(ctx, id, "old", old.N, w, now, false, now); !errors.Is(err, ErrNotYourPlace) {
+		t.Errorf("the old ticket's poll: %+v %v, want ErrNotYourPlace", st, err)
+	}
+	if ok, err := r.ConsumePass(ctx, id, "old", oldPass, "k-old", w.PassTTL.D()); ok || err != nil {
+		t.Errorf("the old pass was used on the new line: %v %v", ok, err)
+	}
+	if ok, err := r.ConsumePass(ctx, id, "new2", newPass, "k-new2", w.PassTTL.D()); !ok || err != nil {
+		t.Errorf("new2's own pass: %v %v, want used", ok, err)
+	}
+}
+
+// The same in a shuffled line, where a ticket's place comes from the order drawn at the
+// opening: a buyer who joins the new line first has ticket 1 again, but the new order puts
+// ticket 1 elsewhere, so the old pass's place is another buyer's. (Tried until the two orders
+// put ticket 1 at different places, which they do two times in three.)
+func TestAnOldPassOfAShuffledLineDoesNotReachTheNewOrder(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	ctx := context.Background()
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderShuffle
+	users := []string{"b1", "b2", "b3"}
+	for try := 0; try < 20; try++ {
+		id := fmt.Sprintf("wr-lost-shuffled-%d", time.Now().UnixNano())
+		fs := &fakeStock{}
+		fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+		r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// a line of three joined before its opening (the first step opens it), b1 at ticket 1
+		prequeue := func() *view {
+			t.Helper()
+			for _, u := range users {
+				if _, err := r.Join(ctx, id, u, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return stepUntil(ctx, t, r, id, w, 3).view.Load()
+		}
+		oldView := prequeue()
+		e0, _ := oldView.place(1)
+		now := time.Now()
+		st, err := r.Status(ctx, id, "b1", 1, w, now, false, now)
+		if err != nil || st.State != StateAdmitted {
+			t.Fatalf("b1's poll: %+v %v", st, err)
+		}
+		k := keysOf(id)
+		if err := rdb.Del(ctx, k.users, k.st, k.hb, k.adm, k.live, k.used, k.steps, k.skip, k.lease).Err(); err != nil {
+			t.Fatal(err)
+		}
+		newView := prequeue()
+		if e1, _ := newView.place(1); e1 == e0 || newView.seed == oldView.seed {
+			continue // ticket 1 at the same place again: the old pass names b1's own place
+		}
+		if ok, err := r.ConsumePass(ctx, id, "b1", st.Pass, "k-old", w.PassTTL.D()); ok || err != nil {
+			t.Fatalf("b1's pass of the old order was used on the new one: %v %v", ok, err)
+		}
+		for n := uint64(2); n <= 3; n++ { // whoever has the old pass's place still has its turn
+			u := users[n-1]
+			now := time.Now()
+			st, err := r.Status(ctx, id, u, n, w, now, false, now)
+			if err != nil || st.State != StateAdmitted {
+				t.Fatalf("%s's poll: %+v %v", u, st, err)
+			}
+			if ok, err := r.ConsumePass(ctx, id, u, st.Pass, "k-"+u, w.PassTTL.D()); !ok || err != nil {
+				t.Fatalf("%s's own pass: %v %v", u, ok, err)
+			}
+		}
+		return
+	}
+	t.Fatal("twenty new orders all put ticket 1 where the old one did")
+}
