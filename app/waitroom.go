@@ -97,7 +97,8 @@ func (a *api) postQueue(c *gin.Context) {
 }
 
 // getQueue answers a poll of a ticket from this instance's memory: no Redis call, but one
-// for a place whose turn came (is its pass used?).
+// for a place whose turn came (is it the user's, is its pass used?), a place skipped, or a
+// ticket newer than the instance's reading of the line (waitroom.Room.Poll).
 func (a *api) getQueue(c *gin.Context) {
 	snap, r, w, ok := a.queueRequest(c, admission.ForPoll)
 	if !ok {

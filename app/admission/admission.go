@@ -55,11 +55,12 @@ type Limiter interface {
 }
 
 // Passes uses waiting-room passes (waitroom.Room): ConsumePass is true once, for a pass issued
-// to the user for the activity whose turn came less than ttl ago; ReturnPass gives a used pass
-// back (its reservation did not take stock), so ConsumePass is true for it once more.
+// to the user for the activity whose turn came less than ttl ago; ReturnPass gives a pass back
+// that the reservation of key idem used (it did not take stock), so ConsumePass is true for it
+// once more.
 type Passes interface {
 	ConsumePass(ctx context.Context, activityID, userID, pass, idem string, ttl time.Duration) (bool, error)
-	ReturnPass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error)
+	ReturnPass(ctx context.Context, activityID, userID, pass, idem string, ttl time.Duration) (bool, error)
 }
 
 // Budgets are the per-instance token buckets by key (limits.tokens and limits.reads).
@@ -440,7 +441,7 @@ func (g *Gate) returnPass(ctx context.Context, a *Admission) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passReturnTimeout)
 	defer cancel()
-	if _, err := g.passes.ReturnPass(ctx, a.r.Activity.ID, a.r.UserID, a.r.Token, a.passTTL); err != nil {
+	if _, err := g.passes.ReturnPass(ctx, a.r.Activity.ID, a.r.UserID, a.r.Token, a.r.IdempotencyKey, a.passTTL); err != nil {
 		g.log.Warn("giving a waiting-room pass back failed: the buyer's turn is lost", "activity", a.r.Activity.ID, "err", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/config"
 	"github.com/seckill/seckill/internal/testsvc"
 )
@@ -155,4 +157,163 @@ func TestAnOldPassOfAShuffledLineDoesNotReachTheNewOrder(t *testing.T) {
 		return
 	}
 	t.Fatal("twenty new orders all put ticket 1 where the old one did")
+}
+
+// An instance answers from the line it last read, and reads it again every period: between a
+// loss and its next reading it still holds the old line's places. A new buyer whose place the
+// old line skipped, or had admitted, is told neither SKIPPED (final for the page) nor ADMITTED
+// with a pass of the old line's order, but to retry (ErrUnknownLine: 503) until the instance
+// follows the new line.
+func TestAViewOfALostLineAnswersRetry(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	id := fmt.Sprintf("wr-lost-view-%d", time.Now().UnixNano())
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	ctx := context.Background()
+	for _, u := range []struct {
+		name  string
+		alive bool
+	}{{"gone", false}, {"old", true}} {
+		if _, err := r.Join(ctx, id, u.name, u.alive); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln := stepUntil(ctx, t, r, id, w, 2)
+	if v := ln.view.Load(); !v.wasSkipped(1) || v.wasSkipped(2) {
+		t.Fatalf("the old line: place 1 skipped and 2 admitted, got skips %v", v.skips)
+	}
+	k := keysOf(id)
+	if err := rdb.Del(ctx, k.users, k.st, k.hb, k.adm, k.live, k.used, k.steps, k.skip, k.lease).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// the new line, before this instance reads it again: another instance led it
+	other, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i2"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"new1", "new2"} {
+		if _, err := other.Join(ctx, id, u, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stepUntil(ctx, t, other, id, w, 2)
+	now := time.Now()
+	for n, u := range []string{"new1", "new2"} {
+		if st, err := r.Status(ctx, id, u, uint64(n+1), w, now, false, now); !errors.Is(err, ErrUnknownLine) {
+			t.Errorf("%s's poll on the instance that read the old line: %+v %v, want ErrUnknownLine", u, st, err)
+		}
+	}
+	// once it reads the new line, it answers from it
+	stepUntil(ctx, t, r, id, w, 2)
+	for n, u := range []string{"new1", "new2"} {
+		if st, err := r.Status(ctx, id, u, uint64(n+1), w, now, false, now); err != nil || st.State != StateAdmitted {
+			t.Errorf("%s's poll after the new line was read: %+v %v, want ADMITTED", u, st, err)
+		}
+	}
+}
+
+// A Redis back with less may have lost inlet steps and not joins (the numbers handed out
+// stand, the serving position went back): the places those steps skipped are walked again,
+// and a buyer who polls again by then is admitted, so the instance must forget the skips it
+// had read (it showed SKIPPED to a buyer the line admitted).
+func TestAnInstanceForgetsTheSkipsOfLostInletSteps(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	id := fmt.Sprintf("wr-lost-steps-%d", time.Now().UnixNano())
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	ctx := context.Background()
+	late, err := r.Join(ctx, id, "late", false) // not polling yet: the inlet skips place 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Join(ctx, id, "on-time", true); err != nil {
+		t.Fatal(err)
+	}
+	k := keysOf(id)
+	ln := stepUntil(ctx, t, r, id, w, 2)
+	if !ln.view.Load().wasSkipped(1) {
+		t.Fatal("place 1 was not skipped")
+	}
+	// Redis goes back to before the inlet's steps (the joins stand); "late" polls by then.
+	if err := rdb.Del(ctx, k.adm, k.live, k.steps, k.skip).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, k.st, "pos", 0, "admitted", 0, "skipped", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctx, k.hb, redis.Z{Score: float64(time.Now().UnixMilli()), Member: late.N}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	stepUntil(ctx, t, r, id, w, 2)
+	now := time.Now()
+	if st, err := r.Status(ctx, id, "late", late.N, w, now, false, now); err != nil || st.State != StateAdmitted {
+		t.Fatalf("late's poll after the inlet walked its place again: %+v %v, want ADMITTED (skips known %v)", st, err, ln.view.Load().skips)
+	}
+}
+
+// A pass is given back only by the reservation that used it, on the line that gave its place
+// to the user: the old line's pass, used just before Redis lost the line and given back after
+// (its reservation refused as the activity recovered), names the place a new buyer's
+// reservation has used since, which stays used (it was made live again, for anyone's pass).
+func TestAPassOfALostLineIsNotGivenBackOnTheNewOne(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	id := fmt.Sprintf("wr-lost-return-%d", time.Now().UnixNano())
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	ctx := context.Background()
+	turn := func(user string) string {
+		t.Helper()
+		tk, err := r.Join(ctx, id, user, true)
+		if err != nil || tk.N != 1 {
+			t.Fatalf("join %s: %+v %v", user, tk, err)
+		}
+		stepUntil(ctx, t, r, id, w, 1)
+		now := time.Now()
+		st, err := r.Status(ctx, id, user, tk.N, w, now, false, now)
+		if err != nil || st.State != StateAdmitted {
+			t.Fatalf("%s's poll: %+v %v", user, st, err)
+		}
+		if ok, err := r.ConsumePass(ctx, id, user, st.Pass, "k-"+user, w.PassTTL.D()); !ok || err != nil {
+			t.Fatalf("%s's pass: %v %v", user, ok, err)
+		}
+		return st.Pass
+	}
+	oldPass := turn("old")
+	k := keysOf(id)
+	if err := rdb.Del(ctx, k.users, k.st, k.hb, k.adm, k.live, k.used, k.steps, k.skip, k.lease).Err(); err != nil {
+		t.Fatal(err)
+	}
+	stepUntil(ctx, t, r, id, w, 0)
+	newPass := turn("new")
+	if ok, err := r.ReturnPass(ctx, id, "old", oldPass, "k-old", w.PassTTL.D()); ok || err != nil {
+		t.Fatalf("the old line's pass was given back on the new line: %v %v", ok, err)
+	}
+	if ok, err := r.ConsumePass(ctx, id, "new", newPass, "k-other", w.PassTTL.D()); ok || err != nil {
+		t.Fatalf("the new buyer's used pass was live again (used by another reservation): %v %v", ok, err)
+	}
+	// its own reservation gives it back
+	if ok, err := r.ReturnPass(ctx, id, "new", newPass, "k-other", w.PassTTL.D()); ok || err != nil {
+		t.Fatalf("a pass given back by another reservation than the one that used it: %v %v", ok, err)
+	}
+	if ok, err := r.ReturnPass(ctx, id, "new", newPass, "k-new", w.PassTTL.D()); !ok || err != nil {
+		t.Fatalf("the new buyer's reservation gave its pass back: %v %v, want true", ok, err)
+	}
 }

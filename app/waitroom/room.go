@@ -391,13 +391,15 @@ func (r *Room) ConsumePass(ctx context.Context, activityID, userID, pass, idem s
 // outcome is unknown (waitroom_unpass.lua): the buyer's turn goes on until the pass expires as
 // it would have. True when it was given back; false for a pass not used, expired since, or
 // not the user's.
-func (r *Room) ReturnPass(ctx context.Context, activityID, userID, pass string, ttl time.Duration) (bool, error) {
+func (r *Room) ReturnPass(ctx context.Context, activityID, userID, pass, idem string, ttl time.Duration) (bool, error) {
 	p, ok := r.parsePass(activityID, userID, pass, time.Now())
 	if !ok {
 		return false, nil
 	}
 	k := keysOf(activityID)
-	v, err := r.unpass.Run(ctx, r.rdb, []string{k.live, k.used, k.adm}, p.place, ttl.Milliseconds()).Int64()
+	sum := sha256.Sum256([]byte(idem))
+	v, err := r.unpass.Run(ctx, r.rdb, []string{k.live, k.used, k.adm, k.users, k.st}, p.place, ttl.Milliseconds(),
+		hex.EncodeToString(sum[:8]), r.userHash(userID), p.ticket, p.seed).Int64()
 	if err != nil {
 		return false, fmt.Errorf("waitroom: give the pass back: %w", err)
 	}
@@ -457,6 +459,11 @@ func (r *Room) Status(ctx context.Context, activityID, userID string, n uint64, 
 		return prequeueStatus(v, n, e, known, w.Rate, opensAt, now, maxPoll), nil
 	}
 	if e <= v.pos && !blocked && v.wasSkipped(e) {
+		// final for the page: said only of the line Redis has (a view read before a loss
+		// still holds the old line's skips)
+		if err := r.sameLine(ctx, ln, v); err != nil {
+			return Status{}, err
+		}
 		return Status{State: StateSkipped, ETA: -1}, nil
 	}
 	if e <= v.pos && !blocked {
@@ -533,8 +540,13 @@ func (r *Room) turnStatus(ctx context.Context, ln *line, v *view, activityID, us
 	pipe := r.rdb.Pipeline() // one slot: the line's keys share its tag
 	mine := pipe.HGet(ctx, ln.k.users, r.userHash(userID))
 	usedCmd := pipe.HExists(ctx, ln.k.used, strconv.FormatUint(e, 10))
+	opening := pipe.HGet(ctx, ln.k.st, "openMs")
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return Status{}, fmt.Errorf("waitroom: is the pass used: %w", err)
+	}
+	if opening.Val() != strconv.FormatUint(v.openMs, 10) {
+		// the view is of a line Redis has lost since: its places and seed are not this line's
+		return Status{}, ErrUnknownLine
 	}
 	if mine.Val() != strconv.FormatUint(n, 10) {
 		return Status{}, ErrNotYourPlace
@@ -546,6 +558,19 @@ func (r *Room) turnStatus(ctx context.Context, ln *line, v *view, activityID, us
 		return Status{State: StateExpired, ETA: -1}, nil
 	}
 	return Status{State: StateAdmitted, Pass: r.passToken(activityID, userID, e, n, v.seed, exp), PassExpires: exp}, nil
+}
+
+// sameLine is nil when the line Redis has is the one view v read (the same opening), else
+// ErrUnknownLine: v was read before Redis lost the line, and the next read follows the new one.
+func (r *Room) sameLine(ctx context.Context, ln *line, v *view) error {
+	got, err := r.rdb.HGet(ctx, ln.k.st, "openMs").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("waitroom: is the line the one read: %w", err)
+	}
+	if got != strconv.FormatUint(v.openMs, 10) {
+		return ErrUnknownLine
+	}
+	return nil
 }
 
 // waitingStatus answers a poll of place e still waiting (or of a blocked user): its position,
@@ -680,10 +705,12 @@ func (r *Room) follow(ctx context.Context, ln *line) (*view, error) {
 		v.opened, v.pre, v.seed, v.openMs = true, u(1), u(2), u(3)
 		v.openAt = time.UnixMilli(int64(v.openMs)).Add(-offset)
 	}
-	if old := ln.view.Load(); old != nil && (v.seq < old.seq || old.opened && (!v.opened || v.openMs != old.openMs)) {
-		// Redis lost the line (its numbers went back, or another opening replaced the one
-		// known): it numbers its places again, so what this instance remembers by place
-		// number belongs to the old line. The skipped places are read again from the start.
+	if old := ln.view.Load(); old != nil && (v.seq < old.seq || v.pos < old.pos || v.skipped < old.skipped ||
+		old.opened && (!v.opened || v.openMs != old.openMs)) {
+		// Redis lost the line, or part of it (a number that only grows went back, or another
+		// opening replaced the one known): it numbers or walks its places again, so what this
+		// instance remembers by place number belongs to the old line. The skipped places are
+		// read again from the start.
 		r.log.Warn("waiting room line lost in Redis: following the new one", "activity", ln.id,
 			"seq", v.seq, "was", old.seq)
 		all, err := r.rdb.ZRangeByScore(ctx, ln.k.skip, &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()

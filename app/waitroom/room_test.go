@@ -156,7 +156,7 @@ func TestUsedPassIsNotShown(t *testing.T) {
 			t.Fatalf("after use, at %v: %+v %v, want USED with no pass", at, st, err)
 		}
 	}
-	if ok, err := r.ReturnPass(ctx, "a1", "u1", pass, w.PassTTL.D()); !ok || err != nil {
+	if ok, err := r.ReturnPass(ctx, "a1", "u1", pass, "k1", w.PassTTL.D()); !ok || err != nil {
 		t.Fatalf("give back: %v %v", ok, err)
 	}
 	if st, err := r.Status(ctx, "a1", "u1", tk.N, w, now, false, now); err != nil || st.State != StateAdmitted || st.Pass != pass {
