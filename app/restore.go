@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/app/admission"
 	"github.com/seckill/seckill/inventory"
 	"github.com/seckill/seckill/lua"
 	"github.com/seckill/seckill/order"
@@ -255,18 +256,29 @@ func (r *restores) finish(id, token string, j *restoreJob, rep order.RestoreRepo
 	}
 }
 
-// status is the activity's last restore job, as the fleet's record in Redis says.
+// status is the activity's last restore job, as the fleet's record in Redis says. A job
+// RUNNING past its claim lost its runner (the instance stopped or restarted before it
+// recorded an outcome; a run is bounded well inside the claim): it is FAILED, with no
+// finishedAt, and the activity stays recovering until a POST starts another.
 func (r *restores) status(ctx context.Context, id string) (restoreJob, bool, error) {
-	s, err := r.rdb.HGet(ctx, inventory.RestoreJobKey(id), "job").Result()
-	if errors.Is(err, redis.Nil) {
-		return restoreJob{}, false, nil
+	if r.scErr != nil {
+		return restoreJob{}, false, r.scErr
 	}
+	res, err := r.sc.Run(ctx, r.rdb, []string{inventory.RestoreJobKey(id)}, "get").Slice()
 	if err != nil {
 		return restoreJob{}, false, err
 	}
+	if len(res) == 0 {
+		return restoreJob{}, false, nil
+	}
+	s, _ := res[0].(string)
 	var out restoreJob
 	if err := json.Unmarshal([]byte(s), &out); err != nil {
 		return restoreJob{}, false, fmt.Errorf("app: the restore job of %s: %w", id, err)
+	}
+	if lapsed, _ := res[1].(int64); lapsed == 1 && out.State == restoreRunning {
+		out.State, out.Error = restoreFailed, &restoreJobError{Status: http.StatusServiceUnavailable, Code: admission.CodeUnavailable,
+			Message: "the instance running the restore stopped before it finished: the activity stays recovering; POST again"}
 	}
 	return out, true, nil
 }

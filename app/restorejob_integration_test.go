@@ -143,3 +143,42 @@ func TestRestoreJobIsOneRecordForTheFleet(t *testing.T) {
 func expireRestoreClaim(ctx context.Context, rdb redis.UniversalClient, id string) error {
 	return rdb.HSet(ctx, inventory.RestoreJobKey(id), "until", 0).Err()
 }
+
+// TestARestoreWhoseRunnerStoppedIsNotRunning: the instance running a restore stops (killed,
+// restarted) before it records an outcome. Once its claim has lapsed, every instance answers
+// the job FAILED (503 UNAVAILABLE: POST again), not RUNNING for the day the record is kept, and
+// a POST without force on an activity held healthy is refused again (it had passed the guard
+// on the stale RUNNING and closed the sale).
+func TestARestoreWhoseRunnerStoppedIsNotRunning(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	id := uniq(t, "rjob-stopped")
+	t.Cleanup(func() { rdb.Del(context.Background(), inventory.RestoreJobKey(id)) })
+	dead := &fakeRun{release: make(chan struct{})} // never released: the runner never records
+	a, b := newRestores(dead.run, rdb, log), newRestores(dead.run, rdb, log)
+	t.Cleanup(func() {
+		for _, r := range []*restores{a, b} {
+			r.cancel()
+			r.wg.Wait()
+		}
+	})
+	ctx := context.Background()
+	if _, started, err := a.start(ctx, id); err != nil || !started {
+		t.Fatalf("start: %v %v", started, err)
+	}
+	if j, ok, err := b.status(ctx, id); err != nil || !ok || j.State != restoreRunning {
+		t.Fatalf("GET while the claim holds: %+v %v %v, want RUNNING", j, ok, err)
+	}
+	if err := expireRestoreClaim(ctx, rdb, id); err != nil {
+		t.Fatal(err)
+	}
+	j, ok, err := b.status(ctx, id)
+	if err != nil || !ok || j.State != restoreFailed || j.Error == nil || j.Error.Status != 503 || j.FinishedAt != nil {
+		t.Fatalf("GET once the runner's claim lapsed: %+v %v %v, want FAILED 503 with no finishedAt", j, ok, err)
+	}
+	t.Logf("answered: %+v", *j.Error)
+	// a new POST takes the job over as before
+	if j, started, err := b.start(ctx, id); err != nil || !started || j.State != restoreRunning {
+		t.Fatalf("a POST after the runner stopped: %+v %v %v, want a new job", j, started, err)
+	}
+}
