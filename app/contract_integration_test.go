@@ -194,6 +194,53 @@ func TestAPIReplayOnTokenActivity(t *testing.T) {
 	}
 }
 
+// A grab token is used by a reservation that takes stock: one the reservation script refuses
+// (here the buyer's rate limit, 429 with Retry-After) is given back, so the retry after the
+// Retry-After reserves with it. It was spent by the refusal: the retry was answered 403
+// TOKEN_REQUIRED, and the buyer had to take a new token (counted against tokensPerUser).
+func TestAGrabTokenRefusedByTheScriptIsGivenBack(t *testing.T) {
+	cfg := strings.Replace(testConfig, "user:     {rate: 1000, burst: 1000}", "user:     {rate: 1, burst: 1}", 1)
+	if cfg == testConfig {
+		t.Fatal("the test configuration has no user bucket to narrow")
+	}
+	ta := startApp(t, realOptions(t), cfg)
+	id := uniq(t, "tokback")
+	body := fmt.Sprintf(`{"activityId":%q,"stock":5,"perUserLimit":2,"shards":1,"requireToken":true,"opensAt":%q}`,
+		id, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano))
+	if a := ta.admin(t, "POST", "/admin/v1/activities", body); a.status != http.StatusCreated {
+		t.Fatalf("create: %d %v", a.status, a.body)
+	}
+	user := map[string]string{"X-User-Id": "tok-user"}
+	token := func() string {
+		t.Helper()
+		a := ta.do(t, "POST", "/api/v1/activities/"+id+"/tokens", user, "")
+		if a.status != http.StatusOK {
+			t.Fatalf("token: %d %v", a.status, a.body)
+		}
+		return fmt.Sprintf(`{"token":%q}`, a.body["token"])
+	}
+	reserve := func(rb string) answer {
+		return ta.do(t, "POST", "/api/v1/activities/"+id+"/reservations", user, rb)
+	}
+	if a := reserve(token()); a.status != http.StatusAccepted {
+		t.Fatalf("first reservation: %d %v", a.status, a.body)
+	}
+	second := token()
+	refused := reserve(second) // the user's bucket (1 a second) is empty
+	if refused.status != http.StatusTooManyRequests || refused.body["code"] != "RATE_LIMITED" {
+		t.Fatalf("the second reservation at once: %d %v, want 429 RATE_LIMITED", refused.status, refused.body)
+	}
+	wait, _ := refused.body["retryAfterSeconds"].(float64)
+	time.Sleep(time.Duration(wait*1000+200) * time.Millisecond)
+	if a := reserve(second); a.status != http.StatusAccepted {
+		t.Fatalf("the retry with the same token after the Retry-After: %d %v, want 202", a.status, a.body)
+	}
+	// and it is used now
+	if a := reserve(second); a.status != http.StatusForbidden || a.body["code"] != admission.CodeTokenRequired {
+		t.Fatalf("the token again after its reservation: %d %v, want 403 TOKEN_REQUIRED", a.status, a.body)
+	}
+}
+
 // Issue 10: a replay answers the reservation's current status; after sell-out the key that
 // made a reservation still finds it.
 func TestAPIReplayAnswersCurrentStatus(t *testing.T) {

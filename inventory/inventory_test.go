@@ -473,24 +473,40 @@ func TestTokensAreOneTime(t *testing.T) {
 			t.Fatalf("issue = %q %v %v", tok, exp, err)
 		}
 		tests := []struct {
-			name           string
-			act, user, tok string
-			want           bool
+			name               string
+			give               bool // ReturnToken, else ConsumeToken
+			act, user, tok, by string
+			want               bool
 		}{
-			{"other user", id, "bob", tok, false},
-			{"other activity", id + "x", "alice", tok, false},
-			{"wrong token", id, "alice", tok + "x", false},
-			{"owner", id, "alice", tok, true},
-			{"used again", id, "alice", tok, false},
+			{"other user", false, id, "bob", tok, "k1", false},
+			{"other activity", false, id + "x", "alice", tok, "k1", false},
+			{"wrong token", false, id, "alice", tok + "x", "k1", false},
+			{"given back unused", true, id, "alice", tok, "k1", false},
+			{"owner", false, id, "alice", tok, "k1", true},
+			{"used by another reservation", false, id, "alice", tok, "k2", false},
+			{"used again by its reservation (its answer was lost)", false, id, "alice", tok, "k1", true},
+			{"given back by another reservation", true, id, "alice", tok, "k2", false},
+			{"given back by another user", true, id, "bob", tok, "k1", false},
+			{"given back by its reservation (refused)", true, id, "alice", tok, "k1", true},
+			{"given back twice", true, id, "alice", tok, "k1", false},
+			{"used by the retry", false, id, "alice", tok, "k2", true},
+			{"used again", false, id, "alice", tok, "k3", false},
 		}
 		for _, tt := range tests {
-			if got, err := s.ConsumeToken(ctx, tt.act, tt.user, tt.tok); err != nil || got != tt.want {
+			op := s.ConsumeToken
+			if tt.give {
+				op = s.ReturnToken
+			}
+			if got, err := op(ctx, tt.act, tt.user, tt.tok, tt.by); err != nil || got != tt.want {
 				t.Errorf("%s: %v, %v; want %v", tt.name, got, err, tt.want)
 			}
 		}
+		if ttl, err := rdb.PTTL(ctx, tokenKey(id, tok)).Result(); err != nil || ttl <= 0 || ttl > time.Minute {
+			t.Errorf("the used token's TTL %v %v: want the minute it was issued with, kept", ttl, err)
+		}
 		short, _, _ := s.IssueToken(ctx, id, "carol", 50*time.Millisecond)
 		time.Sleep(120 * time.Millisecond)
-		if ok, _ := s.ConsumeToken(ctx, id, "carol", short); ok {
+		if ok, _ := s.ConsumeToken(ctx, id, "carol", short, "k1"); ok {
 			t.Error("expired token accepted")
 		}
 	})

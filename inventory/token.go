@@ -58,13 +58,26 @@ func (s *Store) CountTokenMint(ctx context.Context, activityID, userID string, w
 	return n.Val(), ttl.Val(), nil
 }
 
-// ConsumeToken uses up a grab token: true once, for the user and activity it was issued
-// to; false for a missing, expired, foreign or already used token.
-func (s *Store) ConsumeToken(ctx context.Context, activityID, userID, token string) (bool, error) {
+// ConsumeToken uses up a grab token for the reservation of idempotency key idem: true once,
+// for the user and activity it was issued to; false for a missing, expired, foreign or already
+// used token. ReturnToken gives it back.
+func (s *Store) ConsumeToken(ctx context.Context, activityID, userID, token, idem string) (bool, error) {
+	return s.tokenOp(ctx, "use", activityID, userID, token, idem)
+}
+
+// ReturnToken gives back a grab token ConsumeToken used for the reservation of key idem, which
+// the reservation script refused (a rate limit) or a recovering activity did not run: the
+// buyer retries with it until it expires as it would have. True when it was given back.
+func (s *Store) ReturnToken(ctx context.Context, activityID, userID, token, idem string) (bool, error) {
+	return s.tokenOp(ctx, "return", activityID, userID, token, idem)
+}
+
+func (s *Store) tokenOp(ctx context.Context, op, activityID, userID, token, idem string) (bool, error) {
 	if !keyspace.ValidName(activityID) || userID == "" || token == "" || len(token) > 256 {
 		return false, nil
 	}
-	res, err := s.run(ctx, s.token, []string{tokenKey(activityID, token)}, s.UserHash(userID))
+	sum := sha256.Sum256([]byte(idem))
+	res, err := s.run(ctx, s.token, []string{tokenKey(activityID, token)}, op, s.UserHash(userID), hex.EncodeToString(sum[:8]))
 	if err != nil {
 		return false, err
 	}
@@ -77,6 +90,6 @@ type tokenAnswer int
 
 const (
 	tokenUnknown  tokenAnswer = iota
-	tokenConsumed             // 1: the token is used up now
-	tokenMissing              // 0: missing, expired, bound to another user or used before
+	tokenConsumed             // 1: used now (or given back)
+	tokenMissing              // 0: missing, expired, bound to another user or used before (not used by that reservation)
 )

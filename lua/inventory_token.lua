@@ -1,10 +1,32 @@
--- inventory_token.lua: consume a one-time grab token (tag {A}).
--- KEYS[1] token key "sk:{A}:tok:<tokenhash>"
--- ARGV[1] user hash of the caller
--- The token is deleted only when it belongs to the caller, so another user cannot burn it.
--- Returns 1 consumed | 0 missing, expired or bound to another user.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return 1
+-- inventory_token.lua: use a one-time grab token, or give it back (tag {A}).
+-- KEYS[1] token key "sk:{A}:tok:<tokenhash>": the user hash of its owner while it is unused,
+--         "<user hash>|k:<key hash>" once the reservation of that idempotency key used it
+-- ARGV[1] "use" or "return", ARGV[2] user hash of the caller, ARGV[3] the hash of the
+-- reservation's idempotency key
+-- use: the token is taken only when it belongs to the caller and is unused, so another user
+--   cannot burn it; it stays bound to the reservation's key (with the TTL it had): that same
+--   reservation, sent again with its key after an answer it did not get (503 OUTCOME_UNKNOWN),
+--   may use it again (the reservation script then replays or makes that one reservation), any
+--   other may not. Returns 1 used now (or again, by the same key) | 0 missing, expired, bound
+--   to another user or used by another reservation.
+-- return: the reservation of that key, refused by the reservation script (a rate limit, a
+--   recovering activity), gives it back unused, so its retry can use it. Returns 1 given back |
+--   0 not used by that reservation (or expired since).
+local v = redis.call('GET', KEYS[1])
+local used = ARGV[2] .. '|k:' .. ARGV[3]
+if ARGV[1] == 'use' then
+  if v == ARGV[2] then
+    redis.call('SET', KEYS[1], used, 'KEEPTTL')
+    return 1
+  end
+  if v == used then return 1 end
+  return 0
 end
-return 0
+if ARGV[1] == 'return' then
+  if v == used then
+    redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+    return 1
+  end
+  return 0
+end
+return redis.error_reply('inventory_token.lua: unknown operation ' .. tostring(ARGV[1]))

@@ -36,7 +36,10 @@ type Stock interface {
 	// ChecksIP reports whether the reservation script can take the per-IP token (single node).
 	ChecksIP() bool
 	Replay(ctx context.Context, activityID, userID, key string) (string, bool, error)
-	ConsumeToken(ctx context.Context, activityID, userID, token string) (bool, error)
+	// ConsumeToken uses a grab token for the reservation of key idem; ReturnToken gives it
+	// back (inventory.Store).
+	ConsumeToken(ctx context.Context, activityID, userID, token, idem string) (bool, error)
+	ReturnToken(ctx context.Context, activityID, userID, token, idem string) (bool, error)
 	Reserve(ctx context.Context, r inventory.ReserveRequest) (inventory.ReserveResult, error)
 }
 
@@ -152,9 +155,10 @@ type Admission struct {
 	r        *Request
 	decision limiter.Decision // what the limiter took, refunded when a later layer refuses
 	reserve  inventory.ReserveRequest
-	// passTTL is set when the admission used a waiting-room pass (r.Token): Reserve gives it
-	// back unless the reservation took stock.
-	passTTL time.Duration
+	// passTTL is set when the admission used a waiting-room pass (r.Token), tokenUsed when it
+	// used a grab token: Reserve gives either back unless the reservation took stock.
+	passTTL   time.Duration
+	tokenUsed bool
 }
 
 // Admit runs the layers of docs/API.md section 3 in order: kill switches, activity state from
@@ -257,7 +261,7 @@ func (g *Gate) Admit(ctx context.Context, p *Policy, r *Request) (Admission, err
 			return adm, err
 		}
 	}
-	adm := Admission{r: r, decision: dec, passTTL: passTTL, reserve: inventory.ReserveRequest{
+	adm := Admission{r: r, decision: dec, passTTL: passTTL, tokenUsed: v.RequireToken && passTTL == 0, reserve: inventory.ReserveRequest{
 		ActivityID: v.ID, UserID: r.UserID, IdempotencyKey: r.IdempotencyKey, Quantity: r.Quantity,
 		UserRate: p.userRate, Window: p.window, WindowMax: p.windowMax,
 	}}
@@ -300,7 +304,9 @@ func (g *Gate) replay(ctx context.Context, r *Request) (_ Admission, done bool, 
 }
 
 // checkToken is the grab-token layer: the reservation the idempotency key is bound to, if any,
-// else the one-time token is spent (403 TOKEN_REQUIRED when there is none or it is not valid).
+// else the one-time token is used for the reservation's key (403 TOKEN_REQUIRED when there is
+// none, it is not valid, or another reservation used it); Reserve gives it back when the
+// reservation took no stock.
 func (g *Gate) checkToken(ctx context.Context, r *Request) (Admission, error) {
 	id := r.Activity.ID
 	if adm, done, err := g.replay(ctx, r); done {
@@ -309,9 +315,14 @@ func (g *Gate) checkToken(ctx context.Context, r *Request) (Admission, error) {
 	if r.Token == "" {
 		return Admission{}, rejTokenRequired
 	}
-	ok, err := g.stock.ConsumeToken(ctx, id, r.UserID, r.Token)
+	if r.IdempotencyKey == "" {
+		// The token is bound to the reservation's key, as a pass is (checkPass).
+		r.IdempotencyKey = newIdempotencyKey()
+	}
+	ok, err := g.stock.ConsumeToken(ctx, id, r.UserID, r.Token, r.IdempotencyKey)
 	if err != nil {
-		return Admission{}, &Fault{Err: err}
+		// The script may have bound the token to the key: the answer carries it.
+		return Admission{}, &Fault{Err: err, IdempotencyKey: r.IdempotencyKey}
 	}
 	if !ok {
 		return Admission{}, rejTokenRequired
@@ -374,7 +385,7 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	}
 	g.lim.Refund(a.decision)
 	if errors.Is(err, inventory.ErrRecovering) {
-		g.returnPass(ctx, a)
+		g.giveBack(ctx, a)
 		return Reservation{}, rejRecovering // refused before any script ran
 	}
 	if err != nil {
@@ -387,11 +398,11 @@ func (g *Gate) Reserve(ctx context.Context, a *Admission) (Reservation, error) {
 	x, ok := scriptRejection(res.Code)
 	if !ok {
 		g.log.Error("unexpected reservation result", "code", res.Code)
-		g.returnPass(ctx, a)
+		g.giveBack(ctx, a)
 		return Reservation{}, rejUnexpected
 	}
 	if x.Code != CodeAlreadyPurchased {
-		g.returnPass(ctx, a) // refused by the script: the turn goes on (at the limit it is over)
+		g.giveBack(ctx, a) // refused by the script: the turn goes on (at the limit it is over)
 	}
 	// The fields the answer carries, from the script's answer.
 	x.RetryAfter = res.RetryAfter
@@ -425,24 +436,34 @@ func (g *Gate) scriptPassed(r *inventory.ReserveRequest) {
 	g.lim.ScriptAdmitted(r.UserRate.Limited() || (r.WindowMax > 0 && r.Window > 0), r.IPKey != "")
 }
 
-// passReturnTimeout bounds the call that gives a pass back (the client may be gone).
+// passReturnTimeout bounds the call that gives a pass or token back (the client may be gone).
 const passReturnTimeout = 500 * time.Millisecond
 
-// returnPass gives back the waiting-room pass the admission used, when it used one and the
-// reservation script refused it (a rate limit, sold out) or the activity is recovering: the
-// reservation took no stock and the turn goes on. A fault whose outcome is unknown keeps the
-// pass used, bound to the reservation's idempotency key (waitroom_pass.lua): sent again with
-// that key, the same reservation uses it again and is replayed or made, once; a buyer at the
-// per-user limit keeps it used too. A failure to give it back is logged: the buyer then waits
-// for a new turn.
-func (g *Gate) returnPass(ctx context.Context, a *Admission) {
-	if a.passTTL == 0 || g.passes == nil {
+// giveBack gives back the waiting-room pass or grab token the admission used, when it used
+// one and the reservation script refused it (a rate limit, sold out) or the activity is
+// recovering: the reservation took no stock and the turn, or the token, goes on. A fault whose
+// outcome is unknown keeps it used, bound to the reservation's idempotency key
+// (waitroom_pass.lua, inventory_token.lua): sent again with that key, the same reservation uses
+// it again and is replayed or made, once; a buyer at the per-user limit keeps it used too. A
+// failure to give it back is logged: the buyer then waits for a new turn, or takes a new token.
+func (g *Gate) giveBack(ctx context.Context, a *Admission) {
+	if a.passTTL == 0 && !a.tokenUsed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passReturnTimeout)
 	defer cancel()
-	if _, err := g.passes.ReturnPass(ctx, a.r.Activity.ID, a.r.UserID, a.r.Token, a.r.IdempotencyKey, a.passTTL); err != nil {
-		g.log.Warn("giving a waiting-room pass back failed: the buyer's turn is lost", "activity", a.r.Activity.ID, "err", err)
+	r := a.r
+	if a.tokenUsed {
+		if _, err := g.stock.ReturnToken(ctx, r.Activity.ID, r.UserID, r.Token, r.IdempotencyKey); err != nil {
+			g.log.Warn("giving a grab token back failed: the buyer needs a new one", "activity", r.Activity.ID, "err", err)
+		}
+		return
+	}
+	if g.passes == nil {
+		return
+	}
+	if _, err := g.passes.ReturnPass(ctx, r.Activity.ID, r.UserID, r.Token, r.IdempotencyKey, a.passTTL); err != nil {
+		g.log.Warn("giving a waiting-room pass back failed: the buyer's turn is lost", "activity", r.Activity.ID, "err", err)
 	}
 }
 
