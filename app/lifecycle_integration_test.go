@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,4 +242,43 @@ func activityKeys(t *testing.T, rdb redis.UniversalClient, id string) []string {
 		}
 	}
 	return out
+}
+
+// An end POSTed while a restore starts (after the restore read the activity's row, before it
+// fenced it: the end's check finds no restore yet) stays in Redis: the rebuild wrote meta from
+// the row as read, without the end, so an instance started afterwards (or one that restarts)
+// read no end and sold until the archive, while MySQL and the end's answer said ended.
+func TestAnEndWrittenAsARestoreStartsStaysInRedis(t *testing.T) {
+	ta := startApp(t, realOptions(t), testConfig)
+	id := uniq(t, "end-restore")
+	ta.createActivity(t, id, 10, 1, 1, time.Now().Add(-time.Second))
+	if r := ta.reserve(t, id, "u1", ""); r.status != http.StatusAccepted {
+		t.Fatalf("setup: reserve: %d %v", r.status, r.body)
+	}
+	ended := make(chan answer, 1)
+	var once atomic.Bool
+	ta.rec.AfterRestoreRead(func() {
+		if once.CompareAndSwap(false, true) {
+			ended <- ta.admin(t, "POST", "/admin/v1/activities/"+id+"/end", "")
+		}
+	})
+	path := "/admin/v1/activities/" + id + "/restore"
+	if a := ta.admin(t, "POST", path+"?force=true", ""); a.status != http.StatusAccepted {
+		t.Fatalf("POST restore: %d %v", a.status, a.body)
+	}
+	if last := waitRestoreJob(t, ta, path); last.body["state"] != "DONE" {
+		t.Fatalf("restore job: %v, want DONE", last.body)
+	}
+	e := <-ended
+	if e.status != http.StatusOK || e.body["endedAt"] == nil {
+		t.Fatalf("the end POSTed as the restore started: %d %v, want 200 with endedAt", e.status, e.body)
+	}
+	// what an instance started now reads
+	got, err := ta.rdb.HGet(context.Background(), inventory.Meta(id), "ended").Result()
+	if err != nil || got == "" || got == "0" {
+		t.Fatalf("Redis's meta after the restore: ended %q (%v), want the end MySQL has (%v)", got, err, e.body["endedAt"])
+	}
+	if a := ta.reserve(t, id, "u2", ""); a.status != http.StatusGone || a.body["code"] != "CLOSED" {
+		t.Fatalf("a reservation after the end: %d %v, want 410 CLOSED", a.status, a.body)
+	}
 }

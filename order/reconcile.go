@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,7 +72,14 @@ type Reconciler struct {
 	log  *slog.Logger
 	sc   *scripts
 	scan *inventory.PendingScan
+	// afterRow runs, when set, right after Restore read the activity's row, before it fences
+	// the activity: where an end that checked for no restore may still write (tests).
+	afterRow atomic.Pointer[func()]
 }
+
+// AfterRestoreRead sets a function Restore runs right after it read the activity's row,
+// before it fences the activity (a test's way to write an end there).
+func (r *Reconciler) AfterRestoreRead(f func()) { r.afterRow.Store(&f) }
 
 // NewReconciler returns a reconciler. An error means an embedded script did not load.
 func NewReconciler(db *gorm.DB, rdb redis.UniversalClient, opts ReconcileOptions, m *Metrics, log *slog.Logger) (*Reconciler, error) {

@@ -62,6 +62,9 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if err != nil {
 		return RestoreReport{}, err
 	}
+	if f := r.afterRow.Load(); f != nil {
+		(*f)()
+	}
 	tok, err := inv.Fence(ctx, id)
 	if err != nil {
 		return RestoreReport{}, err
@@ -107,6 +110,13 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	if err := r.recordGeneration(ctx, id, row, claimed, plan); err != nil {
 		return RestoreReport{}, err
 	}
+	if row.EndedAt == nil {
+		// An end written after the row was read (it checked for a restore before the fence)
+		// wrote its meta before the rebuild replaced it, or found none: the rebuild wrote the
+		// row as read, without it. Read again now that the rebuild stands: an end written from
+		// here on writes the new meta itself. (The earliest end stands: End.)
+		r.restoreEnd(ctx, inv, id)
+	}
 	total, err := r.recordLost(ctx, id, lost)
 	if err != nil {
 		r.log.Warn("recording the lost reservations failed", "activity", id, "err", err)
@@ -130,6 +140,19 @@ func (r *Reconciler) Restore(ctx context.Context, inv *inventory.Store, id strin
 	}
 	return RestoreReport{ActivityID: id, Generation: plan.Generation, Incarnation: inc, Restored: restored,
 		Orders: len(orders), Lost: lost, LostTotal: total, Refused: refused}, nil
+}
+
+// restoreEnd writes the activity's end, if MySQL has one, to the meta a restore rebuilt;
+// a failure is logged (the same end POSTed again writes it).
+func (r *Reconciler) restoreEnd(ctx context.Context, inv *inventory.Store, id string) {
+	var row sql.Activity
+	err := r.db.WithContext(ctx).Select("ended_at").Where("id = ?", id).First(&row).Error
+	if err == nil && row.EndedAt != nil {
+		_, err = inv.End(ctx, id, *row.EndedAt)
+	}
+	if err != nil {
+		r.log.Error("reading or writing an end made while the restore ran failed: POST the end again", "activity", id, "err", err)
+	}
 }
 
 // restoreDefaults returns o with each zero or negative duration replaced by the default
