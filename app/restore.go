@@ -249,7 +249,7 @@ func (r *restores) finish(id, token string, j *restoreJob, rep order.RestoreRepo
 		restoreStatusTTL.Milliseconds()).Slice()
 	switch {
 	case err != nil:
-		r.log.Warn("recording the restore job's outcome failed; GET answers RUNNING until the claim ends", "activity", id,
+		r.log.Warn("recording the restore job's outcome failed; GET answers RUNNING until the claim ends, then FAILED", "activity", id,
 			"state", out.State, "err", err)
 	case len(res) > 0 && res[0] != int64(1):
 		r.log.Warn("the restore job's outcome not recorded: its claim was taken over by a newer job", "activity", id, "state", out.State)
@@ -257,9 +257,9 @@ func (r *restores) finish(id, token string, j *restoreJob, rep order.RestoreRepo
 }
 
 // status is the activity's last restore job, as the fleet's record in Redis says. A job
-// RUNNING past its claim lost its runner (the instance stopped or restarted before it
-// recorded an outcome; a run is bounded well inside the claim): it is FAILED, with no
-// finishedAt, and the activity stays recovering until a POST starts another.
+// RUNNING past its claim lost its runner, or its outcome (the instance stopped or restarted,
+// or could not write the outcome; a run is bounded well inside the claim): it is FAILED, with
+// no finishedAt; whether the restore reopened the activity is the activity's own state.
 func (r *restores) status(ctx context.Context, id string) (restoreJob, bool, error) {
 	if r.scErr != nil {
 		return restoreJob{}, false, r.scErr
@@ -278,7 +278,8 @@ func (r *restores) status(ctx context.Context, id string) (restoreJob, bool, err
 	}
 	if lapsed, _ := res[1].(int64); lapsed == 1 && out.State == restoreRunning {
 		out.State, out.Error = restoreFailed, &restoreJobError{Status: http.StatusServiceUnavailable, Code: admission.CodeUnavailable,
-			Message: "the instance running the restore stopped before it finished: the activity stays recovering; POST again"}
+			Message: "the restore's runner stopped before it recorded an outcome (its instance stopped, or could not write to Redis): " +
+				"if the activity is still recovering, POST again"}
 	}
 	return out, true, nil
 }

@@ -487,8 +487,14 @@ func TestTokensAreOneTime(t *testing.T) {
 			{"used again by its reservation (its answer was lost)", false, id, "alice", tok, "k1", true},
 			{"given back by another reservation", true, id, "alice", tok, "k2", false},
 			{"given back by another user", true, id, "bob", tok, "k1", false},
-			{"given back by its reservation (refused)", true, id, "alice", tok, "k1", true},
-			{"given back twice", true, id, "alice", tok, "k1", false},
+			// two attempts of k1 used it: one refused gives its use back, the other (it took
+			// stock) keeps it spent
+			{"one attempt of two gives its use back", true, id, "alice", tok, "k1", true},
+			{"still spent for another reservation", false, id, "alice", tok, "k2", false},
+			{"used again by k1", false, id, "alice", tok, "k1", true},
+			{"one of its two attempts gives its use back", true, id, "alice", tok, "k1", true},
+			{"and the other: unused again", true, id, "alice", tok, "k1", true},
+			{"given back more than it was used", true, id, "alice", tok, "k1", false},
 			{"used by the retry", false, id, "alice", tok, "k2", true},
 			{"used again", false, id, "alice", tok, "k3", false},
 		}

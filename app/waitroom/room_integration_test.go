@@ -43,3 +43,49 @@ func TestJoinPollPassOnRedis(t *testing.T) {
 		t.Fatalf("status %+v %v view %+v", st, err, ln.view.Load())
 	}
 }
+
+// Two attempts of one reservation (its key) both use the pass: a retry sent while the first
+// was still on its way. One is refused and gives its use back; the other took stock. The pass
+// must stay spent: it was live again for anyone's reservation (one turn bought twice). Once
+// every attempt gave its use back, it is live again.
+func TestAPassUsedByTwoAttemptsIsGivenBackByBoth(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	id := fmt.Sprintf("wr-two-attempts-%d", time.Now().UnixNano())
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	ctx := context.Background()
+	tk, err := r.Join(ctx, id, "u1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepUntil(ctx, t, r, id, w, 1)
+	now := time.Now()
+	st, err := r.Status(ctx, id, "u1", tk.N, w, now, false, now)
+	if err != nil || st.State != StateAdmitted {
+		t.Fatalf("poll: %+v %v", st, err)
+	}
+	ttl := w.PassTTL.D()
+	for i := 0; i < 2; i++ {
+		if ok, err := r.ConsumePass(ctx, id, "u1", st.Pass, "k1", ttl); !ok || err != nil {
+			t.Fatalf("attempt %d of k1: %v %v", i+1, ok, err)
+		}
+	}
+	if ok, err := r.ReturnPass(ctx, id, "u1", st.Pass, "k1", ttl); !ok || err != nil {
+		t.Fatalf("the refused attempt gives its use back: %v %v", ok, err)
+	}
+	if ok, err := r.ConsumePass(ctx, id, "u1", st.Pass, "k2", ttl); ok || err != nil {
+		t.Fatalf("another reservation used the pass an attempt of k1 bought with: %v %v", ok, err)
+	}
+	if ok, err := r.ReturnPass(ctx, id, "u1", st.Pass, "k1", ttl); !ok || err != nil {
+		t.Fatalf("the other attempt, refused too: %v %v", ok, err)
+	}
+	if ok, err := r.ConsumePass(ctx, id, "u1", st.Pass, "k2", ttl); !ok || err != nil {
+		t.Fatalf("the pass both attempts gave back: %v %v, want live", ok, err)
+	}
+}
