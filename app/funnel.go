@@ -274,7 +274,11 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	// The sets are taken only when not empty (an empty one stays the activity's, and is not
 	// read again here: attempts may add to it as soon as the lock is released).
 	tried, bought, first, last := f.takeSketches(af)
-	if len(fields) == 0 && tried == nil && bought == nil {
+	// Once a minute an activity whose sketches count someone checks Redis still has them,
+	// even with nothing new to send (below).
+	tick := now.Unix()-af.expiredAt.Load() >= 60
+	idle := len(fields) == 0 && tried == nil && bought == nil
+	if idle && (!tick || f.local || !af.counts()) {
 		return nil
 	}
 	pipe := f.rdb.TxPipeline()
@@ -294,9 +298,11 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	// (a key first written in between, such as the times of the first sale, gets it at the
 	// next flush a minute on; one with no flush after stays until the archive deletes it).
 	var expire []string
-	if last := af.expiredAt.Load(); now.Unix()-last >= 60 {
+	if tick {
 		af.expiredAt.Store(now.Unix())
-		expire = []string{key, inventory.FunnelTimes(af.id), triedKey, boughtKey}
+		if !idle {
+			expire = []string{key, inventory.FunnelTimes(af.id), triedKey, boughtKey}
+		}
 	}
 	exp := now.Add(funnelKeep)
 	if af.closes > 0 {
@@ -332,9 +338,30 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 		af.mu.Unlock()
 		return err
 	}
+	if nTried.Val() == 0 || nBought.Val() == 0 {
+		// A sketch that counts someone, merged into Redis before (or just now), and Redis has
+		// none: Redis lost the key (restarted with less). The sketches are cumulative: the
+		// next flush sends them whole again, so the distinct users are not lost with it.
+		af.mu.Lock()
+		lost := nTried.Val() == 0 && af.tried.used || nBought.Val() == 0 && af.bought.used
+		af.tried.dirty = af.tried.dirty || nTried.Val() == 0 && af.tried.used
+		af.bought.dirty = af.bought.dirty || nBought.Val() == 0 && af.bought.used
+		af.mu.Unlock()
+		if lost {
+			f.log.Warn("the funnel's distinct users were gone from Redis: sending them again", "activity", af.id)
+			return nil // the gauges keep their last values until then
+		}
+	}
 	f.m.users.WithLabelValues(af.id, "tried").Set(float64(nTried.Val()))
 	f.m.users.WithLabelValues(af.id, "bought").Set(float64(nBought.Val()))
 	return nil
+}
+
+// counts reports whether either of the activity's sketches counts someone.
+func (af *actFunnel) counts() bool {
+	af.mu.Lock()
+	defer af.mu.Unlock()
+	return af.tried.used || af.bought.used
 }
 
 // takeCounts swaps the activity's counters since the last flush to zero and returns the

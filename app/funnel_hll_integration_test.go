@@ -3,10 +3,16 @@
 package app
 
 import (
+	"context"
+	"log/slog"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/seckill/seckill/internal/testsvc"
+	"github.com/seckill/seckill/inventory"
 )
 
 // The sketches the funnel merges into Redis are read by Redis as its own HyperLogLogs: PFMERGE
@@ -47,5 +53,57 @@ func TestHLLSketchMergesIntoRedis(t *testing.T) {
 			}
 			rdb.Del(ctx, key, key+":merge")
 		})
+	}
+}
+
+// Redis loses the funnel's distinct-user keys once traffic has stopped (a Redis back with
+// less, between the sale and its archive): the instance's sketches still count everyone, and
+// its next minute's check sends them again, so the report's distinct users are not 0. They
+// were sent only when a register grew, so the counts stayed 0 and the archive froze them.
+func TestTheFunnelSendsItsDistinctUsersAgainAfterRedisLostThem(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	ctx := t.Context()
+	f := newFunnel(rdb, userHash64, newFunnelMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler), time.Now)
+	id := uniq(t, "funnel-lost")
+	v := &inventory.ActivityView{Activity: inventory.Activity{ID: id, OpensAt: time.Now().Add(-time.Minute)}}
+	af := f.activity(v)
+	const users = 2000
+	for i := 0; i < users; i++ {
+		u := "u" + strconv.Itoa(i)
+		af.attempt(f, u)
+		if i%2 == 0 {
+			af.answer(f, oAccepted, u, 1, time.Millisecond)
+		}
+	}
+	tried, bought := inventory.FunnelUsers(id, "tried"), inventory.FunnelUsers(id, "bought")
+	t.Cleanup(func() { rdb.Del(context.Background(), tried, bought, inventory.Funnel(id), inventory.FunnelTimes(id)) })
+	counts := func() (int64, int64) {
+		t.Helper()
+		a, err1 := rdb.PFCount(ctx, tried).Result()
+		b, err2 := rdb.PFCount(ctx, bought).Result()
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		return a, b
+	}
+	near := func(got, want int64) bool { return got > want*97/100 && got < want*103/100 }
+	if err := f.flushActivity(ctx, af); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := counts(); !near(a, users) || !near(b, users/2) {
+		t.Fatalf("after the first flush: tried %d, bought %d, want about %d and %d", a, b, users, users/2)
+	}
+	if err := rdb.Del(ctx, tried, bought).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// no traffic since; a minute on (the check's period)
+	for i := 0; i < 2; i++ {
+		af.expiredAt.Store(0)
+		if err := f.flushActivity(ctx, af); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := counts(); !near(a, users) || !near(b, users/2) {
+		t.Fatalf("after Redis lost them and two flushes: tried %d, bought %d, want about %d and %d", a, b, users, users/2)
 	}
 }

@@ -137,6 +137,16 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 		return true
 	}}
 	b.rdb.AddHook(cc) // set before the hook is added: the instance's goroutines read it
+	// A poll of a ticket newer than the instance's last reading of its line asks Redis whose
+	// it is (a line Redis lost numbers its tickets again): wait until b's reading covers tl.
+	testwait.Eventually(t, 5*time.Second, func() bool {
+		before := cc.Load()
+		return b.poll(t, later, "u2", tl).status == http.StatusOK && cc.Load() == before
+	}, "a poll of the later line's ticket answered from b's memory")
+	cc.Reset()
+	mu.Lock()
+	clear(sent)
+	mu.Unlock()
 	if j := b.join(t, id, "u3"); j.status != http.StatusCreated {
 		t.Fatalf("join u3: %d %v", j.status, j.body)
 	}

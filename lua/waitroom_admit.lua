@@ -1,7 +1,8 @@
 -- waitroom_admit.lua: one step of an activity's inlet: move the serving position over the
 -- next places, admitting the live ones and skipping the abandoned ones (tag {A}).
 -- KEYS[1] state hash "sk:{A}:q:st": seq, pre, pos (every place <= pos is served), fence,
---         lastMs (Redis ms of the last step)
+--         lastMs (Redis ms of the last step), holdMs (Redis ms until which nothing is walked:
+--         a pause's end plus its hold)
 -- KEYS[2] lease string "sk:{A}:q:lease"
 -- KEYS[3] heartbeats zset "sk:{A}:q:hb": ticket number -> Redis ms
 -- KEYS[4] admissions hash "sk:{A}:q:adm": place -> Redis ms it was admitted (kept)
@@ -13,7 +14,11 @@
 -- ARGV[3] rate: admitted places per second, > 0
 -- ARGV[4] heartbeat bound, ms: a place whose last sign of life is older is skipped
 -- ARGV[5] pass lifetime, ms: a live pass older than this is dropped
--- ARGV[6] cap: the most live passes allowed (stock factor x units left), >= 0
+-- ARGV[6] cap: the most live passes allowed (stock factor x units left), >= 0; or, negative,
+--         the line is paused (a kill switch, a recovering activity: its polls are refused, so
+--         its places' heartbeats go stale): nothing is walked now, nor for -ARGV[6] ms after
+--         the last paused step, so that the places are polled again before the inlet reaches
+--         them (it skipped every place of the line whose pause outlasted the heartbeat bound)
 -- ARGV[7] the most places walked by this step (bounds the script's run time)
 -- ARGV[8] "1": the line is shuffled: places 1..pre hold the tickets of the prequeue in the
 --         order drawn from the line's seed, which the caller computes (every instance derives
@@ -28,7 +33,7 @@
 if redis.call('GET', KEYS[2]) ~= ARGV[1] or redis.call('HGET', KEYS[1], 'fence') ~= ARGV[2] then
   return {-1}
 end
-local st = redis.call('HMGET', KEYS[1], 'seq', 'pre', 'pos', 'lastMs')
+local st = redis.call('HMGET', KEYS[1], 'seq', 'pre', 'pos', 'lastMs', 'holdMs')
 if not st[2] then return {-2} end
 local seq, pre, pos = tonumber(st[1] or '0'), tonumber(st[2]), tonumber(st[3] or '0')
 local last = tonumber(st[4] or '0')
@@ -38,6 +43,15 @@ local rate = tonumber(ARGV[3])
 local hbMin = now - tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '(' .. (now - tonumber(ARGV[5])))
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - 60000))
+local cap = tonumber(ARGV[6])
+if cap < 0 then
+  redis.call('HSET', KEYS[1], 'holdMs', now - cap, 'lastMs', now)
+  return {0, 0, pos}
+end
+if now < (tonumber(st[5] or '0') or 0) then
+  redis.call('HSET', KEYS[1], 'lastMs', now)
+  return {0, 0, pos}
+end
 local inWindow = 0
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '(' .. (now - 1000), '+inf')) do
   local a = string.match(m, '^[0-9]+:([0-9]+):')
@@ -50,7 +64,7 @@ if dt > 1000 then dt = 1000 end
 if dt < 0 then dt = 0 end
 local share = math.ceil(rate * dt / 1000)
 if share < allow then allow = share end
-local room = tonumber(ARGV[6]) - redis.call('ZCARD', KEYS[5])
+local room = cap - redis.call('ZCARD', KEYS[5])
 if room < allow then allow = room end
 local admitted, skipped, walked = 0, 0, 0
 local maxWalk = tonumber(ARGV[7])

@@ -887,6 +887,12 @@ func (r *Room) lead(ctx context.Context, ln *line, w config.WaitingRoom, v *view
 			capPasses = 1
 		}
 	}
+	if cfg := r.cfg(); act.Recovering || cfg != nil && cfg.ActivityKilled(ln.id) {
+		// Paused: every poll is refused (503), so no heartbeat is recorded, and a walk would
+		// skip the whole line. The script walks nothing now, nor for a heartbeat bound plus a
+		// refused poll's Retry-After once the pause ends: by then the places are polled again.
+		capPasses = -(w.Heartbeat.D() + pauseRetry).Milliseconds()
+	}
 	args := []any{r.opts.InstanceID, fence, strconv.FormatFloat(w.Rate, 'f', -1, 64), w.Heartbeat.D().Milliseconds(),
 		w.PassTTL.D().Milliseconds(), capPasses, r.opts.MaxWalk, "0"}
 	if v.seed != 0 {
@@ -918,6 +924,10 @@ func (r *Room) lead(ctx context.Context, ln *line, w config.WaitingRoom, v *view
 	}
 	return nil
 }
+
+// pauseRetry is the Retry-After of a poll refused while a line is paused (a kill switch's 503
+// DISABLED: admission's disabledRetry; a recovering activity's is the same).
+const pauseRetry = 5 * time.Second
 
 // openLine freezes the prequeue and, for a shuffled line, draws its order.
 func (r *Room) openLine(ctx context.Context, ln *line, w config.WaitingRoom, fence string) error {

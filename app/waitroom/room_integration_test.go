@@ -5,6 +5,7 @@ package waitroom
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,5 +88,73 @@ func TestAPassUsedByTwoAttemptsIsGivenBackByBoth(t *testing.T) {
 	}
 	if ok, err := r.ConsumePass(ctx, id, "u1", st.Pass, "k2", ttl); !ok || err != nil {
 		t.Fatalf("the pass both attempts gave back: %v %v, want live", ok, err)
+	}
+}
+
+// A kill switch while the line is open: every poll is refused (503 DISABLED), so no heartbeat
+// is recorded, and the inlet kept walking: once the pause outlasted the heartbeat bound, it
+// skipped every place of the line (joining again returns the skipped place: those buyers could
+// never buy). The inlet now walks nothing while the activity is killed, nor for a heartbeat
+// bound plus a refused poll's Retry-After after, and the places polled again are admitted.
+func TestAKillSwitchDoesNotEmptyTheLine(t *testing.T) {
+	rdb := testsvc.Redis(t)
+	id := fmt.Sprintf("wr-killed-%d", time.Now().UnixNano())
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+	var cfg atomic.Pointer[config.Config]
+	cfg.Store(&config.Config{})
+	r, err := New(rdb, fakeSigner{}, fs, cfg.Load, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order, w.Heartbeat = true, 50, config.OrderFIFO, config.Duration(300*time.Millisecond)
+	ctx := context.Background()
+	ln := stepUntil(ctx, t, r, id, w, 0) // open, nobody in line
+	if !ln.view.Load().opened {
+		t.Fatal("the line did not open")
+	}
+	cfg.Store(&config.Config{KillSwitch: true})
+	users := []string{"u1", "u2", "u3"}
+	tickets := map[string]uint64{}
+	for _, u := range users {
+		tk, err := r.Join(ctx, id, u, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tickets[u] = tk.N
+	}
+	// Killed for longer than the heartbeat bound; the users' polls are refused meanwhile.
+	for until := time.Now().Add(2 * w.Heartbeat.D()); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+		if err := r.stepLine(ctx, ln, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v := ln.view.Load(); v.pos != 0 {
+		t.Fatalf("the inlet walked %d places while the activity was killed (%d skipped)", v.pos, v.skipped)
+	}
+	// Back on: the users poll again, and each is admitted, none skipped.
+	cfg.Store(&config.Config{})
+	admitted := map[string]bool{}
+	for deadline := time.Now().Add(15 * time.Second); len(admitted) < len(users) && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err := r.stepLine(ctx, ln, w); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			now := time.Now()
+			st, err := r.Status(ctx, id, u, tickets[u], w, now, false, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch st.State {
+			case StateAdmitted:
+				admitted[u] = true
+			case StateSkipped:
+				t.Fatalf("%s's place was skipped after the kill switch (view %+v)", u, ln.view.Load())
+			}
+		}
+	}
+	if len(admitted) != len(users) {
+		t.Fatalf("admitted %v after the kill switch, want all of %v", admitted, users)
 	}
 }
