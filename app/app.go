@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -678,13 +679,23 @@ func (a *App) runSource(ctx context.Context) error {
 			Addr: a.opts.NacosAddr, DataID: a.opts.NacosDataID, Group: a.opts.NacosGroup,
 			Namespace: a.opts.NacosNamespace, Username: a.opts.NacosUsername, Password: a.opts.NacosPassword,
 			CacheDir:          filepath.Join(a.opts.DataDir, "nacos"),
-			LocalSnapshotPath: filepath.Join(a.opts.DataDir, "config-snapshot.yaml"),
+			LocalSnapshotPath: snapshotPath(a.opts),
 			Log:               a.log.With("part", "nacos"), Metrics: a.cfgM,
 		}
 		return src.Run(ctx, a.cfg.Offer)
 	}
 	src := &config.FileSource{Path: a.opts.ConfigFile, Log: a.log.With("part", "config-file"), Metrics: a.cfgM}
 	return src.Run(ctx, a.cfg.Offer)
+}
+
+// snapshotPath is where the last good configuration of the Nacos namespace, group and data id
+// of opts is kept: one file per configuration, so a data dir reused after one of them changed
+// (or shared by two deployments) never starts an instance on another source's configuration,
+// which fixes the identity mode among the rest (a staging header-mode snapshot would make a
+// JWT instance trust X-User-Id).
+func snapshotPath(opts Options) string {
+	sum := sha256.Sum256([]byte(opts.NacosNamespace + "\x00" + opts.NacosGroup + "\x00" + opts.NacosDataID))
+	return filepath.Join(opts.DataDir, "config-snapshot-"+hex.EncodeToString(sum[:8])+".yaml")
 }
 
 // loadDemo creates the demo activity of the embedded mode and tells how to try it.

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -170,5 +172,42 @@ func TestAcceptanceNacosControlsThreeInstances(t *testing.T) {
 	}
 	if flipped != 0 {
 		t.Fatalf("%d users got a different canary answer from another instance", flipped)
+	}
+}
+
+// A data dir keeps the last good configuration of each Nacos data id apart: an instance started
+// on it for another data id, one missing in Nacos, stays not ready. It started from the other
+// data id's snapshot (ready, source cache), whose auth mode among the rest it then kept (a
+// staging header-mode configuration would make a JWT deployment trust X-User-Id).
+func TestAnotherDataIDsSnapshotIsNotUsed(t *testing.T) {
+	nacos := testsvc.NacosAdmin(t)
+	ns, group := uniq(t, "ns"), "SECKILL_TEST"
+	first := uniq(t, "seckill-a") + ".yaml"
+	nacos.Publish(t, ns, first, group, testConfig)
+	dir := t.TempDir()
+	o := nacosOptions(realOptions(t), ns, first, group)
+	o.ConfigFile, o.DataDir, o.Namespace = "/nonexistent", dir, uniq(t, "snap")
+	a := startApp(t, o, "")
+	testwait.Eventually(t, 10*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "config-snapshot*.yaml"))
+		return len(m) == 1
+	}, "the first data id's snapshot written")
+	if st := a.cfg.Status(); st.Source != "nacos" {
+		t.Fatalf("the first instance's source %q, want nacos", st.Source)
+	}
+	o.NacosDataID = uniq(t, "seckill-b") + ".yaml" // never published
+	o.InstanceID = uniq(t, "snap-b")
+	b := startAppUnready(t, o, "")
+	time.Sleep(3 * time.Second)
+	if st := b.cfg.Status(); st.Ready || st.Source == "cache" {
+		t.Fatalf("an instance of an unpublished data id: %+v, want not ready (no configuration of its own)", st)
+	}
+	resp, err := http.Get(b.base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz of the instance of an unpublished data id: %d, want 503", resp.StatusCode)
 	}
 }
