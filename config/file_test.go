@@ -165,3 +165,47 @@ func TestFirstPayloadRefusedByTimeoutIsRetried(t *testing.T) {
 		t.Fatalf("status after the retry: %+v", st)
 	}
 }
+
+// A later edit whose build overran the bound (a loaded or paused instance) is tried again too:
+// its source offers the same content no more, so the edit (here a kill switch) stayed
+// unapplied on this instance while every other applied it.
+func TestALaterPayloadRefusedByTimeoutIsRetried(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seckill.yaml")
+	if err := os.WriteFile(path, []byte("killSwitch: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var slow atomic.Bool
+	r := NewReloader(func(c *Config, meta Meta) (*snap, error) {
+		if c.KillSwitch && slow.CompareAndSwap(true, false) {
+			time.Sleep(300 * time.Millisecond) // the edit's first build overruns the bound
+		}
+		return buildSnap(c, meta)
+	}, nil, nil)
+	r.timeout = 100 * time.Millisecond
+	r.retryIn.Min = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { r.Run(ctx); done <- struct{}{} }()
+	go func() { (&FileSource{Path: path}).Run(ctx, r.Offer); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done }()
+	select {
+	case <-r.Ready():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the first payload was not applied")
+	}
+	slow.Store(true)
+	if err := os.WriteFile(path, []byte("killSwitch: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st := r.Status(); st.Config.KillSwitch {
+			if !strings.Contains(st.LastError, "took longer than") || !st.LastErrorSuperseded {
+				t.Fatalf("status after the retry: %+v", st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an edit refused by the build timeout was never applied: %+v (slow build still pending: %v)", r.Status(), slow.Load())
+		}
+	}
+}

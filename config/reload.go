@@ -224,8 +224,10 @@ func (r *Reloader[T]) Offer(p Payload) {
 }
 
 // Run processes offered payloads until ctx is done; it returns ctx's error. Run it once.
-// Until the first payload is applied, one refused because its build overran the timeout is
-// tried again after a growing delay, unless a newer payload came in.
+// A payload refused because its build overran the timeout (a loaded machine, a pause) is
+// tried again after a growing delay, unless a newer payload came in: its source offers the
+// same content no more (Nacos's worker and the file watcher offer a content once), so an edit
+// such as a kill switch would stay unapplied on this instance alone.
 func (r *Reloader[T]) Run(ctx context.Context) error {
 	retryTimer := time.NewTimer(time.Hour)
 	retryTimer.Stop()
@@ -241,7 +243,7 @@ func (r *Reloader[T]) Run(ctx context.Context) error {
 			r.pending = nil
 			r.mu.Unlock()
 		case <-retryTimer.C:
-			if q := r.retry; q != nil && r.lastSeq[q.Source] == q.Seq && !r.status.Load().Ready {
+			if q := r.retry; q != nil && r.lastSeq[q.Source] == q.Seq {
 				r.log.Info("config: trying again a payload whose build overran the timeout", "source", q.Source, "seq", q.Seq)
 				p = q
 			}
@@ -317,7 +319,7 @@ func (r *Reloader[T]) prepare(ctx context.Context, p Payload, old *Status) *prep
 }
 
 // process runs on the Run goroutine only. It reports whether p should be tried again: its
-// build overran the timeout and no configuration was applied yet.
+// build overran the timeout.
 func (r *Reloader[T]) process(ctx context.Context, p Payload) (retry bool) {
 	if last, ok := r.lastSeq[p.Source]; ok && p.Seq < last {
 		r.m.stale.Inc()
@@ -356,7 +358,7 @@ func (r *Reloader[T]) process(ctx context.Context, p Payload) (retry bool) {
 		r.m.failures.Inc()
 		r.log.Error("config: payload refused, keeping the current configuration",
 			"source", p.Source, "seq", p.Seq, "current_version", old.Version, "err", res.err)
-		return res.timedOut && !old.Ready
+		return res.timedOut
 	}
 	now := time.Now()
 	r.cur.Store(res.snap)
