@@ -688,13 +688,13 @@ func (a *App) runSource(ctx context.Context) error {
 	return src.Run(ctx, a.cfg.Offer)
 }
 
-// snapshotPath is where the last good configuration of the Nacos namespace, group and data id
-// of opts is kept: one file per configuration, so a data dir reused after one of them changed
+// snapshotPath is where the last good configuration of the Nacos server, namespace, group and
+// data id of opts is kept: one file per configuration, so a data dir reused after one of them changed
 // (or shared by two deployments) never starts an instance on another source's configuration,
 // which fixes the identity mode among the rest (a staging header-mode snapshot would make a
 // JWT instance trust X-User-Id).
 func snapshotPath(opts Options) string {
-	sum := sha256.Sum256([]byte(opts.NacosNamespace + "\x00" + opts.NacosGroup + "\x00" + opts.NacosDataID))
+	sum := sha256.Sum256([]byte(opts.NacosAddr + "\x00" + opts.NacosNamespace + "\x00" + opts.NacosGroup + "\x00" + opts.NacosDataID))
 	return filepath.Join(opts.DataDir, "config-snapshot-"+hex.EncodeToString(sum[:8])+".yaml")
 }
 

@@ -274,8 +274,8 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 	// The sets are taken only when not empty (an empty one stays the activity's, and is not
 	// read again here: attempts may add to it as soon as the lock is released).
 	tried, bought, first, last := f.takeSketches(af)
-	// Once a minute an activity whose sketches count someone checks Redis still has them,
-	// even with nothing new to send (below).
+	// Once a minute an activity whose sketches were merged into Redis checks Redis still has
+	// them, even with nothing new to send (below).
 	tick := now.Unix()-af.expiredAt.Load() >= 60
 	idle := len(fields) == 0 && tried == nil && bought == nil
 	if idle && (!tick || f.local || !af.counts()) {
@@ -338,30 +338,31 @@ func (f *funnel) flushActivity(ctx context.Context, af *actFunnel) error {
 		af.mu.Unlock()
 		return err
 	}
-	if nTried.Val() == 0 || nBought.Val() == 0 {
-		// A sketch that counts someone, merged into Redis before (or just now), and Redis has
-		// none: Redis lost the key (restarted with less). The sketches are cumulative: the
-		// next flush sends them whole again, so the distinct users are not lost with it.
-		af.mu.Lock()
-		lost := nTried.Val() == 0 && af.tried.used || nBought.Val() == 0 && af.bought.used
-		af.tried.dirty = af.tried.dirty || nTried.Val() == 0 && af.tried.used
-		af.bought.dirty = af.bought.dirty || nBought.Val() == 0 && af.bought.used
-		af.mu.Unlock()
-		if lost {
-			f.log.Warn("the funnel's distinct users were gone from Redis: sending them again", "activity", af.id)
-			return nil // the gauges keep their last values until then
-		}
+	// A sketch merged into Redis before (or just now) and Redis counts no one: Redis lost the
+	// key (restarted with less). The sketches are cumulative: the next flush sends them whole
+	// again, and sets the keys' expiry (a tick), so the distinct users are not lost with it.
+	af.mu.Lock()
+	af.tried.merged = af.tried.merged || tried != nil
+	af.bought.merged = af.bought.merged || bought != nil
+	lostT, lostB := nTried.Val() == 0 && af.tried.merged, nBought.Val() == 0 && af.bought.merged
+	af.tried.dirty = af.tried.dirty || lostT
+	af.bought.dirty = af.bought.dirty || lostB
+	af.mu.Unlock()
+	if lostT || lostB {
+		af.expiredAt.Store(0)
+		f.log.Warn("the funnel's distinct users were gone from Redis: sending them again", "activity", af.id)
+		return nil // the gauges keep their last values until then
 	}
 	f.m.users.WithLabelValues(af.id, "tried").Set(float64(nTried.Val()))
 	f.m.users.WithLabelValues(af.id, "bought").Set(float64(nBought.Val()))
 	return nil
 }
 
-// counts reports whether either of the activity's sketches counts someone.
+// counts reports whether either of the activity's sketches was merged into Redis.
 func (af *actFunnel) counts() bool {
 	af.mu.Lock()
 	defer af.mu.Unlock()
-	return af.tried.used || af.bought.used
+	return af.tried.merged || af.bought.merged
 }
 
 // takeCounts swaps the activity's counters since the last flush to zero and returns the

@@ -22,9 +22,9 @@ const (
 // hllSketch is one HyperLogLog: the max rank seen per register. Not safe for concurrent use
 // (actFunnel's mutex guards it).
 type hllSketch struct {
-	reg   [hllRegisters]uint8
-	dirty bool // a register grew since the last dense()
-	used  bool // a register ever grew: the sketch counts someone
+	reg    [hllRegisters]uint8
+	dirty  bool // a register grew since the last dense()
+	merged bool // a flush merged it into Redis: Redis counts someone for it
 }
 
 // add adds the element whose 64-bit hash is h (the index from its low 14 bits, the rank from
@@ -35,7 +35,7 @@ func (s *hllSketch) add(h uint64) {
 	h |= 1 << (64 - hllP) // bounds the rank at 64-14+1
 	if r := uint8(bits.TrailingZeros64(h) + 1); r > s.reg[i] {
 		s.reg[i] = r
-		s.dirty, s.used = true, true
+		s.dirty = true
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -207,5 +208,58 @@ func TestALaterPayloadRefusedByTimeoutIsRetried(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("an edit refused by the build timeout was never applied: %+v (slow build still pending: %v)", r.Status(), slow.Load())
 		}
+	}
+}
+
+// Each edit's retries start at the shortest delay: an edit that timed out again and again
+// left the delay doubled, and a later edit refused by the timeout once (a kill switch in a
+// load spike) then waited that long for its first retry.
+func TestATimedOutEditsRetriesStartAgainAtTheShortestDelay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "seckill.yaml")
+	if err := os.WriteFile(path, []byte("killSwitch: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var slow sync.Map // content's canary ratio -> builds left to overrun
+	r := NewReloader(func(c *Config, meta Meta) (*snap, error) {
+		key := c.Version()
+		if v, ok := slow.Load(key); ok && v.(int) > 0 {
+			slow.Store(key, v.(int)-1)
+			time.Sleep(150 * time.Millisecond)
+		}
+		return buildSnap(c, meta)
+	}, nil, nil)
+	r.timeout = 50 * time.Millisecond
+	r.retryIn.Min, r.retryIn.Max = 50*time.Millisecond, 3*time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { r.Run(ctx); done <- struct{}{} }()
+	go func() { (&FileSource{Path: path}).Run(ctx, r.Offer); done <- struct{}{} }()
+	defer func() { cancel(); <-done; <-done }()
+	select {
+	case <-r.Ready():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the first payload was not applied")
+	}
+	edit := func(content string, overruns int) time.Duration {
+		t.Helper()
+		c, err := Decode([]byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow.Store(c.Version(), overruns)
+		start := time.Now()
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := start.Add(10 * time.Second); r.Status().Version != c.Version(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the edit %q was never applied: %+v", content, r.Status())
+			}
+		}
+		return time.Since(start)
+	}
+	edit("killSwitch: true\n", 5) // retried after 50, 100, 200, 400, 800 ms
+	if took := edit("killSwitch: false\n", 1); took > time.Second {
+		t.Fatalf("an edit refused once by the timeout was applied after %v: its retry waited the last edit's doubled delay", took)
 	}
 }

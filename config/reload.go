@@ -242,6 +242,7 @@ func (r *Reloader[T]) Run(ctx context.Context) error {
 			p = r.pending
 			r.pending = nil
 			r.mu.Unlock()
+			r.retryIn.Reset() // a new payload's retries start again at the shortest delay
 		case <-retryTimer.C:
 			if q := r.retry; q != nil && r.lastSeq[q.Source] == q.Seq {
 				r.log.Info("config: trying again a payload whose build overran the timeout", "source", q.Source, "seq", q.Seq)

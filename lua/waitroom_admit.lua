@@ -16,9 +16,10 @@
 -- ARGV[5] pass lifetime, ms: a live pass older than this is dropped
 -- ARGV[6] cap: the most live passes allowed (stock factor x units left), >= 0; or, negative,
 --         the line is paused (a kill switch, a recovering activity: its polls are refused, so
---         its places' heartbeats go stale): nothing is walked now, nor for -ARGV[6] ms after
---         the last paused step, so that the places are polled again before the inlet reaches
---         them (it skipped every place of the line whose pause outlasted the heartbeat bound)
+--         its places' heartbeats go stale): nothing is walked now, nor for -ARGV[6] ms (at
+--         most a minute) after the last paused step, so that the places are polled again
+--         (a refused poll is retried after its Retry-After) before the inlet reaches them (it
+--         skipped every place of the line whose pause outlasted the heartbeat bound)
 -- ARGV[7] the most places walked by this step (bounds the script's run time)
 -- ARGV[8] "1": the line is shuffled: places 1..pre hold the tickets of the prequeue in the
 --         order drawn from the line's seed, which the caller computes (every instance derives
@@ -48,7 +49,8 @@ if cap < 0 then
   redis.call('HSET', KEYS[1], 'holdMs', now - cap, 'lastMs', now)
   return {0, 0, pos}
 end
-if now < (tonumber(st[5] or '0') or 0) then
+local hold = tonumber(st[5] or '0') or 0
+if now < hold and hold - now <= 60000 then -- (a hold further off is a clock that went back)
   redis.call('HSET', KEYS[1], 'lastMs', now)
   return {0, 0, pos}
 end

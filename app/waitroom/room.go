@@ -889,9 +889,10 @@ func (r *Room) lead(ctx context.Context, ln *line, w config.WaitingRoom, v *view
 	}
 	if cfg := r.cfg(); act.Recovering || cfg != nil && cfg.ActivityKilled(ln.id) {
 		// Paused: every poll is refused (503), so no heartbeat is recorded, and a walk would
-		// skip the whole line. The script walks nothing now, nor for a heartbeat bound plus a
-		// refused poll's Retry-After once the pause ends: by then the places are polled again.
-		capPasses = -(w.Heartbeat.D() + pauseRetry).Milliseconds()
+		// skip the whole line. The script walks nothing now, nor for a refused poll's
+		// Retry-After and a second once the pause ends: by then every place still followed
+		// was polled again (one polled just before the pause is fresh until then too).
+		capPasses = -(pauseRetry + time.Second).Milliseconds()
 	}
 	args := []any{r.opts.InstanceID, fence, strconv.FormatFloat(w.Rate, 'f', -1, 64), w.Heartbeat.D().Milliseconds(),
 		w.PassTTL.D().Milliseconds(), capPasses, r.opts.MaxWalk, "0"}
