@@ -152,11 +152,7 @@ func TestFirstPayloadRefusedByTimeoutIsRetried(t *testing.T) {
 	}, nil, nil)
 	r.timeout = 100 * time.Millisecond
 	r.retryIn.Min = 50 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { r.Run(ctx); done <- struct{}{} }()
-	go func() { (&FileSource{Path: path}).Run(ctx, r.Offer); done <- struct{}{} }()
-	defer func() { cancel(); <-done; <-done }()
+	runFromFile(t, r, path)
 	select {
 	case <-r.Ready():
 	case <-time.After(3 * time.Second):
@@ -184,11 +180,7 @@ func TestALaterPayloadRefusedByTimeoutIsRetried(t *testing.T) {
 	}, nil, nil)
 	r.timeout = 100 * time.Millisecond
 	r.retryIn.Min = 50 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { r.Run(ctx); done <- struct{}{} }()
-	go func() { (&FileSource{Path: path}).Run(ctx, r.Offer); done <- struct{}{} }()
-	defer func() { cancel(); <-done; <-done }()
+	runFromFile(t, r, path)
 	select {
 	case <-r.Ready():
 	case <-time.After(3 * time.Second):
@@ -230,11 +222,7 @@ func TestATimedOutEditsRetriesStartAgainAtTheShortestDelay(t *testing.T) {
 	}, nil, nil)
 	r.timeout = 50 * time.Millisecond
 	r.retryIn.Min, r.retryIn.Max = 50*time.Millisecond, 3*time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { r.Run(ctx); done <- struct{}{} }()
-	go func() { (&FileSource{Path: path}).Run(ctx, r.Offer); done <- struct{}{} }()
-	defer func() { cancel(); <-done; <-done }()
+	runFromFile(t, r, path)
 	select {
 	case <-r.Ready():
 	case <-time.After(3 * time.Second):
@@ -262,4 +250,14 @@ func TestATimedOutEditsRetriesStartAgainAtTheShortestDelay(t *testing.T) {
 	if took := edit("killSwitch: false\n", 1); took > time.Second {
 		t.Fatalf("an edit refused once by the timeout was applied after %v: its retry waited the last edit's doubled delay", took)
 	}
+}
+
+// runFromFile runs r fed by the file at path until the test ends.
+func runFromFile(t *testing.T, r *Reloader[snap], path string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() { r.Run(ctx); done <- struct{}{} }()
+	go func() { (&FileSource{Path: path}).Run(ctx, r.Offer); done <- struct{}{} }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
 }

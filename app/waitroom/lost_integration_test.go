@@ -5,14 +5,12 @@ package waitroom
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/config"
-	"github.com/seckill/seckill/internal/testsvc"
 )
 
 // A line whose Redis state was lost (a Redis back with less, a flush) numbers its places again
@@ -21,16 +19,7 @@ import (
 // for it and the old pass used it, so one buyer took the turn of another, whose own pass was
 // then refused; and a place the old line skipped showed SKIPPED to the new line's buyer there.
 func TestTheOldLinesTicketsAndPassesDoNotReachTheNewLine(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	id := fmt.Sprintf("wr-lost-%d", time.Now().UnixNano())
-	fs := &fakeStock{}
-	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
-	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	r, rdb, id, w := redisRoom(t, "wr-lost", nil)
 	ctx := context.Background()
 	join := func(user string, alive bool) Ticket {
 		t.Helper()
@@ -102,19 +91,11 @@ func TestTheOldLinesTicketsAndPassesDoNotReachTheNewLine(t *testing.T) {
 // ticket 1 elsewhere, so the old pass's place is another buyer's. (Tried until the two orders
 // put ticket 1 at different places, which they do two times in three.)
 func TestAnOldPassOfAShuffledLineDoesNotReachTheNewOrder(t *testing.T) {
-	rdb := testsvc.Redis(t)
 	ctx := context.Background()
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderShuffle
 	users := []string{"b1", "b2", "b3"}
 	for try := 0; try < 20; try++ {
-		id := fmt.Sprintf("wr-lost-shuffled-%d", time.Now().UnixNano())
-		fs := &fakeStock{}
-		fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
-		r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, rdb, id, w := redisRoom(t, "wr-lost-shuffled", nil)
+		w.Order = config.OrderShuffle
 		// a line of three joined before its opening (the first step opens it), b1 at ticket 1
 		prequeue := func() *view {
 			t.Helper()
@@ -165,16 +146,7 @@ func TestAnOldPassOfAShuffledLineDoesNotReachTheNewOrder(t *testing.T) {
 // with a pass of the old line's order, but to retry (ErrUnknownLine: 503) until the instance
 // follows the new line.
 func TestAViewOfALostLineAnswersRetry(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	id := fmt.Sprintf("wr-lost-view-%d", time.Now().UnixNano())
-	fs := &fakeStock{}
-	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
-	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	r, rdb, id, w := redisRoom(t, "wr-lost-view", nil)
 	ctx := context.Background()
 	for _, u := range []struct {
 		name  string
@@ -193,7 +165,7 @@ func TestAViewOfALostLineAnswersRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the new line, before this instance reads it again: another instance led it
-	other, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i2"}, nil, nil)
+	other, err := New(rdb, fakeSigner{}, r.stock, func() *config.Config { return nil }, Options{InstanceID: "i2"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,16 +195,7 @@ func TestAViewOfALostLineAnswersRetry(t *testing.T) {
 // and a buyer who polls again by then is admitted, so the instance must forget the skips it
 // had read (it showed SKIPPED to a buyer the line admitted).
 func TestAnInstanceForgetsTheSkipsOfLostInletSteps(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	id := fmt.Sprintf("wr-lost-steps-%d", time.Now().UnixNano())
-	fs := &fakeStock{}
-	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
-	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	r, rdb, id, w := redisRoom(t, "wr-lost-steps", nil)
 	ctx := context.Background()
 	late, err := r.Join(ctx, id, "late", false) // not polling yet: the inlet skips place 1
 	if err != nil {
@@ -268,16 +231,7 @@ func TestAnInstanceForgetsTheSkipsOfLostInletSteps(t *testing.T) {
 // (its reservation refused as the activity recovered), names the place a new buyer's
 // reservation has used since, which stays used (it was made live again, for anyone's pass).
 func TestAPassOfALostLineIsNotGivenBackOnTheNewOne(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	id := fmt.Sprintf("wr-lost-return-%d", time.Now().UnixNano())
-	fs := &fakeStock{}
-	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
-	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	r, rdb, id, w := redisRoom(t, "wr-lost-return", nil)
 	ctx := context.Background()
 	turn := func(user string) string {
 		t.Helper()

@@ -50,16 +50,7 @@ func TestJoinPollPassOnRedis(t *testing.T) {
 // must stay spent: it was live again for anyone's reservation (one turn bought twice). Once
 // every attempt gave its use back, it is live again.
 func TestAPassUsedByTwoAttemptsIsGivenBackByBoth(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	id := fmt.Sprintf("wr-two-attempts-%d", time.Now().UnixNano())
-	fs := &fakeStock{}
-	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
-	r, err := New(rdb, fakeSigner{}, fs, func() *config.Config { return nil }, Options{InstanceID: "i1"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	r, _, id, w := redisRoom(t, "wr-two-attempts", nil)
 	ctx := context.Background()
 	tk, err := r.Join(ctx, id, "u1", true)
 	if err != nil {
@@ -97,18 +88,10 @@ func TestAPassUsedByTwoAttemptsIsGivenBackByBoth(t *testing.T) {
 // never buy). The inlet now walks nothing while the activity is killed, nor for a heartbeat
 // bound plus a refused poll's Retry-After after, and the places polled again are admitted.
 func TestAKillSwitchDoesNotEmptyTheLine(t *testing.T) {
-	rdb := testsvc.Redis(t)
-	id := fmt.Sprintf("wr-killed-%d", time.Now().UnixNano())
-	fs := &fakeStock{}
-	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
 	var cfg atomic.Pointer[config.Config]
 	cfg.Store(&config.Config{})
-	r, err := New(rdb, fakeSigner{}, fs, cfg.Load, Options{InstanceID: "i1"}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := config.DefaultWaitingRoom()
-	w.Enabled, w.Rate, w.Order, w.Heartbeat = true, 50, config.OrderFIFO, config.Duration(300*time.Millisecond)
+	r, _, id, w := redisRoom(t, "wr-killed", cfg.Load)
+	w.Heartbeat = config.Duration(300 * time.Millisecond)
 	ctx := context.Background()
 	ln := stepUntil(ctx, t, r, id, w, 0) // open, nobody in line
 	if !ln.view.Load().opened {
@@ -157,4 +140,25 @@ func TestAKillSwitchDoesNotEmptyTheLine(t *testing.T) {
 	if len(admitted) != len(users) {
 		t.Fatalf("admitted %v after the kill switch, want all of %v", admitted, users)
 	}
+}
+
+// redisRoom is a room on the test Redis for a new activity (its id prefix and a clock), open
+// a second ago with 10 units left, with the configuration cfg gives (nil: none), and a FIFO
+// waiting room that admits 50 places a second.
+func redisRoom(t *testing.T, prefix string, cfg func() *config.Config) (*Room, redis.UniversalClient, string, config.WaitingRoom) {
+	t.Helper()
+	rdb := testsvc.Redis(t)
+	id := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	fs := &fakeStock{}
+	fs.v.ID, fs.v.OpensAt, fs.v.Remaining = id, time.Now().Add(-time.Second), 10
+	if cfg == nil {
+		cfg = func() *config.Config { return nil }
+	}
+	r, err := New(rdb, fakeSigner{}, fs, cfg, Options{InstanceID: "i1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := config.DefaultWaitingRoom()
+	w.Enabled, w.Rate, w.Order = true, 50, config.OrderFIFO
+	return r, rdb, id, w
 }
