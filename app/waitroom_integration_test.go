@@ -111,7 +111,8 @@ func TestWaitingRoomPassFlow(t *testing.T) {
 
 	// Polls of a waiting place cost no Redis call: 500 of them send no command on behalf of a
 	// request, where a join (the control: it takes a place in Redis) sends at least one. A
-	// poll of a place whose turn came sends one (is its pass used?).
+	// poll of a place whose turn came sends three in one round trip (is the place the
+	// user's, is the line the one read, is its pass used?).
 	t2 := j2.body["ticket"].(string)
 	testwait.Eventually(t, 10*time.Second, func() bool {
 		p := b.poll(t, id, "u2", t2)

@@ -34,15 +34,7 @@ func TestWaitingRoomPage(t *testing.T) {
 	c := newConsole(t) // the browser first: its start must not eat the line
 	id := uniq(t, "wr-page")
 	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 2, order: fifo, heartbeat: 30s, passTTL: 1m}"))
-	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
-	for i := 0; i < 20; i++ {
-		if j := ta.join(t, id, fmt.Sprintf("ahead-%d", i)); j.status != http.StatusCreated {
-			t.Fatalf("join ahead-%d: %d %v", i, j.status, j.body)
-		}
-	}
-	c.do("open the waiting room page",
-		chromedp.Navigate(ta.base+"/waiting-room?activity="+id+"#user=page-user"),
-		chromedp.WaitVisible(chromedp.CSS("#position")))
+	pageBehind(t, c, ta, id, 20)
 
 	type shown struct{ Status, Position, Result string }
 	var seen []int
@@ -228,15 +220,7 @@ func TestWaitingRoomPageJoinsAgainWhenTheLineIsLost(t *testing.T) {
 	c := newConsole(t)
 	id := uniq(t, "wr-page-lost")
 	ta := startApp(t, realOptions(t), roomConfig(id, "{enabled: true, rate: 2, order: fifo, heartbeat: 8s, passTTL: 1m}"))
-	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
-	for i := 0; i < 20; i++ {
-		if j := ta.join(t, id, fmt.Sprintf("ahead-%d", i)); j.status != http.StatusCreated {
-			t.Fatalf("join ahead-%d: %d %v", i, j.status, j.body)
-		}
-	}
-	c.do("open the waiting room page",
-		chromedp.Navigate(ta.base+"/waiting-room?activity="+id+"#user=page-user"),
-		chromedp.WaitVisible(chromedp.CSS("#position")))
+	pageBehind(t, c, ta, id, 20)
 	ctx := context.Background()
 	users := "sk:{" + id + "}:q:users"
 	testwait.Eventually(t, 30*time.Second, func() bool {
@@ -272,4 +256,19 @@ func TestWaitingRoomPageJoinsAgainWhenTheLineIsLost(t *testing.T) {
 	if used, err := ta.rdb.HExists(ctx, "sk:{"+id+"}:q:used", "1").Result(); err != nil || !used {
 		t.Fatalf("the pass of the new line's place 1 is not used in Redis (%v, %v)", used, err)
 	}
+}
+
+// pageBehind creates activity id (100 units, open), puts ahead users in its line, and opens the
+// waiting room page as page-user, who joins behind them.
+func pageBehind(t *testing.T, c *console, ta *testApp, id string, ahead int) {
+	t.Helper()
+	ta.createActivity(t, id, 100, 1, 1, time.Now().Add(-time.Second))
+	for i := 0; i < ahead; i++ {
+		if j := ta.join(t, id, fmt.Sprintf("ahead-%d", i)); j.status != http.StatusCreated {
+			t.Fatalf("join ahead-%d: %d %v", i, j.status, j.body)
+		}
+	}
+	c.do("open the waiting room page",
+		chromedp.Navigate(ta.base+"/waiting-room?activity="+id+"#user=page-user"),
+		chromedp.WaitVisible(chromedp.CSS("#position")))
 }
